@@ -1,0 +1,44 @@
+# trapkit: the two commands a newcomer runs are `make report` and `make test`.
+# Both install what is missing (scripts/install-deps.sh), then build.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_GEN  := -G Ninja
+
+.PHONY: all deps build asan test report format format-check clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+asan: deps
+	@cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTK_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Every test, in the normal build and again in the ASan+UBSan build.
+test: build asan format-check
+	@echo "== tests (RelWithDebInfo) =="
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@echo "== tests (ASan + UBSan) =="
+	@ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+report: build
+	@$(BUILD)/trapkit probe
+	@echo
+	@echo "make report: the benchmark suite is not there yet; this prints what the machine offers."
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check: deps
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') || \
+	  (echo "format-check: run 'make format'"; exit 1)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

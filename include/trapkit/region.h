@@ -1,0 +1,210 @@
+/* trapkit/region.h - regions, fault dispatch (TRAP) and the Appel & Li
+ * virtual-memory primitives PROT1, PROTN, UNPROT, DIRTY, MAP2 and PAGESIZE.
+ *
+ * A region is an address range that trapkit watches.  Faults inside it go to
+ * the region's handler; faults anywhere else go to whatever handled SIGSEGV
+ * and SIGBUS before trapkit (or to the default action, so a wild pointer still
+ * crashes with a core dump).
+ *
+ * One API, several mechanisms (enum tk_mech).  A region's mechanism is chosen
+ * when it is created: the fastest this machine offers (see tk_probe()),
+ * unless the configuration or the TRAPKIT_BACKEND environment variable forces
+ * one.  What each mechanism can express:
+ *
+ *   mechanism     read-only protection       no-access   DIRTY               fault delivered
+ *   posix         mprotect (splits VMAs)      mprotect    mprotect + faults   SIGSEGV, faulting thread
+ *   uffd-sigbus   userfaultfd WP (page table) mprotect    WP + faults         SIGBUS, faulting thread
+ *   uffd-thread   userfaultfd WP (page table) mprotect    WP + faults         trapkit's handler thread
+ *   pagemap-scan  mprotect                    mprotect    PAGEMAP_SCAN        SIGSEGV (protections only)
+ *   soft-dirty    mprotect                    mprotect    /proc soft-dirty    SIGSEGV (protections only)
+ *
+ * "no-access" protection is always done with mprotect: no page-table-level
+ * mechanism of Linux can express it for populated pages.
+ *
+ * Thread-safety: tk_region_create/destroy may be called from any thread but
+ * not from a fault handler.  tk_protect/tk_unprot/tk_prot1/tk_protn are
+ * async-signal-safe and may be called from a fault handler.
+ */
+#ifndef TRAPKIT_REGION_H
+#define TRAPKIT_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The mechanisms.  tk_mech_name() gives the id used in TRAPKIT_BACKEND,
+ * `trapkit probe` and benchmark results ("posix", "uffd-sigbus", ...). */
+enum tk_mech {
+    TK_MECH_AUTO = 0,     /* let trapkit choose (the default) */
+    TK_MECH_POSIX,        /* SIGSEGV + mprotect, as libsigsegv and Boehm GC do it */
+    TK_MECH_UFFD_SIGBUS,  /* userfaultfd write-protect, SIGBUS in the faulting thread */
+    TK_MECH_UFFD_THREAD,  /* userfaultfd write-protect, events read by a handler thread */
+    TK_MECH_PAGEMAP_SCAN, /* DIRTY by userfaultfd WP_ASYNC + PAGEMAP_SCAN */
+    TK_MECH_SOFT_DIRTY,   /* DIRTY by the soft-dirty bit (/proc/self/clear_refs) */
+    TK_MECH_PKEYS,        /* memory protection keys (whole-region, per-thread rights) */
+    TK_MECH_COUNT_
+};
+
+const char *tk_mech_name(enum tk_mech m);
+/* Parses a mechanism id; returns TK_MECH_COUNT_ if it names none. */
+enum tk_mech tk_mech_parse(const char *name);
+
+/* Protections, for tk_protect(). */
+#define TK_PROT_NONE 0
+#define TK_PROT_READ 1
+#define TK_PROT_RW 3
+
+/* What a faulting access did. */
+enum tk_access { TK_ACCESS_UNKNOWN = 0, TK_ACCESS_READ, TK_ACCESS_WRITE, TK_ACCESS_EXEC };
+
+/* tk_fault.flags */
+#define TK_FAULT_RESOLVED 0x1 /* the page already allows this access (another thread
+                                 resolved the same fault first): returning TK_RESUME
+                                 retries the access and it will succeed */
+#define TK_FAULT_THREAD 0x2   /* running on trapkit's uffd handler thread, not in the
+                                 faulting thread: pc and ucontext are NULL */
+
+typedef struct tk_region tk_region;
+
+typedef struct tk_fault {
+    void *addr;        /* the faulting address */
+    void *page;        /* start of the region's logical page that holds addr */
+    void *pc;          /* the faulting instruction, NULL where the mechanism cannot tell */
+    tk_region *region; /* the region addr is in */
+    enum tk_access access;
+    unsigned flags;    /* TK_FAULT_* */
+    enum tk_mech mech; /* the mechanism that delivered this fault */
+    void *ucontext;    /* the signal's ucontext_t, or NULL (TK_FAULT_THREAD) */
+} tk_fault;
+
+typedef enum tk_action {
+    TK_RESUME = 0,  /* retry the faulting instruction */
+    TK_DECLINE = 1, /* not mine: pass to the previous handler or the default action */
+} tk_action;
+
+/* A fault handler.  It runs in a signal handler in the faulting thread (or,
+ * with TK_FAULT_THREAD, on trapkit's handler thread while the faulting thread
+ * waits), so it may only call async-signal-safe functions, plus the trapkit
+ * functions documented as such (tk_protect, tk_unprot, ...).  It must not call
+ * malloc, printf or take locks the interrupted code may hold.  It may run in
+ * several threads at once for the same page; f->flags says when another
+ * thread already resolved the fault. */
+typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
+
+/* tk_region_config.flags */
+#define TK_REGION_DIRTY 0x1 /* track written pages for tk_dirty() from creation on */
+#define TK_REGION_MAP2 0x2  /* back the region by a memfd so tk_map2() can make
+                               second views (requires addr == NULL) */
+
+typedef struct tk_region_config {
+    void *addr;               /* an existing private anonymous mapping to manage, page
+                                 aligned; NULL: trapkit maps `len` bytes (read-write, zero) */
+    size_t len;               /* bytes, a multiple of page_size */
+    tk_fault_handler handler; /* may be NULL: every fault not handled internally declines */
+    void *arg;                /* passed to handler */
+    enum tk_mech mech;        /* TK_MECH_AUTO, or force one */
+    size_t page_size;         /* logical page size (PAGESIZE): 0 = the hardware page, else a
+                                 power-of-two multiple of it; protections, faults and DIRTY
+                                 work in these units */
+    unsigned flags;           /* TK_REGION_* */
+} tk_region_config;
+
+/* Creates a region.  Fails with -EINVAL (unaligned address or length,
+ * logical page size not a power-of-two multiple of the hardware page),
+ * -EEXIST (overlaps another region), -EOPNOTSUPP (the forced mechanism is not
+ * available here: tk_last_error() says which kernel feature is missing),
+ * -ENOMEM.  Not async-signal-safe. */
+int tk_region_create(const tk_region_config *cfg, tk_region **out);
+
+/* Stops watching the region: its pages become read-write again and, if
+ * trapkit mapped the memory, it is unmapped (with every MAP2 view).  The
+ * caller must make sure no thread is still using the region.  Not
+ * async-signal-safe. */
+int tk_region_destroy(tk_region *r);
+
+void *tk_region_base(const tk_region *r);
+size_t tk_region_len(const tk_region *r);
+size_t tk_region_page_size(const tk_region *r);
+enum tk_mech tk_region_mech(const tk_region *r);
+
+/* The region holding addr, or NULL.  Lock-free and async-signal-safe. */
+tk_region *tk_region_find(const void *addr);
+
+/* PROT1 / PROTN / UNPROT.  Sets the protection of [addr, addr+len), which must
+ * lie in r and be aligned to its logical page size, to TK_PROT_NONE,
+ * TK_PROT_READ or TK_PROT_RW.  Returns 0 or -EINVAL (outside the region,
+ * unaligned, bad protection), -ENOMEM (posix: the kernel's vm.max_map_count
+ * would be exceeded by splitting mappings; tk_last_error() says so and how to
+ * avoid it), -EOPNOTSUPP (the mechanism cannot express it).
+ * Async-signal-safe. */
+int tk_protect(tk_region *r, void *addr, size_t len, int prot);
+static inline int tk_prot1(tk_region *r, void *page, int prot)
+{
+    return tk_protect(r, page, tk_region_page_size(r), prot);
+}
+static inline int tk_protn(tk_region *r, void *addr, size_t len, int prot)
+{
+    return tk_protect(r, addr, len, prot);
+}
+static inline int tk_unprot(tk_region *r, void *addr, size_t len)
+{
+    return tk_protect(r, addr, len, TK_PROT_RW);
+}
+
+/* The protection trapkit holds for the logical page at addr (TK_PROT_*), or a
+ * negative errno.  Async-signal-safe. */
+int tk_protection(tk_region *r, const void *addr);
+
+/* DIRTY.  Writes into bitmap (bit i of word i/64 = logical page i of the
+ * region) the pages written since the region was created or since the previous
+ * tk_dirty(), and starts a new interval.  nbits must be at least the number of
+ * logical pages.  Returns the number of dirty pages, or -EINVAL (region made
+ * without TK_REGION_DIRTY, bitmap too small).  Concurrent writers are allowed:
+ * a write is reported in exactly one interval.  Not async-signal-safe. */
+long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits);
+
+/* MAP2.  Maps a second view of the region's memory at another address with
+ * protection prot (TK_PROT_READ or TK_PROT_RW), unaffected by the region's
+ * protections and faults.  The region must have TK_REGION_MAP2.  Returns 0
+ * and the view in *view, or -EINVAL / -ENOMEM.  Not async-signal-safe. */
+int tk_map2(tk_region *r, int prot, void **view);
+int tk_unmap2(tk_region *r, void *view);
+
+/* Makes [addr, addr+len) accessible for a system call that will read
+ * (TK_ACCESS_READ) or write (TK_ACCESS_WRITE) it on the program's behalf.
+ * The kernel does not raise a fault the program can handle when read(2) or
+ * recv(2) writes into a protected page: the call fails with EFAULT.  This
+ * helper touches each page from user mode first (a read, or an atomic add of
+ * zero, which writes without changing the value), so the region's handler
+ * runs as for any access and the call then succeeds.  A handler that leaves
+ * the page inaccessible gets the next access too (so the call may still fail
+ * with EFAULT); one that declines crashes the program as that access would.
+ * Returns 0 or -EINVAL. */
+int tk_prefault(void *addr, size_t len, enum tk_access access);
+
+/* Stack overflow.  Installs a handler called when a fault outside every
+ * region lies in the guard area below the faulting thread's stack pointer
+ * (within 64 KiB).  It runs on the thread's alternate signal stack, which
+ * tk_altstack_install() sets up for the calling thread; it must leave by
+ * siglongjmp() or return TK_DECLINE (the default action: SIGSEGV).  Pass NULL
+ * to remove.  Returns 0. */
+int tk_on_stack_overflow(tk_fault_handler h, void *arg);
+/* Gives the calling thread an alternate signal stack large enough for
+ * trapkit's handler (AT_MINSIGSTKSZ + 32 KiB), unless it has one.  Returns 0
+ * or -ENOMEM. */
+int tk_altstack_install(void);
+
+/* Installs trapkit's SIGSEGV and SIGBUS handlers now, remembering the ones
+ * in place to chain to.  tk_region_create() does this on first use; call it
+ * early if another runtime will install its own fault handler after trapkit
+ * and should chain to it.  Idempotent.  Returns 0 or a negative errno. */
+int tk_init(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

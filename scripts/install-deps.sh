@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages trapkit needs to build, test and report.
+# Idempotent: when everything is present it only checks, in well under a second.
+set -euo pipefail
+
+# Packages, one per line, with what they are for.
+PKGS=(
+    gcc g++ make           # compilers (C11 library, C++17 runtime and simulator)
+    cmake ninja-build      # build
+    pkg-config             # the installed-package test builds against trapkit.pc
+    libasan8 libubsan1     # the sanitizer build inside `make test`
+    clang-format           # `make format` / the formatting check
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+    [[ "$p" == \#* ]] && continue
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then SUDO=sudo; else
+        echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

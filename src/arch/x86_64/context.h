@@ -1,0 +1,30 @@
+/* src/arch/x86_64/context.h - reading a fault's context on x86-64 Linux.
+ *
+ * Shared code reads the signal context only through these macros (after GNU
+ * libsigsegv), so it never tests CPU names.  Another architecture provides
+ * the same macros in src/arch/<arch>/context.h.
+ */
+#ifndef TK_ARCH_X86_64_CONTEXT_H
+#define TK_ARCH_X86_64_CONTEXT_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+/* Page-fault error code bits pushed by the CPU (Intel SDM vol. 3, 4.7). */
+#define TK_X86_PF_WRITE 0x2
+#define TK_X86_PF_INSTR 0x10
+
+#define TK_CTX_PC(uc) ((void *)((ucontext_t *)(uc))->uc_mcontext.gregs[REG_RIP])
+#define TK_CTX_SP(uc) ((uintptr_t)((ucontext_t *)(uc))->uc_mcontext.gregs[REG_RSP])
+#define TK_CTX_ERR(uc) ((uint64_t)((ucontext_t *)(uc))->uc_mcontext.gregs[REG_ERR])
+
+/* The access that faulted, from the page-fault error code. */
+#define TK_CTX_ACCESS(uc)                                                                          \
+    ((TK_CTX_ERR(uc) & TK_X86_PF_INSTR)                                                            \
+         ? TK_ACCESS_EXEC                                                                          \
+         : (TK_CTX_ERR(uc) & TK_X86_PF_WRITE) ? TK_ACCESS_WRITE : TK_ACCESS_READ)
+
+static inline void tk__cpu_relax(void) { __builtin_ia32_pause(); }
+
+#endif

@@ -1,0 +1,228 @@
+/* src/core/dispatch.c - fault dispatch (TRAP).
+ *
+ * trapkit installs one handler for SIGSEGV and one for SIGBUS (SA_SIGINFO |
+ * SA_ONSTACK | SA_NODEFER | SA_RESTART), remembering what was there before.
+ * A fault inside a region goes to the region (internal DIRTY tracking first,
+ * then the user's handler); anything else, and anything a handler declines,
+ * goes to the previous handler exactly as the kernel would have delivered it,
+ * or, if that was SIG_DFL or SIG_IGN, to the default action: the disposition
+ * is reset and the faulting instruction re-executes, so the process dies of
+ * the same signal with a core dump, as if trapkit had never been there.
+ *
+ * SA_NODEFER lets a fault in a region be handled while another signal's
+ * handler runs (a timer handler touching a protected heap).  A fault inside
+ * trapkit's own handler at more than TK_MAX_NESTING levels is passed on, so a
+ * handler that faults on its own protected page crashes instead of recursing
+ * forever.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "arch/context.h"
+#include "core/region_impl.h"
+
+#define TK_MAX_NESTING 4
+#define TK_STACK_OVERFLOW_WINDOW (64 * 1024)
+
+static struct sigaction old_segv, old_bus;
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static int install_result;
+static __thread int nesting __attribute__((tls_model("initial-exec")));
+
+static _Atomic(tk_fault_handler) overflow_handler;
+static _Atomic(void *) overflow_arg;
+
+/* [signal-safe] */
+static bool effective_allows(uint8_t st, enum tk_access access)
+{
+    int user = st & PS_PROT_MASK;
+    if (access == TK_ACCESS_WRITE) return user == TK_PROT_RW && !(st & PS_TRACK);
+    return user != TK_PROT_NONE;
+}
+
+/* [signal-safe] */
+tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *pc,
+                           void *ucontext, enum tk_mech via, unsigned flags)
+{
+    size_t page = tk__page_index(r, addr);
+    uint8_t st = atomic_load(&r->rg_state[page]);
+
+    if (st & PS_DECLINED) return TK_DECLINE;
+
+    /* A write the user allows, held back only by DIRTY tracking. */
+    if (r->rg_trap_dirty && access != TK_ACCESS_READ && (st & PS_TRACK) &&
+        (st & PS_PROT_MASK) == TK_PROT_RW) {
+        if (tk__dirty_fault(r, page)) return TK_RESUME;
+        st = atomic_load(&r->rg_state[page]);
+    }
+
+    /* uffd write-protect faults are writes; a SIGSEGV may be either. */
+    if (effective_allows(st, access == TK_ACCESS_UNKNOWN ? TK_ACCESS_READ : access))
+        flags |= TK_FAULT_RESOLVED;
+
+    if (!r->rg_handler) return (flags & TK_FAULT_RESOLVED) ? TK_RESUME : TK_DECLINE;
+
+    tk_fault f = {
+        .addr = (void *)addr,
+        .page = (void *)(r->rg_start + (page << r->rg_shift)),
+        .pc = pc,
+        .region = r,
+        .access = access,
+        .flags = flags,
+        .mech = via,
+        .ucontext = ucontext,
+    };
+    return r->rg_handler(&f, r->rg_arg);
+}
+
+/* Passes a signal on to what was installed before trapkit.  [signal-safe] */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    const struct sigaction *old = sig == SIGBUS ? &old_bus : &old_segv;
+    if (old->sa_flags & SA_SIGINFO) {
+        old->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+        return;
+    }
+    bool sent = si->si_code <= 0; /* kill(), tgkill(), sigqueue(): not a fault */
+    if (old->sa_handler == SIG_IGN && sent) return;
+    /* The default action: reset, and let the instruction fault again (or
+     * re-raise a sent signal, delivered when this handler returns). */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    if (sent) raise(sig);
+}
+
+/* [signal-safe] */
+static bool is_stack_overflow(uintptr_t addr, void *uc)
+{
+    uintptr_t sp = TK_CTX_SP(uc);
+    return addr < sp + 4096 && addr + TK_STACK_OVERFLOW_WINDOW >= sp;
+}
+
+/* The SIGSEGV and SIGBUS handler.  [signal-safe] */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    uintptr_t addr = (uintptr_t)si->si_addr;
+    bool fault = si->si_code > 0;
+
+    if (fault && nesting < TK_MAX_NESTING) {
+        nesting++;
+        tk__table_enter();
+        struct tk_region *r = tk__table_find(addr);
+        tk_action act = TK_DECLINE;
+        if (r) {
+            if (sig == SIGSEGV && si->si_code == SEGV_ACCERR) {
+                act = tk__handle_fault(r, addr, TK_CTX_ACCESS(uc), TK_CTX_PC(uc), uc,
+                                       r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS
+                                                                   : TK_MECH_POSIX,
+                                       0);
+            } else if (sig == SIGBUS && si->si_code == BUS_ADRERR &&
+                       r->rg_mech == TK_MECH_UFFD_SIGBUS) {
+                /* userfaultfd with UFFD_FEATURE_SIGBUS: a write-protect fault */
+                act = tk__handle_fault(r, addr, TK_ACCESS_WRITE, TK_CTX_PC(uc), uc,
+                                       TK_MECH_UFFD_SIGBUS, 0);
+            }
+        }
+        tk__table_leave();
+        if (!r && sig == SIGSEGV) {
+            tk_fault_handler h = atomic_load(&overflow_handler);
+            if (h && is_stack_overflow(addr, uc)) {
+                tk_fault f = {.addr = (void *)addr,
+                              .page = (void *)(addr & ~(uintptr_t)4095),
+                              .pc = TK_CTX_PC(uc),
+                              .access = TK_CTX_ACCESS(uc),
+                              .mech = TK_MECH_POSIX,
+                              .ucontext = uc};
+                act = h(&f, atomic_load(&overflow_arg));
+            }
+        }
+        nesting--;
+        if (act == TK_RESUME) {
+            errno = saved_errno;
+            return;
+        }
+    }
+    chain(sig, si, uc);
+    errno = saved_errno;
+}
+
+static void install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old_segv) < 0 || sigaction(SIGBUS, &sa, &old_bus) < 0) {
+        install_result = tk__failf(-errno, "tk_init: sigaction failed: %s", strerror(errno));
+    }
+}
+
+int tk__install_handlers(void)
+{
+    pthread_once(&install_once, install);
+    return install_result;
+}
+
+int tk_init(void)
+{
+    (void)tk__probe();
+    return tk__install_handlers();
+}
+
+int tk_on_stack_overflow(tk_fault_handler h, void *arg)
+{
+    int err = tk__install_handlers();
+    if (err) return err;
+    atomic_store(&overflow_arg, arg);
+    atomic_store(&overflow_handler, h);
+    return 0;
+}
+
+int tk_altstack_install(void)
+{
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_sp) return 0;
+    size_t min = getauxval(AT_MINSIGSTKSZ);
+    if (min < (size_t)MINSIGSTKSZ) min = (size_t)MINSIGSTKSZ;
+    size_t size = min + 32 * 1024;
+    stack_t ss = {.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
+    if (!ss.ss_sp) return tk__fail(-ENOMEM, "tk_altstack_install: out of memory");
+    if (sigaltstack(&ss, NULL) < 0) {
+        int err = -errno;
+        free(ss.ss_sp);
+        return tk__failf(err, "tk_altstack_install: sigaltstack failed: %s", strerror(-err));
+    }
+    return 0;
+}
+
+/* tk_prefault: make pages accessible for a system call by touching them from
+ * user mode, so the region's handler runs as for any access. */
+int tk_prefault(void *addr, size_t len, enum tk_access access)
+{
+    if (access != TK_ACCESS_READ && access != TK_ACCESS_WRITE)
+        return tk__fail(-EINVAL, "tk_prefault: access must be TK_ACCESS_READ or TK_ACCESS_WRITE");
+    size_t hw = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(hw - 1), end = (uintptr_t)addr + len;
+    if (end < (uintptr_t)addr) return tk__fail(-EINVAL, "tk_prefault: range wraps around");
+    for (; a < end; a += hw) {
+        volatile unsigned char *p = (volatile unsigned char *)(a < (uintptr_t)addr ? addr : (void *)a);
+        if (access == TK_ACCESS_WRITE)
+            __atomic_fetch_add((unsigned char *)p, 0, __ATOMIC_RELAXED);
+        else
+            (void)*p;
+    }
+    return 0;
+}

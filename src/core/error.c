@@ -1,0 +1,59 @@
+/* src/core/error.c - result codes and per-thread error messages. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* initial-exec TLS: no lazy allocation, so the handler path may write it. */
+#define TK_ERRLEN 256
+static __thread char last_error[TK_ERRLEN] __attribute__((tls_model("initial-exec")));
+
+/* [signal-safe] */
+int tk__fail(int err, const char *msg)
+{
+    size_t n = 0;
+    while (msg[n] && n < TK_ERRLEN - 1) {
+        last_error[n] = msg[n];
+        n++;
+    }
+    last_error[n] = 0;
+    return err;
+}
+
+int tk__failf(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+void tk__clear_error(void) { last_error[0] = 0; }
+
+const char *tk_last_error(void) { return last_error; }
+
+/* [signal-safe] */
+const char *tk_strerror(int err)
+{
+    switch (err < 0 ? -err : err) {
+    case 0: return "success";
+    case EINVAL: return "invalid argument (address outside the region, unaligned, or bad value)";
+    case ENOMEM:
+        return "out of memory, or the kernel's vm.max_map_count limit on mappings reached";
+    case EEXIST: return "the range overlaps a region trapkit already watches";
+    case EOPNOTSUPP: return "the mechanism cannot do this, or this kernel lacks the feature";
+    case ENOSYS: return "this kernel does not offer the system call";
+    case EPERM: return "not permitted for this user (see `trapkit probe`)";
+    case EACCES: return "access denied";
+    case EFAULT: return "the memory is not accessible";
+    case EBUSY: return "the resource is in use";
+    case ENOENT: return "no such object";
+    case EBADF: return "bad file descriptor";
+    case EIO: return "input/output error";
+    case ERANGE: return "a buffer or count is too small";
+    case EAGAIN: return "temporarily unavailable; try again";
+    default: return "unknown error";
+    }
+}

@@ -1,0 +1,40 @@
+/* src/core/internal.h - what trapkit's modules share and users do not see. */
+#ifndef TK_CORE_INTERNAL_H
+#define TK_CORE_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <trapkit/error.h>
+#include <trapkit/probe.h>
+#include <trapkit/region.h>
+
+#define TK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- errors (error.c) ---------------------------------------------------
+ * tk__fail records msg as the calling thread's last error and returns err.
+ * [signal-safe]: it only copies bytes into thread-local storage.
+ * tk__failf formats like snprintf; not signal-safe. */
+int tk__fail(int err, const char *msg);
+int tk__failf(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tk__clear_error(void);
+
+/* ---- probe (probe.c) ----------------------------------------------------
+ * The cached probe result; computed on first call.  Not signal-safe on the
+ * first call, a plain pointer read afterwards. */
+const tk_probe_info *tk__probe(void);
+
+/* ---- mechanism choice (vm/choose.c) ------------------------------------- */
+/* Whether mechanism m can serve a region with these TK_REGION_* flags on this
+ * machine; if not and why is not NULL, *why says which feature is missing. */
+bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned region_flags,
+                        const char **why);
+/* The mechanism trapkit picks for a region with these flags when nothing is
+ * forced (TRAPKIT_BACKEND is not consulted here). */
+enum tk_mech tk__mech_default(const tk_probe_info *p, unsigned region_flags);
+
+#endif

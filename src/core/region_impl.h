@@ -1,0 +1,111 @@
+/* src/core/region_impl.h - the region object and the per-page state.
+ *
+ * Per logical page, one byte of state (rg_state[i]):
+ *   bits 0-1  the protection the user asked for: TK_PROT_NONE, TK_PROT_READ, TK_PROT_RW
+ *   bit 2     PS_TRACK: DIRTY tracking holds the page write-protected because
+ *             it has not been written since the last tk_dirty() (trap-based
+ *             DIRTY only: posix, uffd-sigbus, uffd-thread)
+ *   bit 3     PS_DECLINED: a uffd-thread fault on this page was declined; the
+ *             page is kept by mprotect so the retried access raises SIGSEGV in
+ *             the faulting thread, which is then passed on (core/dispatch.c)
+ *
+ * What the hardware does follows from the state (hw_of() in vm/protect.c):
+ *   posix and the DIRTY-only mechanisms: mprotect(min(user, TRACK ? READ : RW))
+ *   uffd-*: mprotect(user == NONE ? NONE : RW) and uffd-wp iff user != RW or TRACK
+ *
+ * States change by compare-and-swap before the system call that applies them,
+ * so a thread that faults while the state already allows its access is told
+ * that another thread resolved it or is resolving it (TK_FAULT_RESOLVED): a
+ * retry succeeds once that call completes.
+ *
+ * Trap-based DIRTY: a write fault on a PS_TRACK page whose user protection is
+ * RW is handled inside trapkit (mark dirty, lift the protection, resume) and
+ * never reaches the user's handler.  The fault path and tk_dirty() exclude
+ * each other through rg_gate/rg_busy (see vm/dirty.c), as does tk_protect()
+ * on such regions, so a write is reported in exactly one interval.
+ */
+#ifndef TK_CORE_REGION_IMPL_H
+#define TK_CORE_REGION_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/internal.h"
+
+#define PS_PROT_MASK 0x3
+#define PS_TRACK 0x4
+#define PS_DECLINED 0x8
+
+struct tk_view {
+    void *v_addr;
+    struct tk_view *v_next;
+};
+
+struct tk_region {
+    uintptr_t rg_start, rg_end; /* [start, end) */
+    size_t rg_len;
+    size_t rg_page;       /* logical page size */
+    unsigned rg_shift;    /* log2(rg_page) */
+    size_t rg_npages;     /* logical pages */
+    tk_fault_handler rg_handler;
+    void *rg_arg;
+    enum tk_mech rg_mech;
+    unsigned rg_flags;    /* TK_REGION_* */
+    bool rg_owned;        /* trapkit mapped the memory and unmaps it */
+    bool rg_trap_dirty;   /* DIRTY by write traps (PS_TRACK), not by the kernel */
+    int rg_memfd;         /* TK_REGION_MAP2: the backing memfd, else -1 */
+    int rg_uffd;          /* the userfaultfd the range is registered with, or -1 */
+    _Atomic uint8_t *rg_state; /* rg_npages bytes, mmap'd */
+    _Atomic uint64_t *rg_dirty; /* trap-based DIRTY: bitmap of pages written */
+    atomic_int rg_gate;   /* tk_dirty() is re-arming: fault path and tk_protect wait */
+    atomic_int rg_busy;   /* fault paths and tk_protect calls inside the gate */
+    pthread_mutex_t rg_views_lock;
+    struct tk_view *rg_views;
+    struct tk_region *rg_retired_next;
+};
+
+static inline size_t tk__page_index(const struct tk_region *r, uintptr_t a)
+{
+    return (a - r->rg_start) >> r->rg_shift;
+}
+
+/* ---- region table (core/table.c) ---------------------------------------
+ * Readers (fault paths) bracket their use of a region with
+ * tk__table_enter/leave; lookups are lock-free. [signal-safe] */
+void tk__table_enter(void);
+void tk__table_leave(void);
+struct tk_region *tk__table_find(uintptr_t addr);
+/* Writers (not signal-safe, serialised internally). */
+int tk__table_insert(struct tk_region *r);
+void tk__table_remove(struct tk_region *r); /* the region is freed once no reader can see it */
+
+/* ---- dispatch (core/dispatch.c) ---------------------------------------- */
+int tk__install_handlers(void);
+/* Handles a fault at addr in r (reader section held).  ucontext is NULL on
+ * the uffd handler thread.  Returns TK_RESUME or TK_DECLINE. [signal-safe] */
+tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access,
+                           void *pc, void *ucontext, enum tk_mech via, unsigned flags);
+
+/* ---- userfaultfd contexts (os/linux/uffd_ctx.c) ------------------------
+ * One userfaultfd per delivery mode, shared by every region of that mode,
+ * created on first use.  Returns the fd or a negative errno (tk_last_error
+ * set). */
+int tk__uffd_for(enum tk_mech m);
+
+/* ---- primitives (vm/) --------------------------------------------------- */
+/* Applies the state of pages [first, first+n) to the hardware, grouping runs
+ * of equal settings into one system call each. [signal-safe] */
+int tk__apply(struct tk_region *r, size_t first, size_t n);
+/* Changes the hardware of pages [first, first+n), all in state `from`, to
+ * what state `to` needs, with only the system calls that differ. [signal-safe] */
+int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_t to);
+/* The trap-based DIRTY fault path: called for a write fault on a page that
+ * may be PS_TRACK.  Returns true if it handled the fault. [signal-safe] */
+bool tk__dirty_fault(struct tk_region *r, size_t page);
+/* Sets up DIRTY for a new region (all pages clean). */
+int tk__dirty_start(struct tk_region *r);
+/* Gate helpers (vm/dirty.c). [signal-safe] */
+void tk__gate_enter(struct tk_region *r);
+void tk__gate_leave(struct tk_region *r);
+
+#endif

@@ -1,0 +1,225 @@
+/* src/os/linux/os.c - the system calls of os.h. */
+#include "os/linux/os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <trapkit/probe.h>
+
+#define SAVE_ERRNO int saved_errno_ = errno
+#define RETURN(x)                                                                                  \
+    do {                                                                                           \
+        long r_ = (x);                                                                             \
+        errno = saved_errno_;                                                                      \
+        return r_;                                                                                 \
+    } while (0)
+
+int tk__uffd_open(int *how)
+{
+    SAVE_ERRNO;
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+    if (fd >= 0) {
+        if (how) *how = TK_UFFD_SYSCALL;
+        RETURN(fd);
+    }
+    int err = errno;
+    int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+    if (dev >= 0) {
+        fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC);
+        close(dev);
+        if (fd >= 0) {
+            if (how) *how = TK_UFFD_DEVICE;
+            RETURN(fd);
+        }
+    }
+    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+    if (fd >= 0) {
+        if (how) *how = TK_UFFD_USER_MODE_ONLY;
+        RETURN(fd);
+    }
+    if (how) *how = TK_UFFD_NONE;
+    RETURN(-(err ? err : ENOSYS));
+}
+
+int tk__uffd_api(int fd, uint64_t want, uint64_t *got, uint64_t *ioctls)
+{
+    SAVE_ERRNO;
+    struct uffdio_api api = {.api = UFFD_API, .features = want};
+    if (ioctl(fd, UFFDIO_API, &api) < 0) RETURN(-errno);
+    if (got) *got = api.features;
+    if (ioctls) *ioctls = api.ioctls;
+    RETURN(0);
+}
+
+int tk__uffd_create(uint64_t want)
+{
+    int fd = tk__uffd_open(NULL);
+    if (fd < 0) return fd;
+    uint64_t got = 0;
+    int r = tk__uffd_api(fd, want, &got, NULL);
+    if (r == 0 && (got & want) != want) r = -EOPNOTSUPP;
+    if (r < 0) {
+        SAVE_ERRNO;
+        close(fd);
+        errno = saved_errno_;
+        return r;
+    }
+    return fd;
+}
+
+int tk__uffd_register_wp(int fd, void *addr, size_t len, uint64_t *ioctls)
+{
+    SAVE_ERRNO;
+    struct uffdio_register reg = {
+        .range = {.start = (uintptr_t)addr, .len = len},
+        .mode = UFFDIO_REGISTER_MODE_WP,
+    };
+    if (ioctl(fd, UFFDIO_REGISTER, &reg) < 0) RETURN(-errno);
+    if (ioctls) *ioctls = reg.ioctls;
+    RETURN(0);
+}
+
+int tk__uffd_unregister(int fd, void *addr, size_t len)
+{
+    SAVE_ERRNO;
+    struct uffdio_range range = {.start = (uintptr_t)addr, .len = len};
+    if (ioctl(fd, UFFDIO_UNREGISTER, &range) < 0) RETURN(-errno);
+    RETURN(0);
+}
+
+/* [signal-safe]  (The kernel refuses DONTWAKE together with WP.) */
+int tk__uffd_wp(int fd, void *addr, size_t len, bool wp, bool dontwake)
+{
+    SAVE_ERRNO;
+    struct uffdio_writeprotect w = {
+        .range = {.start = (uintptr_t)addr, .len = len},
+        .mode = (wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
+                (dontwake && !wp ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0),
+    };
+    for (;;) {
+        if (ioctl(fd, UFFDIO_WRITEPROTECT, &w) == 0) RETURN(0);
+        if (errno != EAGAIN && errno != EINTR) RETURN(-errno);
+    }
+}
+
+/* [signal-safe] */
+int tk__uffd_wake(int fd, void *addr, size_t len)
+{
+    SAVE_ERRNO;
+    struct uffdio_range range = {.start = (uintptr_t)addr, .len = len};
+    if (ioctl(fd, UFFDIO_WAKE, &range) < 0) RETURN(-errno);
+    RETURN(0);
+}
+
+/* [signal-safe] */
+int tk__mprotect(void *addr, size_t len, int prot)
+{
+    SAVE_ERRNO;
+    if (mprotect(addr, len, prot) < 0) RETURN(-errno);
+    RETURN(0);
+}
+
+static int pagemap_fd = -1;
+static pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int tk__pagemap_fd(void)
+{
+    int fd = __atomic_load_n(&pagemap_fd, __ATOMIC_ACQUIRE);
+    if (fd >= 0) return fd;
+    SAVE_ERRNO;
+    pthread_mutex_lock(&pagemap_lock);
+    if (pagemap_fd < 0) {
+        fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) fd = -errno;
+        else __atomic_store_n(&pagemap_fd, fd, __ATOMIC_RELEASE);
+    } else {
+        fd = pagemap_fd;
+    }
+    pthread_mutex_unlock(&pagemap_lock);
+    RETURN(fd);
+}
+
+long tk__pagemap_scan(int pmfd, uintptr_t start, uintptr_t end, uint64_t flags,
+                      uint64_t category_mask, uint64_t return_mask, struct page_region *vec,
+                      size_t vec_len, uintptr_t *walk_end)
+{
+    SAVE_ERRNO;
+    struct pm_scan_arg arg = {
+        .size = sizeof(arg),
+        .flags = flags,
+        .start = start,
+        .end = end,
+        .vec = (uintptr_t)vec,
+        .vec_len = vec_len,
+        .category_mask = category_mask,
+        .return_mask = return_mask,
+    };
+    long n;
+    do {
+        n = ioctl(pmfd, PAGEMAP_SCAN, &arg);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) RETURN(-errno);
+    if (walk_end) *walk_end = (uintptr_t)arg.walk_end;
+    RETURN(n);
+}
+
+int tk__clear_soft_dirty(void)
+{
+    SAVE_ERRNO;
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) RETURN(-errno);
+    ssize_t w = write(fd, "4", 1);
+    int err = w == 1 ? 0 : (w < 0 ? -errno : -EIO);
+    close(fd);
+    RETURN(err);
+}
+
+int tk__pagemap_read(uintptr_t addr, size_t n, uint64_t *out)
+{
+    SAVE_ERRNO;
+    int fd = tk__pagemap_fd();
+    if (fd < 0) RETURN(fd);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    off_t off = (off_t)(addr / ps * sizeof(uint64_t));
+    size_t want = n * sizeof(uint64_t), done = 0;
+    while (done < want) {
+        ssize_t r = pread(fd, (char *)out + done, want - done, off + (off_t)done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) RETURN(r < 0 ? -errno : -EIO);
+        done += (size_t)r;
+    }
+    RETURN(0);
+}
+
+int tk__memfd(const char *name, size_t len)
+{
+    SAVE_ERRNO;
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) RETURN(-errno);
+    if (ftruncate(fd, (off_t)len) < 0) {
+        int err = -errno;
+        close(fd);
+        RETURN(err);
+    }
+    RETURN(fd);
+}
+
+/* [signal-safe] */
+void tk__write_stderr(const char *s)
+{
+    SAVE_ERRNO;
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(2, s, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        s += w;
+        n -= (size_t)w;
+    }
+    errno = saved_errno_;
+}

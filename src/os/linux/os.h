@@ -1,0 +1,61 @@
+/* src/os/linux/os.h - the Linux calls trapkit makes, in one place.
+ *
+ * Every function returns a non-negative result or a negative errno and never
+ * leaves its result in errno (errno itself is preserved).  Functions marked
+ * [signal-safe] make only system calls and may run in a signal handler.
+ */
+#ifndef TK_OS_LINUX_OS_H
+#define TK_OS_LINUX_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "os/linux/uffd.h"
+
+/* How a userfaultfd was obtained (enum tk_uffd_access of trapkit/probe.h). */
+int tk__uffd_open(int *how);
+
+/* UFFDIO_API with the wanted features.  On success *got is the set the kernel
+ * offers (all of them, whatever was wanted) and *ioctls its ioctl mask. */
+int tk__uffd_api(int fd, uint64_t want, uint64_t *got, uint64_t *ioctls);
+
+/* Opens a userfaultfd and enables `want` (each bit must be offered).
+ * Returns the fd (O_CLOEXEC, blocking) or a negative errno. */
+int tk__uffd_create(uint64_t want);
+
+/* UFFDIO_REGISTER in write-protect mode; *ioctls receives the range's ioctls. */
+int tk__uffd_register_wp(int fd, void *addr, size_t len, uint64_t *ioctls);
+int tk__uffd_unregister(int fd, void *addr, size_t len);
+
+/* UFFDIO_WRITEPROTECT: protect (wp = true) or unprotect and, unless
+ * dontwake, wake threads waiting on the range. [signal-safe] */
+int tk__uffd_wp(int fd, void *addr, size_t len, bool wp, bool dontwake);
+/* UFFDIO_WAKE [signal-safe] */
+int tk__uffd_wake(int fd, void *addr, size_t len);
+
+/* mprotect [signal-safe] */
+int tk__mprotect(void *addr, size_t len, int prot);
+
+/* /proc/self/pagemap, opened once (O_RDONLY|O_CLOEXEC).  Returns the fd. */
+int tk__pagemap_fd(void);
+
+/* PAGEMAP_SCAN over [start, end): fills vec (up to vec_len regions) and sets
+ * *walk_end to where the walk stopped.  Returns the number of regions. */
+long tk__pagemap_scan(int pmfd, uintptr_t start, uintptr_t end, uint64_t flags,
+                      uint64_t category_mask, uint64_t return_mask, struct page_region *vec,
+                      size_t vec_len, uintptr_t *walk_end);
+
+/* Writes "4" to /proc/self/clear_refs: clears every soft-dirty bit of the
+ * process. */
+int tk__clear_soft_dirty(void);
+
+/* pread of /proc/self/pagemap entries for n pages from addr into out. */
+int tk__pagemap_read(uintptr_t addr, size_t n, uint64_t *out);
+
+/* memfd_create + ftruncate to len.  Returns the fd (O_CLOEXEC). */
+int tk__memfd(const char *name, size_t len);
+
+/* A raw write(2) of a string to fd 2, for diagnostics. [signal-safe] */
+void tk__write_stderr(const char *s);
+
+#endif

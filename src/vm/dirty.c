@@ -1,0 +1,206 @@
+/* src/vm/dirty.c - DIRTY: the pages written since the previous call.
+ *
+ * Three ways, by mechanism:
+ *
+ * Trap-based (posix, uffd-sigbus, uffd-thread).  Every page starts an
+ * interval write-protected and marked PS_TRACK.  The first write faults;
+ * tk__dirty_fault() sets the page's bit, clears PS_TRACK and lifts the
+ * protection, so later writes in the interval cost nothing.  tk_dirty()
+ * closes the gate (new faults and tk_protect calls wait), waits for those in
+ * progress, re-protects every page, takes the bitmap and opens the gate.
+ * Writes to pages that were writable before the re-protection belong to the
+ * old interval, and their bit is already set; writes after it fault and wait
+ * for the gate, so they land in the new interval.  Each write is reported in
+ * exactly one interval.  The collecting thread blocks asynchronous signals
+ * meanwhile, so one of its own signal handlers cannot wait on its gate.
+ *
+ * pagemap-scan.  The region is registered with a UFFD_FEATURE_WP_ASYNC
+ * userfaultfd: the kernel resolves a write fault on a write-protected page by
+ * itself (no signal, no thread) and PAGEMAP_SCAN with PM_SCAN_WP_MATCHING
+ * reports written pages and re-protects them atomically, page by page.
+ *
+ * soft-dirty.  /proc/self/pagemap bit 55, reset for the whole process by
+ * writing "4" to /proc/self/clear_refs.  The kernel offers no atomic read and
+ * reset, so a write between the two is lost; and resetting clears every
+ * soft-dirty user of the process.  Only used when forced.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "arch/context.h"
+#include "core/region_impl.h"
+#include "os/linux/os.h"
+
+static pthread_mutex_t collect_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void wait_a_little(unsigned *spins)
+{
+    if (++*spins < 64) tk__cpu_relax();
+    else sched_yield();
+}
+
+/* [signal-safe] */
+void tk__gate_enter(struct tk_region *r)
+{
+    unsigned spins = 0;
+    for (;;) {
+        while (atomic_load(&r->rg_gate)) wait_a_little(&spins);
+        atomic_fetch_add(&r->rg_busy, 1);
+        if (!atomic_load(&r->rg_gate)) return;
+        atomic_fetch_sub(&r->rg_busy, 1);
+    }
+}
+
+/* [signal-safe] */
+void tk__gate_leave(struct tk_region *r) { atomic_fetch_sub(&r->rg_busy, 1); }
+
+/* [signal-safe] */
+bool tk__dirty_fault(struct tk_region *r, size_t page)
+{
+    tk__gate_enter(r);
+    uint8_t old = atomic_load(&r->rg_state[page]), nst;
+    do {
+        if ((old & PS_PROT_MASK) != TK_PROT_RW) {
+            tk__gate_leave(r); /* the user protected it meanwhile: theirs */
+            return false;
+        }
+        if (!(old & PS_TRACK)) {
+            tk__gate_leave(r); /* another thread took this fault first */
+            return true;
+        }
+        nst = old & (uint8_t)~PS_TRACK;
+    } while (!atomic_compare_exchange_weak(&r->rg_state[page], &old, nst));
+
+    atomic_fetch_or(&r->rg_dirty[page / 64], (uint64_t)1 << (page % 64));
+    tk__change(r, page, 1, old, nst);
+    /* A tk_protect of this page that raced with us may have issued its
+     * system call before ours: make the hardware match the final state. */
+    if (atomic_load(&r->rg_state[page]) != nst) tk__apply(r, page, 1);
+    tk__gate_leave(r);
+    return true;
+}
+
+static size_t bitmap_words(const struct tk_region *r) { return (r->rg_npages + 63) / 64; }
+
+/* Re-protects every page for a new interval (trap-based). */
+static int arm_all(struct tk_region *r)
+{
+    for (size_t i = 0; i < r->rg_npages; i++) atomic_fetch_or(&r->rg_state[i], PS_TRACK);
+    return tk__apply(r, 0, r->rg_npages);
+}
+
+int tk__dirty_start(struct tk_region *r)
+{
+    if (r->rg_trap_dirty) {
+        size_t bytes = bitmap_words(r) * 8;
+        void *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b == MAP_FAILED) return tk__fail(-ENOMEM, "tk_region_create: out of memory for DIRTY");
+        r->rg_dirty = b;
+        return arm_all(r);
+    }
+    switch (r->rg_mech) {
+    case TK_MECH_PAGEMAP_SCAN: {
+        int err = tk__uffd_wp(r->rg_uffd, (void *)r->rg_start, r->rg_len, true, false);
+        return err ? tk__failf(err, "tk_region_create: write-protecting for DIRTY failed: %s",
+                               strerror(-err))
+                   : 0;
+    }
+    case TK_MECH_SOFT_DIRTY: {
+        int err = tk__clear_soft_dirty();
+        return err ? tk__failf(err, "tk_region_create: /proc/self/clear_refs failed: %s",
+                               strerror(-err))
+                   : 0;
+    }
+    default: return tk__fail(-EINVAL, "tk_region_create: this mechanism cannot track DIRTY");
+    }
+}
+
+static void set_bits(const struct tk_region *r, uint64_t *bm, uintptr_t start, uintptr_t end)
+{
+    if (start < r->rg_start) start = r->rg_start;
+    if (end > r->rg_end) end = r->rg_end;
+    if (start >= end) return;
+    size_t a = tk__page_index(r, start), b = tk__page_index(r, end - 1);
+    for (size_t i = a; i <= b; i++) bm[i / 64] |= (uint64_t)1 << (i % 64);
+}
+
+static int collect_traps(struct tk_region *r, uint64_t *bm)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    /* keep synchronous faults deliverable */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGTRAP);
+    pthread_mutex_lock(&collect_lock);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    atomic_store(&r->rg_gate, 1);
+    unsigned spins = 0;
+    while (atomic_load(&r->rg_busy)) wait_a_little(&spins);
+
+    int err = arm_all(r);
+    for (size_t w = 0; w < bitmap_words(r); w++) bm[w] = atomic_exchange(&r->rg_dirty[w], 0);
+
+    atomic_store(&r->rg_gate, 0);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_mutex_unlock(&collect_lock);
+    return err;
+}
+
+static int collect_pagemap(struct tk_region *r, uint64_t *bm)
+{
+    int pm = tk__pagemap_fd();
+    if (pm < 0) return tk__failf(pm, "tk_dirty: cannot open /proc/self/pagemap: %s", strerror(-pm));
+    struct page_region vec[256];
+    uintptr_t at = r->rg_start;
+    while (at < r->rg_end) {
+        uintptr_t walk_end = r->rg_end;
+        long n = tk__pagemap_scan(pm, at, r->rg_end, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+                                  PAGE_IS_WRITTEN, PAGE_IS_WRITTEN, vec, 256, &walk_end);
+        if (n < 0) return tk__failf((int)n, "tk_dirty: PAGEMAP_SCAN failed: %s", strerror((int)-n));
+        for (long i = 0; i < n; i++) set_bits(r, bm, vec[i].start, vec[i].end);
+        if (walk_end <= at) break;
+        at = walk_end;
+    }
+    return 0;
+}
+
+static int collect_soft_dirty(struct tk_region *r, uint64_t *bm)
+{
+    size_t hw = (size_t)sysconf(_SC_PAGESIZE), chunk = 4096;
+    uint64_t ent[4096];
+    for (uintptr_t a = r->rg_start; a < r->rg_end; a += chunk * hw) {
+        size_t n = (r->rg_end - a) / hw < chunk ? (r->rg_end - a) / hw : chunk;
+        int err = tk__pagemap_read(a, n, ent);
+        if (err) return tk__failf(err, "tk_dirty: reading /proc/self/pagemap failed: %s",
+                                  strerror(-err));
+        for (size_t i = 0; i < n; i++)
+            if (ent[i] & ((uint64_t)1 << 55)) set_bits(r, bm, a + i * hw, a + (i + 1) * hw);
+    }
+    int err = tk__clear_soft_dirty();
+    return err ? tk__failf(err, "tk_dirty: /proc/self/clear_refs failed: %s", strerror(-err)) : 0;
+}
+
+long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits)
+{
+    if (!r || !(r->rg_flags & TK_REGION_DIRTY))
+        return tk__fail(-EINVAL, "tk_dirty: the region was not created with TK_REGION_DIRTY");
+    if (!bitmap || nbits < r->rg_npages)
+        return tk__failf(-EINVAL, "tk_dirty: the bitmap has %zu bits; the region has %zu pages",
+                         nbits, r->rg_npages);
+    memset(bitmap, 0, bitmap_words(r) * 8);
+    int err;
+    if (r->rg_trap_dirty) err = collect_traps(r, bitmap);
+    else if (r->rg_mech == TK_MECH_PAGEMAP_SCAN) err = collect_pagemap(r, bitmap);
+    else err = collect_soft_dirty(r, bitmap);
+    if (err) return err;
+    long count = 0;
+    for (size_t w = 0; w < bitmap_words(r); w++) count += __builtin_popcountll(bitmap[w]);
+    return count;
+}

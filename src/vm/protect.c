@@ -1,0 +1,159 @@
+/* src/vm/protect.c - PROT1, PROTN, UNPROT: from page states to the hardware.
+ *
+ * Each page's state (core/region_impl.h) says what the user asked for; hw_of()
+ * turns it into what the mechanism must set: an mprotect protection and, for
+ * the uffd mechanisms, whether the page is userfaultfd write-protected.  A
+ * call changes the states with one compare-and-swap per page, then issues one
+ * system call per run of pages whose setting changes the same way, so PROTN
+ * over a uniform range costs one mprotect or one UFFDIO_WRITEPROTECT.
+ */
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/region_impl.h"
+#include "os/linux/os.h"
+
+struct hw {
+    int prot; /* PROT_* for mprotect */
+    bool wp;  /* userfaultfd write-protected */
+};
+
+static const int prot_of_user[4] = {PROT_NONE, PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE};
+
+/* [signal-safe] */
+static struct hw hw_of(const struct tk_region *r, uint8_t st)
+{
+    int user = st & PS_PROT_MASK;
+    struct hw h = {prot_of_user[user], false};
+    switch (r->rg_mech) {
+    case TK_MECH_UFFD_SIGBUS:
+    case TK_MECH_UFFD_THREAD:
+        h.prot = user == TK_PROT_NONE ? PROT_NONE : PROT_READ | PROT_WRITE;
+        if (st & PS_DECLINED) h.prot = PROT_READ;
+        h.wp = user != TK_PROT_RW || (st & PS_TRACK);
+        break;
+    default:
+        if ((st & PS_TRACK) && user == TK_PROT_RW) h.prot = PROT_READ;
+        break;
+    }
+    return h;
+}
+
+/* Whether the userfaultfd write protection belongs to PROT1/UNPROT (on
+ * pagemap-scan regions it belongs to DIRTY tracking). */
+static bool traps_by_wp(const struct tk_region *r)
+{
+    return r->rg_mech == TK_MECH_UFFD_SIGBUS || r->rg_mech == TK_MECH_UFFD_THREAD;
+}
+
+static bool hw_eq(struct hw a, struct hw b) { return a.prot == b.prot && a.wp == b.wp; }
+
+/* Sets the hardware of pages [first, first+n) from `from` to `to`.
+ * [signal-safe] */
+static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, struct hw to,
+                  bool force)
+{
+    void *addr = (void *)(r->rg_start + (first << r->rg_shift));
+    size_t len = n << r->rg_shift;
+    int err = 0;
+    bool wp = traps_by_wp(r);
+    /* Order: add write protection before lifting an mprotect, and lift it
+     * after lowering one, so no instant allows more than both settings. */
+    if (wp && to.wp && (force || !from.wp))
+        err = tk__uffd_wp(r->rg_uffd, addr, len, true, false);
+    if (!err && (force || from.prot != to.prot)) {
+        err = tk__mprotect(addr, len, to.prot);
+        if (err == -ENOMEM)
+            return tk__fail(err, "tk_protect: mprotect failed with ENOMEM: splitting the mapping "
+                                 "would exceed vm.max_map_count; per-page protection of this many "
+                                 "pages needs a page-table mechanism (uffd-sigbus or uffd-thread)");
+    }
+    if (!err && wp && !to.wp && (force || from.wp))
+        err = tk__uffd_wp(r->rg_uffd, addr, len, false, false);
+    if (err) return tk__fail(err, "tk_protect: the system call changing the protection failed");
+    return 0;
+}
+
+/* [signal-safe] */
+int tk__apply(struct tk_region *r, size_t first, size_t n)
+{
+    size_t run = first;
+    struct hw cur = hw_of(r, atomic_load(&r->rg_state[first]));
+    for (size_t i = first + 1; i <= first + n; i++) {
+        struct hw h = i < first + n ? hw_of(r, atomic_load(&r->rg_state[i])) : cur;
+        if (i == first + n || !hw_eq(h, cur)) {
+            int err = set_hw(r, run, i - run, cur, cur, true);
+            if (err) return err;
+            run = i;
+            cur = h;
+        }
+    }
+    return 0;
+}
+
+/* [signal-safe] */
+int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_t to)
+{
+    return set_hw(r, first, n, hw_of(r, from), hw_of(r, to), false);
+}
+
+/* [signal-safe] */
+static int check_range(struct tk_region *r, const void *addr, size_t len, size_t *first,
+                       size_t *n)
+{
+    uintptr_t a = (uintptr_t)addr;
+    if (!r) return tk__fail(-EINVAL, "tk_protect: region is NULL");
+    if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a)
+        return tk__fail(-EINVAL, "tk_protect: the range is not inside the region");
+    if ((a - r->rg_start) & (r->rg_page - 1) || len & (r->rg_page - 1) || len == 0)
+        return tk__fail(-EINVAL,
+                        "tk_protect: address and length must be multiples of the region's "
+                        "logical page size");
+    *first = tk__page_index(r, a);
+    *n = len >> r->rg_shift;
+    return 0;
+}
+
+/* [signal-safe] */
+int tk_protect(tk_region *r, void *addr, size_t len, int prot)
+{
+    size_t first = 0, n = 0;
+    int err = check_range(r, addr, len, &first, &n);
+    if (err) return err;
+    if (prot != TK_PROT_NONE && prot != TK_PROT_READ && prot != TK_PROT_RW)
+        return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, TK_PROT_READ or "
+                                 "TK_PROT_RW");
+    if (r->rg_trap_dirty) tk__gate_enter(r);
+
+    /* Swap each page's state; flush a run whenever the change differs. */
+    size_t run = first;
+    struct hw run_from = {0}, run_to = {0};
+    for (size_t i = first; i < first + n && !err; i++) {
+        uint8_t old = atomic_load(&r->rg_state[i]), nst;
+        do {
+            nst = (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED)) | prot);
+        } while (!atomic_compare_exchange_weak(&r->rg_state[i], &old, nst));
+        struct hw from = hw_of(r, old), to = hw_of(r, nst);
+        if (i == first) {
+            run_from = from;
+            run_to = to;
+        } else if (!hw_eq(from, run_from) || !hw_eq(to, run_to)) {
+            err = set_hw(r, run, i - run, run_from, run_to, false);
+            run = i;
+            run_from = from;
+            run_to = to;
+        }
+    }
+    if (!err) err = set_hw(r, run, first + n - run, run_from, run_to, false);
+
+    if (r->rg_trap_dirty) tk__gate_leave(r);
+    return err;
+}
+
+/* [signal-safe] */
+int tk_protection(tk_region *r, const void *addr)
+{
+    if (!r || (uintptr_t)addr < r->rg_start || (uintptr_t)addr >= r->rg_end)
+        return tk__fail(-EINVAL, "tk_protection: the address is not inside the region");
+    return atomic_load(&r->rg_state[tk__page_index(r, (uintptr_t)addr)]) & PS_PROT_MASK;
+}

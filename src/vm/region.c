@@ -1,0 +1,253 @@
+/* src/vm/region.c - creating and destroying regions. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/region_impl.h"
+#include "os/linux/os.h"
+
+static size_t hw_page(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+static bool uses_uffd_wp(enum tk_mech m)
+{
+    return m == TK_MECH_UFFD_SIGBUS || m == TK_MECH_UFFD_THREAD || m == TK_MECH_PAGEMAP_SCAN;
+}
+
+/* The mechanism for a new region: forced by the config, else by
+ * TRAPKIT_BACKEND, else the default for its flags. */
+static int pick_mech(const tk_region_config *cfg, enum tk_mech *out, bool *forced)
+{
+    const tk_probe_info *p = tk__probe();
+    enum tk_mech m = cfg->mech;
+    const char *source = "the region configuration";
+    if (m == TK_MECH_AUTO) {
+        const char *env = getenv("TRAPKIT_BACKEND");
+        if (env && *env && strcmp(env, "auto") != 0) {
+            m = tk_mech_parse(env);
+            if (m == TK_MECH_COUNT_)
+                return tk__failf(-EINVAL,
+                                 "TRAPKIT_BACKEND=%s names no mechanism (posix, uffd-sigbus, "
+                                 "uffd-thread, pagemap-scan, soft-dirty, pkeys, auto)",
+                                 env);
+            source = "TRAPKIT_BACKEND";
+        }
+    }
+    if ((unsigned)m >= TK_MECH_COUNT_)
+        return tk__failf(-EINVAL, "tk_region_create: unknown mechanism %d", (int)m);
+    *forced = m != TK_MECH_AUTO;
+    if (m == TK_MECH_AUTO) m = tk__mech_default(p, cfg->flags);
+    const char *why = NULL;
+    if (!tk__mech_available(p, m, cfg->flags, &why))
+        return tk__failf(-EOPNOTSUPP, "mechanism %s (from %s) is not available here: %s",
+                         tk_mech_name(m), source, why);
+    if (m == TK_MECH_PKEYS)
+        return tk__fail(-EOPNOTSUPP, "mechanism pkeys: regions on protection keys are not "
+                                     "implemented yet (the probe reports whether the CPU has them)");
+    *out = m;
+    return 0;
+}
+
+static void *map_state(size_t bytes)
+{
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Initial per-page state: user protection RW. */
+static void init_state(struct tk_region *r)
+{
+    memset((void *)r->rg_state, TK_PROT_RW, r->rg_npages);
+}
+
+static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
+{
+    size_t hw = hw_page();
+    if (!cfg) return tk__fail(-EINVAL, "tk_region_create: config is NULL");
+    if (cfg->flags & ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2))
+        return tk__failf(-EINVAL, "tk_region_create: unknown flags 0x%x", cfg->flags);
+    size_t ps = cfg->page_size ? cfg->page_size : hw;
+    if (ps < hw || (ps & (ps - 1)) != 0)
+        return tk__failf(-EINVAL,
+                         "tk_region_create: logical page size %zu is not a power-of-two "
+                         "multiple of the hardware page (%zu); sub-page sizes come with the "
+                         "fast-path module",
+                         ps, hw);
+    if (cfg->len == 0 || cfg->len % ps)
+        return tk__failf(-EINVAL, "tk_region_create: length %zu is not a positive multiple of "
+                                  "the logical page size %zu",
+                         cfg->len, ps);
+    if ((uintptr_t)cfg->addr % hw || (uintptr_t)cfg->addr % ps)
+        return tk__failf(-EINVAL, "tk_region_create: address %p is not aligned to the page size %zu",
+                         cfg->addr, ps);
+    if (cfg->addr && (uintptr_t)cfg->addr + cfg->len < (uintptr_t)cfg->addr)
+        return tk__fail(-EINVAL, "tk_region_create: the range wraps around the address space");
+    if ((cfg->flags & TK_REGION_MAP2) && cfg->addr)
+        return tk__fail(-EINVAL, "tk_region_create: TK_REGION_MAP2 needs addr == NULL (trapkit "
+                                 "maps the memory on a memfd so it can map it twice)");
+    *page = ps;
+    *shift = (unsigned)__builtin_ctzl(ps);
+    return 0;
+}
+
+/* Maps the region's memory when trapkit owns it: anonymous, or a memfd for
+ * MAP2.  With a logical page larger than the hardware page, the start is
+ * aligned to it. */
+static int map_memory(struct tk_region *r)
+{
+    size_t extra = r->rg_page > hw_page() ? r->rg_page : 0;
+    int flags = MAP_NORESERVE;
+    int fd = -1;
+    if (r->rg_flags & TK_REGION_MAP2) {
+        fd = tk__memfd("trapkit-region", r->rg_len);
+        if (fd < 0) return tk__failf(fd, "tk_region_create: memfd_create failed: %s", strerror(-fd));
+        r->rg_memfd = fd;
+        flags |= MAP_SHARED;
+    } else {
+        flags |= MAP_PRIVATE | MAP_ANONYMOUS;
+    }
+    /* Reserve with room to align, then place the mapping. */
+    void *res = mmap(NULL, r->rg_len + extra, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
+    if (res == MAP_FAILED) return tk__failf(-errno, "tk_region_create: mmap of %zu bytes failed: %s",
+                                            r->rg_len, strerror(errno));
+    uintptr_t start = ((uintptr_t)res + r->rg_page - 1) & ~(uintptr_t)(r->rg_page - 1);
+    if (!extra) start = (uintptr_t)res;
+    void *m = mmap((void *)start, r->rg_len, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd, 0);
+    if (m == MAP_FAILED) {
+        int err = -errno;
+        munmap(res, r->rg_len + extra);
+        return tk__failf(err, "tk_region_create: mmap failed: %s", strerror(-err));
+    }
+    if (start > (uintptr_t)res) munmap(res, start - (uintptr_t)res);
+    uintptr_t tail = start + r->rg_len, res_end = (uintptr_t)res + r->rg_len + extra;
+    if (res_end > tail) munmap((void *)tail, res_end - tail);
+    r->rg_start = start;
+    return 0;
+}
+
+static void release(struct tk_region *r)
+{
+    if (r->rg_owned && r->rg_start) munmap((void *)r->rg_start, r->rg_len);
+    if (r->rg_memfd >= 0) close(r->rg_memfd);
+    if (r->rg_state) munmap((void *)r->rg_state, r->rg_npages);
+    if (r->rg_dirty) munmap((void *)r->rg_dirty, (r->rg_npages + 63) / 64 * 8);
+    pthread_mutex_destroy(&r->rg_views_lock);
+    free(r);
+}
+
+int tk_region_create(const tk_region_config *cfg, tk_region **out)
+{
+    size_t page = 0;
+    unsigned shift = 0;
+    int err = validate(cfg, &page, &shift);
+    if (err) return err;
+    if (!out) return tk__fail(-EINVAL, "tk_region_create: out is NULL");
+    enum tk_mech mech = TK_MECH_POSIX;
+    bool forced = false;
+    if ((err = pick_mech(cfg, &mech, &forced))) return err;
+    if ((err = tk__install_handlers())) return err;
+
+    struct tk_region *r = calloc(1, sizeof *r);
+    if (!r) return tk__fail(-ENOMEM, "tk_region_create: out of memory");
+    pthread_mutex_init(&r->rg_views_lock, NULL);
+    r->rg_len = cfg->len;
+    r->rg_page = page;
+    r->rg_shift = shift;
+    r->rg_npages = cfg->len >> shift;
+    r->rg_handler = cfg->handler;
+    r->rg_arg = cfg->arg;
+    r->rg_flags = cfg->flags;
+    r->rg_memfd = -1;
+    r->rg_uffd = -1;
+    r->rg_owned = cfg->addr == NULL;
+    r->rg_start = (uintptr_t)cfg->addr;
+
+    r->rg_state = map_state(r->rg_npages);
+    if (!r->rg_state) {
+        release(r);
+        return tk__fail(-ENOMEM, "tk_region_create: out of memory for the page states");
+    }
+    init_state(r);
+    if (r->rg_owned && (err = map_memory(r))) {
+        r->rg_start = 0;
+        release(r);
+        return err;
+    }
+    r->rg_end = r->rg_start + r->rg_len;
+
+    /* Register with the mechanism's userfaultfd.  When the mechanism was
+     * chosen automatically and this mapping cannot be registered (a file
+     * mapping, say), fall back to posix. */
+    for (;;) {
+        r->rg_mech = mech;
+        if (!uses_uffd_wp(mech)) break;
+        int fd = tk__uffd_for(mech);
+        if (fd >= 0) {
+            err = tk__uffd_register_wp(fd, (void *)r->rg_start, r->rg_len, NULL);
+            if (!err) {
+                r->rg_uffd = fd;
+                break;
+            }
+            err = tk__failf(err, "tk_region_create: userfaultfd cannot write-protect %p..%p (%s): "
+                                 "only private anonymous, memfd/shmem and hugetlbfs memory can",
+                            (void *)r->rg_start, (void *)r->rg_end, strerror(-err));
+        } else {
+            err = fd;
+        }
+        if (forced) {
+            release(r);
+            return err;
+        }
+        mech = TK_MECH_POSIX;
+    }
+
+    r->rg_trap_dirty = (r->rg_flags & TK_REGION_DIRTY) &&
+                       (mech == TK_MECH_POSIX || mech == TK_MECH_UFFD_SIGBUS ||
+                        mech == TK_MECH_UFFD_THREAD);
+    if ((err = tk__table_insert(r))) {
+        if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
+        release(r);
+        return err;
+    }
+    if ((r->rg_flags & TK_REGION_DIRTY) && (err = tk__dirty_start(r))) {
+        int keep = err;
+        tk_region_destroy(r);
+        return keep;
+    }
+    *out = r;
+    return 0;
+}
+
+int tk_region_destroy(tk_region *r)
+{
+    if (!r) return tk__fail(-EINVAL, "tk_region_destroy: region is NULL");
+    tk__table_remove(r);
+    /* From here no fault is routed to r.  Give the memory back read-write
+     * (unregistering also drops the userfaultfd write protection). */
+    if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
+    pthread_mutex_lock(&r->rg_views_lock);
+    for (struct tk_view *v = r->rg_views, *next; v; v = next) {
+        next = v->v_next;
+        munmap(v->v_addr, r->rg_len);
+        free(v);
+    }
+    r->rg_views = NULL;
+    pthread_mutex_unlock(&r->rg_views_lock);
+    if (r->rg_owned) {
+        munmap((void *)r->rg_start, r->rg_len);
+    } else {
+        mprotect((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE);
+    }
+    if (r->rg_memfd >= 0) close(r->rg_memfd);
+    r->rg_memfd = -1;
+    /* The struct itself, its states and bitmap are freed by the table once
+     * no fault path can be looking at them. */
+    return 0;
+}
+
+void *tk_region_base(const tk_region *r) { return (void *)r->rg_start; }
+size_t tk_region_len(const tk_region *r) { return r->rg_len; }
+size_t tk_region_page_size(const tk_region *r) { return r->rg_page; }
+enum tk_mech tk_region_mech(const tk_region *r) { return r->rg_mech; }

@@ -1,0 +1,69 @@
+#include "testutil.h"
+
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+size_t tk_test_page(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+enum tk_mech tk_test_mech(int argc, char **argv, unsigned flags)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MECHANISM\n", argv[0]);
+        exit(1);
+    }
+    enum tk_mech m = tk_mech_parse(argv[1]);
+    if (m == TK_MECH_COUNT_) {
+        fprintf(stderr, "unknown mechanism %s\n", argv[1]);
+        exit(1);
+    }
+    tk_region_config cfg = {.len = tk_test_page(), .mech = m, .flags = flags};
+    tk_region *r;
+    int err = tk_region_create(&cfg, &r);
+    if (err == -EOPNOTSUPP) {
+        printf("SKIP: %s\n", tk_last_error());
+        exit(TK_SKIP);
+    }
+    if (err) {
+        fprintf(stderr, "creating a %s region: %s (%s)\n", argv[1], tk_strerror(err),
+                tk_last_error());
+        exit(1);
+    }
+    CHECK(tk_region_mech(r) == m);
+    CHECK_OK(tk_region_destroy(r));
+    return m;
+}
+
+tk_region *tk_test_region(enum tk_mech m, size_t npages, unsigned flags, tk_fault_handler h,
+                          void *arg)
+{
+    tk_region_config cfg = {
+        .len = npages * tk_test_page(), .handler = h, .arg = arg, .mech = m, .flags = flags};
+    tk_region *r = NULL;
+    CHECK_OK(tk_region_create(&cfg, &r));
+    return r;
+}
+
+uint64_t tk_test_rand(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+int tk_test_in_child(void (*fn)(void *), void *arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        fn(arg);
+        _exit(0);
+    }
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    return status;
+}

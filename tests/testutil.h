@@ -1,0 +1,59 @@
+/* tests/testutil.h - helpers for trapkit's test programs.
+ * Exit codes: 0 pass, 1 fail, 77 skipped (the reason is printed). */
+#ifndef TK_TESTUTIL_H
+#define TK_TESTUTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <trapkit/trapkit.h>
+
+#define TK_SKIP 77
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Checks that a trapkit call returned 0 (or >= 0), printing its error. */
+#define CHECK_OK(call)                                                                             \
+    do {                                                                                           \
+        long rc_ = (long)(call);                                                                   \
+        if (rc_ < 0) {                                                                             \
+            fprintf(stderr, "%s:%d: %s = %ld (%s: %s)\n", __FILE__, __LINE__, #call, rc_,          \
+                    tk_strerror((int)rc_), tk_last_error());                                       \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_ERR(call, err)                                                                       \
+    do {                                                                                           \
+        long rc_ = (long)(call);                                                                   \
+        if (rc_ != (err)) {                                                                        \
+            fprintf(stderr, "%s:%d: %s = %ld, expected %s (%d)\n", __FILE__, __LINE__, #call, rc_, \
+                    #err, (int)(err));                                                             \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* The mechanism a mech_* test runs on (argv[1]); exits 77 if this machine
+ * cannot create a region of that mechanism with the given flags. */
+enum tk_mech tk_test_mech(int argc, char **argv, unsigned region_flags);
+
+/* Creates a region of n hardware pages owned by trapkit, or exits 1. */
+tk_region *tk_test_region(enum tk_mech m, size_t npages, unsigned flags, tk_fault_handler h,
+                          void *arg);
+
+size_t tk_test_page(void);
+
+/* xorshift64* random numbers, deterministic per seed. */
+uint64_t tk_test_rand(uint64_t *state);
+
+/* Runs fn(arg) in a forked child and returns its wait status. */
+int tk_test_in_child(void (*fn)(void *), void *arg);
+
+#endif
