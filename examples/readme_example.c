@@ -7,9 +7,9 @@ static void *written; /* the page the handler saw written */
 
 static tk_action on_write(const tk_fault *f, void *arg)
 {
-    written = f->page;                                           /* record it */
+    written = f->page;                                             /* record it */
     tk_unprot(f->region, f->page, tk_region_page_size(f->region)); /* unprotect */
-    return TK_RESUME;                                            /* resume: the write completes */
+    return TK_RESUME;                                              /* resume: the write completes */
 }
 
 int main(void)

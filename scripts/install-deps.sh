@@ -10,6 +10,7 @@ PKGS=(
     pkg-config             # the installed-package test builds against trapkit.pc
     libasan8 libubsan1     # the sanitizer build inside `make test`
     clang-format           # `make format` / the formatting check
+    python3                # tests that read JSON; the report generator
 )
 
 missing=()

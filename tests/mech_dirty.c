@@ -89,8 +89,8 @@ int main(int argc, char **argv)
     CHECK_OK(tk_region_destroy(r));
 
     /* Logical pages of 4 hardware pages. */
-    tk_region_config cfg = {.len = NPAGES * 4 * ps, .mech = m, .page_size = 4 * ps,
-                            .flags = TK_REGION_DIRTY};
+    tk_region_config cfg = {
+        .len = NPAGES * 4 * ps, .mech = m, .page_size = 4 * ps, .flags = TK_REGION_DIRTY};
     CHECK_OK(tk_region_create(&cfg, &r));
     CHECK(((uintptr_t)tk_region_base(r) & (4 * ps - 1)) == 0);
     round_trip(r, NPAGES, 4 * ps, &seed);

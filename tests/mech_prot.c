@@ -39,7 +39,8 @@ int main(int argc, char **argv)
     CHECK(s.faults == 0);
     base[3 * ps + 17] = 42;
     CHECK(s.faults == 1);
-    CHECK(s.addr == (void *)(base + 3 * ps + 17) || (m == TK_MECH_UFFD_THREAD && s.page == (void *)(base + 3 * ps)));
+    CHECK(s.addr == (void *)(base + 3 * ps + 17) ||
+          (m == TK_MECH_UFFD_THREAD && s.page == (void *)(base + 3 * ps)));
     CHECK(s.page == (void *)(base + 3 * ps));
     CHECK(s.access == TK_ACCESS_WRITE);
     CHECK(s.region == r);

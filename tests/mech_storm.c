@@ -87,8 +87,9 @@ int main(int argc, char **argv)
     }
     CHECK(atomic_load(&faults) >= TARGET_FAULTS);
     CHECK_OK(tk_region_destroy(region));
-    printf("storm on %s: ok: %ld faults (%ld already resolved), %ld unprotects, %ld re-protections\n",
-           tk_mech_name(m), atomic_load(&faults), atomic_load(&resolved), atomic_load(&unprotects),
-           rounds);
+    printf(
+        "storm on %s: ok: %ld faults (%ld already resolved), %ld unprotects, %ld re-protections\n",
+        tk_mech_name(m), atomic_load(&faults), atomic_load(&resolved), atomic_load(&unprotects),
+        rounds);
     return 0;
 }

@@ -4,7 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-size_t tk_test_page(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+size_t tk_test_page(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
 
 enum tk_mech tk_test_mech(int argc, char **argv, unsigned flags)
 {

@@ -20,10 +20,10 @@ extern "C" {
 
 /* How this process can obtain a userfaultfd. */
 enum tk_uffd_access {
-    TK_UFFD_NONE = 0,        /* not at all */
-    TK_UFFD_SYSCALL,         /* userfaultfd(2) with kernel faults allowed */
-    TK_UFFD_DEVICE,          /* /dev/userfaultfd (USERFAULTFD_IOC_NEW) */
-    TK_UFFD_USER_MODE_ONLY,  /* userfaultfd(2) only with UFFD_USER_MODE_ONLY */
+    TK_UFFD_NONE = 0,       /* not at all */
+    TK_UFFD_SYSCALL,        /* userfaultfd(2) with kernel faults allowed */
+    TK_UFFD_DEVICE,         /* /dev/userfaultfd (USERFAULTFD_IOC_NEW) */
+    TK_UFFD_USER_MODE_ONLY, /* userfaultfd(2) only with UFFD_USER_MODE_ONLY */
 };
 
 /* Bits of tk_probe_info.uffd_features: the kernel's UFFD_FEATURE_* values
@@ -41,24 +41,24 @@ typedef struct tk_probe_info {
     char thp_mode[16]; /* "always", "madvise", "never" or "" if absent */
 
     enum tk_uffd_access uffd_access;
-    uint64_t uffd_features; /* features the API handshake offers */
-    uint64_t uffd_ioctls;   /* ioctls (bit i = _UFFDIO_* number i) on a registered range */
-    bool pagemap_scan;      /* PAGEMAP_SCAN ioctl on /proc/self/pagemap works */
-    bool soft_dirty;        /* soft-dirty bit is maintained and clear_refs "4" works */
-    bool pkeys_cpu;         /* CPUID says PKU and the OS enabled it (OSPKE) */
-    bool pkeys_kernel;      /* pkey_alloc() succeeded */
-    int pkeys_available;    /* how many keys pkey_alloc() handed out (0 if none) */
+    uint64_t uffd_features;  /* features the API handshake offers */
+    uint64_t uffd_ioctls;    /* ioctls (bit i = _UFFDIO_* number i) on a registered range */
+    bool pagemap_scan;       /* PAGEMAP_SCAN ioctl on /proc/self/pagemap works */
+    bool soft_dirty;         /* soft-dirty bit is maintained and clear_refs "4" works */
+    bool pkeys_cpu;          /* CPUID says PKU and the OS enabled it (OSPKE) */
+    bool pkeys_kernel;       /* pkey_alloc() succeeded */
+    int pkeys_available;     /* how many keys pkey_alloc() handed out (0 if none) */
     bool madv_guard_install; /* MADV_GUARD_INSTALL (Linux 6.13) accepted */
-    long max_map_count;     /* vm.max_map_count, -1 if unreadable */
-    long map_count;         /* mappings this process has now (lines of /proc/self/maps) */
-    size_t minsigstksz;     /* AT_MINSIGSTKSZ: the signal frame size the kernel needs */
+    long max_map_count;      /* vm.max_map_count, -1 if unreadable */
+    long map_count;          /* mappings this process has now (lines of /proc/self/maps) */
+    size_t minsigstksz;      /* AT_MINSIGSTKSZ: the signal frame size the kernel needs */
 
     /* The mechanism trapkit picks for each primitive when none is forced
      * (TRAPKIT_BACKEND unset).  TK_MECH_* values of trapkit/region.h. */
-    enum tk_mech mech_trap;  /* TRAP, PROT1, PROTN, UNPROT (read-only protection) */
-    enum tk_mech mech_dirty; /* DIRTY */
+    enum tk_mech mech_trap;     /* TRAP, PROT1, PROTN, UNPROT (read-only protection) */
+    enum tk_mech mech_dirty;    /* DIRTY */
     enum tk_mech mech_noaccess; /* no-access protection */
-    bool map2;               /* MAP2 available (memfd_create + shared mappings) */
+    bool map2;                  /* MAP2 available (memfd_create + shared mappings) */
 } tk_probe_info;
 
 /* Fills *out.  Returns 0, or a negative errno if a fact could not be read at

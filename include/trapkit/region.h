@@ -12,11 +12,12 @@
  * one.  What each mechanism can express:
  *
  *   mechanism     read-only protection       no-access   DIRTY               fault delivered
- *   posix         mprotect (splits VMAs)      mprotect    mprotect + faults   SIGSEGV, faulting thread
- *   uffd-sigbus   userfaultfd WP (page table) mprotect    WP + faults         SIGBUS, faulting thread
- *   uffd-thread   userfaultfd WP (page table) mprotect    WP + faults         trapkit's handler thread
- *   pagemap-scan  mprotect                    mprotect    PAGEMAP_SCAN        SIGSEGV (protections only)
- *   soft-dirty    mprotect                    mprotect    /proc soft-dirty    SIGSEGV (protections only)
+ *   posix         mprotect (splits VMAs)      mprotect    mprotect + faults   SIGSEGV, faulting
+ * thread uffd-sigbus   userfaultfd WP (page table) mprotect    WP + faults         SIGBUS, faulting
+ * thread uffd-thread   userfaultfd WP (page table) mprotect    WP + faults         trapkit's
+ * handler thread pagemap-scan  mprotect                    mprotect    PAGEMAP_SCAN        SIGSEGV
+ * (protections only) soft-dirty    mprotect                    mprotect    /proc soft-dirty SIGSEGV
+ * (protections only)
  *
  * "no-access" protection is always done with mprotect: no page-table-level
  * mechanism of Linux can express it for populated pages.
@@ -62,11 +63,13 @@ enum tk_mech tk_mech_parse(const char *name);
 enum tk_access { TK_ACCESS_UNKNOWN = 0, TK_ACCESS_READ, TK_ACCESS_WRITE, TK_ACCESS_EXEC };
 
 /* tk_fault.flags */
-#define TK_FAULT_RESOLVED 0x1 /* the page already allows this access (another thread
-                                 resolved the same fault first): returning TK_RESUME
-                                 retries the access and it will succeed */
-#define TK_FAULT_THREAD 0x2   /* running on trapkit's uffd handler thread, not in the
-                                 faulting thread: pc and ucontext are NULL */
+#define TK_FAULT_RESOLVED                                                                          \
+    0x1 /* the page already allows this access (another thread                                     \
+           resolved the same fault first): returning TK_RESUME                                     \
+           retries the access and it will succeed */
+#define TK_FAULT_THREAD                                                                            \
+    0x2 /* running on trapkit's uffd handler thread, not in the                                    \
+           faulting thread: pc and ucontext are NULL */
 
 typedef struct tk_region tk_region;
 
@@ -97,8 +100,9 @@ typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
 
 /* tk_region_config.flags */
 #define TK_REGION_DIRTY 0x1 /* track written pages for tk_dirty() from creation on */
-#define TK_REGION_MAP2 0x2  /* back the region by a memfd so tk_map2() can make
-                               second views (requires addr == NULL) */
+#define TK_REGION_MAP2                                                                             \
+    0x2 /* back the region by a memfd so tk_map2() can make                                        \
+           second views (requires addr == NULL) */
 
 typedef struct tk_region_config {
     void *addr;               /* an existing private anonymous mapping to manage, page

@@ -125,8 +125,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         if (r) {
             if (sig == SIGSEGV && si->si_code == SEGV_ACCERR) {
                 act = tk__handle_fault(r, addr, TK_CTX_ACCESS(uc), TK_CTX_PC(uc), uc,
-                                       r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS
-                                                                   : TK_MECH_POSIX,
+                                       r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS : TK_MECH_POSIX,
                                        0);
             } else if (sig == SIGBUS && si->si_code == BUS_ADRERR &&
                        r->rg_mech == TK_MECH_UFFD_SIGBUS) {
@@ -218,7 +217,8 @@ int tk_prefault(void *addr, size_t len, enum tk_access access)
     uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(hw - 1), end = (uintptr_t)addr + len;
     if (end < (uintptr_t)addr) return tk__fail(-EINVAL, "tk_prefault: range wraps around");
     for (; a < end; a += hw) {
-        volatile unsigned char *p = (volatile unsigned char *)(a < (uintptr_t)addr ? addr : (void *)a);
+        volatile unsigned char *p =
+            (volatile unsigned char *)(a < (uintptr_t)addr ? addr : (void *)a);
         if (access == TK_ACCESS_WRITE)
             __atomic_fetch_add((unsigned char *)p, 0, __ATOMIC_RELAXED);
         else

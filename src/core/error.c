@@ -30,30 +30,51 @@ int tk__failf(int err, const char *fmt, ...)
     return err;
 }
 
-void tk__clear_error(void) { last_error[0] = 0; }
+void tk__clear_error(void)
+{
+    last_error[0] = 0;
+}
 
-const char *tk_last_error(void) { return last_error; }
+const char *tk_last_error(void)
+{
+    return last_error;
+}
 
 /* [signal-safe] */
 const char *tk_strerror(int err)
 {
     switch (err < 0 ? -err : err) {
-    case 0: return "success";
-    case EINVAL: return "invalid argument (address outside the region, unaligned, or bad value)";
+    case 0:
+        return "success";
+    case EINVAL:
+        return "invalid argument (address outside the region, unaligned, or bad value)";
     case ENOMEM:
         return "out of memory, or the kernel's vm.max_map_count limit on mappings reached";
-    case EEXIST: return "the range overlaps a region trapkit already watches";
-    case EOPNOTSUPP: return "the mechanism cannot do this, or this kernel lacks the feature";
-    case ENOSYS: return "this kernel does not offer the system call";
-    case EPERM: return "not permitted for this user (see `trapkit probe`)";
-    case EACCES: return "access denied";
-    case EFAULT: return "the memory is not accessible";
-    case EBUSY: return "the resource is in use";
-    case ENOENT: return "no such object";
-    case EBADF: return "bad file descriptor";
-    case EIO: return "input/output error";
-    case ERANGE: return "a buffer or count is too small";
-    case EAGAIN: return "temporarily unavailable; try again";
-    default: return "unknown error";
+    case EEXIST:
+        return "the range overlaps a region trapkit already watches";
+    case EOPNOTSUPP:
+        return "the mechanism cannot do this, or this kernel lacks the feature";
+    case ENOSYS:
+        return "this kernel does not offer the system call";
+    case EPERM:
+        return "not permitted for this user (see `trapkit probe`)";
+    case EACCES:
+        return "access denied";
+    case EFAULT:
+        return "the memory is not accessible";
+    case EBUSY:
+        return "the resource is in use";
+    case ENOENT:
+        return "no such object";
+    case EBADF:
+        return "bad file descriptor";
+    case EIO:
+        return "input/output error";
+    case ERANGE:
+        return "a buffer or count is too small";
+    case EAGAIN:
+        return "temporarily unavailable; try again";
+    default:
+        return "unknown error";
     }
 }

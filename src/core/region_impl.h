@@ -13,16 +13,16 @@
  *   posix and the DIRTY-only mechanisms: mprotect(min(user, TRACK ? READ : RW))
  *   uffd-*: mprotect(user == NONE ? NONE : RW) and uffd-wp iff user != RW or TRACK
  *
- * States change by compare-and-swap before the system call that applies them,
- * so a thread that faults while the state already allows its access is told
- * that another thread resolved it or is resolving it (TK_FAULT_RESOLVED): a
- * retry succeeds once that call completes.
+ * States change, under the region's lock (vm/hwlock.c), before the system
+ * call that applies them, so a thread that faults while the state already
+ * allows its access is told that another thread resolved it or is resolving
+ * it (TK_FAULT_RESOLVED): a retry succeeds once that call completes.
  *
  * Trap-based DIRTY: a write fault on a PS_TRACK page whose user protection is
  * RW is handled inside trapkit (mark dirty, lift the protection, resume) and
- * never reaches the user's handler.  The fault path and tk_dirty() exclude
- * each other through rg_gate/rg_busy (see vm/dirty.c), as does tk_protect()
- * on such regions, so a write is reported in exactly one interval.
+ * never reaches the user's handler.  The fault path, tk_protect() and
+ * tk_dirty() exclude each other through the region's lock, so a write is
+ * reported in exactly one interval.
  */
 #ifndef TK_CORE_REGION_IMPL_H
 #define TK_CORE_REGION_IMPL_H
@@ -44,21 +44,22 @@ struct tk_view {
 struct tk_region {
     uintptr_t rg_start, rg_end; /* [start, end) */
     size_t rg_len;
-    size_t rg_page;       /* logical page size */
-    unsigned rg_shift;    /* log2(rg_page) */
-    size_t rg_npages;     /* logical pages */
+    size_t rg_page;    /* logical page size */
+    unsigned rg_shift; /* log2(rg_page) */
+    size_t rg_npages;  /* logical pages */
     tk_fault_handler rg_handler;
     void *rg_arg;
     enum tk_mech rg_mech;
-    unsigned rg_flags;    /* TK_REGION_* */
-    bool rg_owned;        /* trapkit mapped the memory and unmaps it */
-    bool rg_trap_dirty;   /* DIRTY by write traps (PS_TRACK), not by the kernel */
-    int rg_memfd;         /* TK_REGION_MAP2: the backing memfd, else -1 */
-    int rg_uffd;          /* the userfaultfd the range is registered with, or -1 */
-    _Atomic uint8_t *rg_state; /* rg_npages bytes, mmap'd */
-    _Atomic uint64_t *rg_dirty; /* trap-based DIRTY: bitmap of pages written */
-    atomic_int rg_gate;   /* tk_dirty() is re-arming: fault path and tk_protect wait */
-    atomic_int rg_busy;   /* fault paths and tk_protect calls inside the gate */
+    unsigned rg_flags;             /* TK_REGION_* */
+    bool rg_owned;                 /* trapkit mapped the memory and unmaps it */
+    bool rg_trap_dirty;            /* DIRTY by write traps (PS_TRACK), not by the kernel */
+    int rg_memfd;                  /* TK_REGION_MAP2: the backing memfd, else -1 */
+    int rg_uffd;                   /* the userfaultfd the range is registered with, or -1 */
+    _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */
+    _Atomic uint64_t *rg_dirty;    /* trap-based DIRTY: bitmap of pages written */
+    atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
+    _Atomic uintptr_t rg_hw_owner; /* the holder's thread token */
+    atomic_int rg_hw_nested;       /* a nested call went ahead inside the holder */
     pthread_mutex_t rg_views_lock;
     struct tk_view *rg_views;
     struct tk_region *rg_retired_next;
@@ -83,8 +84,8 @@ void tk__table_remove(struct tk_region *r); /* the region is freed once no reade
 int tk__install_handlers(void);
 /* Handles a fault at addr in r (reader section held).  ucontext is NULL on
  * the uffd handler thread.  Returns TK_RESUME or TK_DECLINE. [signal-safe] */
-tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access,
-                           void *pc, void *ucontext, enum tk_mech via, unsigned flags);
+tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *pc,
+                           void *ucontext, enum tk_mech via, unsigned flags);
 
 /* ---- userfaultfd contexts (os/linux/uffd_ctx.c) ------------------------
  * One userfaultfd per delivery mode, shared by every region of that mode,
@@ -104,8 +105,11 @@ int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_
 bool tk__dirty_fault(struct tk_region *r, size_t page);
 /* Sets up DIRTY for a new region (all pages clean). */
 int tk__dirty_start(struct tk_region *r);
-/* Gate helpers (vm/dirty.c). [signal-safe] */
-void tk__gate_enter(struct tk_region *r);
-void tk__gate_leave(struct tk_region *r);
+/* The region's lock over states and hardware (vm/hwlock.c).  tk__hw_lock
+ * returns whether it took the lock (false: nested in this thread's own
+ * holding); pass that to tk__hw_unlock with the pages this holder changed.
+ * [signal-safe] */
+bool tk__hw_lock(struct tk_region *r);
+int tk__hw_unlock(struct tk_region *r, bool held, size_t first, size_t n);
 
 #endif

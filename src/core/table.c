@@ -35,9 +35,15 @@ static struct table *retired_tables;
 static struct tk_region *retired_regions;
 
 /* [signal-safe] */
-void tk__table_enter(void) { atomic_fetch_add(&readers, 1); }
+void tk__table_enter(void)
+{
+    atomic_fetch_add(&readers, 1);
+}
 /* [signal-safe] */
-void tk__table_leave(void) { atomic_fetch_sub(&readers, 1); }
+void tk__table_leave(void)
+{
+    atomic_fetch_sub(&readers, 1);
+}
 
 /* [signal-safe] */
 struct tk_region *tk__table_find(uintptr_t addr)
@@ -47,9 +53,12 @@ struct tk_region *tk__table_find(uintptr_t addr)
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         struct tk_region *r = t->r[mid];
-        if (addr < r->rg_start) hi = mid;
-        else if (addr >= r->rg_end) lo = mid + 1;
-        else return r;
+        if (addr < r->rg_start)
+            hi = mid;
+        else if (addr >= r->rg_end)
+            lo = mid + 1;
+        else
+            return r;
     }
     return NULL;
 }

@@ -54,7 +54,8 @@ static bool uffd_wp_usable(const tk_probe_info *p, unsigned flags, const char **
         return false;
     }
     if ((flags & TK_REGION_MAP2) && !tk_probe_has_uffd(p, UFFD_FEATURE_WP_HUGETLBFS_SHMEM)) {
-        if (why) *why = "userfaultfd write-protect of shared memory (WP_HUGETLBFS_SHMEM) is missing";
+        if (why)
+            *why = "userfaultfd write-protect of shared memory (WP_HUGETLBFS_SHMEM) is missing";
         return false;
     }
     return true;
@@ -66,7 +67,8 @@ bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned flags, 
     if (!why) why = &dummy;
     switch (m) {
     case TK_MECH_AUTO:
-    case TK_MECH_POSIX: return true;
+    case TK_MECH_POSIX:
+        return true;
     case TK_MECH_UFFD_SIGBUS:
         if (!uffd_wp_usable(p, flags, why)) return false;
         if (!tk_probe_has_uffd(p, UFFD_FEATURE_SIGBUS)) {
@@ -74,7 +76,8 @@ bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned flags, 
             return false;
         }
         return true;
-    case TK_MECH_UFFD_THREAD: return uffd_wp_usable(p, flags, why);
+    case TK_MECH_UFFD_THREAD:
+        return uffd_wp_usable(p, flags, why);
     case TK_MECH_PAGEMAP_SCAN:
         if (!uffd_wp_usable(p, flags, why)) return false;
         if (!tk_probe_has_uffd(p, UFFD_FEATURE_WP_ASYNC)) {
@@ -101,8 +104,12 @@ bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned flags, 
             *why = "pkey_alloc() failed: the kernel offers no protection keys";
             return false;
         }
-        return true;
-    default: *why = "unknown mechanism"; return false;
+        *why = "the CPU and kernel have protection keys, but trapkit's pkeys regions are not "
+               "implemented yet";
+        return false;
+    default:
+        *why = "unknown mechanism";
+        return false;
     }
 }
 

@@ -6,13 +6,13 @@
  * interval write-protected and marked PS_TRACK.  The first write faults;
  * tk__dirty_fault() sets the page's bit, clears PS_TRACK and lifts the
  * protection, so later writes in the interval cost nothing.  tk_dirty()
- * closes the gate (new faults and tk_protect calls wait), waits for those in
- * progress, re-protects every page, takes the bitmap and opens the gate.
+ * takes the region's lock (vm/hwlock.c: faults and tk_protect calls wait),
+ * re-protects every page, takes the bitmap and releases the lock.
  * Writes to pages that were writable before the re-protection belong to the
  * old interval, and their bit is already set; writes after it fault and wait
- * for the gate, so they land in the new interval.  Each write is reported in
+ * for the lock, so they land in the new interval.  Each write is reported in
  * exactly one interval.  The collecting thread blocks asynchronous signals
- * meanwhile, so one of its own signal handlers cannot wait on its gate.
+ * meanwhile, so none of its own signal handlers runs inside its re-arming.
  *
  * pagemap-scan.  The region is registered with a UFFD_FEATURE_WP_ASYNC
  * userfaultfd: the kernel resolves a write fault on a write-protected page by
@@ -37,39 +37,18 @@
 
 static pthread_mutex_t collect_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void wait_a_little(unsigned *spins)
-{
-    if (++*spins < 64) tk__cpu_relax();
-    else sched_yield();
-}
-
-/* [signal-safe] */
-void tk__gate_enter(struct tk_region *r)
-{
-    unsigned spins = 0;
-    for (;;) {
-        while (atomic_load(&r->rg_gate)) wait_a_little(&spins);
-        atomic_fetch_add(&r->rg_busy, 1);
-        if (!atomic_load(&r->rg_gate)) return;
-        atomic_fetch_sub(&r->rg_busy, 1);
-    }
-}
-
-/* [signal-safe] */
-void tk__gate_leave(struct tk_region *r) { atomic_fetch_sub(&r->rg_busy, 1); }
-
 /* [signal-safe] */
 bool tk__dirty_fault(struct tk_region *r, size_t page)
 {
-    tk__gate_enter(r);
+    bool held = tk__hw_lock(r);
     uint8_t old = atomic_load(&r->rg_state[page]), nst;
     do {
         if ((old & PS_PROT_MASK) != TK_PROT_RW) {
-            tk__gate_leave(r); /* the user protected it meanwhile: theirs */
+            tk__hw_unlock(r, held, page, 0); /* the user protected it meanwhile: theirs */
             return false;
         }
         if (!(old & PS_TRACK)) {
-            tk__gate_leave(r); /* another thread took this fault first */
+            tk__hw_unlock(r, held, page, 0); /* another thread took this fault first */
             return true;
         }
         nst = old & (uint8_t)~PS_TRACK;
@@ -77,14 +56,14 @@ bool tk__dirty_fault(struct tk_region *r, size_t page)
 
     atomic_fetch_or(&r->rg_dirty[page / 64], (uint64_t)1 << (page % 64));
     tk__change(r, page, 1, old, nst);
-    /* A tk_protect of this page that raced with us may have issued its
-     * system call before ours: make the hardware match the final state. */
-    if (atomic_load(&r->rg_state[page]) != nst) tk__apply(r, page, 1);
-    tk__gate_leave(r);
+    tk__hw_unlock(r, held, page, 1);
     return true;
 }
 
-static size_t bitmap_words(const struct tk_region *r) { return (r->rg_npages + 63) / 64; }
+static size_t bitmap_words(const struct tk_region *r)
+{
+    return (r->rg_npages + 63) / 64;
+}
 
 /* Re-protects every page for a new interval (trap-based). */
 static int arm_all(struct tk_region *r)
@@ -115,7 +94,8 @@ int tk__dirty_start(struct tk_region *r)
                                strerror(-err))
                    : 0;
     }
-    default: return tk__fail(-EINVAL, "tk_region_create: this mechanism cannot track DIRTY");
+    default:
+        return tk__fail(-EINVAL, "tk_region_create: this mechanism cannot track DIRTY");
     }
 }
 
@@ -140,14 +120,12 @@ static int collect_traps(struct tk_region *r, uint64_t *bm)
     sigdelset(&all, SIGTRAP);
     pthread_mutex_lock(&collect_lock);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    atomic_store(&r->rg_gate, 1);
-    unsigned spins = 0;
-    while (atomic_load(&r->rg_busy)) wait_a_little(&spins);
+    bool held = tk__hw_lock(r);
 
     int err = arm_all(r);
     for (size_t w = 0; w < bitmap_words(r); w++) bm[w] = atomic_exchange(&r->rg_dirty[w], 0);
 
-    atomic_store(&r->rg_gate, 0);
+    tk__hw_unlock(r, held, 0, 0);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_mutex_unlock(&collect_lock);
     return err;
@@ -178,8 +156,9 @@ static int collect_soft_dirty(struct tk_region *r, uint64_t *bm)
     for (uintptr_t a = r->rg_start; a < r->rg_end; a += chunk * hw) {
         size_t n = (r->rg_end - a) / hw < chunk ? (r->rg_end - a) / hw : chunk;
         int err = tk__pagemap_read(a, n, ent);
-        if (err) return tk__failf(err, "tk_dirty: reading /proc/self/pagemap failed: %s",
-                                  strerror(-err));
+        if (err)
+            return tk__failf(err, "tk_dirty: reading /proc/self/pagemap failed: %s",
+                             strerror(-err));
         for (size_t i = 0; i < n; i++)
             if (ent[i] & ((uint64_t)1 << 55)) set_bits(r, bm, a + i * hw, a + (i + 1) * hw);
     }
@@ -196,9 +175,12 @@ long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits)
                          nbits, r->rg_npages);
     memset(bitmap, 0, bitmap_words(r) * 8);
     int err;
-    if (r->rg_trap_dirty) err = collect_traps(r, bitmap);
-    else if (r->rg_mech == TK_MECH_PAGEMAP_SCAN) err = collect_pagemap(r, bitmap);
-    else err = collect_soft_dirty(r, bitmap);
+    if (r->rg_trap_dirty)
+        err = collect_traps(r, bitmap);
+    else if (r->rg_mech == TK_MECH_PAGEMAP_SCAN)
+        err = collect_pagemap(r, bitmap);
+    else
+        err = collect_soft_dirty(r, bitmap);
     if (err) return err;
     long count = 0;
     for (size_t w = 0; w < bitmap_words(r); w++) count += __builtin_popcountll(bitmap[w]);

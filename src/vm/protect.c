@@ -46,7 +46,10 @@ static bool traps_by_wp(const struct tk_region *r)
     return r->rg_mech == TK_MECH_UFFD_SIGBUS || r->rg_mech == TK_MECH_UFFD_THREAD;
 }
 
-static bool hw_eq(struct hw a, struct hw b) { return a.prot == b.prot && a.wp == b.wp; }
+static bool hw_eq(struct hw a, struct hw b)
+{
+    return a.prot == b.prot && a.wp == b.wp;
+}
 
 /* Sets the hardware of pages [first, first+n) from `from` to `to`.
  * [signal-safe] */
@@ -59,8 +62,7 @@ static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, s
     bool wp = traps_by_wp(r);
     /* Order: add write protection before lifting an mprotect, and lift it
      * after lowering one, so no instant allows more than both settings. */
-    if (wp && to.wp && (force || !from.wp))
-        err = tk__uffd_wp(r->rg_uffd, addr, len, true, false);
+    if (wp && to.wp && (force || !from.wp)) err = tk__uffd_wp(r->rg_uffd, addr, len, true, false);
     if (!err && (force || from.prot != to.prot)) {
         err = tk__mprotect(addr, len, to.prot);
         if (err == -ENOMEM)
@@ -98,17 +100,15 @@ int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_
 }
 
 /* [signal-safe] */
-static int check_range(struct tk_region *r, const void *addr, size_t len, size_t *first,
-                       size_t *n)
+static int check_range(struct tk_region *r, const void *addr, size_t len, size_t *first, size_t *n)
 {
     uintptr_t a = (uintptr_t)addr;
     if (!r) return tk__fail(-EINVAL, "tk_protect: region is NULL");
     if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a)
         return tk__fail(-EINVAL, "tk_protect: the range is not inside the region");
     if ((a - r->rg_start) & (r->rg_page - 1) || len & (r->rg_page - 1) || len == 0)
-        return tk__fail(-EINVAL,
-                        "tk_protect: address and length must be multiples of the region's "
-                        "logical page size");
+        return tk__fail(-EINVAL, "tk_protect: address and length must be multiples of the region's "
+                                 "logical page size");
     *first = tk__page_index(r, a);
     *n = len >> r->rg_shift;
     return 0;
@@ -123,7 +123,7 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
     if (prot != TK_PROT_NONE && prot != TK_PROT_READ && prot != TK_PROT_RW)
         return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, TK_PROT_READ or "
                                  "TK_PROT_RW");
-    if (r->rg_trap_dirty) tk__gate_enter(r);
+    bool held = tk__hw_lock(r);
 
     /* Swap each page's state; flush a run whenever the change differs. */
     size_t run = first;
@@ -146,8 +146,8 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
     }
     if (!err) err = set_hw(r, run, first + n - run, run_from, run_to, false);
 
-    if (r->rg_trap_dirty) tk__gate_leave(r);
-    return err;
+    int uerr = tk__hw_unlock(r, held, first, n);
+    return err ? err : uerr;
 }
 
 /* [signal-safe] */

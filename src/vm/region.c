@@ -7,7 +7,10 @@
 #include "core/region_impl.h"
 #include "os/linux/os.h"
 
-static size_t hw_page(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+static size_t hw_page(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
 
 static bool uses_uffd_wp(enum tk_mech m)
 {
@@ -42,8 +45,9 @@ static int pick_mech(const tk_region_config *cfg, enum tk_mech *out, bool *force
         return tk__failf(-EOPNOTSUPP, "mechanism %s (from %s) is not available here: %s",
                          tk_mech_name(m), source, why);
     if (m == TK_MECH_PKEYS)
-        return tk__fail(-EOPNOTSUPP, "mechanism pkeys: regions on protection keys are not "
-                                     "implemented yet (the probe reports whether the CPU has them)");
+        return tk__fail(-EOPNOTSUPP,
+                        "mechanism pkeys: regions on protection keys are not "
+                        "implemented yet (the probe reports whether the CPU has them)");
     *out = m;
     return 0;
 }
@@ -75,11 +79,13 @@ static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
                          "fast-path module",
                          ps, hw);
     if (cfg->len == 0 || cfg->len % ps)
-        return tk__failf(-EINVAL, "tk_region_create: length %zu is not a positive multiple of "
-                                  "the logical page size %zu",
+        return tk__failf(-EINVAL,
+                         "tk_region_create: length %zu is not a positive multiple of "
+                         "the logical page size %zu",
                          cfg->len, ps);
     if ((uintptr_t)cfg->addr % hw || (uintptr_t)cfg->addr % ps)
-        return tk__failf(-EINVAL, "tk_region_create: address %p is not aligned to the page size %zu",
+        return tk__failf(-EINVAL,
+                         "tk_region_create: address %p is not aligned to the page size %zu",
                          cfg->addr, ps);
     if (cfg->addr && (uintptr_t)cfg->addr + cfg->len < (uintptr_t)cfg->addr)
         return tk__fail(-EINVAL, "tk_region_create: the range wraps around the address space");
@@ -101,17 +107,19 @@ static int map_memory(struct tk_region *r)
     int fd = -1;
     if (r->rg_flags & TK_REGION_MAP2) {
         fd = tk__memfd("trapkit-region", r->rg_len);
-        if (fd < 0) return tk__failf(fd, "tk_region_create: memfd_create failed: %s", strerror(-fd));
+        if (fd < 0)
+            return tk__failf(fd, "tk_region_create: memfd_create failed: %s", strerror(-fd));
         r->rg_memfd = fd;
         flags |= MAP_SHARED;
     } else {
         flags |= MAP_PRIVATE | MAP_ANONYMOUS;
     }
     /* Reserve with room to align, then place the mapping. */
-    void *res = mmap(NULL, r->rg_len + extra, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
-    if (res == MAP_FAILED) return tk__failf(-errno, "tk_region_create: mmap of %zu bytes failed: %s",
-                                            r->rg_len, strerror(errno));
+    void *res = mmap(NULL, r->rg_len + extra, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (res == MAP_FAILED)
+        return tk__failf(-errno, "tk_region_create: mmap of %zu bytes failed: %s", r->rg_len,
+                         strerror(errno));
     uintptr_t start = ((uintptr_t)res + r->rg_page - 1) & ~(uintptr_t)(r->rg_page - 1);
     if (!extra) start = (uintptr_t)res;
     void *m = mmap((void *)start, r->rg_len, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd, 0);
@@ -190,8 +198,9 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
                 r->rg_uffd = fd;
                 break;
             }
-            err = tk__failf(err, "tk_region_create: userfaultfd cannot write-protect %p..%p (%s): "
-                                 "only private anonymous, memfd/shmem and hugetlbfs memory can",
+            err = tk__failf(err,
+                            "tk_region_create: userfaultfd cannot write-protect %p..%p (%s): "
+                            "only private anonymous, memfd/shmem and hugetlbfs memory can",
                             (void *)r->rg_start, (void *)r->rg_end, strerror(-err));
         } else {
             err = fd;
@@ -203,9 +212,9 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
         mech = TK_MECH_POSIX;
     }
 
-    r->rg_trap_dirty = (r->rg_flags & TK_REGION_DIRTY) &&
-                       (mech == TK_MECH_POSIX || mech == TK_MECH_UFFD_SIGBUS ||
-                        mech == TK_MECH_UFFD_THREAD);
+    r->rg_trap_dirty =
+        (r->rg_flags & TK_REGION_DIRTY) &&
+        (mech == TK_MECH_POSIX || mech == TK_MECH_UFFD_SIGBUS || mech == TK_MECH_UFFD_THREAD);
     if ((err = tk__table_insert(r))) {
         if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
         release(r);
@@ -247,7 +256,19 @@ int tk_region_destroy(tk_region *r)
     return 0;
 }
 
-void *tk_region_base(const tk_region *r) { return (void *)r->rg_start; }
-size_t tk_region_len(const tk_region *r) { return r->rg_len; }
-size_t tk_region_page_size(const tk_region *r) { return r->rg_page; }
-enum tk_mech tk_region_mech(const tk_region *r) { return r->rg_mech; }
+void *tk_region_base(const tk_region *r)
+{
+    return (void *)r->rg_start;
+}
+size_t tk_region_len(const tk_region *r)
+{
+    return r->rg_len;
+}
+size_t tk_region_page_size(const tk_region *r)
+{
+    return r->rg_page;
+}
+enum tk_mech tk_region_mech(const tk_region *r)
+{
+    return r->rg_mech;
+}

@@ -8,7 +8,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
 {
     faults++;
     return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) == 0 ? TK_RESUME
-                                                                               : TK_DECLINE;
+                                                                              : TK_DECLINE;
 }
 
 int main(void)

@@ -21,10 +21,13 @@
 
 /* The access that faulted, from the page-fault error code. */
 #define TK_CTX_ACCESS(uc)                                                                          \
-    ((TK_CTX_ERR(uc) & TK_X86_PF_INSTR)                                                            \
-         ? TK_ACCESS_EXEC                                                                          \
-         : (TK_CTX_ERR(uc) & TK_X86_PF_WRITE) ? TK_ACCESS_WRITE : TK_ACCESS_READ)
+    ((TK_CTX_ERR(uc) & TK_X86_PF_INSTR)   ? TK_ACCESS_EXEC                                         \
+     : (TK_CTX_ERR(uc) & TK_X86_PF_WRITE) ? TK_ACCESS_WRITE                                        \
+                                          : TK_ACCESS_READ)
 
-static inline void tk__cpu_relax(void) { __builtin_ia32_pause(); }
+static inline void tk__cpu_relax(void)
+{
+    __builtin_ia32_pause();
+}
 
 #endif

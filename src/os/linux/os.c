@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -135,8 +136,10 @@ int tk__pagemap_fd(void)
     pthread_mutex_lock(&pagemap_lock);
     if (pagemap_fd < 0) {
         fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-        if (fd < 0) fd = -errno;
-        else __atomic_store_n(&pagemap_fd, fd, __ATOMIC_RELEASE);
+        if (fd < 0)
+            fd = -errno;
+        else
+            __atomic_store_n(&pagemap_fd, fd, __ATOMIC_RELEASE);
     } else {
         fd = pagemap_fd;
     }
@@ -210,6 +213,20 @@ int tk__memfd(const char *name, size_t len)
 }
 
 /* [signal-safe] */
+void tk__futex_wait(atomic_int *word, int val)
+{
+    SAVE_ERRNO;
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+    errno = saved_errno_;
+}
+
+void tk__futex_wake(atomic_int *word, int n)
+{
+    SAVE_ERRNO;
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+    errno = saved_errno_;
+}
+
 void tk__write_stderr(const char *s)
 {
     SAVE_ERRNO;

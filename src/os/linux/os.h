@@ -7,6 +7,7 @@
 #ifndef TK_OS_LINUX_OS_H
 #define TK_OS_LINUX_OS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,11 @@ int tk__pagemap_read(uintptr_t addr, size_t n, uint64_t *out);
 
 /* memfd_create + ftruncate to len.  Returns the fd (O_CLOEXEC). */
 int tk__memfd(const char *name, size_t len);
+
+/* FUTEX_WAIT_PRIVATE while *word == val, and FUTEX_WAKE_PRIVATE of up to n
+ * waiters. [signal-safe] */
+void tk__futex_wait(atomic_int *word, int val);
+void tk__futex_wake(atomic_int *word, int n);
 
 /* A raw write(2) of a string to fd 2, for diagnostics. [signal-safe] */
 void tk__write_stderr(const char *s);

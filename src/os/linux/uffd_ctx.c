@@ -53,9 +53,11 @@ static void serve(int fd, const struct uffd_msg *msg)
          * signal handler sees the mark and passes the fault on. */
         size_t page = tk__page_index(r, addr);
         void *p = (void *)(r->rg_start + (page << r->rg_shift));
+        bool held = tk__hw_lock(r);
         atomic_fetch_or(&r->rg_state[page], PS_DECLINED);
         tk__mprotect(p, r->rg_page, PROT_READ);
         tk__uffd_wp(fd, p, r->rg_page, false, false);
+        tk__hw_unlock(r, held, page, 0);
     }
     tk__table_leave();
 }
@@ -84,10 +86,17 @@ int tk__uffd_for(enum tk_mech m)
     uint64_t want = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_UNPOPULATED;
     uint64_t optional = UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
     switch (m) {
-    case TK_MECH_UFFD_SIGBUS: want |= UFFD_FEATURE_SIGBUS; break;
-    case TK_MECH_UFFD_THREAD: optional |= UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EXACT_ADDRESS; break;
-    case TK_MECH_PAGEMAP_SCAN: want |= UFFD_FEATURE_WP_ASYNC; break;
-    default: return tk__fail(-EINVAL, "trapkit: no userfaultfd for this mechanism");
+    case TK_MECH_UFFD_SIGBUS:
+        want |= UFFD_FEATURE_SIGBUS;
+        break;
+    case TK_MECH_UFFD_THREAD:
+        optional |= UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EXACT_ADDRESS;
+        break;
+    case TK_MECH_PAGEMAP_SCAN:
+        want |= UFFD_FEATURE_WP_ASYNC;
+        break;
+    default:
+        return tk__fail(-EINVAL, "trapkit: no userfaultfd for this mechanism");
     }
     pthread_mutex_lock(&ctx_lock);
     int fd = fds[m];
@@ -106,8 +115,8 @@ int tk__uffd_for(enum tk_mech m)
         pthread_attr_destroy(&attr);
         if (err) {
             close(fd);
-            fd = tk__failf(-err, "trapkit: cannot start the uffd handler thread: %s",
-                           strerror(err));
+            fd =
+                tk__failf(-err, "trapkit: cannot start the uffd handler thread: %s", strerror(err));
             goto out;
         }
     }
