@@ -181,7 +181,9 @@ int tk_unmap2(tk_region *r, void *view);
 /* Makes [addr, addr+len) accessible for a system call that will read
  * (TK_ACCESS_READ) or write (TK_ACCESS_WRITE) it on the program's behalf.
  * The kernel does not raise a fault the program can handle when read(2) or
- * recv(2) writes into a protected page: the call fails with EFAULT.  This
+ * recv(2) writes into a protected page: the call fails with EFAULT (on
+ * uffd-thread regions the kernel instead waits for trapkit's handler thread,
+ * which runs the region's handler, so the call succeeds).  This
  * helper touches each page from user mode first (a read, or an atomic add of
  * zero, which writes without changing the value), so the region's handler
  * runs as for any access and the call then succeeds.  A handler that leaves

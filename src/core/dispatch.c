@@ -132,6 +132,12 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                 /* userfaultfd with UFFD_FEATURE_SIGBUS: a write-protect fault */
                 act = tk__handle_fault(r, addr, TK_ACCESS_WRITE, TK_CTX_PC(uc), uc,
                                        TK_MECH_UFFD_SIGBUS, 0);
+                if (act == TK_DECLINE) {
+                    /* Pass it on as the SIGSEGV an mprotect'ed page gives:
+                     * the retry raises it (see tk__decline_wp). */
+                    tk__decline_wp(r, tk__page_index(r, addr));
+                    act = TK_RESUME;
+                }
             }
         }
         tk__table_leave();

@@ -65,6 +65,8 @@ struct tk_region {
     struct tk_region *rg_retired_next;
 };
 
+#define TK_UFFD_LOST_IN_FORK (-2)
+
 static inline size_t tk__page_index(const struct tk_region *r, uintptr_t a)
 {
     return (a - r->rg_start) >> r->rg_shift;
@@ -76,9 +78,15 @@ static inline size_t tk__page_index(const struct tk_region *r, uintptr_t a)
 void tk__table_enter(void);
 void tk__table_leave(void);
 struct tk_region *tk__table_find(uintptr_t addr);
+/* In a child of fork(): marks every region's userfaultfd as lost. */
+void tk__table_forget_uffd(void);
 /* Writers (not signal-safe, serialised internally). */
 int tk__table_insert(struct tk_region *r);
-void tk__table_remove(struct tk_region *r); /* the region is freed once no reader can see it */
+/* Unlists r; returns false if it could not (out of memory: r then stays
+ * listed with an empty range and must never be freed). */
+bool tk__table_remove(struct tk_region *r);
+/* Frees an unlisted region once no reader can still be looking at it. */
+void tk__table_retire(struct tk_region *r);
 
 /* ---- dispatch (core/dispatch.c) ---------------------------------------- */
 int tk__install_handlers(void);
@@ -100,6 +108,12 @@ int tk__apply(struct tk_region *r, size_t first, size_t n);
 /* Changes the hardware of pages [first, first+n), all in state `from`, to
  * what state `to` needs, with only the system calls that differ. [signal-safe] */
 int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_t to);
+/* A userfaultfd write-protect fault on page was declined: mark the page
+ * PS_DECLINED and hold it read-only by mprotect, so the retried access raises
+ * an ordinary SIGSEGV (SEGV_ACCERR), which trapkit passes on to the previous
+ * handler or the default action as any declined fault.  The next tk_protect
+ * of the page clears the mark. [signal-safe] */
+void tk__decline_wp(struct tk_region *r, size_t page);
 /* The trap-based DIRTY fault path: called for a write fault on a page that
  * may be PS_TRACK.  Returns true if it handled the fault. [signal-safe] */
 bool tk__dirty_fault(struct tk_region *r, size_t page);

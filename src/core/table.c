@@ -71,6 +71,15 @@ tk_region *tk_region_find(const void *addr)
     return r;
 }
 
+/* In the child of fork(), which has one thread: the userfaultfds belong to
+ * the parent's address space, so regions must not use them. */
+void tk__table_forget_uffd(void)
+{
+    struct table *t = atomic_load(&current);
+    for (size_t i = 0; i < t->n; i++)
+        if (t->r[i]->rg_uffd >= 0) t->r[i]->rg_uffd = TK_UFFD_LOST_IN_FORK;
+}
+
 static void free_region(struct tk_region *r)
 {
     if (r->rg_state) munmap((void *)r->rg_state, r->rg_npages);
@@ -131,7 +140,7 @@ int tk__table_insert(struct tk_region *r)
     return 0;
 }
 
-void tk__table_remove(struct tk_region *r)
+bool tk__table_remove(struct tk_region *r)
 {
     pthread_mutex_lock(&writer_lock);
     struct table *t = atomic_load(&current);
@@ -143,7 +152,7 @@ void tk__table_remove(struct tk_region *r)
         if (!nt) {
             r->rg_end = r->rg_start;
             pthread_mutex_unlock(&writer_lock);
-            return;
+            return false;
         }
         nt->retired_next = NULL;
         size_t j = 0;
@@ -152,6 +161,14 @@ void tk__table_remove(struct tk_region *r)
         nt->n = j;
     }
     publish(nt);
+    reclaim();
+    pthread_mutex_unlock(&writer_lock);
+    return true;
+}
+
+void tk__table_retire(struct tk_region *r)
+{
+    pthread_mutex_lock(&writer_lock);
     r->rg_retired_next = retired_regions;
     retired_regions = r;
     reclaim();

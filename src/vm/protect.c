@@ -60,6 +60,10 @@ static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, s
     size_t len = n << r->rg_shift;
     int err = 0;
     bool wp = traps_by_wp(r);
+    if (wp && r->rg_uffd == TK_UFFD_LOST_IN_FORK)
+        return tk__fail(-EBADF, "tk_protect: this region was created before fork(); userfaultfd "
+                                "protection does not survive fork, so destroy the region in the "
+                                "child and create a new one");
     /* Order: add write protection before lifting an mprotect, and lift it
      * after lowering one, so no instant allows more than both settings. */
     if (wp && to.wp && (force || !from.wp)) err = tk__uffd_wp(r->rg_uffd, addr, len, true, false);
@@ -97,6 +101,15 @@ int tk__apply(struct tk_region *r, size_t first, size_t n)
 int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_t to)
 {
     return set_hw(r, first, n, hw_of(r, from), hw_of(r, to), false);
+}
+
+/* [signal-safe] */
+void tk__decline_wp(struct tk_region *r, size_t page)
+{
+    bool held = tk__hw_lock(r);
+    atomic_fetch_or(&r->rg_state[page], PS_DECLINED);
+    tk__apply(r, page, 1);
+    tk__hw_unlock(r, held, page, 1);
 }
 
 /* [signal-safe] */

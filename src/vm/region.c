@@ -232,7 +232,7 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
 int tk_region_destroy(tk_region *r)
 {
     if (!r) return tk__fail(-EINVAL, "tk_region_destroy: region is NULL");
-    tk__table_remove(r);
+    bool unlisted = tk__table_remove(r);
     /* From here no fault is routed to r.  Give the memory back read-write
      * (unregistering also drops the userfaultfd write protection). */
     if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
@@ -253,6 +253,7 @@ int tk_region_destroy(tk_region *r)
     r->rg_memfd = -1;
     /* The struct itself, its states and bitmap are freed by the table once
      * no fault path can be looking at them. */
+    if (unlisted) tk__table_retire(r);
     return 0;
 }
 

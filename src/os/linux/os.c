@@ -133,6 +133,7 @@ int tk__pagemap_fd(void)
     int fd = __atomic_load_n(&pagemap_fd, __ATOMIC_ACQUIRE);
     if (fd >= 0) return fd;
     SAVE_ERRNO;
+    tk__atfork_once();
     pthread_mutex_lock(&pagemap_lock);
     if (pagemap_fd < 0) {
         fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -145,6 +146,13 @@ int tk__pagemap_fd(void)
     }
     pthread_mutex_unlock(&pagemap_lock);
     RETURN(fd);
+}
+
+void tk__pagemap_forget(void)
+{
+    if (pagemap_fd >= 0) close(pagemap_fd);
+    pagemap_fd = -1;
+    pthread_mutex_init(&pagemap_lock, NULL);
 }
 
 long tk__pagemap_scan(int pmfd, uintptr_t start, uintptr_t end, uint64_t flags,

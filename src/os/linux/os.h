@@ -39,6 +39,12 @@ int tk__mprotect(void *addr, size_t len, int prot);
 
 /* /proc/self/pagemap, opened once (O_RDONLY|O_CLOEXEC).  Returns the fd. */
 int tk__pagemap_fd(void);
+/* In a child of fork(): closes the parent's pagemap fd (it describes the
+ * parent's pages); the next tk__pagemap_fd() opens the child's. */
+void tk__pagemap_forget(void);
+/* Registers the fork() child handler that drops per-process descriptors
+ * (os/linux/uffd_ctx.c). */
+void tk__atfork_once(void);
 
 /* PAGEMAP_SCAN over [start, end): fills vec (up to vec_len regions) and sets
  * *walk_end to where the walk stopped.  Returns the number of regions. */

@@ -24,6 +24,33 @@
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fds[TK_MECH_COUNT_] = {-1, -1, -1, -1, -1, -1, -1};
 static pthread_t service_thread;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* The child of fork(): a userfaultfd stays bound to the address space that
+ * opened it, so the child's regions must not use the inherited ones (an
+ * ioctl would change the parent's pages) and the handler thread is not
+ * there.  Close them; new regions get new ones.  The kernel already dropped
+ * the child's write protection and registrations (no UFFD_FEATURE_EVENT_FORK). */
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&ctx_lock, NULL);
+    for (int m = 0; m < TK_MECH_COUNT_; m++) {
+        if (fds[m] >= 0) close(fds[m]);
+        fds[m] = -1;
+    }
+    tk__table_forget_uffd();
+    tk__pagemap_forget();
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+void tk__atfork_once(void)
+{
+    pthread_once(&atfork_once, register_atfork);
+}
 
 /* Handles one userfaultfd event on the handler thread. */
 static void serve(int fd, const struct uffd_msg *msg)
@@ -48,16 +75,12 @@ static void serve(int fd, const struct uffd_msg *msg)
         tk__uffd_wake(fd, (void *)hwpage, hw);
     } else {
         /* Declined: the faulting thread must get the SIGSEGV it would have
-         * had.  Keep the page read-only by mprotect instead of uffd-wp and
-         * mark it; the retried write faults in its own thread, where the
-         * signal handler sees the mark and passes the fault on. */
+         * had; the retried write faults in its own thread, where the signal
+         * handler sees the mark and passes the fault on. */
         size_t page = tk__page_index(r, addr);
         void *p = (void *)(r->rg_start + (page << r->rg_shift));
-        bool held = tk__hw_lock(r);
-        atomic_fetch_or(&r->rg_state[page], PS_DECLINED);
-        tk__mprotect(p, r->rg_page, PROT_READ);
-        tk__uffd_wp(fd, p, r->rg_page, false, false);
-        tk__hw_unlock(r, held, page, 0);
+        tk__decline_wp(r, page);
+        tk__uffd_wake(fd, p, r->rg_page);
     }
     tk__table_leave();
 }
@@ -98,6 +121,7 @@ int tk__uffd_for(enum tk_mech m)
     default:
         return tk__fail(-EINVAL, "trapkit: no userfaultfd for this mechanism");
     }
+    tk__atfork_once();
     pthread_mutex_lock(&ctx_lock);
     int fd = fds[m];
     if (fd >= 0) goto out;
