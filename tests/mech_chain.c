@@ -45,7 +45,7 @@ static tk_action unprot_all(const tk_fault *f, void *arg)
 {
     (void)arg;
     return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                               : TK_RESUME;
+                                                                             : TK_RESUME;
 }
 
 static void make_wild(void)

@@ -14,7 +14,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     (void)arg;
     faults++;
     return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                               : TK_RESUME;
+                                                                             : TK_RESUME;
 }
 
 /* A handler that fills a no-access page through the view, then opens it: the
@@ -28,7 +28,7 @@ static tk_action fill_then_open(const tk_fault *f, void *arg)
     memset(fill_view + off, 0x5a, tk_region_page_size(f->region));
     faults++;
     return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                               : TK_RESUME;
+                                                                             : TK_RESUME;
 }
 
 static sigjmp_buf escape;

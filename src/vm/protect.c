@@ -138,26 +138,34 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
                                  "TK_PROT_RW");
     bool held = tk__hw_lock(r);
 
-    /* Swap each page's state; flush a run whenever the change differs. */
+    /* Swap each page's state; flush a run whenever the next page's state
+     * differs.  If a system call fails, the pages of its run get their old
+     * state back (and the hardware is made to match it as far as the kernel
+     * lets us): what the call did not do, it did not record either. */
     size_t run = first;
-    struct hw run_from = {0}, run_to = {0};
-    for (size_t i = first; i < first + n && !err; i++) {
+    uint8_t run_old = 0, run_new = 0;
+    size_t i;
+    for (i = first; i < first + n && !err; i++) {
         uint8_t old = atomic_load(&r->rg_state[i]), nst;
+        if (i > first && old != run_old) {
+            err = set_hw(r, run, i - run, hw_of(r, run_old), hw_of(r, run_new), false);
+            if (err) break;
+            run = i;
+        }
         do {
             nst = (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED)) | prot);
         } while (!atomic_compare_exchange_weak(&r->rg_state[i], &old, nst));
-        struct hw from = hw_of(r, old), to = hw_of(r, nst);
-        if (i == first) {
-            run_from = from;
-            run_to = to;
-        } else if (!hw_eq(from, run_from) || !hw_eq(to, run_to)) {
-            err = set_hw(r, run, i - run, run_from, run_to, false);
-            run = i;
-            run_from = from;
-            run_to = to;
-        }
+        run_old = old;
+        run_new = nst;
     }
-    if (!err) err = set_hw(r, run, first + n - run, run_from, run_to, false);
+    if (!err) err = set_hw(r, run, first + n - run, hw_of(r, run_old), hw_of(r, run_new), false);
+    if (err) {
+        for (size_t j = run; j < i; j++) {
+            uint8_t expect = run_new;
+            atomic_compare_exchange_strong(&r->rg_state[j], &expect, run_old);
+        }
+        tk__apply(r, run, i - run);
+    }
 
     int uerr = tk__hw_unlock(r, held, first, n);
     return err ? err : uerr;

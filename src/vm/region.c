@@ -89,6 +89,11 @@ static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
                          cfg->addr, ps);
     if (cfg->addr && (uintptr_t)cfg->addr + cfg->len < (uintptr_t)cfg->addr)
         return tk__fail(-EINVAL, "tk_region_create: the range wraps around the address space");
+    if (cfg->addr && madvise(cfg->addr, cfg->len, MADV_NORMAL) < 0 && errno == ENOMEM)
+        return tk__failf(-ENOMEM,
+                         "tk_region_create: %p..%p is not all mapped; map the memory first, or "
+                         "pass addr = NULL and trapkit maps it",
+                         cfg->addr, (void *)((uintptr_t)cfg->addr + cfg->len));
     if ((cfg->flags & TK_REGION_MAP2) && cfg->addr)
         return tk__fail(-EINVAL, "tk_region_create: TK_REGION_MAP2 needs addr == NULL (trapkit "
                                  "maps the memory on a memfd so it can map it twice)");
