@@ -35,7 +35,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     }
     me->faults++;
     return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                               : TK_RESUME;
+                                                                             : TK_RESUME;
 }
 
 static tk_action never(const tk_fault *f, void *arg)

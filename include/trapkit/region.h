@@ -11,16 +11,26 @@
  * unless the configuration or the TRAPKIT_BACKEND environment variable forces
  * one.  What each mechanism can express:
  *
- *   mechanism     read-only protection       no-access   DIRTY               fault delivered
- *   posix         mprotect (splits VMAs)      mprotect    mprotect + faults   SIGSEGV, faulting
- * thread uffd-sigbus   userfaultfd WP (page table) mprotect    WP + faults         SIGBUS, faulting
- * thread uffd-thread   userfaultfd WP (page table) mprotect    WP + faults         trapkit's
- * handler thread pagemap-scan  mprotect                    mprotect    PAGEMAP_SCAN        SIGSEGV
- * (protections only) soft-dirty    mprotect                    mprotect    /proc soft-dirty SIGSEGV
- * (protections only)
+ *   mechanism     read-only         no-access  DIRTY             fault delivered
+ *   posix         mprotect          mprotect   mprotect + faults SIGSEGV, faulting thread
+ *   uffd-sigbus   uffd WP (PTEs)    mprotect   WP + faults       SIGBUS, faulting thread
+ *   uffd-thread   uffd WP (PTEs)    mprotect   WP + faults       trapkit's handler thread
+ *   pagemap-scan  mprotect          mprotect   PAGEMAP_SCAN      SIGSEGV (protections only)
+ *   soft-dirty    mprotect          mprotect   soft-dirty bits   SIGSEGV (protections only)
+ *   pkeys         WRPKRU            WRPKRU     -                 SIGSEGV (SEGV_PKUERR)
  *
- * "no-access" protection is always done with mprotect: no page-table-level
- * mechanism of Linux can express it for populated pages.
+ * mprotect splits the mapping per change (vm.max_map_count bounds it); uffd
+ * WP works in the page table.  "no-access" protection is done with mprotect
+ * except on pkeys regions: no page-table-level mechanism of Linux can express
+ * it for populated pages.
+ *
+ * pkeys regions differ in kind (src/vm/pkeys.c): the region has a protection
+ * key of its own, its logical page is the whole region (tk_protect must
+ * cover all of it), and a protection is the calling thread's rights - other
+ * threads keep theirs; a thread created later inherits its creator's.  A
+ * handler's tk_unprot opens the region for the interrupted code.  No DIRTY;
+ * MAP2 views stay accessible.  At most 15 per process (-ENOSPC after).  The
+ * automatic choice never picks pkeys.
  *
  * Thread-safety: tk_region_create/destroy may be called from any thread but
  * not from a fault handler.  tk_protect/tk_unprot/tk_prot1/tk_protn are

@@ -32,6 +32,13 @@ static struct sigaction old_segv, old_bus;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_result;
 static __thread int nesting __attribute__((tls_model("initial-exec")));
+static __thread void *fault_uc __attribute__((tls_model("initial-exec")));
+
+/* [signal-safe] */
+void *tk__current_fault_uc(void)
+{
+    return fault_uc;
+}
 
 static _Atomic(tk_fault_handler) overflow_handler;
 static _Atomic(void *) overflow_arg;
@@ -60,8 +67,10 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
         st = atomic_load(&r->rg_state[page]);
     }
 
-    /* uffd write-protect faults are writes; a SIGSEGV may be either. */
-    if (effective_allows(st, access == TK_ACCESS_UNKNOWN ? TK_ACCESS_READ : access))
+    /* uffd write-protect faults are writes; a SIGSEGV may be either.  (pkeys
+     * rights are the faulting thread's own: no other thread resolves them.) */
+    if (r->rg_mech != TK_MECH_PKEYS &&
+        effective_allows(st, access == TK_ACCESS_UNKNOWN ? TK_ACCESS_READ : access))
         flags |= TK_FAULT_RESOLVED;
 
     if (!r->rg_handler) return (flags & TK_FAULT_RESOLVED) ? TK_RESUME : TK_DECLINE;
@@ -76,7 +85,11 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
         .mech = via,
         .ucontext = ucontext,
     };
-    return r->rg_handler(&f, r->rg_arg);
+    void *outer_uc = fault_uc;
+    if (ucontext) fault_uc = ucontext;
+    tk_action act = r->rg_handler(&f, r->rg_arg);
+    fault_uc = outer_uc;
+    return act;
 }
 
 /* Passes a signal on to what was installed before trapkit.  [signal-safe] */
@@ -123,7 +136,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         struct tk_region *r = tk__table_find(addr);
         tk_action act = TK_DECLINE;
         if (r) {
-            if (sig == SIGSEGV && si->si_code == SEGV_ACCERR) {
+            if (sig == SIGSEGV && (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR)) {
                 act = tk__handle_fault(r, addr, TK_CTX_ACCESS(uc), TK_CTX_PC(uc), uc,
                                        r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS : TK_MECH_POSIX,
                                        0);

@@ -45,7 +45,7 @@ struct tk_region {
     uintptr_t rg_start, rg_end; /* [start, end) */
     size_t rg_len;
     size_t rg_page;    /* logical page size */
-    unsigned rg_shift; /* log2(rg_page) */
+    unsigned rg_shift; /* log2(rg_page); 63 on pkeys regions (one page, any length) */
     size_t rg_npages;  /* logical pages */
     tk_fault_handler rg_handler;
     void *rg_arg;
@@ -54,7 +54,9 @@ struct tk_region {
     bool rg_owned;                 /* trapkit mapped the memory and unmaps it */
     bool rg_trap_dirty;            /* DIRTY by write traps (PS_TRACK), not by the kernel */
     int rg_memfd;                  /* TK_REGION_MAP2: the backing memfd, else -1 */
-    int rg_uffd;                   /* the userfaultfd the range is registered with, or -1 */
+    int rg_pkey;                   /* pkeys regions: the region's protection key, else -1 */
+    int rg_uffd;                   /* the userfaultfd the range is registered with, -1, or
+                                      TK_UFFD_LOST_IN_FORK in a child of fork() */
     _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */
     _Atomic uint64_t *rg_dirty;    /* trap-based DIRTY: bitmap of pages written */
     atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
@@ -100,6 +102,16 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
  * created on first use.  Returns the fd or a negative errno (tk_last_error
  * set). */
 int tk__uffd_for(enum tk_mech m);
+
+/* The ucontext of the fault this thread's trapkit handler is handling, or
+ * NULL outside one. [signal-safe] */
+void *tk__current_fault_uc(void);
+
+/* ---- pkeys regions (vm/pkeys.c) ----------------------------------------- */
+int tk__pkeys_attach(struct tk_region *r);
+void tk__pkeys_detach(struct tk_region *r);
+int tk__pkeys_protect(struct tk_region *r, void *addr, size_t len, int prot); /* [signal-safe] */
+int tk__pkeys_protection(struct tk_region *r);                                /* [signal-safe] */
 
 /* ---- primitives (vm/) --------------------------------------------------- */
 /* Applies the state of pages [first, first+n) to the hardware, grouping runs

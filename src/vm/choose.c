@@ -104,9 +104,11 @@ bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned flags, 
             *why = "pkey_alloc() failed: the kernel offers no protection keys";
             return false;
         }
-        *why = "the CPU and kernel have protection keys, but trapkit's pkeys regions are not "
-               "implemented yet";
-        return false;
+        if (flags & TK_REGION_DIRTY) {
+            *why = "pkeys regions cannot track DIRTY (rights are per thread, not per page)";
+            return false;
+        }
+        return true;
     default:
         *why = "unknown mechanism";
         return false;

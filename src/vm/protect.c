@@ -130,6 +130,12 @@ static int check_range(struct tk_region *r, const void *addr, size_t len, size_t
 /* [signal-safe] */
 int tk_protect(tk_region *r, void *addr, size_t len, int prot)
 {
+    if (r && r->rg_mech == TK_MECH_PKEYS) {
+        if (prot != TK_PROT_NONE && prot != TK_PROT_READ && prot != TK_PROT_RW)
+            return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, "
+                                     "TK_PROT_READ or TK_PROT_RW");
+        return tk__pkeys_protect(r, addr, len, prot);
+    }
     size_t first = 0, n = 0;
     int err = check_range(r, addr, len, &first, &n);
     if (err) return err;
@@ -176,5 +182,6 @@ int tk_protection(tk_region *r, const void *addr)
 {
     if (!r || (uintptr_t)addr < r->rg_start || (uintptr_t)addr >= r->rg_end)
         return tk__fail(-EINVAL, "tk_protection: the address is not inside the region");
+    if (r->rg_mech == TK_MECH_PKEYS) return tk__pkeys_protection(r);
     return atomic_load(&r->rg_state[tk__page_index(r, (uintptr_t)addr)]) & PS_PROT_MASK;
 }

@@ -44,10 +44,6 @@ static int pick_mech(const tk_region_config *cfg, enum tk_mech *out, bool *force
     if (!tk__mech_available(p, m, cfg->flags, &why))
         return tk__failf(-EOPNOTSUPP, "mechanism %s (from %s) is not available here: %s",
                          tk_mech_name(m), source, why);
-    if (m == TK_MECH_PKEYS)
-        return tk__fail(-EOPNOTSUPP,
-                        "mechanism pkeys: regions on protection keys are not "
-                        "implemented yet (the probe reports whether the CPU has them)");
     *out = m;
     return 0;
 }
@@ -174,6 +170,7 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     r->rg_flags = cfg->flags;
     r->rg_memfd = -1;
     r->rg_uffd = -1;
+    r->rg_pkey = -1;
     r->rg_owned = cfg->addr == NULL;
     r->rg_start = (uintptr_t)cfg->addr;
 
@@ -217,11 +214,22 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
         mech = TK_MECH_POSIX;
     }
 
+    if (mech == TK_MECH_PKEYS) {
+        if ((err = tk__pkeys_attach(r))) {
+            release(r);
+            return err;
+        }
+        /* the logical page is the whole region (see vm/pkeys.c) */
+        r->rg_page = r->rg_len;
+        r->rg_shift = 63;
+    }
+
     r->rg_trap_dirty =
         (r->rg_flags & TK_REGION_DIRTY) &&
         (mech == TK_MECH_POSIX || mech == TK_MECH_UFFD_SIGBUS || mech == TK_MECH_UFFD_THREAD);
     if ((err = tk__table_insert(r))) {
         if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
+        tk__pkeys_detach(r);
         release(r);
         return err;
     }
@@ -256,6 +264,7 @@ int tk_region_destroy(tk_region *r)
     }
     if (r->rg_memfd >= 0) close(r->rg_memfd);
     r->rg_memfd = -1;
+    tk__pkeys_detach(r);
     /* The struct itself, its states and bitmap are freed by the table once
      * no fault path can be looking at them. */
     if (unlisted) tk__table_retire(r);

@@ -30,4 +30,30 @@ static inline void tk__cpu_relax(void)
     __builtin_ia32_pause();
 }
 
+/* ---- protection keys (Intel SDM vol. 3, 4.6.2) -------------------------
+ * PKRU holds two bits per key k: access-disable (bit 2k) and write-disable
+ * (bit 2k+1), for the current thread.  RDPKRU/WRPKRU are unprivileged and
+ * take no system call; they are encoded as bytes so no -mpku is needed.
+ * [signal-safe] */
+#define TK_HAVE_PKRU 1
+
+static inline uint32_t tk__rdpkru(void)
+{
+    uint32_t eax, edx;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xee" : "=a"(eax), "=d"(edx) : "c"(0));
+    return eax;
+}
+
+static inline void tk__wrpkru(uint32_t v)
+{
+    __asm__ volatile(".byte 0x0f, 0x01, 0xef" : : "a"(v), "c"(0), "d"(0) : "memory");
+}
+
+/* The PKRU value the interrupted code gets back when the signal handler
+ * whose context is uc returns: it lives in the XSAVE area of the signal
+ * frame (standard format; offset of state component 9 from CPUID leaf 0xD).
+ * tk__ctx_pkru returns a pointer to it, making the component present if the
+ * frame has room for it, or NULL.  [signal-safe] */
+uint32_t *tk__ctx_pkru(void *uc);
+
 #endif

@@ -221,6 +221,25 @@ int tk__memfd(const char *name, size_t len)
 }
 
 /* [signal-safe] */
+int tk__pkey_alloc(void)
+{
+    SAVE_ERRNO;
+    long k = syscall(SYS_pkey_alloc, 0, 0);
+    RETURN(k < 0 ? -errno : k);
+}
+
+int tk__pkey_free(int key)
+{
+    SAVE_ERRNO;
+    RETURN(syscall(SYS_pkey_free, key) < 0 ? -errno : 0);
+}
+
+int tk__pkey_mprotect(void *addr, size_t len, int prot, int key)
+{
+    SAVE_ERRNO;
+    RETURN(syscall(SYS_pkey_mprotect, addr, len, prot, key) < 0 ? -errno : 0);
+}
+
 void tk__futex_wait(atomic_int *word, int val)
 {
     SAVE_ERRNO;

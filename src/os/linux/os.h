@@ -34,6 +34,12 @@ int tk__uffd_wp(int fd, void *addr, size_t len, bool wp, bool dontwake);
 /* UFFDIO_WAKE [signal-safe] */
 int tk__uffd_wake(int fd, void *addr, size_t len);
 
+/* pkey_alloc(0, 0) (full rights for the calling thread), pkey_free,
+ * pkey_mprotect, by system call number.  Negative errno on failure. */
+int tk__pkey_alloc(void);
+int tk__pkey_free(int key);
+int tk__pkey_mprotect(void *addr, size_t len, int prot, int key);
+
 /* mprotect [signal-safe] */
 int tk__mprotect(void *addr, size_t len, int prot);
 
