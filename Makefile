@@ -34,10 +34,10 @@ report: build
 	@echo "make report: the benchmark suite is not there yet; this prints what the machine offers."
 
 format:
-	@clang-format -i $$(git ls-files '*.c' '*.h')
+	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 
 format-check: deps
-	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') || \
+	@clang-format --dry-run -Werror $$(git ls-files --cached --others --exclude-standard '*.c' '*.h') || \
 	  (echo "format-check: run 'make format'"; exit 1)
 
 clean:

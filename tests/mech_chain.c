@@ -44,8 +44,7 @@ static tk_action decline_all(const tk_fault *f, void *arg)
 static tk_action unprot_all(const tk_fault *f, void *arg)
 {
     (void)arg;
-    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                             : TK_RESUME;
+    return tk_test_open(f);
 }
 
 static void make_wild(void)

@@ -34,8 +34,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
         return TK_DECLINE;
     }
     me->faults++;
-    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                             : TK_RESUME;
+    return tk_test_open(f);
 }
 
 static tk_action never(const tk_fault *f, void *arg)

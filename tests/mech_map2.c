@@ -13,8 +13,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
 {
     (void)arg;
     faults++;
-    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                             : TK_RESUME;
+    return tk_test_open(f);
 }
 
 /* A handler that fills a no-access page through the view, then opens it: the
@@ -27,8 +26,7 @@ static tk_action fill_then_open(const tk_fault *f, void *arg)
     size_t off = (size_t)((char *)f->page - (char *)tk_region_base(f->region));
     memset(fill_view + off, 0x5a, tk_region_page_size(f->region));
     faults++;
-    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                             : TK_RESUME;
+    return tk_test_open(f);
 }
 
 static sigjmp_buf escape;

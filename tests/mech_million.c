@@ -14,8 +14,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
 {
     (void)arg;
     faults++;
-    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
-                                                                             : TK_RESUME;
+    return tk_test_open(f);
 }
 
 static long mappings(void)

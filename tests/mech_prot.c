@@ -84,6 +84,29 @@ int main(int argc, char **argv)
     CHECK_ERR(tk_protect(r, (void *)base, ps, 2), -EINVAL);
     CHECK(strlen(tk_last_error()) > 0);
     CHECK_OK(tk_region_destroy(r));
+
+    /* PAGESIZE: logical pages of 4 hardware pages.  The region is aligned to
+     * them, a fault anywhere in one reports its start, and protections work
+     * on whole logical pages only. */
+    size_t lp = 4 * ps;
+    tk_region_config lc = {
+        .len = 8 * lp, .mech = m, .page_size = lp, .handler = on_fault, .arg = (void *)&s};
+    tk_region *lr;
+    CHECK_OK(tk_region_create(&lc, &lr));
+    volatile char *lb = tk_region_base(lr);
+    CHECK((uintptr_t)lb % lp == 0 && tk_region_page_size(lr) == lp);
+    CHECK_OK(tk_prot1(lr, (void *)(lb + 2 * lp), TK_PROT_READ));
+    for (int hp = 0; hp < 4; hp++) CHECK(tk_protection(lr, (void *)(lb + 2 * lp + hp * ps)) == 1);
+    before = s.faults;
+    lb[2 * lp + 3 * ps + 9] = 1; /* last hardware page of the logical page */
+    CHECK(s.faults == before + 1 && s.page == (void *)(lb + 2 * lp));
+    for (int hp = 0; hp < 4; hp++) lb[2 * lp + hp * ps] = 2; /* all open now */
+    CHECK(s.faults == before + 1);
+    lb[lp] = 3; /* neighbours were never protected */
+    CHECK(s.faults == before + 1);
+    CHECK_ERR(tk_protect(lr, (void *)(lb + ps), lp, TK_PROT_READ), -EINVAL);
+    CHECK_ERR(tk_protect(lr, (void *)lb, ps, TK_PROT_READ), -EINVAL);
+    CHECK_OK(tk_region_destroy(lr));
     printf("prot on %s: ok (%d faults)\n", tk_mech_name(m), s.faults);
     return 0;
 }

@@ -50,6 +50,14 @@ tk_region *tk_test_region(enum tk_mech m, size_t npages, unsigned flags, tk_faul
 
 size_t tk_test_page(void);
 
+/* The usual end of a test handler: open the faulting logical page and resume
+ * (decline if that fails). */
+static inline tk_action tk_test_open(const tk_fault *f)
+{
+    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0 ? TK_DECLINE
+                                                                             : TK_RESUME;
+}
+
 /* xorshift64* random numbers, deterministic per seed. */
 uint64_t tk_test_rand(uint64_t *state);
 

@@ -28,9 +28,12 @@
 static uint32_t rights_of(int prot)
 {
     switch (prot) {
-    case TK_PROT_RW: return 0;
-    case TK_PROT_READ: return 2; /* write-disable */
-    default: return 3;           /* access- and write-disable */
+    case TK_PROT_RW:
+        return 0;
+    case TK_PROT_READ:
+        return 2; /* write-disable */
+    default:
+        return 3; /* access- and write-disable */
     }
 }
 
@@ -51,8 +54,7 @@ int tk__pkeys_attach(struct tk_region *r)
     if (key == -ENOSPC)
         return tk__fail(-ENOSPC, "tk_region_create: no protection key left (a process has at "
                                  "most 15, and each pkeys region needs its own)");
-    if (key < 0)
-        return tk__failf(key, "tk_region_create: pkey_alloc failed: %s", strerror(-key));
+    if (key < 0) return tk__failf(key, "tk_region_create: pkey_alloc failed: %s", strerror(-key));
     int err = tk__pkey_mprotect((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE, key);
     if (err) {
         tk__pkey_free(key);
@@ -66,8 +68,7 @@ int tk__pkeys_attach(struct tk_region *r)
 void tk__pkeys_detach(struct tk_region *r)
 {
     if (r->rg_pkey < 0) return;
-    if (!r->rg_owned)
-        tk__pkey_mprotect((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE, 0);
+    if (!r->rg_owned) tk__pkey_mprotect((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE, 0);
     /* leave this thread's rights to the key open for whoever reuses it */
     uint32_t mask = 3u << (2 * r->rg_pkey);
     tk__wrpkru(tk__rdpkru() & ~mask);
