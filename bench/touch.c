@@ -1,0 +1,11 @@
+#include "touch.h"
+
+__asm__(".text\n"
+        ".globl bench_touch\n"
+        ".type bench_touch, @function\n"
+        "bench_touch:\n"
+        "    movb $1, (%rdi)\n"
+        ".globl bench_touch_resume\n"
+        "bench_touch_resume:\n"
+        "    ret\n"
+        ".size bench_touch, . - bench_touch\n");

@@ -1,0 +1,26 @@
+/* bench/touch.h - a store whose fault a handler can step over.
+ *
+ * bench_touch(p) is one `movb $1, (%rdi)` followed by a return; a handler
+ * that finds the faulting PC at bench_touch moves it to bench_touch_resume,
+ * so a trap is measured without changing any protection (Appel & Li's TRAP
+ * row, "useful for heap-overflow detection"). */
+#ifndef TK_BENCH_TOUCH_H
+#define TK_BENCH_TOUCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <ucontext.h>
+
+void bench_touch(volatile void *p);
+extern char bench_touch_resume[];
+
+/* Steps over the store if uc faulted in bench_touch. [signal-safe] */
+static inline bool bench_skip_touch(void *ucv)
+{
+    ucontext_t *uc = ucv;
+    if ((char *)uc->uc_mcontext.gregs[REG_RIP] != (char *)bench_touch) return false;
+    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)bench_touch_resume;
+    return true;
+}
+
+#endif
