@@ -11,6 +11,10 @@
  *                                random order, the handler unprotects each
  *                                (per page)
  *   appel-li/map2, appel-li/pagesize   facts
+ *   threads/trap+prot1+unprot    trap+prot1+unprot again with 1, 2 and 4
+ *                                threads of the process running (the others
+ *                                spin over their own memory, so a protection
+ *                                change must shoot down their TLBs)
  *
  * Pages are written before timing starts, as in the paper.  Protection is
  * read-only and the accesses are writes, which every mechanism can express.
@@ -20,6 +24,8 @@
  * repetitions of all mechanisms are interleaved.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,6 +254,18 @@ static double run_add(long loops)
     return (double)(t1 - t0) / ((double)loops * 20.0);
 }
 
+static atomic_int spinning;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    volatile char *buf = malloc(64 * 1024);
+    unsigned long x = 0;
+    while (atomic_load_explicit(&spinning, memory_order_relaxed))
+        for (size_t i = 0; i < 64 * 1024; i += 64) x += buf[i];
+    return (void *)x;
+}
+
 int main(int argc, char **argv)
 {
     struct bench_opts o;
@@ -314,6 +332,38 @@ int main(int argc, char **argv)
                             m->protn_reason);
         else
             bench_emit("appel-li/trap+protn+unprot", m->id, params, "time", "ns", &protn[i]);
+    }
+
+    /* The same with other threads of the process running. */
+    const int nthreads[] = {1, 2, 4};
+    for (int t = 0; t < 3; t++) {
+        pthread_t th[3];
+        atomic_store(&spinning, 1);
+        for (int k = 0; k < nthreads[t] - 1; k++) pthread_create(&th[k], NULL, spinner, NULL);
+        struct bench_fig figs[NM];
+        memset(figs, 0, sizeof figs);
+        for (int r = -1; r < o.reps; r++)
+            for (int i = 0; i < NM; i++) {
+                struct mech *m = &mechs[i];
+                if (m->reason) continue;
+                begin(m);
+                double v = run_prot1(m, iters, &seed);
+                end(m);
+                if (r >= 0) bench_add(&figs[i], v);
+            }
+        atomic_store(&spinning, 0);
+        for (int k = 0; k < nthreads[t] - 1; k++) pthread_join(th[k], NULL);
+        bench_progress("  %d thread(s) done", nthreads[t]);
+        for (int i = 0; i < NM; i++) {
+            struct mech *m = &mechs[i];
+            char params[64];
+            snprintf(params, sizeof params, "\"threads\": %d, \"pages\": %zu", nthreads[t], m->n);
+            if (m->reason)
+                bench_emit_null("threads/trap+prot1+unprot", m->id, params, "time", "ns",
+                                m->reason);
+            else
+                bench_emit("threads/trap+prot1+unprot", m->id, params, "time", "ns", &figs[i]);
+        }
     }
 
     /* MAP2 and PAGESIZE, as facts of this machine */

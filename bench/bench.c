@@ -103,3 +103,15 @@ void bench_progress(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
 }
+
+double bench_tsc_per_ns(void)
+{
+    static double rate;
+    if (rate > 0) return rate;
+    uint64_t n0 = bench_now_ns(), c0 = bench_tsc();
+    while (bench_now_ns() - n0 < 50000000) {
+    }
+    uint64_t n1 = bench_now_ns(), c1 = bench_tsc();
+    rate = (double)(c1 - c0) / (double)(n1 - n0);
+    return rate;
+}

@@ -45,6 +45,15 @@ void bench_emit_value(const char *experiment, const char *mechanism, const char 
 void bench_emit_null(const char *experiment, const char *mechanism, const char *params,
                      const char *metric, const char *unit, const char *reason);
 
+/* The time-stamp counter, and its rate measured against CLOCK_MONOTONIC
+ * once per run (for figures of a few microseconds, split at a boundary the
+ * clock cannot see across, such as signal delivery). */
+static inline uint64_t bench_tsc(void)
+{
+    return __builtin_ia32_rdtsc();
+}
+double bench_tsc_per_ns(void);
+
 /* xorshift64* */
 static inline uint64_t bench_rand(uint64_t *s)
 {

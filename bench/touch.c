@@ -9,3 +9,13 @@ __asm__(".text\n"
         "bench_touch_resume:\n"
         "    ret\n"
         ".size bench_touch, . - bench_touch\n");
+
+__asm__(".text\n"
+        ".globl bench_ud2\n"
+        ".type bench_ud2, @function\n"
+        "bench_ud2:\n"
+        "    ud2\n"
+        ".globl bench_ud2_resume\n"
+        "bench_ud2_resume:\n"
+        "    ret\n"
+        ".size bench_ud2, . - bench_ud2\n");

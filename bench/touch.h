@@ -23,4 +23,17 @@ static inline bool bench_skip_touch(void *ucv)
     return true;
 }
 
+/* bench_ud2() raises SIGILL (a "simple exception": no memory management
+ * involved); a handler moves the PC from bench_ud2 to bench_ud2_resume. */
+void bench_ud2(void);
+extern char bench_ud2_resume[];
+
+static inline bool bench_skip_ud2(void *ucv)
+{
+    ucontext_t *uc = ucv;
+    if ((char *)uc->uc_mcontext.gregs[REG_RIP] != (char *)bench_ud2) return false;
+    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)bench_ud2_resume;
+    return true;
+}
+
 #endif

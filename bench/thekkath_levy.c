@@ -1,0 +1,170 @@
+/* bench/thekkath_levy.c - Thekkath & Levy, Tables 1 and 2, rows for this
+ * machine: delivering an exception to a null user-level handler and
+ * returning from it.
+ *
+ *   deliver-simple-exception-to-null-user-handler   ud2 -> SIGILL
+ *   deliver-write-prot-exception-to-null-handler    a store to a read-only page
+ *   deliver-subpage-exception-to-null-handler       (the fast-path module)
+ *   return-from-null-handler
+ *   simple-exception-round-trip-delivery-and-return
+ *
+ * Delivery is timed with the time-stamp counter from just before the
+ * faulting instruction to the handler's first statement, return from its
+ * last statement to the instruction after the fault; the round trip is the
+ * whole loop.  The handler steps over the faulting instruction, so no
+ * protection changes.  Mechanisms: `posix` (sigaction handler, the
+ * kernel's sigreturn), and trapkit's `trapkit-posix`, `uffd-sigbus` and
+ * `pkeys` regions for the write-protection row.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <trapkit/trapkit.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "touch.h"
+
+static volatile uint64_t t_entry, t_exit;
+
+static void raw_handler(int sig, siginfo_t *si, void *uc)
+{
+    t_entry = bench_tsc();
+    (void)sig;
+    (void)si;
+    if (!bench_skip_ud2(uc) && !bench_skip_touch(uc)) signal(sig, SIG_DFL);
+    t_exit = bench_tsc();
+}
+
+static tk_action tk_handler(const tk_fault *f, void *arg)
+{
+    t_entry = bench_tsc();
+    (void)arg;
+    tk_action a = bench_skip_touch(f->ucontext) ? TK_RESUME : TK_DECLINE;
+    t_exit = bench_tsc();
+    return a;
+}
+
+struct split {
+    struct bench_fig deliver, ret, round;
+};
+
+/* Runs iters exceptions raised by raise_it(p); adds one repetition. */
+static void measure(struct split *s, void (*raise_it)(volatile void *), volatile void *p,
+                    long iters)
+{
+    double per_ns = bench_tsc_per_ns();
+    double d = 0, r = 0;
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < iters; i++) {
+        uint64_t before = bench_tsc();
+        raise_it(p);
+        uint64_t after = bench_tsc();
+        d += (double)(t_entry - before);
+        r += (double)(after - t_exit);
+    }
+    uint64_t t1 = bench_now_ns();
+    bench_add(&s->deliver, d / per_ns / (double)iters);
+    bench_add(&s->ret, r / per_ns / (double)iters);
+    bench_add(&s->round, (double)(t1 - t0) / (double)iters);
+}
+
+static void do_ud2(volatile void *p)
+{
+    (void)p;
+    bench_ud2();
+}
+
+static void install_raw(int sig, struct sigaction *saved)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = raw_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, saved);
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o;
+    bench_parse(argc, argv, &o);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    long iters = o.quick ? 500 : 5000;
+    bench_progress("thekkath-levy: exception delivery and return (TSC at %.3f GHz)",
+                   bench_tsc_per_ns());
+
+    /* simple exception: posix only (trapkit handles memory faults) */
+    struct split simple;
+    memset(&simple, 0, sizeof simple);
+    struct sigaction saved_ill;
+    install_raw(SIGILL, &saved_ill);
+    for (int r = -1; r < o.reps; r++) {
+        struct split tmp;
+        memset(&tmp, 0, sizeof tmp);
+        measure(r < 0 ? &tmp : &simple, do_ud2, NULL, iters);
+    }
+    sigaction(SIGILL, &saved_ill, NULL);
+
+    /* write protection: posix by hand, and trapkit's regions */
+    const char *ids[] = {"posix", "trapkit-posix", "uffd-sigbus", "pkeys"};
+    enum tk_mech tks[] = {TK_MECH_AUTO, TK_MECH_POSIX, TK_MECH_UFFD_SIGBUS, TK_MECH_PKEYS};
+    enum { NM = 4 };
+    struct split wp[NM];
+    memset(wp, 0, sizeof wp);
+    char *pages[NM] = {0};
+    tk_region *regions[NM] = {0};
+    const char *reasons[NM] = {0};
+    for (int i = 0; i < NM; i++) {
+        if (tks[i] == TK_MECH_AUTO) {
+            pages[i] = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            pages[i][0] = 1;
+            mprotect(pages[i], ps, PROT_READ);
+            continue;
+        }
+        tk_region_config c = {.len = ps, .mech = tks[i], .handler = tk_handler};
+        if (tk_region_create(&c, &regions[i])) {
+            reasons[i] = strdup(tk_last_error());
+            continue;
+        }
+        pages[i] = tk_region_base(regions[i]);
+        pages[i][0] = 1;
+        tk_protect(regions[i], pages[i], ps, TK_PROT_READ);
+    }
+    for (int r = -1; r < o.reps; r++)
+        for (int i = 0; i < NM; i++) {
+            if (reasons[i]) continue;
+            struct sigaction saved;
+            if (tks[i] == TK_MECH_AUTO) install_raw(SIGSEGV, &saved);
+            struct split tmp;
+            memset(&tmp, 0, sizeof tmp);
+            measure(r < 0 ? &tmp : &wp[i], bench_touch, pages[i], iters);
+            if (tks[i] == TK_MECH_AUTO) sigaction(SIGSEGV, &saved, NULL);
+        }
+
+    const char *E_SIMPLE = "thekkath-levy/deliver-simple-exception-to-null-user-handler";
+    const char *E_WP = "thekkath-levy/deliver-write-prot-exception-to-null-handler";
+    const char *E_SUB = "thekkath-levy/deliver-subpage-exception-to-null-handler";
+    const char *E_RET = "thekkath-levy/return-from-null-handler";
+    const char *E_ROUND = "thekkath-levy/simple-exception-round-trip-delivery-and-return";
+    bench_emit(E_SIMPLE, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.deliver);
+    bench_emit(E_RET, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.ret);
+    bench_emit(E_ROUND, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.round);
+    for (int i = 0; i < NM; i++) {
+        const char *p = "\"exception\": \"write-protection\"";
+        if (reasons[i]) {
+            bench_emit_null(E_WP, ids[i], p, "time", "ns", reasons[i]);
+            bench_emit_null(E_RET, ids[i], p, "time", "ns", reasons[i]);
+            bench_emit_null(E_ROUND, ids[i], p, "time", "ns", reasons[i]);
+            continue;
+        }
+        bench_emit(E_WP, ids[i], p, "time", "ns", &wp[i].deliver);
+        bench_emit(E_RET, ids[i], p, "time", "ns", &wp[i].ret);
+        bench_emit(E_ROUND, ids[i], p, "time", "ns", &wp[i].round);
+    }
+    bench_emit_null(E_SUB, "posix", "", "time", "ns",
+                    "sub-page protection comes with the fast-path module");
+    return 0;
+}
