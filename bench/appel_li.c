@@ -266,6 +266,25 @@ static void *spinner(void *arg)
     return (void *)x;
 }
 
+/* One cycle: a long dependent chain of register adds, one per cycle. */
+static double run_cycle(long loops)
+{
+    uint64_t t0 = bench_now_ns();
+    long i = 0, acc = 0, one = 1;
+    __asm__ volatile("1:\n\t"
+                     ".rept 100\n\t"
+                     "add %3, %1\n\t"
+                     ".endr\n\t"
+                     "add $1, %0\n\t"
+                     "cmp %2, %0\n\t"
+                     "jne 1b\n\t"
+                     : "+r"(i), "+r"(acc)
+                     : "r"(loops), "r"(one)
+                     : "cc");
+    uint64_t t1 = bench_now_ns();
+    return (double)(t1 - t0) / ((double)loops * 100.0);
+}
+
 int main(int argc, char **argv)
 {
     struct bench_opts o;
@@ -281,6 +300,8 @@ int main(int argc, char **argv)
     run_add(1000000); /* warm-up */
     for (int r = 0; r < o.reps; r++) bench_add(&add.f, run_add(o.quick ? 2000000 : 20000000));
     bench_emit("appel-li/add", "cpu", "", "time", "ns", &add.f);
+    for (int r = 0; r < o.reps; r++) bench_add(&add.f, run_cycle(o.quick ? 200000 : 2000000));
+    bench_emit("machine/cycle", "cpu", "", "time", "ns", &add.f);
 
     struct mech mechs[] = {
         {.id = "posix", .tk = TK_MECH_AUTO},

@@ -11,6 +11,8 @@ PKGS=(
     libasan8 libubsan1     # the sanitizer build inside `make test`
     clang-format           # `make format` / the formatting check
     python3                # tests that read JSON; the report generator
+    python3-matplotlib     # the report's plots
+    chromium               # the report test opens index.html headless
 )
 
 missing=()

@@ -2,6 +2,8 @@
  *
  *   trapkit probe [--json]   what this kernel and CPU offer, and which
  *                            mechanism trapkit uses for each primitive
+ *   trapkit report [--quick] run the benchmarks and write the report
+ *                            (from a build tree: bench/report.py)
  *   trapkit version          the version
  *   trapkit help             usage
  *
@@ -14,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <trapkit/trapkit.h>
 
@@ -26,6 +30,10 @@ static const char usage_text[] =
     "  probe           print what this kernel and CPU offer and which mechanism\n"
     "                  trapkit uses for each primitive\n"
     "  probe --json    the same facts as one JSON object\n"
+    "  report [--quick] [--out DIR] [--docs FILE] [--only LIST]\n"
+    "                  run the benchmarks (briefly with --quick) and write\n"
+    "                  DIR/results.json, DIR/index.html with plots, and FILE\n"
+    "                  (default: report/ and docs/results.md in the source tree)\n"
     "  version         print the version\n"
     "  help            print this help\n"
     "\n"
@@ -358,6 +366,78 @@ static int cmd_probe(int argc, char **argv)
     return json ? cmd_probe_json() : cmd_probe_table();
 }
 
+/* ---- trapkit report -------------------------------------------------------- */
+
+#ifndef TK_SOURCE_DIR
+#define TK_SOURCE_DIR "."
+#endif
+#ifndef TK_BENCH_DIR
+#define TK_BENCH_DIR "bench"
+#endif
+
+static int cmd_report(int argc, char **argv)
+{
+    const char *out = TK_SOURCE_DIR "/report", *docs = TK_SOURCE_DIR "/docs/results.md";
+    const char *only = NULL;
+    bool quick = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if ((strcmp(argv[i], "--out") == 0 || strcmp(argv[i], "--docs") == 0 ||
+                    strcmp(argv[i], "--only") == 0) &&
+                   i + 1 < argc) {
+            const char **dst = argv[i][2] == 'o' && argv[i][3] == 'u' ? &out
+                               : argv[i][2] == 'd'                    ? &docs
+                                                                      : &only;
+            *dst = argv[++i];
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else {
+            return usage_error("report: unknown argument '%s'", argv[i]);
+        }
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "trapkit report: cannot find this program: %s\n", strerror(errno));
+        return 1;
+    }
+    self[n] = 0;
+    const char *script = TK_SOURCE_DIR "/bench/report.py";
+    struct stat st;
+    if (stat(script, &st) != 0 || stat(TK_BENCH_DIR "/bench_appel_li", &st) != 0) {
+        fprintf(stderr,
+                "trapkit report: the benchmarks are not here (%s); the report runs from "
+                "a build tree: make report\n",
+                TK_BENCH_DIR);
+        return 1;
+    }
+    /* Debian's python3 has matplotlib (scripts/install-deps.sh) */
+    const char *python = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    const char *args[16];
+    int k = 0;
+    args[k++] = python;
+    args[k++] = script;
+    args[k++] = "--bench-dir";
+    args[k++] = TK_BENCH_DIR;
+    args[k++] = "--trapkit";
+    args[k++] = self;
+    args[k++] = "--out";
+    args[k++] = out;
+    args[k++] = "--docs";
+    args[k++] = docs;
+    if (quick) args[k++] = "--quick";
+    if (only) {
+        args[k++] = "--only";
+        args[k++] = only;
+    }
+    args[k] = NULL;
+    execvp(python, (char *const *)args);
+    fprintf(stderr, "trapkit report: cannot run %s: %s\n", python, strerror(errno));
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -376,6 +456,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "probe") == 0) return cmd_probe(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0) return cmd_report(argc - 2, argv + 2);
     if (cmd[0] == '-') return usage_error("unknown option '%s'", cmd);
     return usage_error("unknown command '%s'", cmd);
 }

@@ -1,0 +1,229 @@
+"""Derived figures for the trapkit report: the seeds' normalisations and
+break-even analyses recomputed from this run's measurements, and the goals.
+
+Every derived figure is a result like the measured ones (experiment,
+mechanism, params, metric, unit, median, min, max, n), under `analysis/...`
+or the seed's own id, with `derived_from` naming what it was computed from.
+"""
+import html
+
+BASELINE = "posix"
+NOT_CANDIDATES = {"posix", "trapkit-posix", "cpu", "trapkit"}
+
+
+def find(results, exp, mech=None, **params):
+    for r in results:
+        if r["experiment"] != exp or (mech is not None and r["mechanism"] != mech):
+            continue
+        if all(r["params"].get(k) == v for k, v in params.items()):
+            return r
+    return None
+
+
+def median(results, exp, mech=None, **params):
+    r = find(results, exp, mech, **params)
+    return r["median"] if r else None
+
+
+def result(exp, mech, params, metric, unit, value, derived_from, reason=None):
+    r = {"experiment": exp, "mechanism": mech, "params": params, "metric": metric, "unit": unit,
+         "median": value, "min": value, "max": value, "n": 1 if value is not None else 0,
+         "derived_from": derived_from}
+    if value is None:
+        r["reason"] = reason or "an input figure is missing"
+    return r
+
+
+def cycle_ns(results):
+    return median(results, "machine/cycle", "cpu")
+
+
+# ------------------------------------------------------------ Appel & Li
+def seed_table1(seeds):
+    t = seeds.get("appel-li", {}).get("table1", {})
+    return t.get("rows", []) if isinstance(t, dict) else []
+
+
+def figure2(results, seeds):
+    """ADDs per PROT+TRAP+UNPROT: the 1991 machines (from the seed's Table
+    1) and this machine's mechanisms.  [{label, prot1, protn, today}]"""
+    rows = []
+    for row in seed_table1(seeds):
+        v = row.get("values", {})
+        add = v.get("add")
+        if not add:
+            continue
+        p1, pn = v.get("trap+prot1+unprot"), v.get("trap+protn+unprot")
+        if p1 is None and pn is None:
+            continue
+        rows.append({"label": f"{row.get('machine', '?')} {row.get('os', '')} (1991)".strip(),
+                     "prot1": p1 / add if p1 else None, "protn": pn / add if pn else None,
+                     "today": False})
+    add = median(results, "appel-li/add", "cpu")
+    if add:
+        mechs = sorted({r["mechanism"] for r in results
+                        if r["experiment"] == "appel-li/trap+prot1+unprot"})
+        for m in mechs:
+            p1 = median(results, "appel-li/trap+prot1+unprot", m)
+            pn = median(results, "appel-li/trap+protn+unprot", m)
+            if p1 is None and pn is None:
+                continue
+            rows.append({"label": f"this machine, {m}", "prot1": p1 / add if p1 else None,
+                         "protn": pn / add if pn else None, "today": True})
+    return rows
+
+
+def derived(results, seeds):
+    out = []
+    add = median(results, "appel-li/add", "cpu")
+    cyc = cycle_ns(results)
+    # Figure 2, this machine
+    for f in figure2(results, seeds):
+        if not f["today"]:
+            continue
+        mech = f["label"].split(", ", 1)[1]
+        for bench, v in (("prot1", f["prot1"]), ("protn", f["protn"])):
+            out.append(result("appel-li/figure2", mech, {"benchmark": bench}, "ratio", "adds", v,
+                              ["appel-li/add", f"appel-li/trap+{bench}+unprot"],
+                              "not measured for this mechanism"))
+
+    # Appel & Li section 3: heap-overflow detection by a guard page instead
+    # of a compare and branch per allocation.  The guard page pays one TRAP
+    # per collection; the check pays two instructions per allocation.  The
+    # guard wins when a collection comes after more than TRAP / (2 ADD)
+    # allocations.
+    for m in sorted({r["mechanism"] for r in results if r["experiment"] == "appel-li/trap"}):
+        trap = median(results, "appel-li/trap", m)
+        v = trap / (2 * add) if trap and add else None
+        out.append(result("analysis/heap-overflow-breakeven", m, {}, "count", "allocations", v,
+                          ["appel-li/trap", "appel-li/add"],
+                          "no TRAP figure for this mechanism"))
+
+    # Thekkath & Levy Figures 3-4: pointer swizzling by exceptions beats a
+    # software residency check of c cycles used u times when c*u exceeds the
+    # exception's cost in cycles.  Here: the write-protection round trip.
+    for m in sorted({r["mechanism"] for r in results if r["experiment"] ==
+                     "thekkath-levy/simple-exception-round-trip-delivery-and-return"}):
+        rt = median(results, "thekkath-levy/simple-exception-round-trip-delivery-and-return", m,
+                    exception="write-protection")
+        v = rt / cyc if rt and cyc else None
+        out.append(result("analysis/swizzling-breakeven", m, {"c_times_u": "cycles"}, "count",
+                          "cycles", v,
+                          ["thekkath-levy/simple-exception-round-trip-delivery-and-return",
+                           "machine/cycle"], "no round-trip figure for this mechanism"))
+        for c in (1, 2, 5, 10):
+            out.append(result("analysis/swizzling-breakeven-uses", m, {"check_cycles": c},
+                              "count", "uses", v / c if v else None,
+                              ["analysis/swizzling-breakeven"],
+                              "no round-trip figure for this mechanism"))
+    out += table5(results, seeds)
+    return out
+
+
+def table5(results, seeds):
+    """Thekkath & Levy Table 5: store checks against page-protection
+    exceptions for generational GC, with Hosking & Moss's counts."""
+    t5 = seeds.get("thekkath-levy", {}).get("table5", {})
+    consts = t5.get("inputs") if isinstance(t5, dict) else None
+    out = []
+    if not consts:
+        return out
+    cyc = cycle_ns(results)
+    for m in sorted({r["mechanism"] for r in results
+                     if r["experiment"] == "thekkath-levy/deliver-write-prot-exception-to-null-handler"}):
+        exc = median(results, "thekkath-levy/simple-exception-round-trip-delivery-and-return", m,
+                     exception="write-protection")
+        for c in consts:
+            stores, pages = c.get("stores"), c.get("pages_dirtied")
+            check = c.get("check_cycles", 2)
+            if not (exc and cyc and stores and pages):
+                continue
+            checks_cost = stores * check
+            exc_cost = pages * exc / cyc
+            out.append(result("analysis/table5-exceptions-over-checks", m,
+                              {"program": c.get("program", "?")}, "ratio", "x",
+                              exc_cost / checks_cost,
+                              ["thekkath-levy/simple-exception-round-trip-delivery-and-return",
+                               "machine/cycle", "seed table 5 counts"]))
+    return out
+
+
+# ------------------------------------------------------------ goals
+def best(results, exp, **params):
+    cands = [r for r in results if r["experiment"] == exp and r["mechanism"] not in NOT_CANDIDATES
+             and r["median"] is not None
+             and all(r["params"].get(k) == v for k, v in params.items())]
+    return min(cands, key=lambda r: r["median"]) if cands else None
+
+
+def goals(results, quick):
+    g = []
+    note = " (quick run: rough)" if quick else ""
+
+    b = best(results, "dirty/per-page", fraction=0.01)
+    base = median(results, "dirty/per-page", BASELINE, fraction=0.01)
+    if b and base:
+        ratio = b["median"] / base
+        g.append({"goal": "best dirty/per-page ≤ 0.1× posix at 1% dirtied", "ratio": ratio,
+                  "measured": f"{ratio:.2f}× ({b['mechanism']}: {b['median']:.0f} ns vs posix "
+                              f"{base:.0f} ns){note}", "met": ratio <= 0.1})
+
+    b = best(results, "appel-li/trap+prot1+unprot")
+    base = median(results, "appel-li/trap+prot1+unprot", BASELINE)
+    if b and base:
+        ratio = b["median"] / base
+        extra = f", {b['params'].get('pages')} pages" if b["params"].get("pages") else ""
+        g.append({"goal": "best appel-li/trap+prot1+unprot ≤ 0.5× posix", "ratio": ratio,
+                  "measured": f"{ratio:.2f}× ({b['mechanism']}{extra}: {b['median']:.0f} ns vs "
+                              f"posix {base:.0f} ns){note}", "met": ratio <= 0.5})
+
+    rows = [r for r in results if r["experiment"] == "scale/prot1+unprot"]
+    sizes = sorted({r["params"]["pages"] for r in rows})
+    flat = []
+    for m in sorted({r["mechanism"] for r in rows} - NOT_CANDIDATES):
+        vals = [r["median"] for r in rows if r["mechanism"] == m]
+        if vals and all(v is not None for v in vals) and len(vals) == len(sizes):
+            flat.append((max(vals) / min(vals), m))
+    if flat:
+        ratio, m = min(flat)
+        full = sizes and sizes[0] <= 1 and sizes[-1] >= 1000000
+        rng = f"{sizes[0]:,} to {sizes[-1]:,} pages"
+        g.append({"goal": "scale/prot1+unprot flat within 2× from 1 to 1,000,000 pages",
+                  "ratio": ratio,
+                  "measured": f"{ratio:.2f}× max/min for {m} over {rng}"
+                              + ("" if full else " (not the full range)") + note,
+                  "met": ratio <= 2 and bool(full)})
+    return g
+
+
+# ------------------------------------------------------------ seeds
+def seeds_html(seeds):
+    rows = seed_table1(seeds)
+    if not rows:
+        return ""
+    cols = ["add", "trap", "trap+prot1+unprot", "trap+protn+unprot", "map2", "pagesize"]
+    out = ["<h3>Appel & Li Table 1 (1991, µs)</h3><table><tr><th>machine</th><th>os</th>"
+           + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"]
+    for r in rows:
+        v = r.get("values", {})
+        out.append(f"<tr><td>{html.escape(str(r.get('machine', '')))}</td>"
+                   f"<td>{html.escape(str(r.get('os', '')))}</td>"
+                   + "".join(f"<td>{html.escape(str(v.get(c, '') if v.get(c) is not None else ''))}"
+                             "</td>" for c in cols) + "</tr>")
+    out.append("</table>")
+    for key, title in (("table1", "Thekkath & Levy Table 1 (1994, µs)"),
+                       ("table2", "Thekkath & Levy Table 2 (1994, µs)")):
+        t = seeds.get("thekkath-levy", {}).get(key)
+        if not isinstance(t, dict) or not t.get("rows"):
+            continue
+        cols = t.get("columns", [])
+        out.append(f"<h3>{html.escape(title)}</h3><table><tr><th>operation</th>"
+                   + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols) + "</tr>")
+        for r in t["rows"]:
+            v = r.get("values", {})
+            name = r.get("operation", r.get("row", ""))
+            out.append(f"<tr><td>{html.escape(str(name))}</td>"
+                       + "".join(f"<td>{html.escape(str(v.get(c, '') if v.get(c) is not None else '–'))}</td>"
+                                 for c in cols) + "</tr>")
+        out.append("</table>")
+    return "\n".join(out)

@@ -1,0 +1,490 @@
+#!/usr/bin/env python3
+"""trapkit report: run the benchmarks, then write report/results.json,
+report/index.html (tables and plots) and docs/results.md.
+
+Run through `trapkit report [--quick]` or `make report`; `--quick` runs every
+experiment briefly (the tests use it).  Results follow shared
+BENCHMARKING.md: one object per figure with experiment, mechanism, params,
+metric, unit, median, min, max, n, and a reason where a figure could not be
+measured here.
+"""
+import argparse
+import datetime
+import html
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import analysis  # noqa: E402  (bench/analysis.py: derived figures and goals)
+
+BENCHES = [
+    ("appel_li", "Appel & Li Table 1 and threads/trap+prot1+unprot"),
+    ("thekkath_levy", "Thekkath & Levy Tables 1-2: exception delivery and return"),
+    ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages"),
+    ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
+]
+
+MECH_ORDER = ["cpu", "posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pagemap-scan",
+              "soft-dirty", "pkeys", "trapkit"]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def run_bench(exe, quick, label):
+    """Runs one benchmark, echoing its progress; returns its results."""
+    cmd = [exe] + (["--quick"] if quick else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def echo():
+        for line in proc.stderr:
+            print(f"    {label}| {line.rstrip()}", flush=True)
+
+    t = threading.Thread(target=echo, daemon=True)
+    t.start()
+    out = proc.stdout.read()
+    proc.wait()
+    t.join()
+    results = []
+    for line in out.splitlines():
+        line = line.strip()
+        if line:
+            results.append(json.loads(line))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(exe)} exited with status {proc.returncode}")
+    return results
+
+
+def probe(trapkit):
+    out = subprocess.run([trapkit, "probe", "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+# ---------------------------------------------------------------- formatting
+def fmt_ns(v):
+    if v is None:
+        return "–"
+    if v >= 1e6:
+        return f"{v / 1e6:.3g} ms"
+    if v >= 1e3:
+        return f"{v / 1e3:.3g} µs"
+    return f"{v:.3g} ns"
+
+
+def fmt_value(r):
+    if r.get("median") is None:
+        return None
+    v, unit = r["median"], r["unit"]
+    if unit == "ns":
+        return fmt_ns(v)
+    if unit == "bool":
+        return "yes" if v else "no"
+    if unit == "bytes":
+        return f"{int(v)} B"
+    if unit in ("ratio", "adds", "x"):
+        return f"{v:.3g}"
+    return f"{v:.4g} {unit}"
+
+
+def params_key(p):
+    return json.dumps(p, sort_keys=True)
+
+
+def params_text(p):
+    if not p:
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in p.items())
+
+
+def mech_sort(m):
+    return (MECH_ORDER.index(m) if m in MECH_ORDER else len(MECH_ORDER), m)
+
+
+def experiment_table(results, exp):
+    """Rows = params, columns = mechanisms."""
+    rs = [r for r in results if r["experiment"] == exp]
+    mechs = sorted({r["mechanism"] for r in rs}, key=mech_sort)
+    rows = []
+    seen = []
+    for r in rs:
+        k = params_key(r["params"])
+        if k not in seen:
+            seen.append(k)
+    for k in seen:
+        cells = []
+        for m in mechs:
+            hit = [r for r in rs if r["mechanism"] == m and params_key(r["params"]) == k]
+            cells.append(hit[0] if hit else None)
+        rows.append((json.loads(k), cells))
+    return mechs, rows
+
+
+def html_table(results, exp):
+    mechs, rows = experiment_table(results, exp)
+    out = ["<table>", "<tr><th>params</th>" + "".join(f"<th>{html.escape(m)}</th>" for m in mechs)
+           + "</tr>"]
+    for params, cells in rows:
+        tds = []
+        for c in cells:
+            if c is None:
+                tds.append("<td></td>")
+            elif c.get("median") is None:
+                tds.append(f"<td class='na' title='{html.escape(c.get('reason', ''))}'>n/a</td>")
+            else:
+                rng = ""
+                if c.get("n", 0) > 1 and c["unit"] == "ns":
+                    rng = f"<br><small>{fmt_ns(c['min'])} – {fmt_ns(c['max'])}</small>"
+                tds.append(f"<td>{html.escape(fmt_value(c))}{rng}</td>")
+        out.append(f"<tr><td>{html.escape(params_text(params))}</td>{''.join(tds)}</tr>")
+    out.append("</table>")
+    reasons = sorted({(c["mechanism"], c.get("reason")) for _, cells in rows for c in cells
+                      if c is not None and c.get("median") is None})
+    if reasons:
+        out.append("<ul class='reasons'>" + "".join(
+            f"<li><b>{html.escape(m)}</b>: {html.escape(r or '')}</li>" for m, r in reasons)
+            + "</ul>")
+    return "\n".join(out)
+
+
+def md_table(results, exp):
+    mechs, rows = experiment_table(results, exp)
+    out = ["| params | " + " | ".join(mechs) + " |", "|---" * (len(mechs) + 1) + "|"]
+    for params, cells in rows:
+        vals = []
+        for c in cells:
+            if c is None:
+                vals.append("")
+            elif c.get("median") is None:
+                vals.append("n/a")
+            else:
+                vals.append(fmt_value(c))
+        out.append(f"| {params_text(params)} | " + " | ".join(vals) + " |")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- plots
+def make_plots(results, seeds, outdir):
+    """Returns [(file, caption)]."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots = []
+
+    def med(exp, mech, **params):
+        for r in results:
+            if r["experiment"] == exp and r["mechanism"] == mech and all(
+                    r["params"].get(k) == v for k, v in params.items()):
+                return r["median"]
+        return None
+
+    def mechs_of(exp):
+        return sorted({r["mechanism"] for r in results if r["experiment"] == exp}, key=mech_sort)
+
+    # 1. Appel & Li Table 1 on this machine
+    exps = ["appel-li/trap", "appel-li/trap+prot1+unprot", "appel-li/trap+protn+unprot"]
+    mechs = mechs_of("appel-li/trap+prot1+unprot")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    w = 0.8 / max(1, len(exps))
+    for j, e in enumerate(exps):
+        vals = [(med(e, m) or 0) / 1000 for m in mechs]
+        ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=e.split("/")[1])
+    ax.set_xticks([i + w for i in range(len(mechs))])
+    ax.set_xticklabels(mechs)
+    ax.set_ylabel("µs per fault (per page for PROTN)")
+    ax.set_title("Appel & Li Table 1 on this machine")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "appel-li-table1.png"), dpi=100)
+    plt.close(fig)
+    plots.append(("appel-li-table1.png", "Appel & Li Table 1 on this machine, per mechanism"))
+
+    # 2. Figure 2: ADDs per PROT+TRAP+UNPROT, 1991 machines beside today's
+    fig2 = analysis.figure2(results, seeds)
+    if fig2:
+        labels = [f["label"] for f in fig2]
+        fig, ax = plt.subplots(figsize=(9, max(3, 0.32 * len(labels))))
+        ax.barh(range(len(labels)), [f["protn"] or 0 for f in fig2], color="black",
+                label="TRAP+PROTN+UNPROT")
+        ax.barh(range(len(labels)),
+                [max(0, (f["prot1"] or 0) - (f["protn"] or 0)) for f in fig2],
+                left=[f["protn"] or 0 for f in fig2], color="white", edgecolor="black",
+                label="additional for PROT1")
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("ADD instructions per PROT + TRAP + UNPROT")
+        ax.set_title("Appel & Li Figure 2: 1991 machines and this one")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "appel-li-figure2.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("appel-li-figure2.png", "Instructions (ADDs) per protection fault, "
+                      "normalised as Appel & Li's Figure 2"))
+
+    # 3. dirty/per-page
+    mechs = [m for m in mechs_of("dirty/per-page")
+             if any(med("dirty/per-page", m, fraction=f) for f in (0.01, 0.1, 1.0))]
+    fracs = sorted({r["params"]["fraction"] for r in results
+                    if r["experiment"] == "dirty/per-page"})
+    if mechs and fracs:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        w = 0.8 / len(fracs)
+        for j, f in enumerate(fracs):
+            vals = [(med("dirty/per-page", m, fraction=f) or 0) for m in mechs]
+            ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=f"{f:.0%} dirtied")
+        ax.set_xticks([i + w for i in range(len(mechs))])
+        ax.set_xticklabels(mechs)
+        ax.set_yscale("log")
+        ax.set_ylabel("ns per dirtied page")
+        ax.set_title("dirty/per-page: first write + collection + re-protection")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "dirty-per-page.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("dirty-per-page.png", "Cost per dirtied page, by mechanism and fraction"))
+
+    # 4. scale
+    mechs = mechs_of("scale/prot1+unprot")
+    if mechs:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for m in mechs:
+            pts = sorted((r["params"]["pages"], r["median"]) for r in results
+                         if r["experiment"] == "scale/prot1+unprot" and r["mechanism"] == m
+                         and r["median"] is not None)
+            if pts:
+                line, = ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=m)
+                fails = [r["params"]["pages"] for r in results
+                         if r["experiment"] == "scale/prot1+unprot" and r["mechanism"] == m
+                         and r["median"] is None]
+                if fails:
+                    ax.plot([min(fails)], [pts[-1][1]], marker="x", markersize=12,
+                            color=line.get_color(), linestyle="none")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("individually protected pages")
+        ax.set_ylabel("ns per PROT1 + UNPROT")
+        ax.set_title("scale/prot1+unprot (x: mprotect stops at vm.max_map_count)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "scale.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("scale.png", "PROT1 + UNPROT cost as protected pages grow"))
+
+    # 5. threads
+    mechs = mechs_of("threads/trap+prot1+unprot")
+    threads = sorted({r["params"]["threads"] for r in results
+                      if r["experiment"] == "threads/trap+prot1+unprot"})
+    if mechs and threads:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        w = 0.8 / len(threads)
+        for j, t in enumerate(threads):
+            vals = [(med("threads/trap+prot1+unprot", m, threads=t) or 0) / 1000 for m in mechs]
+            ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=f"{t} thread(s)")
+        ax.set_xticks([i + w for i in range(len(mechs))])
+        ax.set_xticklabels(mechs)
+        ax.set_ylabel("µs per fault")
+        ax.set_title("threads/trap+prot1+unprot: other threads running")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "threads.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("threads.png", "TRAP+PROT1+UNPROT with 1, 2 and 4 threads running"))
+    return plots
+
+
+# ---------------------------------------------------------------- documents
+SECTIONS = [
+    ("Appel & Li, Table 1", ["appel-li/add", "appel-li/trap", "appel-li/trap+prot1+unprot",
+                             "appel-li/trap+protn+unprot", "appel-li/map2", "appel-li/pagesize",
+                             "appel-li/figure2"]),
+    ("Thekkath & Levy, Tables 1-2", [
+        "thekkath-levy/deliver-simple-exception-to-null-user-handler",
+        "thekkath-levy/deliver-write-prot-exception-to-null-handler",
+        "thekkath-levy/deliver-subpage-exception-to-null-handler",
+        "thekkath-levy/return-from-null-handler",
+        "thekkath-levy/simple-exception-round-trip-delivery-and-return"]),
+    ("DIRTY", ["dirty/per-page"]),
+    ("Scale", ["scale/prot1+unprot"]),
+    ("Threads", ["threads/trap+prot1+unprot"]),
+    ("Break-even analyses, recomputed", None),  # every analysis/* experiment
+]
+
+MACHINE_KEYS = [("kernel_release", "kernel release"), ("cpu_model", "CPU"), ("ncpus", "CPUs"),
+                ("page_size", "page size"), ("thp_mode", "THP"), ("uffd_access", "userfaultfd"),
+                ("pagemap_scan", "PAGEMAP_SCAN"), ("soft_dirty", "soft-dirty"),
+                ("pkeys_cpu", "pkeys (CPU)"), ("max_map_count", "vm.max_map_count"),
+                ("minsigstksz", "AT_MINSIGSTKSZ"), ("mech_trap", "trapkit's choice for TRAP"),
+                ("mech_dirty", "trapkit's choice for DIRTY")]
+
+
+def machine_rows(machine):
+    rows = []
+    for k, label in MACHINE_KEYS:
+        v = machine.get(k)
+        if v is None and isinstance(machine.get("machine"), dict):
+            v = machine["machine"].get(k)
+        if isinstance(v, bool):
+            v = "yes" if v else "no"
+        if v is not None:
+            rows.append((label, v))
+    return rows
+
+
+def section_exps(results, exps):
+    if exps is None:
+        seen = []
+        for r in results:
+            if r["experiment"].startswith("analysis/") and r["experiment"] not in seen:
+                seen.append(r["experiment"])
+        return seen
+    present = {r["experiment"] for r in results}
+    return [e for e in exps if e in present]
+
+
+def write_html(path, doc, plots, goals, seeds_html):
+    r = doc["results"]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>trapkit report</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #bbb;"
+        "padding:.25em .6em;text-align:right}th{background:#eee}td:first-child{text-align:left}"
+        "td.na{color:#999}.reasons{font-size:.85em;color:#555}img{max-width:100%}"
+        ".goal-met{color:#060}.goal-missed{color:#a00}</style></head><body>",
+        "<h1>trapkit report</h1>",
+        f"<p>Generated {html.escape(doc['generated'])} by <code>{html.escape(doc['command'])}"
+        f"</code>{' (quick: brief runs, figures are rough)' if doc['quick'] else ''}. "
+        "Every figure is the median of the repetitions (min – max below it), measured side by side "
+        "in this run; <code>posix</code> is the baseline done by hand as libsigsegv and Boehm GC "
+        "do it, the others are trapkit's mechanisms. n/a cells say why on hover and below the "
+        "table.</p>",
+        "<h2>Machine</h2><table>",
+    ]
+    for label, v in machine_rows(doc["machine"]):
+        parts.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(str(v))}</td></tr>")
+    parts.append("</table>")
+    parts.append("<h2>Goals</h2><table><tr><th>goal</th><th>measured</th><th>status</th></tr>")
+    for g in goals:
+        cls = "goal-met" if g["met"] else "goal-missed"
+        parts.append(f"<tr><td>{html.escape(g['goal'])}</td><td>{html.escape(g['measured'])}</td>"
+                     f"<td class='{cls}'>{'met' if g['met'] else 'not met'}</td></tr>")
+    parts.append("</table>")
+    parts.append("<h2>Plots</h2>")
+    for f, cap in plots:
+        parts.append(f"<figure><img src='{html.escape(f)}' alt='{html.escape(cap)}'>"
+                     f"<figcaption>{html.escape(cap)}</figcaption></figure>")
+    for title, exps in SECTIONS:
+        exps = section_exps(r, exps)
+        if not exps:
+            continue
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+        for e in exps:
+            parts.append(f"<h3>{html.escape(e)}</h3>")
+            parts.append(html_table(r, e))
+    if seeds_html:
+        parts.append("<h2>The seeds' own figures</h2>")
+        parts.append(seeds_html)
+    parts.append(
+        "<script>window.addEventListener('load',function(){var im=document.images,ok=0;"
+        "for(var i=0;i<im.length;i++)if(im[i].complete&&im[i].naturalWidth>0)ok++;"
+        "document.body.setAttribute('data-images-loaded',ok);"
+        "document.body.setAttribute('data-images',im.length);"
+        "document.body.setAttribute('data-tables',document.querySelectorAll('table').length);"
+        "});</script></body></html>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+
+
+def write_md(path, doc, goals):
+    r = doc["results"]
+    m = dict(machine_rows(doc["machine"]))
+    lines = [
+        "# trapkit results",
+        "",
+        "Written by `make report` (`trapkit report`); do not edit by hand. The full report, with "
+        "plots, is report/index.html; every figure is in report/results.json.",
+        "",
+        f"Generated {doc['generated']} on {m.get('CPU', '?')}, {m.get('CPUs', '?')} CPUs, Linux "
+        f"{m.get('kernel release', '?')}{' — quick run, rough figures' if doc['quick'] else ''}. "
+        "Medians of interleaved repetitions; `posix` is the hand-made baseline "
+        "(sigaction + mprotect, as libsigsegv and Boehm GC do it).",
+        "",
+        "## Goals",
+        "",
+        "| goal | measured | status |",
+        "|---|---|---|",
+    ]
+    for g in goals:
+        lines.append(f"| {g['goal']} | {g['measured']} | {'met' if g['met'] else 'not met'} |")
+    for title, exps in SECTIONS:
+        exps = section_exps(r, exps)
+        if not exps:
+            continue
+        lines += ["", f"## {title}"]
+        for e in exps:
+            lines += ["", f"### {e}", "", md_table(r, e)]
+    lines.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="run every experiment briefly")
+    ap.add_argument("--bench-dir", required=True, help="where the bench_* programs are")
+    ap.add_argument("--trapkit", required=True, help="the trapkit command (for the probe)")
+    ap.add_argument("--out", default="report", help="report directory")
+    ap.add_argument("--docs", default=None, help="where to write results.md ('' for nowhere)")
+    ap.add_argument("--seeds", default=os.path.join(HERE, "data", "seeds.json"))
+    ap.add_argument("--only", default=None, help="comma-separated benchmarks to run")
+    a = ap.parse_args()
+
+    os.makedirs(a.out, exist_ok=True)
+    start = time.time()
+    log(f"trapkit report{' --quick' if a.quick else ''}: {len(BENCHES)} benchmarks -> {a.out}/")
+    machine = probe(a.trapkit)
+    results = []
+    benches = [b for b in BENCHES if not a.only or b[0] in a.only.split(",")]
+    for i, (name, desc) in enumerate(benches, 1):
+        log(f"[{i}/{len(benches)}] {desc}")
+        t0 = time.time()
+        results += run_bench(os.path.join(a.bench_dir, "bench_" + name), a.quick, name)
+        log(f"[{i}/{len(benches)}] done in {time.time() - t0:.1f} s")
+
+    seeds = {}
+    if os.path.exists(a.seeds):
+        with open(a.seeds) as f:
+            seeds = json.load(f)
+    results += analysis.derived(results, seeds)
+    goals = analysis.goals(results, a.quick)
+    doc = {
+        "machine": machine,
+        "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "trapkit report" + (" --quick" if a.quick else ""),
+        "quick": a.quick,
+        "duration_s": round(time.time() - start, 1),
+        "goals": goals,
+        "results": results,
+    }
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    log("plots ...")
+    plots = make_plots(results, seeds, a.out)
+    write_html(os.path.join(a.out, "index.html"), doc, plots, goals,
+               analysis.seeds_html(seeds))
+    if a.docs:
+        write_md(a.docs, doc, goals)
+    log(f"report written in {time.time() - start:.0f} s: {a.out}/results.json, {a.out}/index.html"
+        + (f", {a.docs}" if a.docs else ""))
+    for g in goals:
+        log(f"  goal: {g['goal']}: {g['measured']} ({'met' if g['met'] else 'not met'})")
+
+
+if __name__ == "__main__":
+    main()

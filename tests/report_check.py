@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Checks a quick report: results.json is complete and well-formed (its
+structure, never its times), docs were written, and index.html renders in
+headless Chromium with every table and every image loaded."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+out = sys.argv[1]
+errors = []
+
+
+def err(msg):
+    errors.append(msg)
+    print("FAIL:", msg)
+
+
+with open(os.path.join(out, "results.json")) as f:
+    doc = json.load(f)
+
+for key in ("machine", "results", "generated", "goals"):
+    if key not in doc:
+        err(f"results.json has no '{key}'")
+machine = doc.get("machine", {})
+for key in ("kernel_release", "cpu_model", "page_size", "uffd_access", "max_map_count",
+            "mech_trap", "mech_dirty"):
+    if key not in machine:
+        err(f"machine (trapkit probe --json) has no '{key}'")
+
+REQUIRED = {"experiment": str, "mechanism": str, "params": dict, "metric": str, "unit": str,
+            "n": int}
+results = doc.get("results", [])
+for i, r in enumerate(results):
+    for k, t in REQUIRED.items():
+        if not isinstance(r.get(k), t):
+            err(f"result {i} ({r.get('experiment')}): '{k}' missing or not {t.__name__}")
+    for k in ("median", "min", "max"):
+        if k not in r:
+            err(f"result {i} ({r.get('experiment')}): no '{k}'")
+    if r.get("median") is None:
+        if not r.get("reason"):
+            err(f"result {i} ({r.get('experiment')}, {r.get('mechanism')}): null without reason")
+    else:
+        if not all(isinstance(r.get(k), (int, float)) for k in ("median", "min", "max")):
+            err(f"result {i}: median/min/max not numbers")
+        elif not r["min"] <= r["median"] <= r["max"]:
+            err(f"result {i} ({r['experiment']}): min <= median <= max does not hold")
+        if r.get("n", 0) < 1:
+            err(f"result {i}: a figure with n < 1")
+    if not re.fullmatch(r"[a-z0-9-]+/[a-z0-9+\-]+", r.get("experiment", "")):
+        err(f"result {i}: experiment id '{r.get('experiment')}' is not <source>/<name>")
+
+
+def has(exp, mech=None, **params):
+    return any(r["experiment"] == exp and (mech is None or r["mechanism"] == mech)
+               and all(r["params"].get(k) == v for k, v in params.items()) for r in results)
+
+
+EXPECTED = [
+    ("appel-li/add", "cpu", {}), ("machine/cycle", "cpu", {}),
+    ("appel-li/map2", "trapkit", {}), ("appel-li/pagesize", "trapkit", {}),
+    ("thekkath-levy/deliver-simple-exception-to-null-user-handler", "posix", {}),
+    ("thekkath-levy/deliver-subpage-exception-to-null-handler", None, {}),
+    ("thekkath-levy/return-from-null-handler", "posix", {}),
+    ("analysis/heap-overflow-breakeven", "posix", {}),
+    ("analysis/swizzling-breakeven", "posix", {}),
+]
+for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pkeys"):
+    for exp in ("appel-li/trap", "appel-li/trap+prot1+unprot", "appel-li/trap+protn+unprot"):
+        EXPECTED.append((exp, mech, {}))
+    for t in (1, 2, 4):
+        EXPECTED.append(("threads/trap+prot1+unprot", mech, {"threads": t}))
+    EXPECTED.append(("appel-li/figure2", mech, {"benchmark": "prot1"}))
+for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pagemap-scan", "soft-dirty"):
+    for frac in (0.01, 0.1, 1.0):
+        EXPECTED.append(("dirty/per-page", mech, {"fraction": frac}))
+for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread"):
+    for pages in (1, 10, 100, 1000, 10000):
+        EXPECTED.append(("scale/prot1+unprot", mech, {"pages": pages}))
+for exp, mech, params in EXPECTED:
+    if not has(exp, mech, **params):
+        err(f"missing figure: {exp} {mech or ''} {params or ''}")
+
+goals = doc.get("goals", [])
+if len(goals) != 3:
+    err(f"expected 3 goals, found {len(goals)}")
+for g in goals:
+    if not {"goal", "measured", "met", "ratio"} <= set(g):
+        err(f"goal without goal/measured/met/ratio: {g}")
+
+for f in ("index.html",):
+    if not os.path.exists(os.path.join(out, f)):
+        err(f"no {f}")
+docs = os.path.join(out, "results.md")
+if not os.path.exists(docs) or "## Goals" not in open(docs).read():
+    err("results.md missing or without its Goals section")
+
+# index.html in headless Chromium: every table rendered, every image loaded
+chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+if not chromium:
+    err("chromium is not installed (scripts/install-deps.sh installs it)")
+else:
+    with tempfile.TemporaryDirectory() as ud:
+        cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+               "--no-first-run", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", f"--user-data-dir={ud}", "--virtual-time-budget=5000",
+               "--dump-dom", "file://" + os.path.abspath(os.path.join(out, "index.html"))]
+        dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    body = re.search(r"<body([^>]*)>", dom)
+    attrs = dict(re.findall(r'(data-[a-z-]+)="(\d+)"', body.group(1))) if body else {}
+    images, loaded = int(attrs.get("data-images", -1)), int(attrs.get("data-images-loaded", -1))
+    tables = int(attrs.get("data-tables", -1))
+    html_tables = open(os.path.join(out, "index.html")).read().count("<table")
+    if images < 5:
+        err(f"index.html shows {images} images in Chromium, expected the 5 plots")
+    if loaded != images:
+        err(f"only {loaded} of {images} images loaded in Chromium")
+    if tables < 10 or tables != html_tables:
+        err(f"Chromium rendered {tables} tables, the file has {html_tables}")
+    print(f"chromium: {tables} tables, {loaded}/{images} images loaded")
+
+print(f"report check: {len(results)} results, {len(errors)} problems")
+sys.exit(1 if errors else 0)
