@@ -178,7 +178,11 @@ int tk_protection(tk_region *r, const void *addr);
  * tk_dirty(), and starts a new interval.  nbits must be at least the number of
  * logical pages.  Returns the number of dirty pages, or -EINVAL (region made
  * without TK_REGION_DIRTY, bitmap too small).  Concurrent writers are allowed:
- * a write is reported in exactly one interval.  Not async-signal-safe. */
+ * a write is reported in exactly one interval.  On posix regions, if the
+ * kernel cannot split the mapping any further (vm.max_map_count) the
+ * interval degrades to reporting every writable page - more than was
+ * written, never less - and tk_last_error() says so after this call.  Not
+ * async-signal-safe. */
 long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits);
 
 /* MAP2.  Maps a second view of the region's memory at another address with

@@ -62,6 +62,7 @@ struct tk_region {
     atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
     _Atomic uintptr_t rg_hw_owner; /* the holder's thread token */
     atomic_int rg_hw_nested;       /* a nested call went ahead inside the holder */
+    atomic_int rg_degraded;        /* trap-based DIRTY fell back to "all dirty" this interval */
     pthread_mutex_t rg_views_lock;
     struct tk_view *rg_views;
     struct tk_region *rg_retired_next;

@@ -37,6 +37,25 @@
 
 static pthread_mutex_t collect_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The kernel refused to lift the protection of one page: with posix, the
+ * mapping cannot be split further (vm.max_map_count).  Tracking page by page
+ * is given up for the rest of this interval: every page is reported dirty
+ * and made writable, which merges the mapping back, and the next tk_dirty()
+ * re-arms page by page.  Reporting too much loses nothing; looping on the
+ * fault would hang the program.  Returns whether the faulting page is now
+ * writable.  Called with the region's lock held.  [signal-safe] */
+static bool degrade(struct tk_region *r)
+{
+    for (size_t i = 0; i < r->rg_npages; i++) {
+        uint8_t old = atomic_load(&r->rg_state[i]);
+        if ((old & PS_PROT_MASK) != TK_PROT_RW) continue;
+        atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
+        atomic_fetch_and(&r->rg_state[i], (uint8_t)~PS_TRACK);
+    }
+    atomic_store(&r->rg_degraded, 1);
+    return tk__apply(r, 0, r->rg_npages) == 0;
+}
+
 /* [signal-safe] */
 bool tk__dirty_fault(struct tk_region *r, size_t page)
 {
@@ -55,9 +74,9 @@ bool tk__dirty_fault(struct tk_region *r, size_t page)
     } while (!atomic_compare_exchange_weak(&r->rg_state[page], &old, nst));
 
     atomic_fetch_or(&r->rg_dirty[page / 64], (uint64_t)1 << (page % 64));
-    tk__change(r, page, 1, old, nst);
+    bool ok = tk__change(r, page, 1, old, nst) == 0 || degrade(r);
     tk__hw_unlock(r, held, page, 1);
-    return true;
+    return ok;
 }
 
 static size_t bitmap_words(const struct tk_region *r)
@@ -122,8 +141,14 @@ static int collect_traps(struct tk_region *r, uint64_t *bm)
     pthread_sigmask(SIG_BLOCK, &all, &old);
     bool held = tk__hw_lock(r);
 
+    bool degraded = atomic_exchange(&r->rg_degraded, 0);
     int err = arm_all(r);
     for (size_t w = 0; w < bitmap_words(r); w++) bm[w] = atomic_exchange(&r->rg_dirty[w], 0);
+    if (degraded && !err)
+        tk__fail(0, "tk_dirty: this interval reports every writable page: the kernel could not "
+                    "split the mapping further (vm.max_map_count), so tracking page by page was "
+                    "given up until this call; a page-table mechanism (pagemap-scan, uffd-*) "
+                    "avoids it");
 
     tk__hw_unlock(r, held, 0, 0);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
