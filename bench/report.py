@@ -165,6 +165,11 @@ def md_table(results, exp):
             else:
                 vals.append(fmt_value(c))
         out.append(f"| {params_text(params)} | " + " | ".join(vals) + " |")
+    reasons = sorted({(c["mechanism"], c.get("reason")) for _, cells in rows for c in cells
+                      if c is not None and c.get("median") is None})
+    if reasons:
+        out.append("")
+        out += [f"- n/a for {m}: {r}" for m, r in reasons]
     return "\n".join(out)
 
 
