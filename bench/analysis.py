@@ -103,13 +103,13 @@ def derived(results, seeds):
     # software residency check of c cycles used u times when c*u exceeds the
     # exception's cost in cycles.  Here: the write-protection round trip.
     for m in sorted({r["mechanism"] for r in results if r["experiment"] ==
-                     "thekkath-levy/simple-exception-round-trip-delivery-and-return"}):
-        rt = median(results, "thekkath-levy/simple-exception-round-trip-delivery-and-return", m,
+                     "thekkath-levy/round-trip"}):
+        rt = median(results, "thekkath-levy/round-trip", m,
                     exception="write-protection")
         v = rt / cyc if rt and cyc else None
         out.append(result("analysis/swizzling-breakeven", m, {"c_times_u": "cycles"}, "count",
                           "cycles", v,
-                          ["thekkath-levy/simple-exception-round-trip-delivery-and-return",
+                          ["thekkath-levy/round-trip",
                            "machine/cycle"], "no round-trip figure for this mechanism"))
         for c in (1, 2, 5, 10):
             out.append(result("analysis/swizzling-breakeven-uses", m, {"check_cycles": c},
@@ -130,8 +130,8 @@ def table5(results, seeds):
         return out
     cyc = cycle_ns(results)
     for m in sorted({r["mechanism"] for r in results
-                     if r["experiment"] == "thekkath-levy/deliver-write-prot-exception-to-null-handler"}):
-        exc = median(results, "thekkath-levy/simple-exception-round-trip-delivery-and-return", m,
+                     if r["experiment"] == "thekkath-levy/deliver-wp"}):
+        exc = median(results, "thekkath-levy/round-trip", m,
                      exception="write-protection")
         for c in consts:
             stores, pages = c.get("stores"), c.get("pages_dirtied")
@@ -143,7 +143,7 @@ def table5(results, seeds):
             out.append(result("analysis/table5-exceptions-over-checks", m,
                               {"program": c.get("program", "?")}, "ratio", "x",
                               exc_cost / checks_cost,
-                              ["thekkath-levy/simple-exception-round-trip-delivery-and-return",
+                              ["thekkath-levy/round-trip",
                                "machine/cycle", "seed table 5 counts"]))
     return out
 

@@ -2,11 +2,13 @@
  * machine: delivering an exception to a null user-level handler and
  * returning from it.
  *
- *   deliver-simple-exception-to-null-user-handler   ud2 -> SIGILL
- *   deliver-write-prot-exception-to-null-handler    a store to a read-only page
- *   deliver-subpage-exception-to-null-handler       (the fast-path module)
- *   return-from-null-handler
- *   simple-exception-round-trip-delivery-and-return
+ *   deliver-simple    "Deliver Simple Exception to Null User Handler": ud2 -> SIGILL
+ *   deliver-wp        "Deliver Write Prot. Exception To Null Handler": a store to a
+ *                     read-only page
+ *   deliver-subpage   "Deliver Subpage Exception To Null Handler" (fast-path module)
+ *   return            "Return from Null Handler"
+ *   round-trip        "Simple Exception Round-Trip Delivery and Return"
+ *   null-syscall      the seed's yardstick, a null kernel call (getpid)
  *
  * Delivery is timed with the time-stamp counter from just before the
  * faulting instruction to the handler's first statement, return from its
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <trapkit/trapkit.h>
 #include <unistd.h>
 
@@ -144,11 +147,11 @@ int main(int argc, char **argv)
             if (tks[i] == TK_MECH_AUTO) sigaction(SIGSEGV, &saved, NULL);
         }
 
-    const char *E_SIMPLE = "thekkath-levy/deliver-simple-exception-to-null-user-handler";
-    const char *E_WP = "thekkath-levy/deliver-write-prot-exception-to-null-handler";
-    const char *E_SUB = "thekkath-levy/deliver-subpage-exception-to-null-handler";
-    const char *E_RET = "thekkath-levy/return-from-null-handler";
-    const char *E_ROUND = "thekkath-levy/simple-exception-round-trip-delivery-and-return";
+    const char *E_SIMPLE = "thekkath-levy/deliver-simple";
+    const char *E_WP = "thekkath-levy/deliver-wp";
+    const char *E_SUB = "thekkath-levy/deliver-subpage";
+    const char *E_RET = "thekkath-levy/return";
+    const char *E_ROUND = "thekkath-levy/round-trip";
     bench_emit(E_SIMPLE, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.deliver);
     bench_emit(E_RET, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.ret);
     bench_emit(E_ROUND, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.round);
@@ -164,6 +167,15 @@ int main(int argc, char **argv)
         bench_emit(E_RET, ids[i], p, "time", "ns", &wp[i].ret);
         bench_emit(E_ROUND, ids[i], p, "time", "ns", &wp[i].round);
     }
+    /* a null system call, the seed's yardstick (Ultrix getpid: 12 us) */
+    struct bench_fig sc = {.n = 0};
+    for (int r = -1; r < o.reps; r++) {
+        uint64_t t0 = bench_now_ns();
+        for (long i = 0; i < iters * 10; i++) syscall(SYS_getpid);
+        double v = (double)(bench_now_ns() - t0) / (double)(iters * 10);
+        if (r >= 0) bench_add(&sc, v);
+    }
+    bench_emit("thekkath-levy/null-syscall", "posix", "\"call\": \"getpid\"", "time", "ns", &sc);
     bench_emit_null(E_SUB, "posix", "", "time", "ns",
                     "sub-page protection comes with the fast-path module");
     return 0;

@@ -63,9 +63,11 @@ def has(exp, mech=None, **params):
 EXPECTED = [
     ("appel-li/add", "cpu", {}), ("machine/cycle", "cpu", {}),
     ("appel-li/map2", "trapkit", {}), ("appel-li/pagesize", "trapkit", {}),
-    ("thekkath-levy/deliver-simple-exception-to-null-user-handler", "posix", {}),
-    ("thekkath-levy/deliver-subpage-exception-to-null-handler", None, {}),
-    ("thekkath-levy/return-from-null-handler", "posix", {}),
+    ("thekkath-levy/deliver-simple", "posix", {}),
+    ("thekkath-levy/deliver-subpage", None, {}),
+    ("thekkath-levy/return", "posix", {}),
+    ("thekkath-levy/round-trip", "uffd-sigbus", {}), ("thekkath-levy/deliver-wp", "pkeys", {}),
+    ("thekkath-levy/null-syscall", "posix", {}),
     ("analysis/heap-overflow-breakeven", "posix", {}),
     ("analysis/swizzling-breakeven", "posix", {}),
 ]
