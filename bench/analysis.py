@@ -99,6 +99,24 @@ def derived(results, seeds):
                           ["appel-li/trap", "appel-li/add"],
                           "no TRAP figure for this mechanism"))
 
+    # The seed's worked example: a 64 KiB allocation area of 8-byte cells,
+    # one allocation per 50 instructions; the check costs 2 instructions per
+    # allocation, the guard page one TRAP per area (the seed: 4% vs 0.3%).
+    ho = seeds.get("appel-li", {}).get("heap-overflow", {})
+    if ho and add:
+        cells = ho["region_bytes"] / ho["cell_bytes"]
+        work = cells * ho["instructions_per_allocation"]
+        out.append(result("analysis/heap-overflow-overhead", "cpu", {"detection": "check"},
+                          "ratio", "%", 100.0 * ho["check_instructions"] /
+                          ho["instructions_per_allocation"], ["seed section 3"]))
+        for m in sorted({r["mechanism"] for r in results if r["experiment"] == "appel-li/trap"}):
+            trap = median(results, "appel-li/trap", m)
+            v = 100.0 * (trap / add) / work if trap else None
+            out.append(result("analysis/heap-overflow-overhead", m, {"detection": "guard-page"},
+                              "ratio", "%", v, ["appel-li/trap", "appel-li/add",
+                                                "seed section 3"],
+                              "no TRAP figure for this mechanism"))
+
     # Thekkath & Levy Figures 3-4: pointer swizzling by exceptions beats a
     # software residency check of c cycles used u times when c*u exceeds the
     # exception's cost in cycles.  Here: the write-protection round trip.
@@ -129,13 +147,23 @@ def table5(results, seeds):
     if not consts:
         return out
     cyc = cycle_ns(results)
+    # y < c*x / (f*t): the exception cost below which page protection wins,
+    # in today's cycles.
+    for c in consts:
+        stores, pages = c.get("stores"), c.get("pages_dirtied")
+        check = c.get("check_cycles", 5)
+        if cyc and stores and pages:
+            out.append(result("analysis/table5-breakeven", "cpu",
+                              {"program": c.get("program", "?"), "check_cycles": check},
+                              "latency", "ns", stores * check * cyc / pages,
+                              ["machine/cycle", "seed table 5 counts"]))
     for m in sorted({r["mechanism"] for r in results
                      if r["experiment"] == "thekkath-levy/deliver-wp"}):
         exc = median(results, "thekkath-levy/round-trip", m,
                      exception="write-protection")
         for c in consts:
             stores, pages = c.get("stores"), c.get("pages_dirtied")
-            check = c.get("check_cycles", 2)
+            check = c.get("check_cycles", 5)
             if not (exc and cyc and stores and pages):
                 continue
             checks_cost = stores * check
@@ -197,33 +225,59 @@ def goals(results, quick):
 
 
 # ------------------------------------------------------------ seeds
-def seeds_html(seeds):
+def _cell(v):
+    return "–" if v is None or v == "" else str(v)
+
+
+def seeds_tables(seeds):
+    """The seeds' own figures as [(title, header, rows)], rows of strings."""
+    tables = []
     rows = seed_table1(seeds)
-    if not rows:
-        return ""
-    cols = ["add", "trap", "trap+prot1+unprot", "trap+protn+unprot", "map2", "pagesize"]
-    out = ["<h3>Appel & Li Table 1 (1991, µs)</h3><table><tr><th>machine</th><th>os</th>"
-           + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"]
-    for r in rows:
-        v = r.get("values", {})
-        out.append(f"<tr><td>{html.escape(str(r.get('machine', '')))}</td>"
-                   f"<td>{html.escape(str(r.get('os', '')))}</td>"
-                   + "".join(f"<td>{html.escape(str(v.get(c, '') if v.get(c) is not None else ''))}"
-                             "</td>" for c in cols) + "</tr>")
-    out.append("</table>")
+    if rows:
+        cols = ["add", "trap", "trap+prot1+unprot", "trap+protn+unprot", "map2", "pagesize"]
+        marks = {"estimated": "†", "mprotect-bug": "*"}
+        body = []
+        for r in rows:
+            v, fl = r.get("values", {}), r.get("flags", {})
+            body.append([str(r.get("machine", "")), str(r.get("os", ""))]
+                        + [marks.get(fl.get(c), "") + _cell(v.get(c)) for c in cols])
+        tables.append(("Appel & Li Table 1 (1991, µs; † estimated, * SunOS 4.0 mprotect "
+                       "does not flush the TLB)", ["machine", "os"] + cols, body))
     for key, title in (("table1", "Thekkath & Levy Table 1 (1994, µs)"),
-                       ("table2", "Thekkath & Levy Table 2 (1994, µs)")):
+                       ("table2", "Thekkath & Levy Table 2 (1994, µs, 25 MHz R3000)")):
         t = seeds.get("thekkath-levy", {}).get(key)
         if not isinstance(t, dict) or not t.get("rows"):
             continue
         cols = t.get("columns", [])
-        out.append(f"<h3>{html.escape(title)}</h3><table><tr><th>operation</th>"
-                   + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols) + "</tr>")
-        for r in t["rows"]:
-            v = r.get("values", {})
-            name = r.get("operation", r.get("row", ""))
-            out.append(f"<tr><td>{html.escape(str(name))}</td>"
-                       + "".join(f"<td>{html.escape(str(v.get(c, '') if v.get(c) is not None else '–'))}</td>"
-                                 for c in cols) + "</tr>")
+        body = [[str(r.get("operation", ""))] + [_cell(r.get("values", {}).get(c)) for c in cols]
+                for r in t["rows"]]
+        tables.append((title, ["operation"] + cols, body))
+    t5 = seeds.get("thekkath-levy", {}).get("table5", {})
+    if isinstance(t5, dict) and t5.get("inputs"):
+        body = [[str(c.get("program", "")), _cell(c.get("stores")), _cell(c.get("pages_dirtied")),
+                 _cell(c.get("check_cycles")), "y < " + _cell(c.get("seed_breakeven_us")) + " µs"]
+                for c in t5["inputs"]]
+        tables.append(("Thekkath & Levy Table 5 (Hosking & Moss's counts, 25 MHz)",
+                       ["program", "store checks (c)", "page exceptions (t)", "cycles per check (x)",
+                        "break-even"], body))
+    return tables
+
+
+def seeds_html(seeds):
+    out = []
+    for title, header, rows in seeds_tables(seeds):
+        out.append(f"<h3>{html.escape(title)}</h3><table><tr>"
+                   + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
+        for row in rows:
+            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
         out.append("</table>")
     return "\n".join(out)
+
+
+def seeds_md(seeds):
+    out = []
+    for title, header, rows in seeds_tables(seeds):
+        out += ["", f"### {title}", "", "| " + " | ".join(header) + " |",
+                "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out

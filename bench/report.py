@@ -406,7 +406,7 @@ def write_html(path, doc, plots, goals, seeds_html):
         f.write("\n".join(parts))
 
 
-def write_md(path, doc, goals):
+def write_md(path, doc, goals, seeds_md=()):
     r = doc["results"]
     m = dict(machine_rows(doc["machine"]))
     lines = [
@@ -434,6 +434,10 @@ def write_md(path, doc, goals):
         lines += ["", f"## {title}"]
         for e in exps:
             lines += ["", f"### {e}", "", md_table(r, e)]
+    if seeds_md:
+        lines += ["", "## The seeds' own figures", "",
+                  "Transcribed from the papers into bench/data/seeds.json (see bench/data/SEEDS.md)."]
+        lines += list(seeds_md)
     lines.append("")
     with open(path, "w") as f:
         f.write("\n".join(lines))
@@ -484,7 +488,7 @@ def main():
     write_html(os.path.join(a.out, "index.html"), doc, plots, goals,
                analysis.seeds_html(seeds))
     if a.docs:
-        write_md(a.docs, doc, goals)
+        write_md(a.docs, doc, goals, analysis.seeds_md(seeds))
     log(f"report written in {time.time() - start:.0f} s: {a.out}/results.json, {a.out}/index.html"
         + (f", {a.docs}" if a.docs else ""))
     for g in goals:

@@ -70,6 +70,9 @@ EXPECTED = [
     ("thekkath-levy/null-syscall", "posix", {}),
     ("analysis/heap-overflow-breakeven", "posix", {}),
     ("analysis/swizzling-breakeven", "posix", {}),
+    ("analysis/heap-overflow-overhead", "posix", {"detection": "guard-page"}),
+    ("analysis/table5-breakeven", "cpu", {"program": "Tree"}),
+    ("analysis/table5-exceptions-over-checks", "posix", {"program": "Interactive"}),
 ]
 for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pkeys"):
     for exp in ("appel-li/trap", "appel-li/trap+prot1+unprot", "appel-li/trap+protn+unprot"):
@@ -97,6 +100,10 @@ for g in goals:
 for f in ("index.html",):
     if not os.path.exists(os.path.join(out, f)):
         err(f"no {f}")
+page = open(os.path.join(out, "index.html")).read()
+for title in ("Appel &amp; Li Table 1", "Thekkath &amp; Levy Table 2", "Thekkath &amp; Levy Table 5"):
+    if title not in page:
+        err(f"index.html lacks the seeds' table {title!r}")
 docs = os.path.join(out, "results.md")
 if not os.path.exists(docs) or "## Goals" not in open(docs).read():
     err("results.md missing or without its Goals section")
