@@ -205,6 +205,28 @@ def goals(results, quick):
                   "measured": f"{ratio:.2f}× ({b['mechanism']}{extra}: {b['median']:.0f} ns vs "
                               f"posix {base:.0f} ns){note}", "met": ratio <= 0.5})
 
+    # Thekkath & Levy: the fast return against the kernel's, a breakpoint
+    rt = {m: find(results, "thekkath-levy/round-trip", m, exception="int3")
+          for m in ("posix", "fast-signal")}
+    if all(r and r["median"] for r in rt.values()):
+        ratio = rt["fast-signal"]["median"] / rt["posix"]["median"]
+        d = median(results, "thekkath-levy/deliver-simple", "fast-signal", exception="int3")
+        ret = {m: median(results, "thekkath-levy/return", m, exception="int3")
+               for m in ("posix", "fast-signal")}
+        sc = median(results, "thekkath-levy/null-syscall", "posix")
+        where = ""
+        if d and ret["fast-signal"] and ret["posix"]:
+            where = (f"; delivery {d:.0f} ns (the kernel: exception entry, signal frame with the "
+                     f"XSAVE area, handler setup) is {100 * d / rt['fast-signal']['median']:.0f}% "
+                     f"of the fast round trip; the return fell from {ret['posix']:.0f} to "
+                     f"{ret['fast-signal']:.0f} ns and still makes one rt_sigprocmask"
+                     + (f" (a null system call: {sc:.0f} ns)" if sc else ""))
+        g.append({"goal": "fast-signal round trip ≤ 0.5× posix (thekkath-levy/round-trip, int3)",
+                  "ratio": ratio,
+                  "measured": f"{ratio:.2f}× ({rt['fast-signal']['median']:.0f} ns vs posix "
+                              f"{rt['posix']['median']:.0f} ns){where}{note}",
+                  "met": ratio <= 0.5})
+
     rows = [r for r in results if r["experiment"] == "scale/prot1+unprot"]
     sizes = sorted({r["params"]["pages"] for r in rows})
     flat = []

@@ -37,8 +37,17 @@ static void raw_handler(int sig, siginfo_t *si, void *uc)
     t_entry = bench_tsc();
     (void)sig;
     (void)si;
-    if (!bench_skip_ud2(uc) && !bench_skip_touch(uc)) signal(sig, SIG_DFL);
+    if (!bench_skip_ud2(uc) && !bench_skip_touch(uc) && !bench_is_int3(uc)) signal(sig, SIG_DFL);
     t_exit = bench_tsc();
+}
+
+static tk_action trap_handler(int sig, void *si, void *uc, void *arg)
+{
+    t_entry = bench_tsc();
+    (void)sig, (void)si, (void)arg;
+    tk_action a = bench_skip_ud2(uc) || bench_is_int3(uc) ? TK_RESUME : TK_DECLINE;
+    t_exit = bench_tsc();
+    return a;
 }
 
 static tk_action tk_handler(const tk_fault *f, void *arg)
@@ -80,6 +89,12 @@ static void do_ud2(volatile void *p)
     bench_ud2();
 }
 
+static void do_int3(volatile void *p)
+{
+    (void)p;
+    bench_int3();
+}
+
 static void install_raw(int sig, struct sigaction *saved)
 {
     struct sigaction sa;
@@ -99,22 +114,46 @@ int main(int argc, char **argv)
     bench_progress("thekkath-levy: exception delivery and return (TSC at %.3f GHz)",
                    bench_tsc_per_ns());
 
-    /* simple exception: posix only (trapkit handles memory faults) */
-    struct split simple;
-    memset(&simple, 0, sizeof simple);
-    struct sigaction saved_ill;
-    install_raw(SIGILL, &saved_ill);
-    for (int r = -1; r < o.reps; r++) {
-        struct split tmp;
-        memset(&tmp, 0, sizeof tmp);
-        measure(r < 0 ? &tmp : &simple, do_ud2, NULL, iters);
-    }
-    sigaction(SIGILL, &saved_ill, NULL);
+    /* simple exceptions: a breakpoint and an illegal instruction, by a
+     * plain sigaction handler and by tk_trap_install with the fast return */
+    unsigned fast_default = tk_fast_paths_available();
+    struct simple_kind {
+        const char *name;
+        int sig;
+        void (*raise_it)(volatile void *);
+    } kinds[] = {{"int3", SIGTRAP, do_int3}, {"ud2", SIGILL, do_ud2}};
+    enum { NK = 2 };
+    struct split simple[NK][2];
+    memset(simple, 0, sizeof simple);
+    for (int r = -1; r < o.reps; r++)
+        for (int k = 0; k < NK; k++)
+            for (int fast = 0; fast < 2; fast++) {
+                struct sigaction saved;
+                if (fast) {
+                    sigaction(kinds[k].sig, NULL, &saved);
+                    tk_set_fast_paths(fast_default);
+                    tk_trap_install(kinds[k].sig, trap_handler, NULL);
+                } else {
+                    install_raw(kinds[k].sig, &saved);
+                }
+                struct split tmp;
+                memset(&tmp, 0, sizeof tmp);
+                measure(r < 0 ? &tmp : &simple[k][fast], kinds[k].raise_it, NULL, iters);
+                if (fast)
+                    tk_trap_remove(kinds[k].sig);
+                else
+                    sigaction(kinds[k].sig, &saved, NULL);
+            }
 
     /* write protection: posix by hand, and trapkit's regions */
-    const char *ids[] = {"posix", "trapkit-posix", "uffd-sigbus", "pkeys"};
-    enum tk_mech tks[] = {TK_MECH_AUTO, TK_MECH_POSIX, TK_MECH_UFFD_SIGBUS, TK_MECH_PKEYS};
-    enum { NM = 4 };
+    /* trapkit-posix: trapkit's dispatch with the fast paths off (the
+     * kernel's return); fast-signal: the same region with them on; the
+     * other mechanisms as a user gets them (fast paths on). */
+    const char *ids[] = {"posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "pkeys"};
+    enum tk_mech tks[] = {TK_MECH_AUTO, TK_MECH_POSIX, TK_MECH_POSIX, TK_MECH_UFFD_SIGBUS,
+                          TK_MECH_PKEYS};
+    bool fast_on[] = {false, false, true, true, true};
+    enum { NM = 5 };
     struct split wp[NM];
     memset(wp, 0, sizeof wp);
     char *pages[NM] = {0};
@@ -141,6 +180,7 @@ int main(int argc, char **argv)
             if (reasons[i]) continue;
             struct sigaction saved;
             if (tks[i] == TK_MECH_AUTO) install_raw(SIGSEGV, &saved);
+            tk_set_fast_paths(fast_on[i] ? fast_default : 0);
             struct split tmp;
             memset(&tmp, 0, sizeof tmp);
             measure(r < 0 ? &tmp : &wp[i], bench_touch, pages[i], iters);
@@ -152,9 +192,22 @@ int main(int argc, char **argv)
     const char *E_SUB = "thekkath-levy/deliver-subpage";
     const char *E_RET = "thekkath-levy/return";
     const char *E_ROUND = "thekkath-levy/round-trip";
-    bench_emit(E_SIMPLE, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.deliver);
-    bench_emit(E_RET, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.ret);
-    bench_emit(E_ROUND, "posix", "\"exception\": \"ud2\"", "time", "ns", &simple.round);
+    const char *simple_ids[2] = {"posix", "fast-signal"};
+    for (int k = 0; k < NK; k++)
+        for (int fast = 0; fast < 2; fast++) {
+            char p[64];
+            snprintf(p, sizeof p, "\"exception\": \"%s\"", kinds[k].name);
+            if (fast && !(fast_default & TK_FAST_RETURN)) {
+                const char *why = "the fast return is not possible here (shadow stack)";
+                bench_emit_null(E_SIMPLE, simple_ids[fast], p, "time", "ns", why);
+                bench_emit_null(E_RET, simple_ids[fast], p, "time", "ns", why);
+                bench_emit_null(E_ROUND, simple_ids[fast], p, "time", "ns", why);
+                continue;
+            }
+            bench_emit(E_SIMPLE, simple_ids[fast], p, "time", "ns", &simple[k][fast].deliver);
+            bench_emit(E_RET, simple_ids[fast], p, "time", "ns", &simple[k][fast].ret);
+            bench_emit(E_ROUND, simple_ids[fast], p, "time", "ns", &simple[k][fast].round);
+        }
     for (int i = 0; i < NM; i++) {
         const char *p = "\"exception\": \"write-protection\"";
         if (reasons[i]) {

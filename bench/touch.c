@@ -19,3 +19,13 @@ __asm__(".text\n"
         "bench_ud2_resume:\n"
         "    ret\n"
         ".size bench_ud2, . - bench_ud2\n");
+
+__asm__(".text\n"
+        ".globl bench_int3\n"
+        ".type bench_int3, @function\n"
+        "bench_int3:\n"
+        "    int3\n"
+        ".globl bench_int3_resume\n"
+        "bench_int3_resume:\n"
+        "    ret\n"
+        ".size bench_int3, . - bench_int3\n");

@@ -36,4 +36,15 @@ static inline bool bench_skip_ud2(void *ucv)
     return true;
 }
 
+/* bench_int3() raises SIGTRAP with a breakpoint; the kernel reports the PC
+ * after the int3 (bench_int3_resume), so resuming needs no change. */
+void bench_int3(void);
+extern char bench_int3_resume[];
+
+static inline bool bench_is_int3(void *ucv)
+{
+    ucontext_t *uc = ucv;
+    return (char *)uc->uc_mcontext.gregs[REG_RIP] == (char *)bench_int3_resume;
+}
+
 #endif

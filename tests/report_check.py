@@ -63,7 +63,10 @@ def has(exp, mech=None, **params):
 EXPECTED = [
     ("appel-li/add", "cpu", {}), ("machine/cycle", "cpu", {}),
     ("appel-li/map2", "trapkit", {}), ("appel-li/pagesize", "trapkit", {}),
-    ("thekkath-levy/deliver-simple", "posix", {}),
+    ("thekkath-levy/deliver-simple", "posix", {"exception": "int3"}),
+    ("thekkath-levy/deliver-simple", "fast-signal", {"exception": "ud2"}),
+    ("thekkath-levy/round-trip", "fast-signal", {"exception": "int3"}),
+    ("thekkath-levy/return", "fast-signal", {"exception": "write-protection"}),
     ("thekkath-levy/deliver-subpage", None, {}),
     ("thekkath-levy/return", "posix", {}),
     ("thekkath-levy/round-trip", "uffd-sigbus", {}), ("thekkath-levy/deliver-wp", "pkeys", {}),
@@ -91,8 +94,8 @@ for exp, mech, params in EXPECTED:
         err(f"missing figure: {exp} {mech or ''} {params or ''}")
 
 goals = doc.get("goals", [])
-if len(goals) != 3:
-    err(f"expected 3 goals, found {len(goals)}")
+if len(goals) != 4:
+    err(f"expected 4 goals, found {len(goals)}")
 for g in goals:
     if not {"goal", "measured", "met", "ratio"} <= set(g):
         err(f"goal without goal/measured/met/ratio: {g}")

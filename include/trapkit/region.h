@@ -77,6 +77,10 @@ enum tk_access { TK_ACCESS_UNKNOWN = 0, TK_ACCESS_READ, TK_ACCESS_WRITE, TK_ACCE
     0x1 /* the page already allows this access (another thread                                     \
            resolved the same fault first): returning TK_RESUME                                     \
            retries the access and it will succeed */
+#define TK_FAULT_AMPLIFIED                                                                         \
+    0x4 /* TK_REGION_EAGER: trapkit already opened the page for this                               \
+           access (read-only for a read of an inaccessible page,                                   \
+           read-write otherwise) */
 #define TK_FAULT_THREAD                                                                            \
     0x2 /* running on trapkit's uffd handler thread, not in the                                    \
            faulting thread: pc and ucontext are NULL */
@@ -113,6 +117,13 @@ typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
 #define TK_REGION_MAP2                                                                             \
     0x2 /* back the region by a memfd so tk_map2() can make                                        \
            second views (requires addr == NULL) */
+
+#define TK_REGION_EAGER                                                                            \
+    0x4 /* eager amplification (trapkit/fast.h): before the handler runs,                          \
+           the faulting page is opened for the access (a read of an                                \
+           inaccessible page makes it read-only, anything else read-write;                         \
+           on pkeys regions the whole region, for the faulting thread).                            \
+           A handler that declines gets the old protection back. */
 
 typedef struct tk_region_config {
     void *addr;               /* an existing private anonymous mapping to manage, page

@@ -15,5 +15,6 @@
 #include <trapkit/error.h>
 #include <trapkit/region.h>
 #include <trapkit/probe.h>
+#include <trapkit/fast.h>
 
 #endif

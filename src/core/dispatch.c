@@ -14,6 +14,14 @@
  * trapkit's own handler at more than TK_MAX_NESTING levels is passed on, so a
  * handler that faults on its own protected page crashes instead of recursing
  * forever.
+ *
+ * Resuming: with TK_FAST_RETURN, a fault that resumes goes back to the
+ * faulting instruction through tk__arch_resume (no rt_sigreturn) when the
+ * kernel called on_fault directly - its return address is the signal
+ * trampoline (sa_restorer) the kernel was given - and the context allows
+ * it.  A fault inside a handler is handled the same way, one level deeper:
+ * the nested fault returns fast to the handler, and the handler to the
+ * program.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -24,11 +32,13 @@
 
 #include "arch/context.h"
 #include "core/region_impl.h"
+#include "trapkit/fast.h"
 
 #define TK_MAX_NESTING 4
 #define TK_STACK_OVERFLOW_WINDOW (64 * 1024)
 
 static struct sigaction old_segv, old_bus;
+void *tk__kernel_restorer; /* the trampoline the kernel returns handlers to */
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_result;
 static __thread int nesting __attribute__((tls_model("initial-exec")));
@@ -75,6 +85,27 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
 
     if (!r->rg_handler) return (flags & TK_FAULT_RESOLVED) ? TK_RESUME : TK_DECLINE;
 
+    /* pkeys rights changed from here on are the interrupted code's */
+    void *outer_uc = fault_uc;
+    if (ucontext) fault_uc = ucontext;
+
+    /* Eager amplification: open the page for this access first. */
+    int eager_from = -1, eager_to = 0;
+    if ((r->rg_flags & TK_REGION_EAGER) && !(flags & TK_FAULT_RESOLVED) &&
+        access != TK_ACCESS_EXEC) {
+        eager_from = st & PS_PROT_MASK;
+        eager_to =
+            access == TK_ACCESS_READ && eager_from == TK_PROT_NONE ? TK_PROT_READ : TK_PROT_RW;
+        if (r->rg_mech == TK_MECH_PKEYS) eager_from = tk__pkeys_protection(r);
+        if (tk_fast_paths() & TK_FAST_EAGER) {
+            if (tk_protect(r, (void *)(r->rg_start + (page << r->rg_shift)),
+                           r->rg_mech == TK_MECH_PKEYS ? r->rg_len : r->rg_page, eager_to) == 0)
+                flags |= TK_FAULT_AMPLIFIED;
+            else
+                eager_from = -1;
+        }
+    }
+
     tk_fault f = {
         .addr = (void *)addr,
         .page = (void *)(r->rg_start + (page << r->rg_shift)),
@@ -85,17 +116,30 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
         .mech = via,
         .ucontext = ucontext,
     };
-    void *outer_uc = fault_uc;
-    if (ucontext) fault_uc = ucontext;
     tk_action act = r->rg_handler(&f, r->rg_arg);
+    if (eager_from >= 0) {
+        void *pg = (void *)(r->rg_start + (page << r->rg_shift));
+        size_t len = r->rg_mech == TK_MECH_PKEYS ? r->rg_len : r->rg_page;
+        if (act == TK_DECLINE && (flags & TK_FAULT_AMPLIFIED)) {
+            /* not ours after all: the retry must fault as before */
+            (void)tk_protect(r, pg, len, eager_from);
+        } else if (act == TK_RESUME && !(flags & TK_FAULT_AMPLIFIED)) {
+            /* eager amplification switched off: open the page now, unless
+             * the handler already set a protection that allows the access */
+            int now = r->rg_mech == TK_MECH_PKEYS
+                          ? tk__pkeys_protection(r)
+                          : (atomic_load(&r->rg_state[page]) & PS_PROT_MASK);
+            if (now == eager_from) (void)tk_protect(r, pg, len, eager_to);
+        }
+    }
     fault_uc = outer_uc;
     return act;
 }
 
-/* Passes a signal on to what was installed before trapkit.  [signal-safe] */
-static void chain(int sig, siginfo_t *si, void *uc)
+/* Passes a signal on to old, what was installed before trapkit.
+ * [signal-safe] */
+void tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc)
 {
-    const struct sigaction *old = sig == SIGBUS ? &old_bus : &old_segv;
     if (old->sa_flags & SA_SIGINFO) {
         old->sa_sigaction(sig, si, uc);
         return;
@@ -104,7 +148,10 @@ static void chain(int sig, siginfo_t *si, void *uc)
         old->sa_handler(sig);
         return;
     }
-    bool sent = si->si_code <= 0; /* kill(), tgkill(), sigqueue(): not a fault */
+    /* kill(), tgkill(), sigqueue(), or a trap whose instruction does not
+     * trap again when re-executed (int3 and single-step leave the PC after
+     * it): re-raised instead */
+    bool sent = si->si_code <= 0 || sig == SIGTRAP;
     if (old->sa_handler == SIG_IGN && sent) return;
     /* The default action: reset, and let the instruction fault again (or
      * re-raise a sent signal, delivered when this handler returns). */
@@ -127,6 +174,11 @@ static bool is_stack_overflow(uintptr_t addr, void *uc)
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
+    /* Delivered by the kernel itself (not called by a handler that chains
+     * to ours), so the thread's signal mask is the interrupted code's. */
+    bool direct = TK_DELIVERED_BY_KERNEL();
+    uint64_t entry_mask;
+    memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
     uintptr_t addr = (uintptr_t)si->si_addr;
     bool fault = si->si_code > 0;
 
@@ -169,10 +221,11 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         nesting--;
         if (act == TK_RESUME) {
             errno = saved_errno;
+            if (direct) tk__fast_return(uc, &entry_mask);
             return;
         }
     }
-    chain(sig, si, uc);
+    tk__chain(sig == SIGBUS ? &old_bus : &old_segv, sig, si, uc);
     errno = saved_errno;
 }
 
@@ -183,9 +236,15 @@ static void install(void)
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
     sigemptyset(&sa.sa_mask);
+    tk__fast_init();
     if (sigaction(SIGSEGV, &sa, &old_segv) < 0 || sigaction(SIGBUS, &sa, &old_bus) < 0) {
         install_result = tk__failf(-errno, "tk_init: sigaction failed: %s", strerror(errno));
+        return;
     }
+    /* glibc passes the kernel its own signal trampoline and reports it back */
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && cur.sa_sigaction == on_fault)
+        tk__kernel_restorer = (void *)cur.sa_restorer;
 }
 
 int tk__install_handlers(void)

@@ -28,6 +28,7 @@
 #define TK_CORE_REGION_IMPL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 
 #include "core/internal.h"
@@ -93,6 +94,25 @@ void tk__table_retire(struct tk_region *r);
 
 /* ---- dispatch (core/dispatch.c) ---------------------------------------- */
 int tk__install_handlers(void);
+/* Reads TRAPKIT_FAST once (core/fast.c). */
+void tk__fast_init(void);
+
+/* ---- returning from trapkit's signal handlers (core/fast.c) -------------
+ * tk__kernel_restorer is the signal trampoline glibc gives the kernel; a
+ * handler whose return address is it was called by the kernel, not by
+ * another handler chaining to it, so the thread's signal mask is the
+ * interrupted code's (SA_NODEFER, empty sa_mask).  Use the macro in the
+ * handler function itself. */
+extern void *tk__kernel_restorer;
+#define TK_DELIVERED_BY_KERNEL()                                                                   \
+    (tk__kernel_restorer && __builtin_return_address(0) == tk__kernel_restorer)
+/* Resumes uc without rt_sigreturn if TK_FAST_RETURN is on and the context
+ * allows it (entry_mask: uc_sigmask's first 8 bytes at handler entry);
+ * returns if not.  [signal-safe] */
+struct sigaction;
+void tk__fast_return(void *uc, const uint64_t *entry_mask);
+/* Passes a signal on to the disposition old, or the default action. */
+void tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc);
 /* Handles a fault at addr in r (reader section held).  ucontext is NULL on
  * the uffd handler thread.  Returns TK_RESUME or TK_DECLINE. [signal-safe] */
 tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *pc,
@@ -103,6 +123,10 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
  * created on first use.  Returns the fd or a negative errno (tk_last_error
  * set). */
 int tk__uffd_for(enum tk_mech m);
+/* True on the uffd handler thread while it runs a region's handler: lifting
+ * write protection then does not wake the faulting thread, which resumes
+ * when the handler has returned. */
+extern __thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
 
 /* The ucontext of the fault this thread's trapkit handler is handling, or
  * NULL outside one. [signal-safe] */

@@ -75,7 +75,7 @@ static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, s
                                  "pages needs a page-table mechanism (uffd-sigbus or uffd-thread)");
     }
     if (!err && wp && !to.wp && (force || from.wp))
-        err = tk__uffd_wp(r->rg_uffd, addr, len, false, false);
+        err = tk__uffd_wp(r->rg_uffd, addr, len, false, tk__uffd_serving);
     if (err) return tk__fail(err, "tk_protect: the system call changing the protection failed");
     return 0;
 }

@@ -65,7 +65,7 @@ static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
 {
     size_t hw = hw_page();
     if (!cfg) return tk__fail(-EINVAL, "tk_region_create: config is NULL");
-    if (cfg->flags & ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2))
+    if (cfg->flags & ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2 | TK_REGION_EAGER))
         return tk__failf(-EINVAL, "tk_region_create: unknown flags 0x%x", cfg->flags);
     size_t ps = cfg->page_size ? cfg->page_size : hw;
     if (ps < hw || (ps & (ps - 1)) != 0)

@@ -56,4 +56,15 @@ static inline void tk__wrpkru(uint32_t v)
  * frame has room for it, or NULL.  [signal-safe] */
 uint32_t *tk__ctx_pkru(void *uc);
 
+/* Resuming the interrupted code without rt_sigreturn (arch/x86_64/resume.c).
+ * tk__arch_can_resume: whether the context allows it, given the first 8
+ * bytes of uc_sigmask as they were when the handler was entered.
+ * tk__arch_resume does not return.  [signal-safe] */
+#include <stdbool.h>
+bool tk__arch_can_resume(void *uc, const void *entry_mask);
+void tk__arch_resume(void *uc) __attribute__((noreturn));
+/* Whether returning without the kernel can work in this process at all (no
+ * shadow stack enforced, XSAVE-format frames).  Not signal-safe. */
+bool tk__arch_can_fast_return(void);
+
 #endif

@@ -14,19 +14,9 @@
 #include <string.h>
 
 #include "arch/context.h"
+#include "arch/x86_64/xsave.h"
 
-#ifndef FP_XSTATE_MAGIC1
-#define FP_XSTATE_MAGIC1 0x46505853u
-#endif
 #define XFEATURE_PKRU 9
-
-struct sw_bytes {
-    uint32_t magic1;
-    uint32_t extended_size;
-    uint64_t xfeatures;
-    uint32_t xstate_size;
-    uint32_t padding[7];
-};
 
 /* Offset of the PKRU component in the standard format: CPUID.(0xD, 9).EBX.
  * 0 = not known yet, UINT32_MAX = none. */
@@ -51,7 +41,7 @@ uint32_t *tk__ctx_pkru(void *ucv)
     ucontext_t *uc = ucv;
     unsigned char *fx = (unsigned char *)uc->uc_mcontext.fpregs;
     if (!fx) return NULL;
-    struct sw_bytes sw;
+    struct tk_xsave_sw sw;
     memcpy(&sw, fx + 464, sizeof sw);
     if (sw.magic1 != FP_XSTATE_MAGIC1 || !(sw.xfeatures & (1ull << XFEATURE_PKRU))) return NULL;
     uint32_t off = find_pkru_offset();

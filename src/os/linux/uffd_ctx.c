@@ -52,6 +52,8 @@ void tk__atfork_once(void)
     pthread_once(&atfork_once, register_atfork);
 }
 
+__thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
+
 /* Handles one userfaultfd event on the handler thread. */
 static void serve(int fd, const struct uffd_msg *msg)
 {
@@ -69,8 +71,10 @@ static void serve(int fd, const struct uffd_msg *msg)
         tk__table_leave();
         return;
     }
+    tk__uffd_serving = true;
     tk_action act = tk__handle_fault(r, addr, TK_ACCESS_WRITE, NULL, NULL, TK_MECH_UFFD_THREAD,
                                      TK_FAULT_THREAD);
+    tk__uffd_serving = false;
     if (act == TK_RESUME) {
         tk__uffd_wake(fd, (void *)hwpage, hw);
     } else {

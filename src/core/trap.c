@@ -1,0 +1,98 @@
+/* src/core/trap.c - user-level handlers for SIGTRAP, SIGILL and SIGFPE with
+ * trapkit's delivery and fast return (trapkit/fast.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/region_impl.h"
+#include "trapkit/fast.h"
+
+struct trap_slot {
+    _Atomic(tk_trap_handler) handler;
+    _Atomic(void *) arg;
+    struct sigaction old;
+    bool installed;
+};
+
+static struct trap_slot slots[3];
+static pthread_mutex_t trap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct trap_slot *slot_of(int sig)
+{
+    switch (sig) {
+    case SIGTRAP:
+        return &slots[0];
+    case SIGILL:
+        return &slots[1];
+    case SIGFPE:
+        return &slots[2];
+    default:
+        return NULL;
+    }
+}
+
+/* The handler for the three signals.  [signal-safe] */
+static void on_trap(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    bool direct = TK_DELIVERED_BY_KERNEL();
+    uint64_t entry_mask;
+    memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
+    struct trap_slot *s = slot_of(sig);
+    tk_trap_handler h = s ? atomic_load(&s->handler) : NULL;
+    if (h && h(sig, si, uc, atomic_load(&s->arg)) == TK_RESUME) {
+        errno = saved_errno;
+        if (direct) tk__fast_return(uc, &entry_mask);
+        return;
+    }
+    if (s) tk__chain(&s->old, sig, si, uc);
+    errno = saved_errno;
+}
+
+int tk_trap_install(int sig, tk_trap_handler h, void *arg)
+{
+    struct trap_slot *s = slot_of(sig);
+    if (!s || !h)
+        return tk__fail(-EINVAL, "tk_trap_install: the signal must be SIGTRAP, SIGILL or SIGFPE "
+                                 "and the handler not NULL (page faults go to regions)");
+    int err = tk__install_handlers(); /* learns the kernel's trampoline */
+    if (err) return err;
+    pthread_mutex_lock(&trap_lock);
+    atomic_store(&s->arg, arg);
+    atomic_store(&s->handler, h);
+    if (!s->installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_trap;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sig, &sa, &s->old) < 0) {
+            err = tk__fail(-errno, "tk_trap_install: sigaction failed");
+            atomic_store(&s->handler, NULL);
+        } else {
+            s->installed = true;
+        }
+    }
+    pthread_mutex_unlock(&trap_lock);
+    return err;
+}
+
+int tk_trap_remove(int sig)
+{
+    struct trap_slot *s = slot_of(sig);
+    if (!s)
+        return tk__fail(-EINVAL, "tk_trap_remove: the signal must be SIGTRAP, SIGILL or SIGFPE");
+    pthread_mutex_lock(&trap_lock);
+    int err = 0;
+    if (s->installed) {
+        if (sigaction(sig, &s->old, NULL) < 0)
+            err = tk__fail(-errno, "tk_trap_remove: sigaction failed");
+        else
+            s->installed = false;
+    }
+    atomic_store(&s->handler, NULL);
+    pthread_mutex_unlock(&trap_lock);
+    return err;
+}
