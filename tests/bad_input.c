@@ -36,9 +36,11 @@ int main(void)
     c = (tk_region_config){.len = ps + 1};
     EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "multiple of the logical page size");
     c = (tk_region_config){.len = 4 * ps, .page_size = 3 * ps};
-    EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "power-of-two");
-    c = (tk_region_config){.len = 4 * ps, .page_size = ps / 2};
-    EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "power-of-two");
+    EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "not a power of two");
+    c = (tk_region_config){.len = 4 * ps, .page_size = 48};
+    EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "not a power of two from 64 bytes");
+    c = (tk_region_config){.len = 4 * ps, .page_size = ps / 2, .mech = TK_MECH_UFFD_THREAD};
+    EXPECT_FAIL(tk_region_create(&c, &r), -EOPNOTSUPP, "cannot express sub-page protection");
     c = (tk_region_config){.len = 4 * ps, .flags = 0x80};
     EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "unknown flags");
     c = (tk_region_config){.len = 4 * ps, .mech = (enum tk_mech)99};

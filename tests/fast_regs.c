@@ -348,10 +348,7 @@ __asm__(".text\n"
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return tk_test_xorshift(&rng);
 }
 
 static tk_region *ra, *rb;

@@ -50,6 +50,15 @@ tk_region *tk_test_region(enum tk_mech m, size_t npages, unsigned flags, tk_faul
 
 size_t tk_test_page(void);
 
+/* A xorshift64 step: reproducible pseudo-random test data. */
+static inline uint64_t tk_test_xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 /* The usual end of a test handler: open the faulting logical page and resume
  * (decline if that fails). */
 static inline tk_action tk_test_open(const tk_fault *f)

@@ -27,10 +27,21 @@
  *                    after it returns TK_RESUME.
  *   TK_FAST_SUBPAGE  Sub-page regions (tk_region_config.page_size below the
  *                    hardware page) complete an access to an unprotected
- *                    sub-page by emulating the instruction when it is one
- *                    trapkit decodes.  Off, or for an instruction it does
- *                    not decode: the page is opened and the instruction is
- *                    single-stepped with the trap flag.
+ *                    sub-page of a protected hardware page by emulating the
+ *                    instruction through a second view of the memory, when
+ *                    it is one trapkit decodes (scalar and SSE moves,
+ *                    arithmetic, atomics, REP MOVS/STOS/LODS; not VEX/EVEX,
+ *                    so not glibc's AVX memcpy): no system call, and other
+ *                    threads never see the page open.  Off, or for an
+ *                    instruction it does not decode: the hardware page is
+ *                    opened, the instruction single-stepped with the trap
+ *                    flag and the page closed in the SIGTRAP after it;
+ *                    meanwhile other threads can read and write every
+ *                    sub-page of that hardware page.  Either way an access
+ *                    touching a protected sub-page reaches the region's
+ *                    handler at its first protected byte (for an
+ *                    instruction not decoded, only the fault address is
+ *                    checked).  See src/vm/subpage.c.
  *
  * All are on by default where the machine supports them.  The
  * TRAPKIT_FAST environment variable, read by tk_init() and region
@@ -90,7 +101,9 @@ typedef tk_action (*tk_trap_handler)(int sig, void *siginfo, void *ucontext, voi
  * tk_trap_install for it.  Returns 0, or -EINVAL (another signal; SIGSEGV
  * and SIGBUS belong to regions).  Not async-signal-safe. */
 int tk_trap_install(int sig, tk_trap_handler h, void *arg);
-/* Restores the disposition that was in place before tk_trap_install. */
+/* Removes the handler: the signal goes to the disposition that was in
+ * place before tk_trap_install (restored, unless trapkit itself still needs
+ * SIGTRAP for sub-page regions, in which case it passes the signal on). */
 int tk_trap_remove(int sig);
 
 #ifdef __cplusplus

@@ -134,7 +134,12 @@ typedef struct tk_region_config {
     enum tk_mech mech;        /* TK_MECH_AUTO, or force one */
     size_t page_size;         /* logical page size (PAGESIZE): 0 = the hardware page, else a
                                  power-of-two multiple of it; protections, faults and DIRTY
-                                 work in these units */
+                                 work in these units.  A power of two from 64 bytes up to
+                                 half the hardware page makes a sub-page region (Thekkath &
+                                 Levy 3.2.4; see trapkit/fast.h, TK_FAST_SUBPAGE): addr must
+                                 be NULL (trapkit maps it on a memfd, so like MAP2 memory it
+                                 stays shared with children after fork), len a multiple of
+                                 the hardware page, mechanism posix, no TK_REGION_DIRTY */
     unsigned flags;           /* TK_REGION_* */
 } tk_region_config;
 

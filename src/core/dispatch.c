@@ -188,7 +188,10 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         struct tk_region *r = tk__table_find(addr);
         tk_action act = TK_DECLINE;
         if (r) {
-            if (sig == SIGSEGV && (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR)) {
+            if (sig == SIGSEGV && si->si_code == SEGV_ACCERR && r->rg_subpage) {
+                act = tk__subpage_fault(r, addr, TK_CTX_ACCESS(uc), uc);
+            } else if (sig == SIGSEGV &&
+                       (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR)) {
                 act = tk__handle_fault(r, addr, TK_CTX_ACCESS(uc), TK_CTX_PC(uc), uc,
                                        r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS : TK_MECH_POSIX,
                                        0);

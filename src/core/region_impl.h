@@ -56,6 +56,8 @@ struct tk_region {
     bool rg_trap_dirty;            /* DIRTY by write traps (PS_TRACK), not by the kernel */
     int rg_memfd;                  /* TK_REGION_MAP2: the backing memfd, else -1 */
     int rg_pkey;                   /* pkeys regions: the region's protection key, else -1 */
+    bool rg_subpage;               /* logical page smaller than the hardware page (vm/subpage.c) */
+    unsigned char *rg_alias;       /* sub-page regions: a read-write view of the memfd */
     int rg_uffd;                   /* the userfaultfd the range is registered with, -1, or
                                       TK_UFFD_LOST_IN_FORK in a child of fork() */
     _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */
@@ -94,6 +96,18 @@ void tk__table_retire(struct tk_region *r);
 
 /* ---- dispatch (core/dispatch.c) ---------------------------------------- */
 int tk__install_handlers(void);
+/* ---- sub-page regions (vm/subpage.c) ---------------------------------- */
+#define TK_SUBPAGE_MIN 64 /* the smallest logical page */
+int tk__subpage_protect(struct tk_region *r, size_t first, size_t n, int prot); /* [signal-safe] */
+int tk__subpage_apply(struct tk_region *r, size_t first, size_t n);             /* [signal-safe] */
+/* A SIGSEGV in a sub-page region.  [signal-safe] */
+tk_action tk__subpage_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *uc);
+/* The SIGTRAP after a single-stepped instruction: re-protects and clears
+ * the trap flag; false if this thread was not stepping.  [signal-safe] */
+bool tk__subpage_step_done(void *uc);
+/* Makes sure trapkit handles SIGTRAP (core/trap.c).  Not signal-safe. */
+int tk__trap_claim(int sig);
+
 /* Reads TRAPKIT_FAST once (core/fast.c). */
 void tk__fast_init(void);
 

@@ -14,6 +14,7 @@ struct trap_slot {
     _Atomic(void *) arg;
     struct sigaction old;
     bool installed;
+    bool claimed; /* trapkit itself needs it (sub-page single-steps) */
 };
 
 static struct trap_slot slots[3];
@@ -40,6 +41,11 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
     bool direct = TK_DELIVERED_BY_KERNEL();
     uint64_t entry_mask;
     memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
+    if (sig == SIGTRAP && tk__subpage_step_done(uc)) {
+        errno = saved_errno;
+        if (direct) tk__fast_return(uc, &entry_mask);
+        return;
+    }
     struct trap_slot *s = slot_of(sig);
     tk_trap_handler h = s ? atomic_load(&s->handler) : NULL;
     if (h && h(sig, si, uc, atomic_load(&s->arg)) == TK_RESUME) {
@@ -51,6 +57,24 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
     errno = saved_errno;
 }
 
+/* Installs on_trap for s's signal; trap_lock held. */
+static int install_slot(struct trap_slot *s, int sig)
+{
+    int err = 0;
+    if (!s->installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_trap;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sig, &sa, &s->old) < 0)
+            err = tk__fail(-errno, "tk_trap_install: sigaction failed");
+        else
+            s->installed = true;
+    }
+    return err;
+}
+
 int tk_trap_install(int sig, tk_trap_handler h, void *arg)
 {
     struct trap_slot *s = slot_of(sig);
@@ -60,21 +84,21 @@ int tk_trap_install(int sig, tk_trap_handler h, void *arg)
     int err = tk__install_handlers(); /* learns the kernel's trampoline */
     if (err) return err;
     pthread_mutex_lock(&trap_lock);
-    atomic_store(&s->arg, arg);
-    atomic_store(&s->handler, h);
-    if (!s->installed) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_trap;
-        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(sig, &sa, &s->old) < 0) {
-            err = tk__fail(-errno, "tk_trap_install: sigaction failed");
-            atomic_store(&s->handler, NULL);
-        } else {
-            s->installed = true;
-        }
+    err = install_slot(s, sig);
+    if (!err) {
+        atomic_store(&s->arg, arg);
+        atomic_store(&s->handler, h);
     }
+    pthread_mutex_unlock(&trap_lock);
+    return err;
+}
+
+int tk__trap_claim(int sig)
+{
+    struct trap_slot *s = slot_of(sig);
+    pthread_mutex_lock(&trap_lock);
+    int err = install_slot(s, sig);
+    if (!err) s->claimed = true;
     pthread_mutex_unlock(&trap_lock);
     return err;
 }
@@ -86,7 +110,7 @@ int tk_trap_remove(int sig)
         return tk__fail(-EINVAL, "tk_trap_remove: the signal must be SIGTRAP, SIGILL or SIGFPE");
     pthread_mutex_lock(&trap_lock);
     int err = 0;
-    if (s->installed) {
+    if (s->installed && !s->claimed) {
         if (sigaction(sig, &s->old, NULL) < 0)
             err = tk__fail(-errno, "tk_trap_remove: sigaction failed");
         else

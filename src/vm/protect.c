@@ -83,6 +83,7 @@ static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, s
 /* [signal-safe] */
 int tk__apply(struct tk_region *r, size_t first, size_t n)
 {
+    if (r->rg_subpage) return tk__subpage_apply(r, first, n);
     size_t run = first;
     struct hw cur = hw_of(r, atomic_load(&r->rg_state[first]));
     for (size_t i = first + 1; i <= first + n; i++) {
@@ -142,6 +143,7 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
     if (prot != TK_PROT_NONE && prot != TK_PROT_READ && prot != TK_PROT_RW)
         return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, TK_PROT_READ or "
                                  "TK_PROT_RW");
+    if (r->rg_subpage) return tk__subpage_protect(r, first, n, prot);
     bool held = tk__hw_lock(r);
 
     /* Swap each page's state; flush a run whenever the next page's state

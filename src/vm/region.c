@@ -68,12 +68,30 @@ static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
     if (cfg->flags & ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2 | TK_REGION_EAGER))
         return tk__failf(-EINVAL, "tk_region_create: unknown flags 0x%x", cfg->flags);
     size_t ps = cfg->page_size ? cfg->page_size : hw;
-    if (ps < hw || (ps & (ps - 1)) != 0)
+    if (ps < TK_SUBPAGE_MIN || (ps & (ps - 1)) != 0)
         return tk__failf(-EINVAL,
-                         "tk_region_create: logical page size %zu is not a power-of-two "
-                         "multiple of the hardware page (%zu); sub-page sizes come with the "
-                         "fast-path module",
-                         ps, hw);
+                         "tk_region_create: logical page size %zu is not a power of two from %d "
+                         "bytes up (sub-pages below the hardware page of %zu, or multiples of it)",
+                         ps, TK_SUBPAGE_MIN, hw);
+    if (ps < hw) {
+        if (cfg->addr)
+            return tk__fail(-EINVAL, "tk_region_create: sub-page regions need addr == NULL "
+                                     "(trapkit maps them on a memfd, to reach protected "
+                                     "sub-pages through a second view)");
+        if (cfg->flags & TK_REGION_DIRTY)
+            return tk__fail(-EOPNOTSUPP, "tk_region_create: DIRTY tracking works in hardware "
+                                         "pages; sub-page regions do not offer it");
+        if (cfg->mech != TK_MECH_AUTO && cfg->mech != TK_MECH_POSIX)
+            return tk__failf(-EOPNOTSUPP,
+                             "tk_region_create: sub-page regions use mprotect (posix); "
+                             "mechanism %s cannot express sub-page protection",
+                             tk_mech_name(cfg->mech));
+        if (cfg->len % hw)
+            return tk__failf(-EINVAL,
+                             "tk_region_create: a sub-page region's length must be a multiple "
+                             "of the hardware page (%zu)",
+                             hw);
+    }
     if (cfg->len == 0 || cfg->len % ps)
         return tk__failf(-EINVAL,
                          "tk_region_create: length %zu is not a positive multiple of "
@@ -106,7 +124,7 @@ static int map_memory(struct tk_region *r)
     size_t extra = r->rg_page > hw_page() ? r->rg_page : 0;
     int flags = MAP_NORESERVE;
     int fd = -1;
-    if (r->rg_flags & TK_REGION_MAP2) {
+    if ((r->rg_flags & TK_REGION_MAP2) || r->rg_subpage) {
         fd = tk__memfd("trapkit-region", r->rg_len);
         if (fd < 0)
             return tk__failf(fd, "tk_region_create: memfd_create failed: %s", strerror(-fd));
@@ -139,6 +157,7 @@ static int map_memory(struct tk_region *r)
 static void release(struct tk_region *r)
 {
     if (r->rg_owned && r->rg_start) munmap((void *)r->rg_start, r->rg_len);
+    if (r->rg_alias) munmap(r->rg_alias, r->rg_len);
     if (r->rg_memfd >= 0) close(r->rg_memfd);
     if (r->rg_state) munmap((void *)r->rg_state, r->rg_npages);
     if (r->rg_dirty) munmap((void *)r->rg_dirty, (r->rg_npages + 63) / 64 * 8);
@@ -155,7 +174,12 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     if (!out) return tk__fail(-EINVAL, "tk_region_create: out is NULL");
     enum tk_mech mech = TK_MECH_POSIX;
     bool forced = false;
-    if ((err = pick_mech(cfg, &mech, &forced))) return err;
+    bool subpage = page < hw_page();
+    if (subpage) {
+        if ((err = tk__trap_claim(SIGTRAP))) return err;
+    } else if ((err = pick_mech(cfg, &mech, &forced))) {
+        return err;
+    }
     if ((err = tk__install_handlers())) return err;
 
     struct tk_region *r = calloc(1, sizeof *r);
@@ -172,6 +196,7 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     r->rg_uffd = -1;
     r->rg_pkey = -1;
     r->rg_owned = cfg->addr == NULL;
+    r->rg_subpage = subpage;
     r->rg_start = (uintptr_t)cfg->addr;
 
     r->rg_state = map_state(r->rg_npages);
@@ -186,6 +211,17 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
         return err;
     }
     r->rg_end = r->rg_start + r->rg_len;
+    if (subpage) {
+        void *v = mmap(NULL, r->rg_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                       r->rg_memfd, 0);
+        if (v == MAP_FAILED) {
+            err = -errno;
+            release(r);
+            return tk__failf(err, "tk_region_create: mapping the sub-page view failed: %s",
+                             strerror(-err));
+        }
+        r->rg_alias = v;
+    }
 
     /* Register with the mechanism's userfaultfd.  When the mechanism was
      * chosen automatically and this mapping cannot be registered (a file
@@ -262,6 +298,8 @@ int tk_region_destroy(tk_region *r)
     } else {
         mprotect((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE);
     }
+    if (r->rg_alias) munmap(r->rg_alias, r->rg_len);
+    r->rg_alias = NULL;
     if (r->rg_memfd >= 0) close(r->rg_memfd);
     r->rg_memfd = -1;
     tk__pkeys_detach(r);
