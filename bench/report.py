@@ -25,11 +25,12 @@ import analysis  # noqa: E402  (bench/analysis.py: derived figures and goals)
 BENCHES = [
     ("appel_li", "Appel & Li Table 1 and threads/trap+prot1+unprot"),
     ("thekkath_levy", "Thekkath & Levy Tables 1-2: exception delivery and return"),
+    ("fast", "fast paths: sub-page delivery and completion, eager amplification"),
     ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages"),
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
 ]
 
-MECH_ORDER = ["cpu", "posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pagemap-scan",
+MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread", "pagemap-scan",
               "soft-dirty", "pkeys", "trapkit"]
 
 
@@ -282,7 +283,33 @@ def make_plots(results, seeds, outdir):
         plt.close(fig)
         plots.append(("scale.png", "PROT1 + UNPROT cost as protected pages grow"))
 
-    # 5. threads
+    # 5. Thekkath & Levy: delivery and return, stacked
+    rows = []
+    for label, exc, dexp in (("int3", "int3", "thekkath-levy/deliver-simple"),
+                             ("write-protect", "write-protection", "thekkath-levy/deliver-wp")):
+        for m in mechs_of(dexp):
+            d = med(dexp, m, exception=exc)
+            ret = med("thekkath-levy/return", m, exception=exc)
+            if d is not None and ret is not None:
+                rows.append((f"{label}\n{m}", d / 1000, ret / 1000))
+    if rows:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        xs = range(len(rows))
+        ax.bar(xs, [r[1] for r in rows], 0.6, label="delivery (kernel to handler)")
+        ax.bar(xs, [r[2] for r in rows], 0.6, bottom=[r[1] for r in rows],
+               label="return (handler to program)")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([r[0] for r in rows], fontsize=8)
+        ax.set_ylabel("µs")
+        ax.set_title("Thekkath & Levy Tables 1-2 on this machine: delivery and return")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "thekkath-levy.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("thekkath-levy.png", "Exception delivery and return, the kernel's "
+                      "return (posix, trapkit-posix) against trapkit's fast return"))
+
+    # 6. threads
     mechs = mechs_of("threads/trap+prot1+unprot")
     threads = sorted({r["params"]["threads"] for r in results
                       if r["experiment"] == "threads/trap+prot1+unprot"})
@@ -315,6 +342,7 @@ SECTIONS = [
         "thekkath-levy/deliver-subpage",
         "thekkath-levy/return",
         "thekkath-levy/round-trip", "thekkath-levy/null-syscall"]),
+    ("Fast paths", ["subpage/open-access", "eager/trap+record"]),
     ("DIRTY", ["dirty/per-page"]),
     ("Scale", ["scale/prot1+unprot"]),
     ("Threads", ["threads/trap+prot1+unprot"]),

@@ -5,7 +5,7 @@
  *   deliver-simple    "Deliver Simple Exception to Null User Handler": ud2 -> SIGILL
  *   deliver-wp        "Deliver Write Prot. Exception To Null Handler": a store to a
  *                     read-only page
- *   deliver-subpage   "Deliver Subpage Exception To Null Handler" (fast-path module)
+ *   (deliver-subpage  "Deliver Subpage Exception To Null Handler": bench/fast.c)
  *   return            "Return from Null Handler"
  *   round-trip        "Simple Exception Round-Trip Delivery and Return"
  *   null-syscall      the seed's yardstick, a null kernel call (getpid)
@@ -30,57 +30,31 @@
 #include "bench.h"
 #include "touch.h"
 
-static volatile uint64_t t_entry, t_exit;
-
 static void raw_handler(int sig, siginfo_t *si, void *uc)
 {
-    t_entry = bench_tsc();
+    bench_t_entry = bench_tsc();
     (void)sig;
     (void)si;
     if (!bench_skip_ud2(uc) && !bench_skip_touch(uc) && !bench_is_int3(uc)) signal(sig, SIG_DFL);
-    t_exit = bench_tsc();
+    bench_t_exit = bench_tsc();
 }
 
 static tk_action trap_handler(int sig, void *si, void *uc, void *arg)
 {
-    t_entry = bench_tsc();
+    bench_t_entry = bench_tsc();
     (void)sig, (void)si, (void)arg;
     tk_action a = bench_skip_ud2(uc) || bench_is_int3(uc) ? TK_RESUME : TK_DECLINE;
-    t_exit = bench_tsc();
+    bench_t_exit = bench_tsc();
     return a;
 }
 
 static tk_action tk_handler(const tk_fault *f, void *arg)
 {
-    t_entry = bench_tsc();
+    bench_t_entry = bench_tsc();
     (void)arg;
     tk_action a = bench_skip_touch(f->ucontext) ? TK_RESUME : TK_DECLINE;
-    t_exit = bench_tsc();
+    bench_t_exit = bench_tsc();
     return a;
-}
-
-struct split {
-    struct bench_fig deliver, ret, round;
-};
-
-/* Runs iters exceptions raised by raise_it(p); adds one repetition. */
-static void measure(struct split *s, void (*raise_it)(volatile void *), volatile void *p,
-                    long iters)
-{
-    double per_ns = bench_tsc_per_ns();
-    double d = 0, r = 0;
-    uint64_t t0 = bench_now_ns();
-    for (long i = 0; i < iters; i++) {
-        uint64_t before = bench_tsc();
-        raise_it(p);
-        uint64_t after = bench_tsc();
-        d += (double)(t_entry - before);
-        r += (double)(after - t_exit);
-    }
-    uint64_t t1 = bench_now_ns();
-    bench_add(&s->deliver, d / per_ns / (double)iters);
-    bench_add(&s->ret, r / per_ns / (double)iters);
-    bench_add(&s->round, (double)(t1 - t0) / (double)iters);
 }
 
 static void do_ud2(volatile void *p)
@@ -123,7 +97,7 @@ int main(int argc, char **argv)
         void (*raise_it)(volatile void *);
     } kinds[] = {{"int3", SIGTRAP, do_int3}, {"ud2", SIGILL, do_ud2}};
     enum { NK = 2 };
-    struct split simple[NK][2];
+    struct bench_split simple[NK][2];
     memset(simple, 0, sizeof simple);
     for (int r = -1; r < o.reps; r++)
         for (int k = 0; k < NK; k++)
@@ -136,9 +110,9 @@ int main(int argc, char **argv)
                 } else {
                     install_raw(kinds[k].sig, &saved);
                 }
-                struct split tmp;
+                struct bench_split tmp;
                 memset(&tmp, 0, sizeof tmp);
-                measure(r < 0 ? &tmp : &simple[k][fast], kinds[k].raise_it, NULL, iters);
+                bench_measure(r < 0 ? &tmp : &simple[k][fast], kinds[k].raise_it, NULL, iters);
                 if (fast)
                     tk_trap_remove(kinds[k].sig);
                 else
@@ -149,12 +123,14 @@ int main(int argc, char **argv)
     /* trapkit-posix: trapkit's dispatch with the fast paths off (the
      * kernel's return); fast-signal: the same region with them on; the
      * other mechanisms as a user gets them (fast paths on). */
-    const char *ids[] = {"posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "pkeys"};
-    enum tk_mech tks[] = {TK_MECH_AUTO, TK_MECH_POSIX, TK_MECH_POSIX, TK_MECH_UFFD_SIGBUS,
-                          TK_MECH_PKEYS};
-    bool fast_on[] = {false, false, true, true, true};
-    enum { NM = 5 };
-    struct split wp[NM];
+    const char *ids[] = {"posix",       "trapkit-posix", "fast-signal",
+                         "uffd-sigbus", "pkeys",         "fast-signal"};
+    enum tk_mech tks[] = {TK_MECH_AUTO,        TK_MECH_POSIX, TK_MECH_POSIX,
+                          TK_MECH_UFFD_SIGBUS, TK_MECH_PKEYS, TK_MECH_POSIX};
+    bool fast_on[] = {false, false, true, true, true, true};
+    unsigned flags[] = {0, 0, 0, 0, 0, TK_REGION_LIGHT}; /* the last: a light handler */
+    enum { NM = 6 };
+    struct bench_split wp[NM];
     memset(wp, 0, sizeof wp);
     char *pages[NM] = {0};
     tk_region *regions[NM] = {0};
@@ -166,7 +142,7 @@ int main(int argc, char **argv)
             mprotect(pages[i], ps, PROT_READ);
             continue;
         }
-        tk_region_config c = {.len = ps, .mech = tks[i], .handler = tk_handler};
+        tk_region_config c = {.len = ps, .mech = tks[i], .handler = tk_handler, .flags = flags[i]};
         if (tk_region_create(&c, &regions[i])) {
             reasons[i] = strdup(tk_last_error());
             continue;
@@ -181,15 +157,14 @@ int main(int argc, char **argv)
             struct sigaction saved;
             if (tks[i] == TK_MECH_AUTO) install_raw(SIGSEGV, &saved);
             tk_set_fast_paths(fast_on[i] ? fast_default : 0);
-            struct split tmp;
+            struct bench_split tmp;
             memset(&tmp, 0, sizeof tmp);
-            measure(r < 0 ? &tmp : &wp[i], bench_touch, pages[i], iters);
+            bench_measure(r < 0 ? &tmp : &wp[i], bench_touch, pages[i], iters);
             if (tks[i] == TK_MECH_AUTO) sigaction(SIGSEGV, &saved, NULL);
         }
 
     const char *E_SIMPLE = "thekkath-levy/deliver-simple";
     const char *E_WP = "thekkath-levy/deliver-wp";
-    const char *E_SUB = "thekkath-levy/deliver-subpage";
     const char *E_RET = "thekkath-levy/return";
     const char *E_ROUND = "thekkath-levy/round-trip";
     const char *simple_ids[2] = {"posix", "fast-signal"};
@@ -209,7 +184,9 @@ int main(int argc, char **argv)
             bench_emit(E_ROUND, simple_ids[fast], p, "time", "ns", &simple[k][fast].round);
         }
     for (int i = 0; i < NM; i++) {
-        const char *p = "\"exception\": \"write-protection\"";
+        const char *p = flags[i] & TK_REGION_LIGHT
+                            ? "\"exception\": \"write-protection\", \"light\": true"
+                            : "\"exception\": \"write-protection\"";
         if (reasons[i]) {
             bench_emit_null(E_WP, ids[i], p, "time", "ns", reasons[i]);
             bench_emit_null(E_RET, ids[i], p, "time", "ns", reasons[i]);
@@ -229,7 +206,5 @@ int main(int argc, char **argv)
         if (r >= 0) bench_add(&sc, v);
     }
     bench_emit("thekkath-levy/null-syscall", "posix", "\"call\": \"getpid\"", "time", "ns", &sc);
-    bench_emit_null(E_SUB, "posix", "", "time", "ns",
-                    "sub-page protection comes with the fast-path module");
     return 0;
 }

@@ -29,3 +29,24 @@ __asm__(".text\n"
         "bench_int3_resume:\n"
         "    ret\n"
         ".size bench_int3, . - bench_int3\n");
+
+volatile uint64_t bench_t_entry, bench_t_exit;
+
+void bench_measure(struct bench_split *s, void (*raise_it)(volatile void *), volatile void *p,
+                   long iters)
+{
+    double per_ns = bench_tsc_per_ns();
+    double d = 0, r = 0;
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < iters; i++) {
+        uint64_t before = bench_tsc();
+        raise_it(p);
+        uint64_t after = bench_tsc();
+        d += (double)(bench_t_entry - before);
+        r += (double)(after - bench_t_exit);
+    }
+    uint64_t t1 = bench_now_ns();
+    bench_add(&s->deliver, d / per_ns / (double)iters);
+    bench_add(&s->ret, r / per_ns / (double)iters);
+    bench_add(&s->round, (double)(t1 - t0) / (double)iters);
+}

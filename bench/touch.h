@@ -47,4 +47,17 @@ static inline bool bench_is_int3(void *ucv)
     return (char *)uc->uc_mcontext.gregs[REG_RIP] == (char *)bench_int3_resume;
 }
 
+/* Delivery and return timed on both sides: a handler stores the time-stamp
+ * counter on entry (bench_t_entry) and just before it returns (bench_t_exit);
+ * bench_measure() adds one repetition of iters exceptions raised by
+ * raise_it(p) to s: mean delivery, mean return (TSC) and round trip (the
+ * whole loop, wall clock), in ns. */
+#include "bench.h"
+extern volatile uint64_t bench_t_entry, bench_t_exit;
+struct bench_split {
+    struct bench_fig deliver, ret, round;
+};
+void bench_measure(struct bench_split *s, void (*raise_it)(volatile void *), volatile void *p,
+                   long iters);
+
 #endif

@@ -301,6 +301,82 @@ static void test_eager(enum tk_mech m)
     printf("eager on %s: ok (%s)\n", tk_mech_name(m), eager ? "before the handler" : "after it");
 }
 
+/* ---- light regions -------------------------------------------------- */
+static volatile int light_calls;
+static tk_action light_open(const tk_fault *f, void *arg)
+{
+    (void)arg;
+    light_calls++;
+    if (f->access != TK_ACCESS_WRITE) return TK_DECLINE;
+    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) ? TK_DECLINE : TK_RESUME;
+}
+
+static tk_region *light_region;
+static void light_decline(void)
+{
+    volatile char *p = tk_region_base(light_region);
+    CHECK_OK(tk_protect(light_region, (void *)p, tk_test_page(), TK_PROT_NONE));
+    (void)p[0]; /* a read: declined, the default action */
+}
+
+static tk_action light_self(const tk_fault *f, void *arg)
+{
+    (void)arg;
+    ((volatile char *)f->page)[1] = 1; /* faults on its own page again */
+    return TK_RESUME;
+}
+
+static void light_recursive(void)
+{
+    tk_region_config c = {.len = tk_test_page(), .handler = light_self, .flags = TK_REGION_LIGHT};
+    tk_region *r;
+    CHECK_OK(tk_region_create(&c, &r));
+    CHECK_OK(tk_protect(r, tk_region_base(r), tk_test_page(), TK_PROT_READ));
+    ((volatile char *)tk_region_base(r))[0] = 1;
+}
+
+static void test_light(void)
+{
+    size_t ps = tk_test_page();
+    tk_region *r;
+    tk_region_config c = {.len = ps, .handler = light_open, .flags = TK_REGION_LIGHT};
+    c.flags = TK_REGION_LIGHT | TK_REGION_DIRTY;
+    CHECK_ERR(tk_region_create(&c, &r), -EINVAL);
+    c.flags = TK_REGION_LIGHT | TK_REGION_EAGER;
+    CHECK_ERR(tk_region_create(&c, &r), -EINVAL);
+    c.flags = TK_REGION_LIGHT;
+    c.handler = NULL;
+    CHECK_ERR(tk_region_create(&c, &r), -EINVAL);
+    c.handler = light_open;
+    enum tk_mech mechs[] = {TK_MECH_POSIX, TK_MECH_UFFD_SIGBUS, TK_MECH_PKEYS};
+    for (int m = 0; m < 3; m++) {
+        c.mech = mechs[m];
+        int err = tk_region_create(&c, &r);
+        if (err == -EOPNOTSUPP || err == -ENOSPC) continue;
+        CHECK_OK(err);
+        volatile char *p = tk_region_base(r);
+        int errno_before = errno = 4242;
+        for (int i = 0; i < 100; i++) {
+            CHECK_OK(tk_protect(r, (void *)p, ps, TK_PROT_READ));
+            p[i] = (char)i;
+            CHECK(p[i] == (char)i);
+        }
+        CHECK(light_calls >= 100);
+        CHECK(errno == errno_before);
+        light_calls = 0;
+        CHECK_OK(tk_region_destroy(r));
+    }
+    c.mech = TK_MECH_POSIX;
+    CHECK_OK(tk_region_create(&c, &light_region));
+    int st = child_status(light_decline);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    st = child_status(light_recursive);
+    if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV)) fprintf(stderr, "status %#x\n", st);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    CHECK_OK(tk_region_destroy(light_region));
+    printf("light regions: ok\n");
+}
+
 int main(void)
 {
     CHECK_OK(tk_init());
@@ -314,6 +390,7 @@ int main(void)
     test_eager(TK_MECH_UFFD_SIGBUS);
     test_eager(TK_MECH_UFFD_THREAD);
     test_eager(TK_MECH_PKEYS);
+    test_light();
     int st = child_status(eager_decline);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42);
     printf("ok: fast paths %s\n", fast_on ? "on" : "off");

@@ -365,6 +365,15 @@ static void dirty_fp_state(void)
     (void)z;
 }
 
+/* a light handler: nothing but trapkit's documented calls */
+static tk_action handler_light(const tk_fault *f, void *arg)
+{
+    (void)arg;
+    if (f->pc != (void *)regs_fault) return TK_DECLINE;
+    faults++;
+    return tk_unprot(f->region, f->page, tk_region_page_size(f->region)) ? TK_DECLINE : TK_RESUME;
+}
+
 static tk_action handler_b(const tk_fault *f, void *arg)
 {
     (void)arg;
@@ -522,6 +531,17 @@ int main(int argc, char **argv)
     CHECK(nested_faults - n0 == 300);
     nest_mode = 0;
     if (fast_on) CHECK(tk_fast_return_count() - fast1 >= 300 + 3000 + 600);
+
+    /* a light region's handler, straight from the dispatcher */
+    tk_region *normal = ra;
+    c.handler = handler_light;
+    c.flags = TK_REGION_LIGHT;
+    CHECK_OK(tk_region_create(&c, &ra));
+    uint64_t fast2 = tk_fast_return_count();
+    run("light", 300);
+    CHECK(fast_on ? tk_fast_return_count() - fast2 == 300 : tk_fast_return_count() == fast2);
+    CHECK_OK(tk_region_destroy(ra));
+    ra = normal;
 
     CHECK_OK(tk_region_destroy(rb));
     CHECK_OK(tk_region_destroy(ra));

@@ -74,6 +74,10 @@ EXPECTED = [
     ("analysis/heap-overflow-breakeven", "posix", {}),
     ("analysis/swizzling-breakeven", "posix", {}),
     ("analysis/heap-overflow-overhead", "posix", {"detection": "guard-page"}),
+    ("thekkath-levy/deliver-subpage", "fast-signal", {"subpage": 1024}),
+    ("subpage/open-access", "emulate", {}), ("subpage/open-access", "single-step", {}),
+    ("eager/trap+record", "uffd-sigbus", {"eager": True}),
+    ("eager/trap+record", "posix", {"eager": False}),
     ("analysis/table5-breakeven", "cpu", {"program": "Tree"}),
     ("analysis/table5-exceptions-over-checks", "posix", {"program": "Interactive"}),
 ]
@@ -127,8 +131,8 @@ else:
     images, loaded = int(attrs.get("data-images", -1)), int(attrs.get("data-images-loaded", -1))
     tables = int(attrs.get("data-tables", -1))
     html_tables = open(os.path.join(out, "index.html")).read().count("<table")
-    if images < 5:
-        err(f"index.html shows {images} images in Chromium, expected the 5 plots")
+    if images < 6:
+        err(f"index.html shows {images} images in Chromium, expected the 6 plots")
     if loaded != images:
         err(f"only {loaded} of {images} images loaded in Chromium")
     if tables < 10 or tables != html_tables:

@@ -125,6 +125,15 @@ typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
            on pkeys regions the whole region, for the faulting thread).                            \
            A handler that declines gets the old protection back. */
 
+#define TK_REGION_LIGHT                                                                            \
+    0x8 /* the handler is "light" (trapkit/fast.h): it calls nothing but                           \
+           tk_protect, tk_prot1, tk_protn, tk_unprot, tk_protection and                            \
+           tk_fast_paths, which leave errno alone, so the dispatcher saves                         \
+           nothing for it and calls it before any bookkeeping (on the                              \
+           SIGSEGV mechanisms, posix and pkeys; others take the general                            \
+           path).  Not with TK_REGION_DIRTY, TK_REGION_EAGER or sub-pages                          \
+           (-EINVAL). */
+
 typedef struct tk_region_config {
     void *addr;               /* an existing private anonymous mapping to manage, page
                                  aligned; NULL: trapkit maps `len` bytes (read-write, zero) */

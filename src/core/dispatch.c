@@ -171,14 +171,65 @@ static bool is_stack_overflow(uintptr_t addr, void *uc)
 }
 
 /* The SIGSEGV and SIGBUS handler.  [signal-safe] */
+/* The light path: a SIGSEGV in a TK_REGION_LIGHT region goes straight to
+ * its handler, without saving errno or any of the general path's
+ * bookkeeping.  Returns false if the fault is not for it.  [signal-safe] */
+static inline bool light_fault(int sig, siginfo_t *si, void *uc, tk_action *act)
+{
+    if (sig != SIGSEGV || (si->si_code != SEGV_ACCERR && si->si_code != SEGV_PKUERR)) return false;
+    uintptr_t addr = (uintptr_t)si->si_addr;
+    tk__table_enter();
+    struct tk_region *r = tk__table_find(addr);
+    if (!r || !(r->rg_flags & TK_REGION_LIGHT)) {
+        tk__table_leave();
+        return false;
+    }
+    size_t page = tk__page_index(r, addr);
+    uint8_t st = atomic_load(&r->rg_state[page]);
+    enum tk_access access = TK_CTX_ACCESS(uc);
+    tk_fault f = {
+        .addr = (void *)addr,
+        .page = (void *)(r->rg_start + (page << r->rg_shift)),
+        .pc = TK_CTX_PC(uc),
+        .region = r,
+        .access = access,
+        .flags =
+            (r->rg_mech != TK_MECH_PKEYS && effective_allows(st, access)) ? TK_FAULT_RESOLVED : 0,
+        .mech = r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS : TK_MECH_POSIX,
+        .ucontext = uc,
+    };
+    void *outer_uc = fault_uc;
+    fault_uc = uc;
+    *act = r->rg_handler(&f, r->rg_arg);
+    fault_uc = outer_uc;
+    tk__table_leave();
+    return true;
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-    int saved_errno = errno;
     /* Delivered by the kernel itself (not called by a handler that chains
      * to ours), so the thread's signal mask is the interrupted code's. */
     bool direct = TK_DELIVERED_BY_KERNEL();
     uint64_t entry_mask;
     memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
+    tk_action light_act;
+    if (nesting == 0) {
+        nesting++;
+        bool light = light_fault(sig, si, uc, &light_act);
+        nesting--;
+        if (light) {
+            if (light_act == TK_RESUME) {
+                if (direct) tk__fast_return(uc, &entry_mask);
+                return;
+            }
+            int saved_errno = errno;
+            tk__chain(sig == SIGBUS ? &old_bus : &old_segv, sig, si, uc);
+            errno = saved_errno;
+            return;
+        }
+    }
+    int saved_errno = errno;
     uintptr_t addr = (uintptr_t)si->si_addr;
     bool fault = si->si_code > 0;
 
@@ -225,6 +276,18 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         if (act == TK_RESUME) {
             errno = saved_errno;
             if (direct) tk__fast_return(uc, &entry_mask);
+            return;
+        }
+    } else if (fault && sig == SIGBUS && si->si_code == BUS_ADRERR) {
+        /* Too deep: a uffd-sigbus write fault still crashes as the SIGSEGV
+         * an mprotect'ed page gives (see tk__decline_wp). */
+        tk__table_enter();
+        struct tk_region *r = tk__table_find(addr);
+        bool wp = r && r->rg_mech == TK_MECH_UFFD_SIGBUS;
+        if (wp) tk__decline_wp(r, tk__page_index(r, addr));
+        tk__table_leave();
+        if (wp) {
+            errno = saved_errno;
             return;
         }
     }

@@ -65,8 +65,14 @@ static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
 {
     size_t hw = hw_page();
     if (!cfg) return tk__fail(-EINVAL, "tk_region_create: config is NULL");
-    if (cfg->flags & ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2 | TK_REGION_EAGER))
+    if (cfg->flags &
+        ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2 | TK_REGION_EAGER | TK_REGION_LIGHT))
         return tk__failf(-EINVAL, "tk_region_create: unknown flags 0x%x", cfg->flags);
+    if ((cfg->flags & TK_REGION_LIGHT) &&
+        ((cfg->flags & (TK_REGION_DIRTY | TK_REGION_EAGER)) ||
+         (cfg->page_size && cfg->page_size < hw) || !cfg->handler))
+        return tk__fail(-EINVAL, "tk_region_create: a TK_REGION_LIGHT region needs a handler and "
+                                 "cannot have TK_REGION_DIRTY, TK_REGION_EAGER or sub-pages");
     size_t ps = cfg->page_size ? cfg->page_size : hw;
     if (ps < TK_SUBPAGE_MIN || (ps & (ps - 1)) != 0)
         return tk__failf(-EINVAL,
