@@ -1,0 +1,173 @@
+/* trapkit/checkpoint.h - concurrent and incremental checkpointing of chosen
+ * memory areas of a running process (Appel & Li section 3, after Li,
+ * Naughton & Plank).
+ *
+ * tk_ckpt_start() write-protects the areas - the snapshot instant - and
+ * returns; the program keeps running while a background thread copies the
+ * pages to a file.  A write to a page not yet copied copies that page
+ * first (in the writing thread, or in trapkit's handler thread), so the
+ * writer waits for one page only.  The image is consistent at the instant:
+ * every write that completed before its page was protected is in it, none
+ * after.  (Writes that fault while the areas are being protected wait
+ * until protection is complete.)
+ *
+ * Incremental images (TK_CKPT_INCREMENTAL) hold only the pages written
+ * since the previous snapshot of the same checkpointer; a full image
+ * followed by its incremental images restores the state at each snapshot.
+ * Each image has a header (magic, version, page size, area layout,
+ * lineage and sequence numbers) and a CRC-32C per page; tk_ckpt_restore()
+ * verifies every image before it writes a byte of memory, and refuses a
+ * damaged, truncated, mismatched or out-of-order chain with a clear error.
+ *
+ * Mechanisms, behind the same API so they can be compared:
+ *   uffd-thread   userfaultfd write protection, faults served by a thread
+ *   uffd-sigbus   userfaultfd write protection, SIGBUS in the writer
+ *   posix         mprotect + SIGSEGV
+ *   fork          fork(); the child writes the image from its copy-on-write
+ *                 view, as Redis's BGSAVE does (no write faults in the
+ *                 parent, but the fork itself and the copied pages)
+ *   stop-the-world  the areas stay protected until every page is copied:
+ *                 writers wait for the whole snapshot
+ *
+ * The areas must be page-aligned private anonymous memory the caller owns
+ * (userfaultfd mechanisms) or any page-aligned private memory (posix,
+ * fork, stop-the-world).  The checkpointer makes a trapkit region of each;
+ * do not make regions of them yourself.  Threads of the program may read
+ * and write the areas at any time, except during tk_ckpt_restore().
+ * System calls that write into the areas (read(2) into them) fail with
+ * EFAULT while a page is protected on uffd-sigbus and posix; use
+ * tk_prefault() first.
+ */
+#ifndef TRAPKIT_CHECKPOINT_H
+#define TRAPKIT_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum tk_ckpt_mech {
+    TK_CKPT_AUTO = 0, /* uffd-thread, else uffd-sigbus, else posix */
+    TK_CKPT_UFFD_THREAD,
+    TK_CKPT_UFFD_SIGBUS,
+    TK_CKPT_POSIX,
+    TK_CKPT_FORK,
+    TK_CKPT_STOP,
+    TK_CKPT_COUNT_
+};
+
+/* "uffd-thread", "uffd-sigbus", "posix", "fork", "stop-the-world", "auto". */
+const char *tk_ckpt_mech_name(enum tk_ckpt_mech m);
+/* TK_CKPT_COUNT_ if the name is none of them. */
+enum tk_ckpt_mech tk_ckpt_mech_parse(const char *name);
+
+struct tk_ckpt_area {
+    void *addr; /* page-aligned */
+    size_t len; /* a multiple of the page size */
+};
+
+typedef struct tk_ckpt_stats {
+    uint64_t seq;              /* this snapshot's number: 1, 2, ... */
+    bool incremental;          /* the image holds only pages written since seq - 1 */
+    bool running;              /* still being written */
+    int error;                 /* 0, or the negative errno that ended it */
+    uint64_t pages_total;      /* pages in the areas */
+    uint64_t pages_saved;      /* pages in this image */
+    uint64_t pages_done;       /* pages written so far */
+    uint64_t pages_by_thread;  /* copied by the background thread (or the fork child) */
+    uint64_t pages_by_writers; /* copied by a writer that reached them first */
+    uint64_t faults;           /* write faults taken on the areas during the snapshot */
+    uint64_t pause_ns;         /* the pause at the start: protecting the areas (and fork) */
+    uint64_t max_stall_ns;     /* the longest any writer waited in a fault */
+    uint64_t bytes_written;    /* to the image */
+    uint64_t duration_ns;      /* from tk_ckpt_start to the image being complete */
+} tk_ckpt_stats;
+
+/* Called from the background thread about every 1% of the pages and at
+ * the end (st->running false). */
+typedef void (*tk_ckpt_progress_fn)(const tk_ckpt_stats *st, void *arg);
+
+/* tk_ckpt_config.flags */
+#define TK_CKPT_TRACK                                                                              \
+    0x1 /* keep track of written pages between snapshots, so                                       \
+           TK_CKPT_INCREMENTAL works: copied pages stay write-protected                            \
+           and a page's first write after a snapshot takes one fault */
+
+typedef struct tk_ckpt_config {
+    const struct tk_ckpt_area *areas;
+    size_t nareas; /* 1 to 16 */
+    enum tk_ckpt_mech mech;
+    unsigned flags; /* TK_CKPT_* */
+    tk_ckpt_progress_fn progress;
+    void *progress_arg;
+} tk_ckpt_config;
+
+typedef struct tk_ckpt tk_ckpt;
+
+/* Creates a checkpointer over the areas.  Returns 0, -EINVAL (bad areas),
+ * -EOPNOTSUPP (the mechanism is not available here; tk_last_error() says
+ * why), -EEXIST (an area is already a trapkit region) or -ENOMEM. */
+int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out);
+
+/* Waits for a running snapshot, then releases the areas (they stay mapped
+ * and become plain read-write memory again). */
+int tk_ckpt_destroy(tk_ckpt *c);
+
+/* tk_ckpt_start flags */
+#define TK_CKPT_INCREMENTAL                                                                        \
+    0x1 /* only the pages written since the previous                                               \
+           snapshot (needs TK_CKPT_TRACK; the first                                                \
+           snapshot is always full) */
+
+/* Starts a snapshot into fd (a regular file opened for writing; it is
+ * truncated and written with pwrite).  Returns once the snapshot instant
+ * has passed: 0, -EBUSY (a snapshot is running), -EINVAL, or a system
+ * call's error.  The header is written last, after the pages and the
+ * directory and an fsync, so a crash leaves an image that restore
+ * refuses.  Not async-signal-safe. */
+int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags);
+
+/* Waits for the running (or last) snapshot and fills *st (may be NULL).
+ * Returns its error, 0 if it completed. */
+int tk_ckpt_wait(tk_ckpt *c, tk_ckpt_stats *st);
+
+/* The running (or last) snapshot's statistics so far.  Returns 1 while it
+ * runs, 0 when done. */
+int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st);
+
+/* tk_ckpt_start + tk_ckpt_wait. */
+int tk_ckpt_snapshot(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st);
+
+/* What an image's header says. */
+typedef struct tk_ckpt_image_info {
+    uint32_t version;
+    uint32_t page_size;
+    bool incremental;
+    uint64_t lineage; /* one per checkpointer: a chain must share it */
+    uint64_t seq, parent_seq;
+    uint64_t pages_total, pages_saved;
+    size_t nareas;
+    uint64_t area_len[16];
+    uint64_t created_ns; /* CLOCK_REALTIME at the snapshot instant */
+} tk_ckpt_image_info;
+
+/* Reads and checks an image's header (not its pages).  Returns 0 or
+ * -EINVAL (not an image, damaged header, another version; tk_last_error()
+ * says which), or a read error. */
+int tk_ckpt_info(int fd, tk_ckpt_image_info *info);
+
+/* Restores a chain of images - a full one, then any number of incremental
+ * ones in order - into the areas, which must have the layout the images
+ * were taken of.  Every image is checked completely (header, directory,
+ * each page's CRC, the chain's lineage and sequence) before any memory is
+ * written; on any error nothing is written and tk_last_error() says what
+ * was wrong with which image.  Not during a snapshot of the same areas. */
+int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *fds, size_t nfds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,681 @@
+/* src/apps/checkpoint/ckpt.c - concurrent and incremental checkpointing
+ * (trapkit/checkpoint.h).
+ *
+ * Per page of the areas, one byte of state:
+ *
+ *   DIRTY    written since the last snapshot (or never saved); writable
+ *   PENDING  in the running snapshot, not copied yet; write-protected
+ *   COPYING  being copied to the image by the thread or by a writer
+ *   CLEAN    saved (in the running or a past snapshot); write-protected, so
+ *            the first write after it faults and makes it DIRTY
+ *
+ * tk_ckpt_start: phase = PAUSED; the pages of the snapshot (all, or the
+ * DIRTY ones for an incremental one) become PENDING and are write-protected;
+ * phase = RUNNING.  A writer that faults while PAUSED waits for RUNNING, so
+ * every write either completed before its page was protected (it is in the
+ * image) or waits until after the instant (it is not): the image is a
+ * consistent cut.  Then a background thread copies PENDING pages in order;
+ * a writer that reaches a PENDING page first copies it itself and goes on.
+ * Without TK_CKPT_TRACK copied pages are unprotected again in batches.
+ *
+ * Copying a page is a CRC-32C and one pwrite to its place in the image;
+ * both are async-signal-safe, so writers do it in their fault handler
+ * (uffd-sigbus, posix) or on trapkit's handler thread (uffd-thread).  No
+ * page is buffered: the extra memory is the state, CRC and bitmap arrays
+ * (13 bytes per 4 KiB page), for every mechanism but fork.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/checkpoint/image.h"
+#include "core/internal.h"
+#include "trapkit/checkpoint.h"
+#include "trapkit/probe.h"
+#include "trapkit/region.h"
+
+enum { ST_DIRTY = 0, ST_PENDING = 1, ST_COPYING = 2, ST_CLEAN = 3 };
+enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1 };
+#define UNPROT_BATCH 64
+
+struct tk_ckpt {
+    struct tk_ckpt_area areas[TK_IMG_MAX_AREAS];
+    tk_region *regions[TK_IMG_MAX_AREAS];
+    size_t first[TK_IMG_MAX_AREAS + 1]; /* global index of each area's first page */
+    size_t nareas, npages, ps;
+    unsigned shift;
+    enum tk_ckpt_mech mech;
+    bool track;
+    tk_ckpt_progress_fn progress;
+    void *progress_arg;
+
+    _Atomic uint8_t *state;
+    uint32_t *crc;
+    uint64_t *saved;  /* bitmap of the running snapshot's pages */
+    uint64_t *prefix; /* saved pages before each bitmap word */
+    size_t words;
+
+    uint64_t lineage, seq, base_seq; /* base_seq: the last complete snapshot, 0 none */
+    atomic_int phase;
+    atomic_int inflight; /* writers between reading the phase and opening their page */
+
+    pthread_mutex_t lock; /* start/wait/destroy */
+    bool thread_live;
+    pthread_t thread;
+    pid_t child;
+
+    /* the running (or last) snapshot */
+    int fd;
+    bool incremental;
+    uint64_t nsaved, data_off, t_start, t_instant_real;
+    atomic_bool running;
+    atomic_int error;
+    _Atomic uint64_t by_thread, by_writers, faults, max_stall, bytes, done, pause_ns, duration;
+};
+
+static const char *const mech_names[TK_CKPT_COUNT_] = {"auto",  "uffd-thread", "uffd-sigbus",
+                                                       "posix", "fork",        "stop-the-world"};
+
+const char *tk_ckpt_mech_name(enum tk_ckpt_mech m)
+{
+    return (unsigned)m < TK_CKPT_COUNT_ ? mech_names[m] : "?";
+}
+
+enum tk_ckpt_mech tk_ckpt_mech_parse(const char *name)
+{
+    for (int i = 0; i < TK_CKPT_COUNT_; i++)
+        if (name && !strcmp(name, mech_names[i])) return (enum tk_ckpt_mech)i;
+    return TK_CKPT_COUNT_;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* [signal-safe] */
+static void futex_wait(atomic_int *w, int val)
+{
+    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake_all(atomic_int *w)
+{
+    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+/* [signal-safe] */
+static void note_max(_Atomic uint64_t *m, uint64_t v)
+{
+    uint64_t cur = atomic_load(m);
+    while (v > cur && !atomic_compare_exchange_weak(m, &cur, v)) {
+    }
+}
+
+/* [signal-safe] */
+static void set_error(struct tk_ckpt *c, int err)
+{
+    int zero = 0;
+    atomic_compare_exchange_strong(&c->error, &zero, err);
+}
+
+static size_t area_of_index(const struct tk_ckpt *c, size_t idx)
+{
+    size_t a = 0;
+    while (idx >= c->first[a + 1]) a++;
+    return a;
+}
+
+static unsigned char *page_addr(const struct tk_ckpt *c, size_t idx)
+{
+    size_t a = area_of_index(c, idx);
+    return (unsigned char *)c->areas[a].addr + ((idx - c->first[a]) << c->shift);
+}
+
+/* [signal-safe] */
+static size_t index_of(const struct tk_ckpt *c, const tk_region *r, uintptr_t page)
+{
+    for (size_t a = 0; a < c->nareas; a++)
+        if (c->regions[a] == r)
+            return c->first[a] + ((page - (uintptr_t)c->areas[a].addr) >> c->shift);
+    return (size_t)-1;
+}
+
+/* Where page idx goes in the image.  [signal-safe] */
+static uint64_t image_offset(const struct tk_ckpt *c, size_t idx)
+{
+    uint64_t rank = idx;
+    if (c->incremental) {
+        uint64_t below = c->saved[idx / 64] & ((1ull << (idx % 64)) - 1);
+        rank = c->prefix[idx / 64] + (uint64_t)__builtin_popcountll(below);
+    }
+    return c->data_off + rank * c->ps;
+}
+
+/* [signal-safe] */
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (w == 0) return -EIO;
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* Copies page idx (state COPYING) into the image.  [signal-safe] */
+static void save_page(struct tk_ckpt *c, size_t idx)
+{
+    const unsigned char *p = page_addr(c, idx);
+    if (!atomic_load(&c->error)) {
+        c->crc[idx] = tk__crc32c((uint32_t)idx, p, c->ps);
+        int err = pwrite_all(c->fd, p, c->ps, image_offset(c, idx));
+        if (err)
+            set_error(c, err);
+        else
+            atomic_fetch_add(&c->bytes, c->ps);
+    }
+    atomic_fetch_add(&c->done, 1);
+}
+
+/* The write-fault handler of every area.  [signal-safe] */
+static tk_action on_write(const tk_fault *f, void *arg)
+{
+    struct tk_ckpt *c = arg;
+    if (f->access == TK_ACCESS_READ || f->access == TK_ACCESS_EXEC) return TK_DECLINE;
+    size_t idx = index_of(c, f->region, (uintptr_t)f->page);
+    if (idx >= c->npages) return TK_DECLINE;
+    if (atomic_load(&c->running)) atomic_fetch_add(&c->faults, 1);
+    uint64_t t0 = 0;
+    /* Enter unless a snapshot is being set up; it waits for those inside,
+     * so no page is opened after it chose and protected its pages. */
+    for (;;) {
+        atomic_fetch_add(&c->inflight, 1);
+        if (atomic_load(&c->phase) != PHASE_PAUSED) break;
+        atomic_fetch_sub(&c->inflight, 1);
+        if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
+        futex_wait(&c->phase, PHASE_PAUSED);
+    }
+    for (unsigned spins = 0;; spins++) {
+        uint8_t st = atomic_load(&c->state[idx]);
+        if (st == ST_PENDING) {
+            if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_COPYING)) continue;
+            save_page(c, idx);
+            atomic_fetch_add(&c->by_writers, 1);
+            atomic_store(&c->state[idx], ST_DIRTY);
+            tk_unprot(f->region, f->page, c->ps);
+            break;
+        }
+        if (st == ST_CLEAN) {
+            if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_DIRTY)) continue;
+            tk_unprot(f->region, f->page, c->ps);
+            break;
+        }
+        if (st == ST_DIRTY) break; /* another thread is opening it: retry */
+        /* COPYING: the page is being copied; wait for that page only */
+        if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
+        if (spins > 64) sched_yield();
+    }
+    atomic_fetch_sub(&c->inflight, 1);
+    if (t0) note_max(&c->max_stall, now_ns(CLOCK_MONOTONIC) - t0);
+    return TK_RESUME;
+}
+
+/* ---- creating ---------------------------------------------------------- */
+static void *map_zero(size_t bytes)
+{
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void release(struct tk_ckpt *c)
+{
+    for (size_t a = 0; a < c->nareas; a++)
+        if (c->regions[a]) tk_region_destroy(c->regions[a]);
+    if (c->state) munmap((void *)c->state, c->npages);
+    if (c->crc) munmap(c->crc, c->npages * 4);
+    if (c->saved) munmap(c->saved, c->words * 8);
+    if (c->prefix) munmap(c->prefix, c->words * 8);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
+{
+    if (!cfg || !out || !cfg->areas || cfg->nareas == 0 || cfg->nareas > TK_IMG_MAX_AREAS)
+        return tk__fail(-EINVAL, "tk_ckpt_create: give 1 to 16 areas and somewhere to put the "
+                                 "checkpointer");
+    if ((unsigned)cfg->mech >= TK_CKPT_COUNT_)
+        return tk__fail(-EINVAL, "tk_ckpt_create: unknown mechanism");
+    if (cfg->flags & ~(unsigned)TK_CKPT_TRACK)
+        return tk__fail(-EINVAL, "tk_ckpt_create: unknown flags");
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    tk__crc32c_init();
+    struct tk_ckpt *c = calloc(1, sizeof *c);
+    if (!c) return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory");
+    pthread_mutex_init(&c->lock, NULL);
+    c->ps = ps;
+    c->shift = (unsigned)__builtin_ctzl(ps);
+    c->nareas = cfg->nareas;
+    c->mech = cfg->mech;
+    c->track = (cfg->flags & TK_CKPT_TRACK) != 0;
+    c->progress = cfg->progress;
+    c->progress_arg = cfg->progress_arg;
+    c->fd = -1;
+    for (size_t a = 0; a < cfg->nareas; a++) {
+        const struct tk_ckpt_area *ar = &cfg->areas[a];
+        if (!ar->addr || (uintptr_t)ar->addr % ps || ar->len == 0 || ar->len % ps) {
+            release(c);
+            return tk__failf(-EINVAL,
+                             "tk_ckpt_create: area %zu (%p, %zu bytes) is not page-aligned "
+                             "with a length that is a positive multiple of %zu",
+                             a, ar->addr, ar->len, ps);
+        }
+        c->areas[a] = *ar;
+        c->first[a + 1] = c->first[a] + ar->len / ps;
+    }
+    c->npages = c->first[cfg->nareas];
+    c->words = (c->npages + 63) / 64;
+    c->state = map_zero(c->npages);
+    c->crc = map_zero(c->npages * 4);
+    c->saved = map_zero(c->words * 8);
+    c->prefix = map_zero(c->words * 8);
+    if (!c->state || !c->crc || !c->saved || !c->prefix) {
+        release(c);
+        return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory for the page tables");
+    }
+    enum tk_mech rm = TK_MECH_AUTO;
+    if (c->mech == TK_CKPT_UFFD_THREAD) rm = TK_MECH_UFFD_THREAD;
+    if (c->mech == TK_CKPT_UFFD_SIGBUS) rm = TK_MECH_UFFD_SIGBUS;
+    if (c->mech == TK_CKPT_POSIX) rm = TK_MECH_POSIX;
+    if (c->mech == TK_CKPT_AUTO) {
+        const tk_probe_info *p = tk__probe();
+        c->mech = p && p->uffd_access != TK_UFFD_NONE ? TK_CKPT_UFFD_THREAD : TK_CKPT_POSIX;
+        rm = c->mech == TK_CKPT_UFFD_THREAD ? TK_MECH_UFFD_THREAD : TK_MECH_POSIX;
+    }
+    for (size_t a = 0; a < c->nareas; a++) {
+        tk_region_config rc = {.addr = c->areas[a].addr,
+                               .len = c->areas[a].len,
+                               .handler = on_write,
+                               .arg = c,
+                               .mech = rm};
+        int err = tk_region_create(&rc, &c->regions[a]);
+        if (err && c->mech == TK_CKPT_UFFD_THREAD && rm == TK_MECH_UFFD_THREAD &&
+            cfg->mech == TK_CKPT_AUTO) {
+            /* automatic choice: fall back to mprotect */
+            rm = TK_MECH_POSIX;
+            c->mech = TK_CKPT_POSIX;
+            rc.mech = rm;
+            for (size_t b = 0; b < a; b++) {
+                tk_region_destroy(c->regions[b]);
+                c->regions[b] = NULL;
+            }
+            a = (size_t)-1;
+            continue;
+        }
+        if (err) {
+            c->regions[a] = NULL;
+            char why[200];
+            snprintf(why, sizeof why, "%s", tk_last_error());
+            release(c);
+            return tk__failf(err, "tk_ckpt_create: area %zu: %s", a, why);
+        }
+    }
+    if (getrandom(&c->lineage, sizeof c->lineage, 0) != sizeof c->lineage)
+        c->lineage = now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid() << 32;
+    *out = c;
+    return 0;
+}
+
+/* ---- writing an image --------------------------------------------------- */
+static void report(struct tk_ckpt *c)
+{
+    if (!c->progress) return;
+    tk_ckpt_stats st;
+    tk_ckpt_poll(c, &st);
+    c->progress(&st, c->progress_arg);
+}
+
+/* Directory, fsync, header, fsync.  Returns 0 or an error. */
+static int finish_image(struct tk_ckpt *c)
+{
+    size_t bitmap_len = c->words * 8, crcs_len = c->nsaved * 4;
+    size_t dir_len = bitmap_len + crcs_len;
+    unsigned char *dir = map_zero(dir_len);
+    if (!dir) return -ENOMEM;
+    memcpy(dir, c->saved, bitmap_len);
+    uint32_t *out = (uint32_t *)(dir + bitmap_len);
+    size_t k = 0;
+    for (size_t i = 0; i < c->npages; i++)
+        if (c->saved[i / 64] >> (i % 64) & 1) out[k++] = c->crc[i];
+    uint64_t dir_off = c->data_off + c->nsaved * c->ps;
+    int err = pwrite_all(c->fd, dir, dir_len, dir_off);
+    struct tk_img_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, TK_IMG_MAGIC, 8);
+    h.version = TK_IMG_VERSION;
+    h.page_size = (uint32_t)c->ps;
+    h.flags = c->incremental ? TK_IMG_INCREMENTAL : 0;
+    h.nareas = (uint32_t)c->nareas;
+    h.lineage = c->lineage;
+    h.seq = c->seq;
+    h.parent_seq = c->incremental ? c->base_seq : 0;
+    h.npages = c->npages;
+    h.nsaved = c->nsaved;
+    h.data_off = c->data_off;
+    h.dir_off = dir_off;
+    h.dir_len = dir_len;
+    h.created_ns = c->t_instant_real;
+    for (size_t a = 0; a < c->nareas; a++) h.area_len[a] = c->areas[a].len;
+    h.dir_crc = tk__crc32c(0, dir, dir_len);
+    munmap(dir, dir_len);
+    h.header_crc = tk__crc32c(0, &h, offsetof(struct tk_img_header, header_crc));
+    if (!err && fsync(c->fd) < 0) err = -errno;
+    if (!err) err = pwrite_all(c->fd, &h, sizeof h, 0);
+    if (!err && fsync(c->fd) < 0) err = -errno;
+    if (!err) atomic_fetch_add(&c->bytes, dir_len + sizeof h);
+    return err;
+}
+
+/* Unprotects the copied pages among [from, to) that are still CLEAN (no
+ * tracking wanted).  */
+static void release_batch(struct tk_ckpt *c, size_t from, size_t to)
+{
+    while (from < to) {
+        size_t a = area_of_index(c, from);
+        size_t end = to < c->first[a + 1] ? to : c->first[a + 1];
+        for (size_t i = from; i < end; i++) {
+            uint8_t st = ST_CLEAN;
+            atomic_compare_exchange_strong(&c->state[i], &st, ST_DIRTY);
+        }
+        tk_unprot(c->regions[a], page_addr(c, from), (end - from) * c->ps);
+        from = end;
+    }
+}
+
+/* Copies every PENDING page; then waits for writers' copies to finish. */
+static void copy_all(struct tk_ckpt *c)
+{
+    size_t step = c->npages / 100 + 1, batch_from = 0;
+    for (size_t i = 0; i < c->npages; i++) {
+        uint8_t st = ST_PENDING;
+        if (atomic_load(&c->state[i]) == ST_PENDING &&
+            atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING)) {
+            save_page(c, i);
+            atomic_fetch_add(&c->by_thread, 1);
+            atomic_store(&c->state[i], ST_CLEAN);
+        }
+        if (!c->track && c->mech != TK_CKPT_STOP && i + 1 - batch_from >= UNPROT_BATCH) {
+            release_batch(c, batch_from, i + 1);
+            batch_from = i + 1;
+        }
+        if (i % step == step - 1) report(c);
+    }
+    while (atomic_load(&c->done) < c->nsaved) sched_yield();
+    if (!c->track && c->mech != TK_CKPT_STOP) release_batch(c, batch_from, c->npages);
+}
+
+static void end_snapshot(struct tk_ckpt *c)
+{
+    int err = atomic_load(&c->error);
+    if (!err) {
+        err = finish_image(c);
+        if (err) set_error(c, err);
+    }
+    if (!err)
+        c->base_seq = c->seq;
+    else
+        c->base_seq = 0; /* pages were marked clean without an image: next one is full */
+    atomic_store(&c->duration, now_ns(CLOCK_MONOTONIC) - c->t_start);
+    atomic_store(&c->running, false);
+    report(c);
+}
+
+static void *snapshot_thread(void *arg)
+{
+    struct tk_ckpt *c = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    if (c->mech == TK_CKPT_FORK) {
+        int st = 0;
+        while (waitpid(c->child, &st, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) set_error(c, -EIO);
+        atomic_store(&c->done, c->nsaved);
+        atomic_store(&c->by_thread, c->nsaved);
+        atomic_store(&c->bytes, c->nsaved * c->ps);
+        atomic_store(&c->duration, now_ns(CLOCK_MONOTONIC) - c->t_start);
+        if (!atomic_load(&c->error))
+            c->base_seq = c->seq;
+        else
+            c->base_seq = 0;
+        atomic_store(&c->running, false);
+        report(c);
+        return NULL;
+    }
+    copy_all(c);
+    end_snapshot(c);
+    return NULL;
+}
+
+/* The fork child: writes the image from its copy of the memory. */
+static void fork_child(struct tk_ckpt *c)
+{
+    for (size_t i = 0; i < c->npages; i++)
+        if (c->saved[i / 64] >> (i % 64) & 1) save_page(c, i);
+    int err = atomic_load(&c->error);
+    if (!err) err = finish_image(c);
+    _exit(err ? 1 : 0);
+}
+
+int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
+{
+    if (!c) return tk__fail(-EINVAL, "tk_ckpt_start: checkpointer is NULL");
+    if (flags & ~(unsigned)TK_CKPT_INCREMENTAL)
+        return tk__fail(-EINVAL, "tk_ckpt_start: unknown flags");
+    if ((flags & TK_CKPT_INCREMENTAL) && !c->track)
+        return tk__fail(-EINVAL, "tk_ckpt_start: incremental snapshots need a checkpointer made "
+                                 "with TK_CKPT_TRACK");
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+        return tk__fail(-EINVAL, "tk_ckpt_start: fd must be a regular file open for writing");
+    pthread_mutex_lock(&c->lock);
+    if (atomic_load(&c->running)) {
+        pthread_mutex_unlock(&c->lock);
+        return tk__fail(-EBUSY, "tk_ckpt_start: a snapshot is still running");
+    }
+    if (c->thread_live) {
+        pthread_join(c->thread, NULL);
+        c->thread_live = false;
+    }
+    if (ftruncate(fd, 0) < 0 || ftruncate(fd, TK_IMG_HEADER) < 0) {
+        int err = -errno;
+        pthread_mutex_unlock(&c->lock);
+        return tk__failf(err, "tk_ckpt_start: cannot truncate the image file: %s", strerror(-err));
+    }
+    c->fd = fd;
+    c->incremental = (flags & TK_CKPT_INCREMENTAL) && c->base_seq != 0;
+    c->seq++;
+    c->data_off = TK_IMG_HEADER;
+    atomic_store(&c->error, 0);
+    atomic_store(&c->by_thread, 0);
+    atomic_store(&c->by_writers, 0);
+    atomic_store(&c->faults, 0);
+    atomic_store(&c->max_stall, 0);
+    atomic_store(&c->bytes, 0);
+    atomic_store(&c->done, 0);
+    atomic_store(&c->duration, 0);
+    c->t_start = now_ns(CLOCK_MONOTONIC);
+
+    /* The pause: let writers already past the phase check finish opening
+     * their pages, then choose the pages and protect them. */
+    atomic_store(&c->phase, PHASE_PAUSED);
+    while (atomic_load(&c->inflight) > 0) sched_yield();
+    atomic_store(&c->running, true);
+    c->t_instant_real = now_ns(CLOCK_REALTIME);
+    uint64_t n = 0;
+    for (size_t w = 0; w < c->words; w++) {
+        c->prefix[w] = n;
+        uint64_t bits = 0;
+        for (size_t i = w * 64; i < (w + 1) * 64 && i < c->npages; i++) {
+            uint8_t st = atomic_load(&c->state[i]);
+            if (!c->incremental || st == ST_DIRTY) {
+                bits |= 1ull << (i % 64);
+                atomic_store(&c->state[i], ST_PENDING);
+            }
+        }
+        c->saved[w] = bits;
+        n += (uint64_t)__builtin_popcountll(bits);
+    }
+    c->nsaved = n;
+    int err = 0;
+    /* fork without tracking needs no protection: the child's copy is the
+     * snapshot */
+    bool protect = !(c->mech == TK_CKPT_FORK && !c->track);
+    for (size_t a = 0; a < c->nareas && !err && protect; a++) {
+        if (!c->incremental) {
+            err = tk_protect(c->regions[a], c->areas[a].addr, c->areas[a].len, TK_PROT_READ);
+            continue;
+        }
+        for (size_t i = c->first[a]; i < c->first[a + 1] && !err;) {
+            if (!(c->saved[i / 64] >> (i % 64) & 1)) {
+                i++;
+                continue;
+            }
+            size_t j = i;
+            while (j < c->first[a + 1] && (c->saved[j / 64] >> (j % 64) & 1)) j++;
+            err = tk_protect(c->regions[a], page_addr(c, i), (j - i) * c->ps, TK_PROT_READ);
+            i = j;
+        }
+    }
+    if (!err && c->mech == TK_CKPT_FORK) {
+        pid_t pid = fork();
+        if (pid == 0) fork_child(c);
+        if (pid < 0) err = -errno;
+        c->child = pid;
+        if (!err)
+            for (size_t i = 0; i < c->npages; i++)
+                if (atomic_load(&c->state[i]) == ST_PENDING)
+                    atomic_store(&c->state[i], c->track ? ST_CLEAN : ST_DIRTY);
+    }
+    if (err) {
+        /* Put the pages back as they were: writable, to be saved next time. */
+        for (size_t i = 0; i < c->npages; i++)
+            if (atomic_load(&c->state[i]) == ST_PENDING) atomic_store(&c->state[i], ST_DIRTY);
+        for (size_t a = 0; a < c->nareas; a++)
+            tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
+        c->base_seq = 0;
+        set_error(c, err);
+        atomic_store(&c->running, false);
+        atomic_store(&c->phase, PHASE_RUNNING);
+        futex_wake_all(&c->phase);
+        pthread_mutex_unlock(&c->lock);
+        return tk__failf(err, "tk_ckpt_start: protecting the areas failed: %s", strerror(-err));
+    }
+    if (c->mech == TK_CKPT_STOP) {
+        /* writers keep waiting until every page is copied */
+        atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
+        copy_all(c);
+        for (size_t a = 0; a < c->nareas && !c->track; a++) {
+            for (size_t i = c->first[a]; i < c->first[a + 1]; i++)
+                atomic_store(&c->state[i], ST_DIRTY);
+            tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
+        }
+        atomic_store(&c->phase, PHASE_RUNNING);
+        futex_wake_all(&c->phase);
+        end_snapshot(c);
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+    atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
+    atomic_store(&c->phase, PHASE_RUNNING);
+    futex_wake_all(&c->phase);
+    if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
+        /* no thread: copy here */
+        snapshot_thread(c);
+    } else {
+        c->thread_live = true;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st)
+{
+    if (!c) return tk__fail(-EINVAL, "tk_ckpt_poll: checkpointer is NULL");
+    bool running = atomic_load(&c->running);
+    if (st) {
+        memset(st, 0, sizeof *st);
+        st->seq = c->seq;
+        st->incremental = c->incremental;
+        st->running = running;
+        st->error = atomic_load(&c->error);
+        st->pages_total = c->npages;
+        st->pages_saved = c->nsaved;
+        st->pages_done = atomic_load(&c->done);
+        st->pages_by_thread = atomic_load(&c->by_thread);
+        st->pages_by_writers = atomic_load(&c->by_writers);
+        st->faults = atomic_load(&c->faults);
+        st->pause_ns = atomic_load(&c->pause_ns);
+        st->max_stall_ns = atomic_load(&c->max_stall);
+        st->bytes_written = atomic_load(&c->bytes);
+        st->duration_ns =
+            running ? now_ns(CLOCK_MONOTONIC) - c->t_start : atomic_load(&c->duration);
+    }
+    return running ? 1 : 0;
+}
+
+int tk_ckpt_wait(tk_ckpt *c, tk_ckpt_stats *st)
+{
+    if (!c) return tk__fail(-EINVAL, "tk_ckpt_wait: checkpointer is NULL");
+    pthread_mutex_lock(&c->lock);
+    if (c->thread_live) {
+        pthread_join(c->thread, NULL);
+        c->thread_live = false;
+    }
+    pthread_mutex_unlock(&c->lock);
+    tk_ckpt_poll(c, st);
+    int err = atomic_load(&c->error);
+    if (err) return tk__failf(err, "tk_ckpt_wait: the snapshot failed: %s", strerror(-err));
+    return 0;
+}
+
+int tk_ckpt_snapshot(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st)
+{
+    int err = tk_ckpt_start(c, fd, flags);
+    if (err) return err;
+    return tk_ckpt_wait(c, st);
+}
+
+int tk_ckpt_destroy(tk_ckpt *c)
+{
+    if (!c) return tk__fail(-EINVAL, "tk_ckpt_destroy: checkpointer is NULL");
+    tk_ckpt_wait(c, NULL);
+    release(c);
+    return 0;
+}
