@@ -13,6 +13,8 @@ PKGS=(
     python3                # tests that read JSON; the report generator
     python3-matplotlib     # the report's plots
     chromium               # the report test opens index.html headless
+    redis-tools            # redis-cli and redis-benchmark against examples/kv-server
+    redis-server           # the real redis-server the checkpoint benchmark compares with
 )
 
 missing=()
