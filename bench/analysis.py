@@ -227,6 +227,8 @@ def goals(results, quick):
                               f"{rt['posix']['median']:.0f} ns){where}{note}",
                   "met": ratio <= 0.5})
 
+    g += checkpoint_goals(results, note)
+
     rows = [r for r in results if r["experiment"] == "scale/prot1+unprot"]
     sizes = sorted({r["params"]["pages"] for r in rows})
     flat = []
@@ -243,6 +245,60 @@ def goals(results, quick):
                   "measured": f"{ratio:.2f}× max/min for {m} over {rng}"
                               + ("" if full else " (not the full range)") + note,
                   "met": ratio <= 2 and bool(full)})
+    return g
+
+
+CKPT_TRAPKIT = ("uffd-thread", "uffd-sigbus", "posix")
+
+
+def checkpoint_goals(results, note):
+    """The checkpoint issue's goals, at the largest size, SET, no pipelining."""
+    rows = [r for r in results if r["experiment"].startswith("checkpoint/")]
+    sizes = sorted({r["params"].get("size_gib") for r in rows if r["params"].get("size_gib")})
+    if not sizes:
+        return []
+    size = sizes[-1]
+    p = {"size_gib": size, "pipeline": 1, "command": "set"}
+
+    def m(exp, mech, **extra):
+        return median(results, exp, mech, **dict(p, **extra))
+    cands = []
+    for mech in CKPT_TRAPKIT:
+        d, s = m("checkpoint/p99.9-during-snapshot", mech), m("checkpoint/p99.9-steady", mech)
+        if d and s:
+            cands.append((d / s, mech, d, s))
+    g = []
+    where = f"{size:g} GiB, SET, no pipelining"
+    if cands:
+        ratio, mech, d, s = min(cands)
+        g.append({"goal": "checkpoint p99.9 during the snapshot ≤ 2× steady state",
+                  "ratio": ratio, "measured": f"{ratio:.2f}× ({mech}: {d / 1e6:.2f} ms vs "
+                                              f"{s / 1e6:.2f} ms steady; {where}){note}",
+                  "met": ratio <= 2})
+        red = m("checkpoint/p99.9-during-snapshot", "redis-fork")
+        if red:
+            r2 = d / red
+            g.append({"goal": "checkpoint p99.9 during the snapshot ≤ 1/10 of redis-server's "
+                              "during its BGSAVE", "ratio": r2,
+                      "measured": f"{r2:.2f}× ({mech}: {d / 1e6:.2f} ms vs redis-server "
+                                  f"{red / 1e6:.2f} ms; {where}){note}", "met": r2 <= 0.1})
+    pp = {"size_gib": size, "pipeline": 1}
+    worst = None
+    for mech in CKPT_TRAPKIT:
+        extra = median(results, "checkpoint/extra-memory", mech, **pp)
+        pages = median(results, "checkpoint/pages-by-writers", mech, **pp)
+        if extra is None or pages is None:
+            continue
+        bound = pages * 4096 + (16 << 20)
+        ratio = extra / bound
+        if worst is None or ratio > worst[0]:
+            worst = (ratio, mech, extra, pages)
+    if worst:
+        ratio, mech, extra, pages = worst
+        g.append({"goal": "checkpoint peak extra memory ≤ pages written during the snapshot "
+                          "+ 16 MiB", "ratio": ratio,
+                  "measured": f"worst {mech}: {extra / 2**20:.1f} MiB vs {pages:.0f} pages "
+                              f"written + 16 MiB ({where}){note}", "met": ratio <= 1})
     return g
 
 

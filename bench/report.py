@@ -26,12 +26,15 @@ BENCHES = [
     ("appel_li", "Appel & Li Table 1 and threads/trap+prot1+unprot"),
     ("thekkath_levy", "Thekkath & Levy Tables 1-2: exception delivery and return"),
     ("fast", "fast paths: sub-page delivery and completion, eager amplification"),
+    ("checkpoint", "checkpoint: kv-server BGSAVE by each mechanism and redis-server's, "
+                   "under redis-benchmark"),
     ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages"),
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
 ]
 
-MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread", "pagemap-scan",
-              "soft-dirty", "pkeys", "trapkit"]
+MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
+              "pagemap-scan", "soft-dirty", "pkeys", "fork", "stop-the-world", "redis-fork",
+              "trapkit"]
 
 
 def log(msg):
@@ -71,6 +74,8 @@ def probe(trapkit):
 def fmt_ns(v):
     if v is None:
         return "–"
+    if v >= 1e9:
+        return f"{v / 1e9:.3g} s"
     if v >= 1e6:
         return f"{v / 1e6:.3g} ms"
     if v >= 1e3:
@@ -87,7 +92,12 @@ def fmt_value(r):
     if unit == "bool":
         return "yes" if v else "no"
     if unit == "bytes":
+        for div, suffix in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+            if v >= div:
+                return f"{v / div:.3g} {suffix}"
         return f"{int(v)} B"
+    if unit == "ops_per_s":
+        return f"{v:,.0f}/s"
     if unit in ("ratio", "adds", "x"):
         return f"{v:.3g}"
     return f"{v:.4g} {unit}"
@@ -343,6 +353,12 @@ SECTIONS = [
         "thekkath-levy/return",
         "thekkath-levy/round-trip", "thekkath-levy/null-syscall"]),
     ("Fast paths", ["subpage/open-access", "eager/trap+record"]),
+    ("Checkpointing (examples/kv-server under redis-benchmark)", [
+        "checkpoint/p99.9-steady", "checkpoint/p99.9-during-snapshot",
+        "checkpoint/max-during-snapshot", "checkpoint/ops-during-snapshot",
+        "checkpoint/snapshot-duration", "checkpoint/extra-memory",
+        "checkpoint/p50-during-snapshot", "checkpoint/p99-during-snapshot",
+        "checkpoint/ops-steady", "checkpoint/pages-by-writers"]),
     ("DIRTY", ["dirty/per-page"]),
     ("Scale", ["scale/prot1+unprot"]),
     ("Threads", ["threads/trap+prot1+unprot"]),

@@ -51,7 +51,7 @@ for i, r in enumerate(results):
             err(f"result {i} ({r['experiment']}): min <= median <= max does not hold")
         if r.get("n", 0) < 1:
             err(f"result {i}: a figure with n < 1")
-    if not re.fullmatch(r"[a-z0-9-]+/[a-z0-9+\-]+", r.get("experiment", "")):
+    if not re.fullmatch(r"[a-z0-9-]+/[a-z0-9+.\-]+", r.get("experiment", "")):
         err(f"result {i}: experiment id '{r.get('experiment')}' is not <source>/<name>")
 
 
@@ -78,6 +78,11 @@ EXPECTED = [
     ("subpage/open-access", "emulate", {}), ("subpage/open-access", "single-step", {}),
     ("eager/trap+record", "uffd-sigbus", {"eager": True}),
     ("eager/trap+record", "posix", {"eager": False}),
+    ("checkpoint/p99.9-during-snapshot", "uffd-thread", {"pipeline": 1, "command": "set"}),
+    ("checkpoint/p99.9-steady", "redis-fork", {"pipeline": 16, "command": "get"}),
+    ("checkpoint/snapshot-duration", "fork", {"pipeline": 1}),
+    ("checkpoint/extra-memory", "stop-the-world", {"pipeline": 16}),
+    ("checkpoint/ops-during-snapshot", "posix", {"command": "set"}),
     ("analysis/table5-breakeven", "cpu", {"program": "Tree"}),
     ("analysis/table5-exceptions-over-checks", "posix", {"program": "Interactive"}),
 ]
@@ -98,8 +103,8 @@ for exp, mech, params in EXPECTED:
         err(f"missing figure: {exp} {mech or ''} {params or ''}")
 
 goals = doc.get("goals", [])
-if len(goals) != 4:
-    err(f"expected 4 goals, found {len(goals)}")
+if len(goals) != 7:
+    err(f"expected 7 goals, found {len(goals)}: {[g.get('goal') for g in goals]}")
 for g in goals:
     if not {"goal", "measured", "met", "ratio"} <= set(g):
         err(f"goal without goal/measured/met/ratio: {g}")
