@@ -18,11 +18,14 @@
  * a writer that reaches a PENDING page first copies it itself and goes on.
  * Without TK_CKPT_TRACK copied pages are unprotected again in batches.
  *
- * Copying a page is a CRC-32C and one pwrite to its place in the image;
- * both are async-signal-safe, so writers do it in their fault handler
- * (uffd-sigbus, posix) or on trapkit's handler thread (uffd-thread).  No
- * page is buffered: the extra memory is the state, CRC and bitmap arrays
- * (13 bytes per 4 KiB page), for every mechanism but fork.
+ * The background thread copies a page with a CRC-32C and one pwrite to its
+ * place in the image.  A writer copies the page into a buffer instead (a
+ * memcpy and the CRC, both async-signal-safe, in its fault handler or on
+ * trapkit's handler thread) and queues it for the background thread: a
+ * writer never waits for the disk, and never for the kernel's dirty-page
+ * throttling.  The extra memory is one page per page a writer copied,
+ * released when the snapshot ends, plus the state, CRC, slot and bitmap
+ * arrays (17 bytes per 4 KiB page); fork's is the copy-on-write copies.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +68,11 @@ struct tk_ckpt {
 
     _Atomic uint8_t *state;
     uint32_t *crc;
+    unsigned char *pool;          /* writers' copies: npages pages reserved, touched as used */
+    _Atomic uint32_t *queue;      /* entry q: the page whose copy is in pool slot q,
+                                     UINT32_MAX until its writer has copied it */
+    _Atomic uint64_t queue_tail;  /* entries handed out */
+    uint64_t queue_head;          /* entries written (the background thread's) */
     uint64_t *saved;  /* bitmap of the running snapshot's pages */
     uint64_t *prefix; /* saved pages before each bitmap word */
     size_t words;
@@ -201,6 +209,36 @@ static void save_page(struct tk_ckpt *c, size_t idx)
     atomic_fetch_add(&c->done, 1);
 }
 
+/* A writer's copy of page idx (state COPYING): into the pool, queued for
+ * the background thread.  [signal-safe] */
+static void buffer_page(struct tk_ckpt *c, size_t idx)
+{
+    uint64_t q = atomic_fetch_add(&c->queue_tail, 1); /* one slot per page at most */
+    unsigned char *dst = c->pool + q * c->ps;
+    memcpy(dst, page_addr(c, idx), c->ps);
+    c->crc[idx] = tk__crc32c((uint32_t)idx, dst, c->ps);
+    atomic_store_explicit(&c->queue[q], (uint32_t)idx, memory_order_release);
+}
+
+/* Writes the queued copies that are ready (background thread). */
+static void drain_queue(struct tk_ckpt *c)
+{
+    while (c->queue_head < atomic_load(&c->queue_tail)) {
+        uint32_t idx = atomic_load_explicit(&c->queue[c->queue_head], memory_order_acquire);
+        if (idx == UINT32_MAX) return; /* its writer is still copying */
+        const unsigned char *src = c->pool + c->queue_head * c->ps; /* its slot */
+        if (!atomic_load(&c->error)) {
+            int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
+            if (err)
+                set_error(c, err);
+            else
+                atomic_fetch_add(&c->bytes, c->ps);
+        }
+        atomic_fetch_add(&c->done, 1);
+        c->queue_head++;
+    }
+}
+
 /* The write-fault handler of every area.  [signal-safe] */
 static tk_action on_write(const tk_fault *f, void *arg)
 {
@@ -223,7 +261,7 @@ static tk_action on_write(const tk_fault *f, void *arg)
         uint8_t st = atomic_load(&c->state[idx]);
         if (st == ST_PENDING) {
             if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_COPYING)) continue;
-            save_page(c, idx);
+            buffer_page(c, idx);
             atomic_fetch_add(&c->by_writers, 1);
             atomic_store(&c->state[idx], ST_DIRTY);
             tk_unprot(f->region, f->page, c->ps);
@@ -260,6 +298,8 @@ static void release(struct tk_ckpt *c)
     if (c->crc) munmap(c->crc, c->npages * 4);
     if (c->saved) munmap(c->saved, c->words * 8);
     if (c->prefix) munmap(c->prefix, c->words * 8);
+    if (c->pool) munmap(c->pool, c->npages * c->ps);
+    if (c->queue) munmap((void *)c->queue, c->npages * 4);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -304,7 +344,10 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->crc = map_zero(c->npages * 4);
     c->saved = map_zero(c->words * 8);
     c->prefix = map_zero(c->words * 8);
-    if (!c->state || !c->crc || !c->saved || !c->prefix) {
+    c->pool = map_zero(c->npages * ps);
+    c->queue = map_zero(c->npages * 4);
+    if (c->queue) memset((void *)c->queue, 0xff, c->npages * 4);
+    if (!c->state || !c->crc || !c->saved || !c->prefix || !c->pool || !c->queue) {
         release(c);
         return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory for the page tables");
     }
@@ -433,14 +476,30 @@ static void copy_all(struct tk_ckpt *c)
             release_batch(c, batch_from, i + 1);
             batch_from = i + 1;
         }
+        if (i % 64 == 63) drain_queue(c);
         if (i % step == step - 1) report(c);
     }
-    while (atomic_load(&c->done) < c->nsaved) sched_yield();
+    while (atomic_load(&c->done) < c->nsaved) {
+        drain_queue(c);
+        if (atomic_load(&c->done) < c->nsaved) sched_yield();
+    }
     if (!c->track && c->mech != TK_CKPT_STOP) release_batch(c, batch_from, c->npages);
+}
+
+static void reset_queue(struct tk_ckpt *c)
+{
+    uint64_t used = atomic_load(&c->queue_tail);
+    if (used) {
+        madvise(c->pool, used * c->ps, MADV_DONTNEED); /* give the copies back */
+        for (uint64_t q = 0; q < used; q++) atomic_store(&c->queue[q], UINT32_MAX);
+    }
+    atomic_store(&c->queue_tail, 0);
+    c->queue_head = 0;
 }
 
 static void end_snapshot(struct tk_ckpt *c)
 {
+    reset_queue(c);
     int err = atomic_load(&c->error);
     if (!err) {
         err = finish_image(c);
