@@ -191,7 +191,7 @@ class Sampler(threading.Thread):
     def run(self):
         while not self.stop:
             self.peak = max(self.peak, pss(self.pid))
-            time.sleep(0.02)
+            time.sleep(0.05)
 
 
 # ---------------------------------------------------------------- servers

@@ -20,8 +20,10 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,14 +142,45 @@ static void commit_save(int err, const tk_ckpt_stats *st)
     S.save_fd = -1;
 }
 
+/* The rename and the directory's fsync can take a journal commit: a
+ * helper thread does them, so the event loop does not wait. */
+static struct {
+    pthread_t thread;
+    int err;
+    tk_ckpt_stats st;
+    atomic_bool done, live;
+} commit;
+
+static void *commit_thread(void *arg)
+{
+    (void)arg;
+    commit_save(commit.err, &commit.st);
+    atomic_store(&commit.done, true);
+    return NULL;
+}
+
 static void poll_bgsave(void)
 {
     if (!S.bgsave) return;
+    if (atomic_load(&commit.live)) {
+        if (!atomic_load(&commit.done)) return;
+        pthread_join(commit.thread, NULL);
+        atomic_store(&commit.live, false);
+        S.bgsave = false;
+        return;
+    }
     tk_ckpt_stats st;
     if (tk_ckpt_poll(S.ckpt, &st) == 1) return;
     int err = tk_ckpt_wait(S.ckpt, &st);
-    S.bgsave = false;
-    commit_save(err, &st);
+    commit.err = err;
+    commit.st = st;
+    atomic_store(&commit.done, false);
+    if (pthread_create(&commit.thread, NULL, commit_thread, NULL) == 0) {
+        atomic_store(&commit.live, true);
+    } else {
+        commit_save(err, &st);
+        S.bgsave = false;
+    }
     fprintf(stderr,
             "kv-server: background save %s: %lu pages in %.1f ms (pause %.2f ms, %lu copied by "
             "writers, longest writer stall %.2f ms)\n",
@@ -695,6 +728,10 @@ int main(int argc, char **argv)
                 conn_close(c);
         }
         poll_bgsave();
+    }
+    if (atomic_load(&commit.live)) {
+        pthread_join(commit.thread, NULL);
+        S.bgsave = false;
     }
     if (S.bgsave) {
         tk_ckpt_stats fin;

@@ -68,13 +68,13 @@ struct tk_ckpt {
 
     _Atomic uint8_t *state;
     uint32_t *crc;
-    unsigned char *pool;          /* writers' copies: npages pages reserved, touched as used */
-    _Atomic uint32_t *queue;      /* entry q: the page whose copy is in pool slot q,
-                                     UINT32_MAX until its writer has copied it */
-    _Atomic uint64_t queue_tail;  /* entries handed out */
-    uint64_t queue_head;          /* entries written (the background thread's) */
-    uint64_t *saved;  /* bitmap of the running snapshot's pages */
-    uint64_t *prefix; /* saved pages before each bitmap word */
+    unsigned char *pool;         /* writers' copies: npages pages reserved, touched as used */
+    _Atomic uint32_t *queue;     /* entry q: the page whose copy is in pool slot q,
+                                    UINT32_MAX until its writer has copied it */
+    _Atomic uint64_t queue_tail; /* entries handed out */
+    uint64_t queue_head;         /* entries written (the background thread's) */
+    uint64_t *saved;             /* bitmap of the running snapshot's pages */
+    uint64_t *prefix;            /* saved pages before each bitmap word */
     size_t words;
 
     uint64_t lineage, seq, base_seq; /* base_seq: the last complete snapshot, 0 none */
