@@ -4,6 +4,7 @@
  * fast returns differ.
  */
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -282,6 +283,7 @@ static void test_eager(enum tk_mech m)
     /* a write to a read-only page */
     CHECK_OK(tk_protect(r, (void *)p, len, TK_PROT_READ));
     p[0] = 7;
+    atomic_signal_fence(memory_order_seq_cst); /* s changed in the handler */
     CHECK(p[0] == 7 && s.calls == 1);
     CHECK(tk_protection(r, (void *)p) == TK_PROT_RW);
     CHECK(eager ? s.prot == TK_PROT_RW && (s.flags & TK_FAULT_AMPLIFIED)
@@ -291,14 +293,88 @@ static void test_eager(enum tk_mech m)
      * its rights are the region's, and the rest of it stays as it was) */
     if (m == TK_MECH_POSIX) {
         CHECK_OK(tk_protect(r, (void *)p, len, TK_PROT_NONE));
+        atomic_signal_fence(memory_order_seq_cst);
         CHECK(p[0] == 7 && s.calls == 2);
         CHECK(tk_protection(r, (void *)p) == TK_PROT_READ);
         CHECK(eager ? s.prot == TK_PROT_READ : s.prot == TK_PROT_NONE);
         p[0] = 8; /* and a write after it */
+        atomic_signal_fence(memory_order_seq_cst);
         CHECK(s.calls == 3 && tk_protection(r, (void *)p) == TK_PROT_RW);
     }
     CHECK_OK(tk_region_destroy(r));
     printf("eager on %s: ok (%s)\n", tk_mech_name(m), eager ? "before the handler" : "after it");
+}
+
+/* ---- the alternate stack, pkeys eager reads, SIGTRAP with sub-pages ---- */
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1u << 31)
+#endif
+static void test_autodisarm(void)
+{
+    size_t ps = tk_test_page();
+    tk_region *r = tk_test_region(TK_MECH_POSIX, 1, 0, open_page, NULL);
+    stack_t ss = {.ss_sp = malloc(65536), .ss_size = 65536, .ss_flags = SS_AUTODISARM}, old;
+    if (sigaltstack(&ss, &old) != 0) { /* kernel without SS_AUTODISARM */
+        free(ss.ss_sp);
+        CHECK_OK(tk_region_destroy(r));
+        return;
+    }
+    volatile char *p = tk_region_base(r);
+    CHECK_OK(tk_protect(r, (void *)p, ps, TK_PROT_NONE));
+    p[0] = 1; /* handled on the alternate stack, which disarms itself meanwhile */
+    stack_t cur;
+    CHECK(sigaltstack(NULL, &cur) == 0);
+    CHECK(!(cur.ss_flags & SS_DISABLE)); /* re-armed by the return */
+    stack_t off = {.ss_flags = SS_DISABLE};
+    CHECK(sigaltstack(&off, NULL) == 0);
+    free(ss.ss_sp);
+    CHECK_OK(tk_region_destroy(r));
+}
+
+static struct seen pk_seen;
+static void test_eager_pkeys_read(void)
+{
+    size_t ps = tk_test_page();
+    tk_region_config c = {.len = ps,
+                          .handler = record_only,
+                          .arg = &pk_seen,
+                          .mech = TK_MECH_PKEYS,
+                          .flags = TK_REGION_EAGER};
+    tk_region *r;
+    if (tk_region_create(&c, &r) != 0) return; /* no PKU here */
+    volatile int *p = tk_region_base(r);
+    CHECK_OK(tk_protect(r, (void *)p, ps, TK_PROT_NONE));
+    int v = *p; /* a read: opened read-only (eagerly or after the handler) */
+    atomic_signal_fence(memory_order_seq_cst); /* pk_seen changed in the handler */
+    CHECK(pk_seen.calls == 1 && tk_protection(r, (void *)p) == TK_PROT_READ);
+    *p = v + 1; /* so a write still reaches the handler */
+    atomic_signal_fence(memory_order_seq_cst);
+    CHECK(pk_seen.calls == 2 && tk_protection(r, (void *)p) == TK_PROT_RW && *p == v + 1);
+    CHECK_OK(tk_region_destroy(r));
+}
+
+static volatile int user_traps;
+static tk_action count_trap(int sig, void *si, void *uc, void *arg)
+{
+    (void)sig, (void)si, (void)uc, (void)arg;
+    user_traps++;
+    return TK_RESUME;
+}
+
+static void test_sigtrap_with_subpages(void)
+{
+    /* a sub-page region makes trapkit handle SIGTRAP for its single-steps;
+     * other SIGTRAPs still reach the program's handler */
+    size_t ps = tk_test_page();
+    tk_region_config c = {.len = ps, .handler = open_page, .page_size = 512};
+    tk_region *r;
+    CHECK_OK(tk_region_create(&c, &r));
+    CHECK_OK(tk_trap_install(SIGTRAP, count_trap, NULL));
+    raise(SIGTRAP);
+    trap_int3();
+    CHECK(user_traps == 2);
+    CHECK_OK(tk_trap_remove(SIGTRAP));
+    CHECK_OK(tk_region_destroy(r));
 }
 
 /* ---- light regions -------------------------------------------------- */
@@ -391,6 +467,9 @@ int main(void)
     test_eager(TK_MECH_UFFD_THREAD);
     test_eager(TK_MECH_PKEYS);
     test_light();
+    test_autodisarm();
+    test_eager_pkeys_read();
+    test_sigtrap_with_subpages();
     int st = child_status(eager_decline);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42);
     printf("ok: fast paths %s\n", fast_on ? "on" : "off");

@@ -530,7 +530,8 @@ int main(int argc, char **argv)
     run("nested", 300);
     CHECK(nested_faults - n0 == 300);
     nest_mode = 0;
-    if (fast_on) CHECK(tk_fast_return_count() - fast1 >= 300 + 3000 + 600);
+    /* (on the alternate stack the fast return may be declined: not counted) */
+    if (fast_on) CHECK(tk_fast_return_count() - fast1 >= 3000 + 600);
 
     /* a light region's handler, straight from the dispatcher */
     tk_region *normal = ra;

@@ -8,6 +8,7 @@
  * off (single-stepping).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #include "testutil.h"
 
 static volatile long calls;
+static atomic_bool race_stop;
 static volatile uintptr_t last_addr, last_page;
 static volatile int last_access;
 
@@ -321,6 +323,50 @@ static void test_threads(size_t sp)
     CHECK_OK(tk_region_destroy(r));
 }
 
+/* tk_protect against a writer on another sub-page of the same hardware
+ * page: once it returns, no write of that thread lands (this thread's own
+ * reads of the page are completed by emulation or a read-only step). */
+static tk_action wait_open(const tk_fault *f, void *arg)
+{
+    (void)arg;
+    while (tk_protection(f->region, f->page) != TK_PROT_RW && !atomic_load(&race_stop))
+        __builtin_ia32_pause();
+    return TK_RESUME;
+}
+
+static void *race_writer(void *arg)
+{
+    volatile long *x = arg;
+    for (long i = 1; !atomic_load(&race_stop); i++) *x = i;
+    return NULL;
+}
+
+static void test_protect_race(void)
+{
+    tk_region_config c = {.len = tk_test_page(), .handler = wait_open, .page_size = 64};
+    tk_region *r;
+    CHECK_OK(tk_region_create(&c, &r));
+    char *b = tk_region_base(r);
+    CHECK_OK(tk_protect(r, b, 64, TK_PROT_NONE)); /* the hardware page stays protected */
+    atomic_store(&race_stop, false);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, race_writer, b + 64) == 0);
+    long late = 0;
+    for (long k = 0; k < 100000; k++) {
+        CHECK_OK(tk_protect(r, b + 64, 64, TK_PROT_READ));
+        long v1 = *(volatile long *)(b + 64);
+        for (int s = 0; s < 100; s++) __builtin_ia32_pause();
+        long v2 = *(volatile long *)(b + 64);
+        late += v1 != v2;
+        CHECK_OK(tk_unprot(r, b + 64, 64));
+    }
+    atomic_store(&race_stop, true);
+    pthread_join(t, NULL);
+    if (late) fprintf(stderr, "%ld writes landed after tk_protect(READ) returned\n", late);
+    CHECK(late == 0);
+    CHECK_OK(tk_region_destroy(r));
+}
+
 static void test_bad_input(void)
 {
     size_t hw = tk_test_page();
@@ -365,6 +411,7 @@ int main(void)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGALRM, &sa, NULL);
     test_bad_input();
+    test_protect_race();
     size_t sizes[] = {512, 1024, 2048};
     for (int i = 0; i < 3; i++) {
         test_open_subpages(sizes[i]);

@@ -11,6 +11,7 @@ dir=$(mktemp -d)
 pid=
 cleanup() { [[ -n $pid ]] && kill -9 $pid 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
+trap 'echo "kv_server.sh ($mech): failed at line $LINENO" >&2' ERR
 
 start() {
     "$server" --port 0 --dir "$dir" --memory 256m --mechanism "$mech" >"$dir/out" 2>"$dir/err" &

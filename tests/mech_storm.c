@@ -3,6 +3,7 @@
  * at once; each must resume correctly (its write lands), and the handler must
  * see TK_FAULT_RESOLVED when another thread got there first. */
 #include <pthread.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <string.h>
 #include "testutil.h"
@@ -66,10 +67,10 @@ int main(int argc, char **argv)
         CHECK(pthread_create(&w[i].th, NULL, worker_main, &w[i]) == 0);
     }
     long rounds = 0;
-    while (atomic_load(&faults) < TARGET_FAULTS) {
+    time_t deadline = time(NULL) + 150;
+    while (atomic_load(&faults) < TARGET_FAULTS && time(NULL) < deadline) {
         CHECK_OK(tk_protn(region, base, NPAGES * ps, TK_PROT_READ));
         rounds++;
-        if (rounds > 50000000) break;
     }
     atomic_store(&stop, 1);
     for (int i = 0; i < THREADS; i++) pthread_join(w[i].th, NULL);

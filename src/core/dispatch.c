@@ -93,10 +93,9 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
     int eager_from = -1, eager_to = 0;
     if ((r->rg_flags & TK_REGION_EAGER) && !(flags & TK_FAULT_RESOLVED) &&
         access != TK_ACCESS_EXEC) {
-        eager_from = st & PS_PROT_MASK;
+        eager_from = r->rg_mech == TK_MECH_PKEYS ? tk__pkeys_protection(r) : st & PS_PROT_MASK;
         eager_to =
             access == TK_ACCESS_READ && eager_from == TK_PROT_NONE ? TK_PROT_READ : TK_PROT_RW;
-        if (r->rg_mech == TK_MECH_PKEYS) eager_from = tk__pkeys_protection(r);
         if (tk_fast_paths() & TK_FAST_EAGER) {
             if (tk_protect(r, (void *)(r->rg_start + (page << r->rg_shift)),
                            r->rg_mech == TK_MECH_PKEYS ? r->rg_len : r->rg_page, eager_to) == 0)

@@ -58,6 +58,7 @@ struct tk_region {
     int rg_pkey;                   /* pkeys regions: the region's protection key, else -1 */
     bool rg_subpage;               /* logical page smaller than the hardware page (vm/subpage.c) */
     unsigned char *rg_alias;       /* sub-page regions: a read-write view of the memfd */
+    atomic_int rg_sub_inflight;    /* sub-page regions: emulations under way */
     int rg_uffd;                   /* the userfaultfd the range is registered with, -1, or
                                       TK_UFFD_LOST_IN_FORK in a child of fork() */
     _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */

@@ -41,7 +41,7 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
     bool direct = TK_DELIVERED_BY_KERNEL();
     uint64_t entry_mask;
     memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
-    if (sig == SIGTRAP && tk__subpage_step_done(uc)) {
+    if (sig == SIGTRAP && si->si_code == TRAP_TRACE && tk__subpage_step_done(uc)) {
         errno = saved_errno;
         if (direct) tk__fast_return(uc, &entry_mask);
         return;

@@ -18,14 +18,24 @@
  *     reaching the protected hardware page through a second, read-write
  *     view of the region's memfd: no system call, and the page never opens,
  *     so no other thread can slip through.  For an instruction it does not
- *     decode, or with TK_FAST_SUBPAGE off, it opens the hardware page,
- *     single-steps the instruction with the trap flag and re-protects it in
- *     the SIGTRAP that follows.  While the page is open (one instruction of
- *     this thread, plus any signal handler that runs meanwhile), other
- *     threads can read and write every sub-page of that hardware page
- *     without faulting: that is the window the single-step path has and the
- *     emulation path does not.  For an instruction that is not decoded,
- *     only the first byte of the access (the fault address) is checked.
+ *     decode, or with TK_FAST_SUBPAGE off, it opens the hardware page (for
+ *     reading only, if the instruction only reads), single-steps the
+ *     instruction with the trap flag and re-protects it in the SIGTRAP that
+ *     follows.  While the page is open (one instruction of this thread,
+ *     plus any signal handler that runs meanwhile), other threads can make
+ *     the same kind of access to every sub-page of that hardware page
+ *     without faulting: that is the window the single-step path has and
+ *     the emulation path does not.  For an instruction that is not
+ *     decoded, only the first byte of the access (the fault address) is
+ *     checked.  Memory outside the region that an instruction also touches
+ *     (the source of a MOVS) is never reached by the emulator: such
+ *     instructions are single-stepped, so a fault there is the program's.
+ *
+ * Ordering against tk_protect: the step's page is opened under the
+ * region's lock after its accesses are checked again; an emulation counts
+ * itself in before it reads the states, and tk_protect waits for those
+ * counted in after it changed them.  So no access that a returned
+ * tk_protect forbids completes.
  *
  * String instructions (REP MOVS/STOS/LODS) are emulated element by element
  * and stop before the first element that touches a protected sub-page; the
@@ -98,6 +108,10 @@ int tk__subpage_apply(struct tk_region *r, size_t first, size_t n)
     return apply_hw(r, first, n, -1);
 }
 
+/* Emulations under way in this thread (a signal handler interrupting one
+ * may call tk_protect, which must not wait for its own thread). */
+static __thread int own_emulations __attribute__((tls_model("initial-exec")));
+
 int tk__subpage_protect(struct tk_region *r, size_t first, size_t n, int prot)
 {
     bool held = tk__hw_lock(r);
@@ -119,6 +133,9 @@ int tk__subpage_protect(struct tk_region *r, size_t first, size_t n, int prot)
             nst = (uint8_t)((old & ~PS_PROT_MASK) | prot);
         } while (!atomic_compare_exchange_weak(&r->rg_state[i], &old, nst));
     }
+    /* An emulated access that read the old states may still be storing
+     * through the second view: wait for it (not for this thread's own). */
+    while (atomic_load(&r->rg_sub_inflight) > own_emulations) tk__cpu_relax();
     return tk__hw_unlock(r, held, first, n);
 }
 
@@ -152,8 +169,9 @@ static void *emu_map(uintptr_t addr, size_t len, bool write, void *ctx)
     struct emu_ctx *c = ctx;
     struct tk_region *r = c->r;
     if (addr >= r->rg_start && addr + len <= r->rg_end) return c->alias + (addr - r->rg_start);
-    if (addr + len <= r->rg_start || addr >= r->rg_end) return (void *)addr;
-    return NULL; /* straddles the region's edge */
+    /* Memory outside the region is left to the CPU (single-stepping), so a
+     * fault there is the program's own, at its own instruction. */
+    return NULL;
 }
 
 static bool emu_allowed(uintptr_t addr, size_t len, bool write, void *ctx)
@@ -171,23 +189,44 @@ struct step {
 };
 static __thread struct step step __attribute__((tls_model("initial-exec")));
 
-static tk_action open_for_step(struct tk_region *r, uintptr_t addr, void *uc)
+static tk_action deliver(struct tk_region *r, uintptr_t bad, bool write, void *uc)
+{
+    return tk__handle_fault(r, bad, write ? TK_ACCESS_WRITE : TK_ACCESS_READ, TK_CTX_PC(uc), uc,
+                            TK_MECH_POSIX, 0);
+}
+
+/* Opens addr's hardware page for one single-stepped instruction.  The
+ * accesses are checked again under the region's lock, so a tk_protect that
+ * has returned is never stepped past. */
+static tk_action open_for_step(struct tk_region *r, uintptr_t addr, void *uc,
+                               const struct tk_insn_access *acc, int na)
 {
     size_t hw = hw_size();
     uintptr_t page = addr & ~(uintptr_t)(hw - 1);
     if (step.n && step.r != r) return TK_DECLINE; /* one region per instruction */
     bool known = false;
     for (int i = 0; i < step.n; i++) known |= step.pages[i] == page;
+    if (!known && step.n == (int)(sizeof step.pages / sizeof step.pages[0])) return TK_DECLINE;
+    size_t first = tk__page_index(r, page), n = hw >> r->rg_shift;
+    bool held = tk__hw_lock(r);
+    for (int i = 0; i < na; i++) {
+        uintptr_t bad = first_forbidden(r, acc[i].addr, acc[i].len, acc[i].write);
+        if (bad) {
+            tk__hw_unlock(r, held, first, n);
+            return deliver(r, bad, acc[i].write, uc);
+        }
+    }
+    /* only as open as the instruction needs: a read step leaves writes
+     * of other threads faulting */
+    bool any_write = false;
+    for (int i = 0; i < na; i++) any_write |= acc[i].write;
+    int err = tk__mprotect((void *)page, hw, any_write ? PROT_READ | PROT_WRITE : PROT_READ);
+    tk__hw_unlock(r, held, first, n);
+    if (err) return TK_DECLINE;
     if (!known) {
-        if (step.n == (int)(sizeof step.pages / sizeof step.pages[0])) return TK_DECLINE;
         step.r = r;
         step.pages[step.n++] = page;
     }
-    bool held = tk__hw_lock(r);
-    int err = tk__mprotect((void *)page, hw, PROT_READ | PROT_WRITE);
-    size_t first = tk__page_index(r, page), n = hw >> r->rg_shift;
-    tk__hw_unlock(r, held, first, n);
-    if (err) return TK_DECLINE;
     ((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
     return TK_RESUME;
 }
@@ -211,9 +250,12 @@ bool tk__subpage_step_done(void *uc)
 tk_action tk__subpage_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *uc)
 {
     bool write = access == TK_ACCESS_WRITE;
-    /* the instruction being single-stepped touches another page */
-    if (step.n && (((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF))
-        return open_for_step(r, addr, uc);
+    /* the instruction being single-stepped faults again (another page, or
+     * its page was protected meanwhile) */
+    if (step.n && (((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF)) {
+        struct tk_insn_access one = {addr, 1, write};
+        return open_for_step(r, addr, uc, &one, 1);
+    }
 
     struct tk_insn d;
     struct tk_insn_access acc[2];
@@ -231,16 +273,27 @@ tk_action tk__subpage_fault(struct tk_region *r, uintptr_t addr, enum tk_access 
         acc[0] = (struct tk_insn_access){addr, 1, write};
         na = 1;
     }
+    /* Counted in before the states are read: tk__subpage_protect changes
+     * the states, then waits for the emulations counted in, so none lands
+     * after it returns. */
+    atomic_fetch_add(&r->rg_sub_inflight, 1);
+    own_emulations++;
     for (int i = 0; i < na; i++) {
         uintptr_t bad = first_forbidden(r, acc[i].addr, acc[i].len, acc[i].write);
-        if (bad)
-            return tk__handle_fault(r, bad, acc[i].write ? TK_ACCESS_WRITE : TK_ACCESS_READ,
-                                    TK_CTX_PC(uc), uc, TK_MECH_POSIX, 0);
+        if (bad) {
+            own_emulations--;
+            atomic_fetch_sub(&r->rg_sub_inflight, 1);
+            return deliver(r, bad, acc[i].write, uc);
+        }
     }
+    bool done = false;
     if (decoded && (tk_fast_paths() & TK_FAST_SUBPAGE) && r->rg_alias) {
         struct emu_ctx c = {r, r->rg_alias};
         struct tk_emu_ops ops = {emu_map, emu_allowed, &c};
-        if (tk__insn_emulate(&d, uc, &ops)) return TK_RESUME;
+        done = tk__insn_emulate(&d, uc, &ops);
     }
-    return open_for_step(r, addr, uc);
+    own_emulations--;
+    atomic_fetch_sub(&r->rg_sub_inflight, 1);
+    if (done) return TK_RESUME;
+    return open_for_step(r, addr, uc, acc, na);
 }

@@ -11,10 +11,12 @@
  *      (FXRSTOR where the frame has no XSAVE header).
  *   2. Write the target RDI, RFLAGS and RIP just below the interrupted
  *      code's red zone (target RSP - 152, - 144, - 136), where only the
- *      signal frame itself was; the red zone [RSP - 128, RSP) is never
- *      touched.
- *   3. Load the other general registers, switch to RSP - 152, POP RDI,
- *      POPFQ, and `ret $128`: RIP and RSP come back together.
+ *      signal frame itself was (tk__arch_can_resume checks that this memory
+ *      is sure to be there when the frame is on the alternate stack); the
+ *      red zone [RSP - 128, RSP) is never touched.
+ *   3. Load the other general registers, switch to RSP - 152 with one
+ *      instruction, POP RDI, POPFQ, and `ret $128`: RIP and RSP come back
+ *      together.
  *
  * A signal arriving meanwhile is delivered below the current stack pointer
  * and returns normally, so every step may be interrupted.  What is not
@@ -37,8 +39,11 @@
 
 #define X86_EFLAGS_TF 0x100
 #define XFEATURE_PKRU (1ull << 9)
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1u << 31)
+#endif
 
-_Static_assert(REG_R8 == 0 && REG_RIP == 16 && REG_EFL == 17 && REG_RSP == 15,
+_Static_assert(REG_R8 == 0 && REG_RIP == 16 && REG_EFL == 17 && REG_RSP == 15 && REG_CR2 == 22,
                "glibc's x86-64 gregs layout");
 
 /* tk__x86_resume(gregs, xsave area, feature mask or 0 for FXRSTOR) */
@@ -58,12 +63,14 @@ __asm__(".text\n"
         "    jmp 2f\n"
         "1:  fxrstor64 (%rsi)\n"
         "2:  mov 15*8(%rdi), %rax\n" /* target RSP */
+        "    lea -152(%rax), %rax\n"
+        "    mov %rax, 22*8(%rdi)\n" /* the new RSP, in the frame's unused CR2 slot */
         "    mov 8*8(%rdi), %rcx\n"  /* RDI */
-        "    mov %rcx, -152(%rax)\n"
+        "    mov %rcx, 0(%rax)\n"
         "    mov 17*8(%rdi), %rcx\n" /* RFLAGS */
-        "    mov %rcx, -144(%rax)\n"
+        "    mov %rcx, 8(%rax)\n"
         "    mov 16*8(%rdi), %rcx\n" /* RIP */
-        "    mov %rcx, -136(%rax)\n"
+        "    mov %rcx, 16(%rax)\n"
         "    mov 0*8(%rdi), %r8\n"
         "    mov 1*8(%rdi), %r9\n"
         "    mov 2*8(%rdi), %r10\n"
@@ -78,10 +85,10 @@ __asm__(".text\n"
         "    mov 12*8(%rdi), %rdx\n"
         "    mov 13*8(%rdi), %rax\n"
         "    mov 14*8(%rdi), %rcx\n"
-        /* From here on the signal frame may be overwritten by a signal
-         * delivered below the new stack pointer: nothing is read from it. */
-        "    mov 15*8(%rdi), %rsp\n"
-        "    lea -152(%rsp), %rsp\n"
+        /* One instruction moves RSP below the three words; from here on
+         * a signal is delivered below them, and may overwrite the old signal
+         * frame: nothing is read from it any more. */
+        "    mov 22*8(%rdi), %rsp\n"
         "    pop %rdi\n"
         "    popfq\n"
         "    ret $128\n"
@@ -95,6 +102,16 @@ bool tk__arch_can_resume(void *ucv, const void *entry_mask)
     if (uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF) return false;
     /* the kernel's mask is the first 64 bits of sigset_t */
     if (memcmp(&uc->uc_sigmask, entry_mask, 8) != 0) return false;
+    /* An alternate stack set up with SS_AUTODISARM is re-armed only by
+     * rt_sigreturn. */
+    if ((unsigned)uc->uc_stack.ss_flags & SS_AUTODISARM) return false;
+    /* The three words go at T - 152 .. T - 128 (T: the interrupted RSP).
+     * When the frame is on the same stack, the kernel wrote there already;
+     * after a switch to the alternate stack, only within T's own page is
+     * it sure to be mapped. */
+    uintptr_t t = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    bool same_stack = (uintptr_t)uc < t - 128 && (uintptr_t)uc > t - 128 - (1u << 20);
+    if (!same_stack && ((t - 152) >> 12) != (t >> 12)) return false;
     /* PKRU listed as saved but absent from the header would be restored to
      * its init value (all keys open): leave that to the kernel. */
     const void *fx = uc->uc_mcontext.fpregs;
