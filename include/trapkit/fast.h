@@ -13,8 +13,12 @@
  *                    jumps.  Taken only when that is exact: the kernel
  *                    delivered the signal straight to trapkit's handler
  *                    (not through another handler that chains to it), the
- *                    handler left uc_sigmask alone, and no single-step is
- *                    pending; otherwise the kernel returns as usual.  Not
+ *                    handler left uc_sigmask alone, no single-step is
+ *                    pending, the alternate stack is not SS_AUTODISARM,
+ *                    and (after a switch to the alternate stack) the three
+ *                    words it writes below the interrupted code's red zone
+ *                    fall in that stack's current page; otherwise the
+ *                    kernel returns as usual.  Not
  *                    taken where the CPU enforces a shadow stack.  A
  *                    handler must leave the thread's signal mask as it
  *                    found it (edit uc_sigmask in f->ucontext instead: that
