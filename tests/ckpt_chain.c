@@ -131,6 +131,7 @@ int main(int argc, char **argv)
         CHECK(st[s].pages_done == st[s].pages_saved);
         if (m != TK_CKPT_FORK)
             CHECK(st[s].pages_by_thread + st[s].pages_by_writers == st[s].pages_saved);
+        if (st[s].pages_by_writers > 0) CHECK(st[s].max_stall_ns > 0 && st[s].faults > 0);
         if (s == 0) CHECK(st[s].pages_saved == 1024);
         CHECK(st[s].bytes_written >= st[s].pages_saved * ps);
     }

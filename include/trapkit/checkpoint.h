@@ -81,7 +81,9 @@ typedef struct tk_ckpt_stats {
     uint64_t pages_by_writers; /* copied by a writer that reached them first */
     uint64_t faults;           /* write faults taken on the areas during the snapshot */
     uint64_t pause_ns;         /* the pause at the start: protecting the areas (and fork) */
-    uint64_t max_stall_ns;     /* the longest any writer waited in a fault */
+    uint64_t max_stall_ns;     /* the longest a writer spent in a fault during the snapshot
+                                  (copying a page, or waiting for the pause or a page
+                                  being copied) */
     uint64_t bytes_written;    /* to the image */
     uint64_t duration_ns;      /* from tk_ckpt_start to the image being complete */
 } tk_ckpt_stats;

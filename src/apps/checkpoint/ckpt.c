@@ -247,7 +247,9 @@ static tk_action on_write(const tk_fault *f, void *arg)
     size_t idx = index_of(c, f->region, (uintptr_t)f->page);
     if (idx >= c->npages) return TK_DECLINE;
     if (atomic_load(&c->running)) atomic_fetch_add(&c->faults, 1);
-    uint64_t t0 = 0;
+    /* a writer's stall: from its fault to its resumption, while a
+     * snapshot runs or is being set up */
+    uint64_t t0 = atomic_load(&c->running) ? now_ns(CLOCK_MONOTONIC) : 0;
     /* Enter unless a snapshot is being set up; it waits for those inside,
      * so no page is opened after it chose and protected its pages. */
     for (;;) {
