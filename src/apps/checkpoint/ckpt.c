@@ -19,9 +19,9 @@
  * Without TK_CKPT_TRACK copied pages are unprotected again in batches.
  *
  * The background thread copies a page with a CRC-32C and one pwrite to its
- * place in the image.  A writer copies the page into a buffer instead (a
- * memcpy and the CRC, both async-signal-safe, in its fault handler or on
- * trapkit's handler thread) and queues it for the background thread: a
+ * place in the image.  A writer copies the page into a buffer instead (one
+ * memcpy, in its fault handler or on trapkit's handler thread) and queues
+ * it for the background thread, which computes its CRC and writes it: a
  * writer never waits for the disk, and never for the kernel's dirty-page
  * throttling.  The extra memory is one page per page a writer copied,
  * released when the snapshot ends, plus the state, CRC, slot and bitmap
@@ -215,8 +215,7 @@ static void buffer_page(struct tk_ckpt *c, size_t idx)
 {
     uint64_t q = atomic_fetch_add(&c->queue_tail, 1); /* one slot per page at most */
     unsigned char *dst = c->pool + q * c->ps;
-    memcpy(dst, page_addr(c, idx), c->ps);
-    c->crc[idx] = tk__crc32c((uint32_t)idx, dst, c->ps);
+    memcpy(dst, page_addr(c, idx), c->ps); /* the CRC is the background thread's */
     atomic_store_explicit(&c->queue[q], (uint32_t)idx, memory_order_release);
 }
 
@@ -227,6 +226,7 @@ static void drain_queue(struct tk_ckpt *c)
         uint32_t idx = atomic_load_explicit(&c->queue[c->queue_head], memory_order_acquire);
         if (idx == UINT32_MAX) return; /* its writer is still copying */
         const unsigned char *src = c->pool + c->queue_head * c->ps; /* its slot */
+        c->crc[idx] = tk__crc32c(idx, src, c->ps);
         if (!atomic_load(&c->error)) {
             int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
             if (err)
