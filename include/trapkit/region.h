@@ -128,10 +128,10 @@ typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
 #define TK_REGION_LIGHT                                                                            \
     0x8 /* the handler is "light" (trapkit/fast.h): it calls nothing but                           \
            tk_protect, tk_prot1, tk_protn, tk_unprot, tk_protection and                            \
-           tk_fast_paths, which leave errno alone, so the dispatcher saves                         \
-           nothing for it and calls it before any bookkeeping (on the                              \
-           SIGSEGV mechanisms, posix and pkeys; others take the general                            \
-           path).  Not with TK_REGION_DIRTY, TK_REGION_EAGER or sub-pages                          \
+           tk_fast_paths, and the dispatcher calls it before any                                   \
+           bookkeeping (DIRTY, eager amplification, declined marks; on                             \
+           the SIGSEGV mechanisms, posix and pkeys; others take the                                \
+           general path).  Not with TK_REGION_DIRTY, TK_REGION_EAGER or sub-pages                  \
            (-EINVAL). */
 
 typedef struct tk_region_config {

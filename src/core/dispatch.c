@@ -169,20 +169,11 @@ static bool is_stack_overflow(uintptr_t addr, void *uc)
     return addr < sp + 4096 && addr + TK_STACK_OVERFLOW_WINDOW >= sp;
 }
 
-/* The SIGSEGV and SIGBUS handler.  [signal-safe] */
 /* The light path: a SIGSEGV in a TK_REGION_LIGHT region goes straight to
- * its handler, without saving errno or any of the general path's
- * bookkeeping.  Returns false if the fault is not for it.  [signal-safe] */
-static inline bool light_fault(int sig, siginfo_t *si, void *uc, tk_action *act)
+ * its handler, before any of the general path's bookkeeping (DIRTY, eager
+ * amplification, declined marks).  [signal-safe] */
+static tk_action light_fault(struct tk_region *r, uintptr_t addr, void *uc)
 {
-    if (sig != SIGSEGV || (si->si_code != SEGV_ACCERR && si->si_code != SEGV_PKUERR)) return false;
-    uintptr_t addr = (uintptr_t)si->si_addr;
-    tk__table_enter();
-    struct tk_region *r = tk__table_find(addr);
-    if (!r || !(r->rg_flags & TK_REGION_LIGHT)) {
-        tk__table_leave();
-        return false;
-    }
     size_t page = tk__page_index(r, addr);
     uint8_t st = atomic_load(&r->rg_state[page]);
     enum tk_access access = TK_CTX_ACCESS(uc);
@@ -199,12 +190,12 @@ static inline bool light_fault(int sig, siginfo_t *si, void *uc, tk_action *act)
     };
     void *outer_uc = fault_uc;
     fault_uc = uc;
-    *act = r->rg_handler(&f, r->rg_arg);
+    tk_action act = r->rg_handler(&f, r->rg_arg);
     fault_uc = outer_uc;
-    tk__table_leave();
-    return true;
+    return act;
 }
 
+/* The SIGSEGV and SIGBUS handler.  [signal-safe] */
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
     /* Delivered by the kernel itself (not called by a handler that chains
@@ -212,22 +203,6 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     bool direct = TK_DELIVERED_BY_KERNEL();
     uint64_t entry_mask;
     memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
-    tk_action light_act;
-    if (nesting == 0) {
-        nesting++;
-        bool light = light_fault(sig, si, uc, &light_act);
-        nesting--;
-        if (light) {
-            if (light_act == TK_RESUME) {
-                if (direct) tk__fast_return(uc, &entry_mask);
-                return;
-            }
-            int saved_errno = errno;
-            tk__chain(sig == SIGBUS ? &old_bus : &old_segv, sig, si, uc);
-            errno = saved_errno;
-            return;
-        }
-    }
     int saved_errno = errno;
     uintptr_t addr = (uintptr_t)si->si_addr;
     bool fault = si->si_code > 0;
@@ -237,11 +212,14 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         tk__table_enter();
         struct tk_region *r = tk__table_find(addr);
         tk_action act = TK_DECLINE;
+        bool segv_prot =
+            sig == SIGSEGV && (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR);
         if (r) {
-            if (sig == SIGSEGV && si->si_code == SEGV_ACCERR && r->rg_subpage) {
+            if (segv_prot && (r->rg_flags & TK_REGION_LIGHT)) {
+                act = light_fault(r, addr, uc);
+            } else if (sig == SIGSEGV && si->si_code == SEGV_ACCERR && r->rg_subpage) {
                 act = tk__subpage_fault(r, addr, TK_CTX_ACCESS(uc), uc);
-            } else if (sig == SIGSEGV &&
-                       (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR)) {
+            } else if (segv_prot) {
                 act = tk__handle_fault(r, addr, TK_CTX_ACCESS(uc), TK_CTX_PC(uc), uc,
                                        r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS : TK_MECH_POSIX,
                                        0);
