@@ -194,19 +194,26 @@ static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
     return 0;
 }
 
-/* Copies page idx (state COPYING) into the image.  [signal-safe] */
-static void save_page(struct tk_ckpt *c, size_t idx)
+/* Writes src, the contents of page idx, to its place in the image (unless
+ * the snapshot already failed) and counts the page done.  [signal-safe] */
+static void write_page(struct tk_ckpt *c, size_t idx, const unsigned char *src)
 {
-    const unsigned char *p = page_addr(c, idx);
     if (!atomic_load(&c->error)) {
-        c->crc[idx] = tk__crc32c((uint32_t)idx, p, c->ps);
-        int err = pwrite_all(c->fd, p, c->ps, image_offset(c, idx));
+        c->crc[idx] = tk__crc32c((uint32_t)idx, src, c->ps);
+        int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
         if (err)
             set_error(c, err);
         else
             atomic_fetch_add(&c->bytes, c->ps);
     }
     atomic_fetch_add(&c->done, 1);
+}
+
+/* Copies page idx (state COPYING, write-protected) into the image.
+ * [signal-safe] */
+static void save_page(struct tk_ckpt *c, size_t idx)
+{
+    write_page(c, idx, page_addr(c, idx));
 }
 
 /* A writer's copy of page idx (state COPYING): into the pool, queued for
@@ -225,16 +232,7 @@ static void drain_queue(struct tk_ckpt *c)
     while (c->queue_head < atomic_load(&c->queue_tail)) {
         uint32_t idx = atomic_load_explicit(&c->queue[c->queue_head], memory_order_acquire);
         if (idx == UINT32_MAX) return; /* its writer is still copying */
-        const unsigned char *src = c->pool + c->queue_head * c->ps; /* its slot */
-        c->crc[idx] = tk__crc32c(idx, src, c->ps);
-        if (!atomic_load(&c->error)) {
-            int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
-            if (err)
-                set_error(c, err);
-            else
-                atomic_fetch_add(&c->bytes, c->ps);
-        }
-        atomic_fetch_add(&c->done, 1);
+        write_page(c, idx, c->pool + c->queue_head * c->ps); /* from its slot */
         c->queue_head++;
     }
 }
@@ -499,11 +497,13 @@ static void reset_queue(struct tk_ckpt *c)
     c->queue_head = 0;
 }
 
-static void end_snapshot(struct tk_ckpt *c)
+/* The end of a snapshot: the directory and header (unless the fork child
+ * wrote them), the statistics, and whether the next may be incremental. */
+static void end_snapshot(struct tk_ckpt *c, bool write_image)
 {
     reset_queue(c);
     int err = atomic_load(&c->error);
-    if (!err) {
+    if (!err && write_image) {
         err = finish_image(c);
         if (err) set_error(c, err);
     }
@@ -530,17 +530,11 @@ static void *snapshot_thread(void *arg)
         atomic_store(&c->done, c->nsaved);
         atomic_store(&c->by_thread, c->nsaved);
         atomic_store(&c->bytes, c->nsaved * c->ps);
-        atomic_store(&c->duration, now_ns(CLOCK_MONOTONIC) - c->t_start);
-        if (!atomic_load(&c->error))
-            c->base_seq = c->seq;
-        else
-            c->base_seq = 0;
-        atomic_store(&c->running, false);
-        report(c);
+        end_snapshot(c, false);
         return NULL;
     }
     copy_all(c);
-    end_snapshot(c);
+    end_snapshot(c, true);
     return NULL;
 }
 
@@ -669,7 +663,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         }
         atomic_store(&c->phase, PHASE_RUNNING);
         futex_wake_all(&c->phase);
-        end_snapshot(c);
+        end_snapshot(c, true);
         pthread_mutex_unlock(&c->lock);
         return 0;
     }
