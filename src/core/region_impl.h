@@ -157,6 +157,8 @@ int tk__pkeys_protection(struct tk_region *r);                                /*
 /* Applies the state of pages [first, first+n) to the hardware, grouping runs
  * of equal settings into one system call each. [signal-safe] */
 int tk__apply(struct tk_region *r, size_t first, size_t n);
+/* mprotect's protection for a user protection TK_PROT_* (vm/protect.c). */
+extern const int tk__prot_of_user[4];
 /* Changes the hardware of pages [first, first+n), all in state `from`, to
  * what state `to` needs, with only the system calls that differ. [signal-safe] */
 int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_t to);

@@ -18,13 +18,14 @@ struct hw {
     bool wp;  /* userfaultfd write-protected */
 };
 
-static const int prot_of_user[4] = {PROT_NONE, PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE};
+/* The mprotect protection for each user protection (TK_PROT_*). */
+const int tk__prot_of_user[4] = {PROT_NONE, PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE};
 
 /* [signal-safe] */
 static struct hw hw_of(const struct tk_region *r, uint8_t st)
 {
     int user = st & PS_PROT_MASK;
-    struct hw h = {prot_of_user[user], false};
+    struct hw h = {tk__prot_of_user[user], false};
     switch (r->rg_mech) {
     case TK_MECH_UFFD_SIGBUS:
     case TK_MECH_UFFD_THREAD:

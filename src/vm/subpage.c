@@ -60,8 +60,6 @@ static size_t hw_size(void)
     return hw;
 }
 
-static const int prot_of_user[4] = {PROT_NONE, PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE};
-
 /* The user protection a hardware page gets from its sub-pages, with the
  * sub-pages [first, first + n) taken as `prot` (or as they are, prot < 0). */
 static int hw_user_prot(struct tk_region *r, uintptr_t hwpage, size_t first, size_t n, int prot)
@@ -92,7 +90,7 @@ static int apply_hw(struct tk_region *r, size_t first, size_t n, int prot)
         int p = a < end ? hw_user_prot(r, a, first, n, prot) : -1;
         if (p != run_prot || a >= end) {
             if (run_prot >= 0) {
-                int err = tk__mprotect((void *)run, a - run, prot_of_user[run_prot]);
+                int err = tk__mprotect((void *)run, a - run, tk__prot_of_user[run_prot]);
                 if (err) return err;
             }
             run = a;
