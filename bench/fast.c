@@ -23,15 +23,6 @@
 #include "bench.h"
 #include "touch.h"
 
-static tk_action null_handler(const tk_fault *f, void *arg)
-{
-    bench_t_entry = bench_tsc();
-    (void)arg;
-    tk_action a = bench_skip_touch(f->ucontext) ? TK_RESUME : TK_DECLINE;
-    bench_t_exit = bench_tsc();
-    return a;
-}
-
 static volatile long recorded;
 static tk_action record(const tk_fault *f, void *arg)
 {
@@ -60,7 +51,7 @@ int main(int argc, char **argv)
     /* ---- sub-pages ---- */
     const size_t sp = 1024;
     tk_region *r;
-    tk_region_config c = {.len = hw, .handler = null_handler, .page_size = sp};
+    tk_region_config c = {.len = hw, .handler = bench_null_handler, .page_size = sp};
     int err = tk_region_create(&c, &r);
     struct bench_split sub[2];
     struct bench_fig open_fig[2];

@@ -48,15 +48,6 @@ static tk_action trap_handler(int sig, void *si, void *uc, void *arg)
     return a;
 }
 
-static tk_action tk_handler(const tk_fault *f, void *arg)
-{
-    bench_t_entry = bench_tsc();
-    (void)arg;
-    tk_action a = bench_skip_touch(f->ucontext) ? TK_RESUME : TK_DECLINE;
-    bench_t_exit = bench_tsc();
-    return a;
-}
-
 static void do_ud2(volatile void *p)
 {
     (void)p;
@@ -142,7 +133,8 @@ int main(int argc, char **argv)
             mprotect(pages[i], ps, PROT_READ);
             continue;
         }
-        tk_region_config c = {.len = ps, .mech = tks[i], .handler = tk_handler, .flags = flags[i]};
+        tk_region_config c = {
+            .len = ps, .mech = tks[i], .handler = bench_null_handler, .flags = flags[i]};
         if (tk_region_create(&c, &regions[i])) {
             reasons[i] = strdup(tk_last_error());
             continue;

@@ -50,3 +50,12 @@ void bench_measure(struct bench_split *s, void (*raise_it)(volatile void *), vol
     bench_add(&s->ret, r / per_ns / (double)iters);
     bench_add(&s->round, (double)(t1 - t0) / (double)iters);
 }
+
+tk_action bench_null_handler(const tk_fault *f, void *arg)
+{
+    bench_t_entry = bench_tsc();
+    (void)arg;
+    tk_action a = bench_skip_touch(f->ucontext) ? TK_RESUME : TK_DECLINE;
+    bench_t_exit = bench_tsc();
+    return a;
+}

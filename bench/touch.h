@@ -60,4 +60,9 @@ struct bench_split {
 void bench_measure(struct bench_split *s, void (*raise_it)(volatile void *), volatile void *p,
                    long iters);
 
+/* A null region handler for bench_measure: timestamps on entry and exit,
+ * steps over bench_touch's store. */
+#include <trapkit/region.h>
+tk_action bench_null_handler(const tk_fault *f, void *arg);
+
 #endif

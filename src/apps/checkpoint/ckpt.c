@@ -231,7 +231,7 @@ static void drain_queue(struct tk_ckpt *c)
 {
     while (c->queue_head < atomic_load(&c->queue_tail)) {
         uint32_t idx = atomic_load_explicit(&c->queue[c->queue_head], memory_order_acquire);
-        if (idx == UINT32_MAX) return; /* its writer is still copying */
+        if (idx == UINT32_MAX) return;                       /* its writer is still copying */
         write_page(c, idx, c->pool + c->queue_head * c->ps); /* from its slot */
         c->queue_head++;
     }
