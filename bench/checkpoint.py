@@ -297,7 +297,13 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--kv-server", required=True)
     ap.add_argument("--sizes", default=None, help="GiB, comma-separated")
+    ap.add_argument("--mechanisms", default=",".join(MECHS + ["redis-fork"]),
+                    help="comma-separated, of: " + ", ".join(MECHS + ["redis-fork"]))
     a = ap.parse_args()
+    chosen = a.mechanisms.split(",")
+    for m in chosen:
+        if m not in MECHS + ["redis-fork"]:
+            ap.error(f"unknown mechanism {m!r}")
     sizes = [float(x) for x in a.sizes.split(",")] if a.sizes else \
         ([1 / 16] if a.quick else [1.0, 4.0])
     pipelines = [1, 16]
@@ -321,7 +327,7 @@ def main():
             load(srv.port, keys)
             Client(srv.port).cmd("SAVE")
             srv.stop()
-            for mech in MECHS:
+            for mech in [m for m in MECHS if m in chosen]:
                 d = os.path.join(work, mech)
                 os.makedirs(d, exist_ok=True)
                 shutil.copy(os.path.join(seed_dir, "dump.tkimg"), os.path.join(d, "dump.tkimg"))
@@ -332,7 +338,9 @@ def main():
                     srv.stop()
                     shutil.rmtree(d, ignore_errors=True)
             shutil.rmtree(seed_dir, ignore_errors=True)
-            if have_redis:
+            if "redis-fork" not in chosen:
+                pass
+            elif have_redis:
                 d = os.path.join(work, "redis")
                 os.makedirs(d, exist_ok=True)
                 srv = Server("redis", None, d, mem, a.kv_server)

@@ -148,6 +148,11 @@ int main(int argc, char **argv)
            "incremental images\n",
            argv[1], total, SNAPS, by_writers, incr_pages);
     CHECK(total > 0);
+#ifdef TK_CKPT_TEST_TAKEOVER
+    extern atomic_long tk__ckpt_takeovers;
+    printf("%ld pages taken over from the background thread\n", atomic_load(&tk__ckpt_takeovers));
+    CHECK(atomic_load(&tk__ckpt_takeovers) > 0);
+#endif
 
     /* every chain restores to a consistent cut, each no earlier than the last */
     uint64_t *img =

@@ -5,7 +5,8 @@
  *
  *   DIRTY    written since the last snapshot (or never saved); writable
  *   PENDING  in the running snapshot, not copied yet; write-protected
- *   COPYING  being copied to the image by the thread or by a writer
+ *   COPYING  being copied by the background thread (one memcpy)
+ *   TAKEN    being copied by a writer
  *   CLEAN    saved (in the running or a past snapshot); write-protected, so
  *            the first write after it faults and makes it DIRTY
  *
@@ -18,12 +19,16 @@
  * a writer that reaches a PENDING page first copies it itself and goes on.
  * Without TK_CKPT_TRACK copied pages are unprotected again in batches.
  *
- * The background thread copies a page with a CRC-32C and one pwrite to its
- * place in the image.  A writer copies the page into a buffer instead (one
- * memcpy, in its fault handler or on trapkit's handler thread) and queues
- * it for the background thread, which computes its CRC and writes it: a
- * writer never waits for the disk, and never for the kernel's dirty-page
- * throttling.  The extra memory is one page per page a writer copied,
+ * The background thread copies runs of up to BATCH pages into a buffer,
+ * one memcpy per page, then computes their CRC-32C and writes the run with
+ * one pwrite.  A writer copies its page into a pool slot (one memcpy, in
+ * its fault handler or on trapkit's handler thread) and queues it for the
+ * background thread, which computes its CRC and writes it.  A writer never
+ * waits for the background thread: a page the thread is copying (COPYING)
+ * is taken over by the writer, which copies it itself, and the thread
+ * drops its own copy of that page when it sees the state changed.  So a
+ * writer waits neither for the disk, nor for the kernel's dirty-page
+ * throttling, nor for a background thread the scheduler has put aside.  The extra memory is one page per page a writer copied,
  * released when the snapshot ends, plus the state, CRC, slot and bitmap
  * arrays (17 bytes per 4 KiB page); fork's is the copy-on-write copies.
  */
@@ -51,9 +56,13 @@
 #include "trapkit/probe.h"
 #include "trapkit/region.h"
 
-enum { ST_DIRTY = 0, ST_PENDING = 1, ST_COPYING = 2, ST_CLEAN = 3 };
+enum { ST_DIRTY = 0, ST_PENDING = 1, ST_COPYING = 2, ST_CLEAN = 3, ST_TAKEN = 4 };
 enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1 };
+#ifdef TK_CKPT_TEST_TAKEOVER
+atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread */
+#endif
 #define UNPROT_BATCH 64
+#define BATCH 64 /* pages the background thread copies before one pwrite */
 
 struct tk_ckpt {
     struct tk_ckpt_area areas[TK_IMG_MAX_AREAS];
@@ -209,14 +218,7 @@ static void write_page(struct tk_ckpt *c, size_t idx, const unsigned char *src)
     atomic_fetch_add(&c->done, 1);
 }
 
-/* Copies page idx (state COPYING, write-protected) into the image.
- * [signal-safe] */
-static void save_page(struct tk_ckpt *c, size_t idx)
-{
-    write_page(c, idx, page_addr(c, idx));
-}
-
-/* A writer's copy of page idx (state COPYING): into the pool, queued for
+/* A writer's copy of page idx (state TAKEN): into the pool, queued for
  * the background thread.  [signal-safe] */
 static void buffer_page(struct tk_ckpt *c, size_t idx)
 {
@@ -259,8 +261,13 @@ static tk_action on_write(const tk_fault *f, void *arg)
     }
     for (unsigned spins = 0;; spins++) {
         uint8_t st = atomic_load(&c->state[idx]);
-        if (st == ST_PENDING) {
-            if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_COPYING)) continue;
+        if (st == ST_PENDING || st == ST_COPYING) {
+            /* not copied yet, or being copied by the background thread,
+             * which drops its copy when it sees TAKEN */
+            if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_TAKEN)) continue;
+#ifdef TK_CKPT_TEST_TAKEOVER
+            if (st == ST_COPYING) atomic_fetch_add(&tk__ckpt_takeovers, 1);
+#endif
             buffer_page(c, idx);
             atomic_fetch_add(&c->by_writers, 1);
             atomic_store(&c->state[idx], ST_DIRTY);
@@ -273,7 +280,7 @@ static tk_action on_write(const tk_fault *f, void *arg)
             break;
         }
         if (st == ST_DIRTY) break; /* another thread is opening it: retry */
-        /* COPYING: the page is being copied; wait for that page only */
+        /* TAKEN: another writer is copying this page; wait for it only */
         if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
         if (spins > 64) sched_yield();
     }
@@ -460,30 +467,92 @@ static void release_batch(struct tk_ckpt *c, size_t from, size_t to)
     }
 }
 
-/* Copies every PENDING page; then waits for writers' copies to finish. */
-static void copy_all(struct tk_ckpt *c)
+/* The background thread's copies of up to BATCH saved pages, consecutive
+ * in the image. */
+struct batch {
+    unsigned char *buf;
+    size_t idx[BATCH];
+    bool mine[BATCH]; /* copied into buf; else a writer took the page */
+    size_t n;
+    uint64_t off; /* image offset of idx[0] */
+};
+
+/* Writes the runs of the batch's pages that are the thread's own. */
+static void flush_batch(struct tk_ckpt *c, struct batch *b)
 {
+    for (size_t k = 0; k < b->n;) {
+        if (!b->mine[k]) {
+            k++;
+            continue;
+        }
+        size_t e = k;
+        while (e < b->n && b->mine[e]) {
+            c->crc[b->idx[e]] = tk__crc32c((uint32_t)b->idx[e], b->buf + e * c->ps, c->ps);
+            e++;
+        }
+        if (!atomic_load(&c->error)) {
+            int err = pwrite_all(c->fd, b->buf + k * c->ps, (e - k) * c->ps, b->off + k * c->ps);
+            if (err)
+                set_error(c, err);
+            else
+                atomic_fetch_add(&c->bytes, (e - k) * c->ps);
+        }
+        atomic_fetch_add(&c->by_thread, e - k);
+        atomic_fetch_add(&c->done, e - k);
+        k = e;
+    }
+    b->n = 0;
+}
+
+/* Copies every PENDING page, BATCH at a time; then (in the process, not
+ * in a fork child) waits for writers' copies to be written.  Copied pages
+ * are unprotected in batches unless tracking keeps them protected. */
+static void copy_all(struct tk_ckpt *c, bool child)
+{
+    struct batch b = {.buf = map_zero(BATCH * c->ps)};
+    if (!b.buf) set_error(c, -ENOMEM);
+    bool release = !child && !c->track && c->mech != TK_CKPT_STOP;
     size_t step = c->npages / 100 + 1, batch_from = 0;
     for (size_t i = 0; i < c->npages; i++) {
-        uint8_t st = ST_PENDING;
-        if (atomic_load(&c->state[i]) == ST_PENDING &&
-            atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING)) {
-            save_page(c, i);
-            atomic_fetch_add(&c->by_thread, 1);
-            atomic_store(&c->state[i], ST_CLEAN);
+        if (b.buf && (c->saved[i / 64] >> (i % 64) & 1)) {
+            size_t k = b.n;
+            if (k == 0) b.off = image_offset(c, i);
+            b.idx[k] = i;
+            b.mine[k] = false;
+            uint8_t st = ST_PENDING;
+            if (atomic_load(&c->state[i]) == ST_PENDING &&
+                atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING)) {
+                memcpy(b.buf + k * c->ps, page_addr(c, i), c->ps);
+#ifdef TK_CKPT_TEST_TAKEOVER
+                usleep(20); /* a test build: widen the window in which writers take pages */
+#endif
+                st = ST_COPYING; /* unless a writer took it meanwhile */
+                b.mine[k] = atomic_compare_exchange_strong(&c->state[i], &st, ST_CLEAN);
+            }
+            if (++b.n == BATCH) flush_batch(c, &b);
+        } else if (!b.buf && atomic_load(&c->state[i]) == ST_PENDING) {
+            /* no buffer: the image has failed; the pages still go back */
+            uint8_t st = ST_PENDING;
+            if (atomic_compare_exchange_strong(&c->state[i], &st, ST_CLEAN))
+                atomic_fetch_add(&c->done, 1);
         }
-        if (!c->track && c->mech != TK_CKPT_STOP && i + 1 - batch_from >= UNPROT_BATCH) {
+        if (release && i + 1 - batch_from >= UNPROT_BATCH) {
             release_batch(c, batch_from, i + 1);
             batch_from = i + 1;
         }
-        if (i % 64 == 63) drain_queue(c);
-        if (i % step == step - 1) report(c);
+        if (!child && i % 64 == 63) drain_queue(c);
+        if (!child && i % step == step - 1) report(c);
     }
+    if (b.buf) {
+        flush_batch(c, &b);
+        munmap(b.buf, BATCH * c->ps);
+    }
+    if (child) return;
     while (atomic_load(&c->done) < c->nsaved) {
         drain_queue(c);
         if (atomic_load(&c->done) < c->nsaved) sched_yield();
     }
-    if (!c->track && c->mech != TK_CKPT_STOP) release_batch(c, batch_from, c->npages);
+    if (release) release_batch(c, batch_from, c->npages);
 }
 
 static void reset_queue(struct tk_ckpt *c)
@@ -533,7 +602,7 @@ static void *snapshot_thread(void *arg)
         end_snapshot(c, false);
         return NULL;
     }
-    copy_all(c);
+    copy_all(c, false);
     end_snapshot(c, true);
     return NULL;
 }
@@ -541,8 +610,7 @@ static void *snapshot_thread(void *arg)
 /* The fork child: writes the image from its copy of the memory. */
 static void fork_child(struct tk_ckpt *c)
 {
-    for (size_t i = 0; i < c->npages; i++)
-        if (c->saved[i / 64] >> (i % 64) & 1) save_page(c, i);
+    copy_all(c, true);
     int err = atomic_load(&c->error);
     if (!err) err = finish_image(c);
     _exit(err ? 1 : 0);
@@ -655,7 +723,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     if (c->mech == TK_CKPT_STOP) {
         /* writers keep waiting until every page is copied */
         atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
-        copy_all(c);
+        copy_all(c, false);
         for (size_t a = 0; a < c->nareas && !c->track; a++) {
             for (size_t i = c->first[a]; i < c->first[a + 1]; i++)
                 atomic_store(&c->state[i], ST_DIRTY);
