@@ -297,6 +297,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--kv-server", required=True)
     ap.add_argument("--sizes", default=None, help="GiB, comma-separated")
+    ap.add_argument("--pipelines", default="1,16", help="redis-benchmark -P values, comma-separated")
     ap.add_argument("--mechanisms", default=",".join(MECHS + ["redis-fork"]),
                     help="comma-separated, of: " + ", ".join(MECHS + ["redis-fork"]))
     a = ap.parse_args()
@@ -306,7 +307,7 @@ def main():
             ap.error(f"unknown mechanism {m!r}")
     sizes = [float(x) for x in a.sizes.split(",")] if a.sizes else \
         ([1 / 16] if a.quick else [1.0, 4.0])
-    pipelines = [1, 16]
+    pipelines = [int(x) for x in a.pipelines.split(",")]
     have_redis = shutil.which("redis-server") and shutil.which("redis-benchmark")
     if not shutil.which("redis-benchmark"):
         for s in sizes:

@@ -19,17 +19,22 @@
  * a writer that reaches a PENDING page first copies it itself and goes on.
  * Without TK_CKPT_TRACK copied pages are unprotected again in batches.
  *
- * The background thread copies runs of up to BATCH pages into a buffer,
- * one memcpy per page, then computes their CRC-32C and writes the run with
- * one pwrite.  A writer copies its page into a pool slot (one memcpy, in
- * its fault handler or on trapkit's handler thread) and queues it for the
- * background thread, which computes its CRC and writes it.  A writer never
- * waits for the background thread: a page the thread is copying (COPYING)
- * is taken over by the writer, which copies it itself, and the thread
- * drops its own copy of that page when it sees the state changed.  So a
- * writer waits neither for the disk, nor for the kernel's dirty-page
- * throttling, nor for a background thread the scheduler has put aside.  The extra memory is one page per page a writer copied,
- * released when the snapshot ends, plus the state, CRC, slot and bitmap
+ * The background thread writes runs of up to BATCH pages to the image
+ * straight from memory, with one pwritev and direct I/O where the file
+ * system allows (no copy, no page cache, no write-back thread competing
+ * with the program for the CPU; buffered otherwise); the pages stay
+ * write-protected meanwhile, so then it computes their CRC-32C from memory
+ * and marks them CLEAN.  A writer copies its page into a pool slot (one
+ * memcpy, in its fault handler or on trapkit's handler thread) and queues
+ * it for the background thread, which computes its CRC and writes it
+ * (buffered).  A writer never waits for the background thread: a page the
+ * thread is writing (COPYING) is taken over by the writer, which copies
+ * it itself, and the thread, seeing the state changed, leaves the page to
+ * the writer's copy, written after its own.  So a writer waits neither for
+ * the disk, nor for the kernel's dirty-page throttling, nor for a
+ * background thread the scheduler has put aside.  The extra memory is one
+ * page per page a writer copied, released when the snapshot ends, plus
+ * the state, CRC, slot and bitmap
  * arrays (17 bytes per 4 KiB page); fork's is the copy-on-write copies.
  */
 #include <errno.h>
@@ -46,6 +51,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,7 +102,7 @@ struct tk_ckpt {
     pid_t child;
 
     /* the running (or last) snapshot */
-    int fd;
+    int fd, dfd; /* the image; dfd: the same file opened for direct I/O, or fd */
     bool incremental;
     uint64_t nsaved, data_off, t_start, t_instant_real;
     atomic_bool running;
@@ -203,12 +209,42 @@ static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
     return 0;
 }
 
+/* Writes n pages to the image at off, with direct I/O where the file
+ * allows it (no page-cache copy, no write-back thread), else buffered.
+ * [signal-safe] */
+static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off)
+{
+    while (n > 0) {
+        ssize_t w = pwritev(c->dfd, iov, n, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EINVAL && c->dfd != c->fd) {
+            c->dfd = c->fd; /* this file system refuses these direct writes */
+            continue;
+        }
+        if (w < 0) return -errno;
+        if (w == 0) return -EIO;
+        off += (uint64_t)w;
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0 && w > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
 /* Writes src, the contents of page idx, to its place in the image (unless
  * the snapshot already failed) and counts the page done.  [signal-safe] */
 static void write_page(struct tk_ckpt *c, size_t idx, const unsigned char *src)
 {
     if (!atomic_load(&c->error)) {
         c->crc[idx] = tk__crc32c((uint32_t)idx, src, c->ps);
+        /* buffered: single pages from scattered places; the page cache
+         * gathers them */
         int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
         if (err)
             set_error(c, err);
@@ -332,7 +368,7 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->track = (cfg->flags & TK_CKPT_TRACK) != 0;
     c->progress = cfg->progress;
     c->progress_arg = cfg->progress_arg;
-    c->fd = -1;
+    c->fd = c->dfd = -1;
     for (size_t a = 0; a < cfg->nareas; a++) {
         const struct tk_ckpt_area *ar = &cfg->areas[a];
         if (!ar->addr || (uintptr_t)ar->addr % ps || ar->len == 0 || ar->len % ps) {
@@ -451,33 +487,40 @@ static int finish_image(struct tk_ckpt *c)
     return err;
 }
 
-/* Unprotects the copied pages among [from, to) that are still CLEAN (no
- * tracking wanted).  */
+/* Unprotects the copied pages among [from, to) (no tracking wanted): the
+ * CLEAN ones become DIRTY; DIRTY ones are open already, and a TAKEN one is
+ * being copied by a writer, which opens it itself. */
 static void release_batch(struct tk_ckpt *c, size_t from, size_t to)
 {
     while (from < to) {
         size_t a = area_of_index(c, from);
         size_t end = to < c->first[a + 1] ? to : c->first[a + 1];
-        for (size_t i = from; i < end; i++) {
+        size_t run = from;
+        for (size_t i = from; i <= end; i++) {
             uint8_t st = ST_CLEAN;
-            atomic_compare_exchange_strong(&c->state[i], &st, ST_DIRTY);
+            if (i < end &&
+                (atomic_compare_exchange_strong(&c->state[i], &st, ST_DIRTY) || st == ST_DIRTY))
+                continue;
+            if (i > run) tk_unprot(c->regions[a], page_addr(c, run), (i - run) * c->ps);
+            run = i + 1;
         }
-        tk_unprot(c->regions[a], page_addr(c, from), (end - from) * c->ps);
         from = end;
     }
 }
 
-/* The background thread's copies of up to BATCH saved pages, consecutive
- * in the image. */
+/* The background thread's run of up to BATCH saved pages, consecutive in
+ * the image. */
 struct batch {
-    unsigned char *buf;
     size_t idx[BATCH];
-    bool mine[BATCH]; /* copied into buf; else a writer took the page */
+    struct iovec iov[BATCH];
+    bool mine[BATCH]; /* COPYING by the thread; else a writer took the page first */
     size_t n;
     uint64_t off; /* image offset of idx[0] */
 };
 
-/* Writes the runs of the batch's pages that are the thread's own. */
+/* Writes the batch's pages straight from memory (they are write-protected
+ * while COPYING), then checksums each and marks it CLEAN, unless a writer
+ * took it meanwhile: then the writer's copy, queued, is written after. */
 static void flush_batch(struct tk_ckpt *c, struct batch *b)
 {
     for (size_t k = 0; k < b->n;) {
@@ -486,19 +529,23 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
             continue;
         }
         size_t e = k;
-        while (e < b->n && b->mine[e]) {
-            c->crc[b->idx[e]] = tk__crc32c((uint32_t)b->idx[e], b->buf + e * c->ps, c->ps);
-            e++;
-        }
+        while (e < b->n && b->mine[e]) e++;
         if (!atomic_load(&c->error)) {
-            int err = pwrite_all(c->fd, b->buf + k * c->ps, (e - k) * c->ps, b->off + k * c->ps);
+            int err = write_pages(c, &b->iov[k], (int)(e - k), b->off + k * c->ps);
             if (err)
                 set_error(c, err);
             else
                 atomic_fetch_add(&c->bytes, (e - k) * c->ps);
         }
-        atomic_fetch_add(&c->by_thread, e - k);
-        atomic_fetch_add(&c->done, e - k);
+        for (size_t j = k; j < e; j++) {
+            size_t idx = b->idx[j];
+            uint32_t crc = tk__crc32c((uint32_t)idx, page_addr(c, idx), c->ps);
+            uint8_t st = ST_COPYING;
+            if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_CLEAN)) continue;
+            c->crc[idx] = crc; /* the page did not change since it was written */
+            atomic_fetch_add(&c->by_thread, 1);
+            atomic_fetch_add(&c->done, 1);
+        }
         k = e;
     }
     b->n = 0;
@@ -509,44 +556,35 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
  * are unprotected in batches unless tracking keeps them protected. */
 static void copy_all(struct tk_ckpt *c, bool child)
 {
-    struct batch b = {.buf = map_zero(BATCH * c->ps)};
-    if (!b.buf) set_error(c, -ENOMEM);
+    struct batch b = {.n = 0};
     bool release = !child && !c->track && c->mech != TK_CKPT_STOP;
     size_t step = c->npages / 100 + 1, batch_from = 0;
     for (size_t i = 0; i < c->npages; i++) {
-        if (b.buf && (c->saved[i / 64] >> (i % 64) & 1)) {
+        if (c->saved[i / 64] >> (i % 64) & 1) {
             size_t k = b.n;
             if (k == 0) b.off = image_offset(c, i);
             b.idx[k] = i;
-            b.mine[k] = false;
+            b.iov[k] = (struct iovec){page_addr(c, i), c->ps};
             uint8_t st = ST_PENDING;
-            if (atomic_load(&c->state[i]) == ST_PENDING &&
-                atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING)) {
-                memcpy(b.buf + k * c->ps, page_addr(c, i), c->ps);
+            b.mine[k] = atomic_load(&c->state[i]) == ST_PENDING &&
+                        atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING);
 #ifdef TK_CKPT_TEST_TAKEOVER
+            if (b.mine[k])
                 usleep(20); /* a test build: widen the window in which writers take pages */
 #endif
-                st = ST_COPYING; /* unless a writer took it meanwhile */
-                b.mine[k] = atomic_compare_exchange_strong(&c->state[i], &st, ST_CLEAN);
-            }
             if (++b.n == BATCH) flush_batch(c, &b);
-        } else if (!b.buf && atomic_load(&c->state[i]) == ST_PENDING) {
-            /* no buffer: the image has failed; the pages still go back */
-            uint8_t st = ST_PENDING;
-            if (atomic_compare_exchange_strong(&c->state[i], &st, ST_CLEAN))
-                atomic_fetch_add(&c->done, 1);
         }
-        if (release && i + 1 - batch_from >= UNPROT_BATCH) {
+        /* release only pages of flushed batches */
+        if (release && b.n == 0 && i + 1 - batch_from >= UNPROT_BATCH) {
             release_batch(c, batch_from, i + 1);
             batch_from = i + 1;
         }
-        if (!child && i % 64 == 63) drain_queue(c);
+        /* writers' copies only between batches: one of a page in the
+         * batch being built must be written after the batch, over it */
+        if (!child && b.n == 0) drain_queue(c);
         if (!child && i % step == step - 1) report(c);
     }
-    if (b.buf) {
-        flush_batch(c, &b);
-        munmap(b.buf, BATCH * c->ps);
-    }
+    flush_batch(c, &b);
     if (child) return;
     while (atomic_load(&c->done) < c->nsaved) {
         drain_queue(c);
@@ -571,6 +609,8 @@ static void reset_queue(struct tk_ckpt *c)
 static void end_snapshot(struct tk_ckpt *c, bool write_image)
 {
     reset_queue(c);
+    if (c->dfd != c->fd) close(c->dfd);
+    c->dfd = c->fd;
     int err = atomic_load(&c->error);
     if (!err && write_image) {
         err = finish_image(c);
@@ -641,7 +681,11 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         pthread_mutex_unlock(&c->lock);
         return tk__failf(err, "tk_ckpt_start: cannot truncate the image file: %s", strerror(-err));
     }
-    c->fd = fd;
+    c->fd = c->dfd = fd;
+    char self[40];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    int dfd = open(self, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    if (dfd >= 0) c->dfd = dfd;
     c->incremental = (flags & TK_CKPT_INCREMENTAL) && c->base_seq != 0;
     c->seq++;
     c->data_off = TK_IMG_HEADER;
@@ -714,6 +758,8 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
             tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
         c->base_seq = 0;
         set_error(c, err);
+        if (c->dfd != c->fd) close(c->dfd);
+        c->dfd = c->fd;
         atomic_store(&c->running, false);
         atomic_store(&c->phase, PHASE_RUNNING);
         futex_wake_all(&c->phase);
