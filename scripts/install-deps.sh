@@ -8,6 +8,7 @@ PKGS=(
     gcc g++ make           # compilers (C11 library, C++17 runtime and simulator)
     cmake ninja-build      # build
     pkg-config             # the installed-package test builds against trapkit.pc
+    libzydis-dev           # x86-64 decoder: the atomic sequences' safety check
     libasan8 libubsan1     # the sanitizer build inside `make test`
     clang-format           # `make format` / the formatting check
     python3                # tests that read JSON; the report generator
