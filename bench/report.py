@@ -30,11 +30,14 @@ BENCHES = [
                    "under redis-benchmark"),
     ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages"),
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
+    ("mosberger", "Mosberger, Druschel & Peterson Table 1: atomic sequences against signal "
+                  "handlers"),
 ]
 
 MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
               "pagemap-scan", "soft-dirty", "pkeys", "fork", "stop-the-world", "redis-fork",
-              "trapkit"]
+              "trapkit", "unprotected", "sigprocmask", "rt-sigprocmask", "aseq-sigprocmask",
+              "flag", "cas", "rseq", "dyn-jump", "dyn-fault", "hyb-jump", "at-once"]
 
 
 def log(msg):
@@ -319,7 +322,28 @@ def make_plots(results, seeds, outdir):
         plots.append(("thekkath-levy.png", "Exception delivery and return, the kernel's "
                       "return (posix, trapkit-posix) against trapkit's fast return"))
 
-    # 6. threads
+    # 6. Mosberger Table 1: cycles per test, log scale
+    mechs = [m for m in mechs_of("mosberger/null")]
+    if mechs:
+        fig, ax = plt.subplots(figsize=(10, 4))
+        tests = ["null", "lifo", "fifo"]
+        w = 0.8 / len(tests)
+        for j, t in enumerate(tests):
+            vals = [med(f"mosberger/{t}", m) or 0 for m in mechs]
+            ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=t)
+        ax.set_yscale("log")
+        ax.set_xticks([i + w for i in range(len(mechs))])
+        ax.set_xticklabels(mechs, fontsize=8, rotation=20)
+        ax.set_ylabel("cycles per test (log)")
+        ax.set_title("Mosberger Table 1 on this machine: protecting a sequence from signal handlers")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "mosberger.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("mosberger.png", "Atomic sequences: NULL, LIFO and FIFO per mechanism "
+                      "(log scale; rseq cannot express the FIFO)"))
+
+    # 7. threads
     mechs = mechs_of("threads/trap+prot1+unprot")
     threads = sorted({r["params"]["threads"] for r in results
                       if r["experiment"] == "threads/trap+prot1+unprot"})
@@ -360,6 +384,9 @@ SECTIONS = [
         "checkpoint/p50-during-snapshot", "checkpoint/p99-during-snapshot",
         "checkpoint/ops-steady", "checkpoint/pages-by-writers"]),
     ("DIRTY", ["dirty/per-page"]),
+    ("Mosberger, Druschel & Peterson, Table 1 (cycles of the time-stamp counter)", [
+        "mosberger/null", "mosberger/lifo", "mosberger/fifo", "mosberger/signal",
+        "mosberger/rollforward", "mosberger/breakeven-rate"]),
     ("Scale", ["scale/prot1+unprot"]),
     ("Threads", ["threads/trap+prot1+unprot"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment

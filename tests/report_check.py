@@ -85,7 +85,13 @@ EXPECTED = [
     ("checkpoint/ops-during-snapshot", "posix", {"command": "set"}),
     ("analysis/table5-breakeven", "cpu", {"program": "Tree"}),
     ("analysis/table5-exceptions-over-checks", "posix", {"program": "Interactive"}),
+    ("mosberger/rollforward", "dyn-jump", {}),
+    ("mosberger/breakeven-rate", "hyb-jump", {"versus": "sigprocmask"}),
 ]
+for mech in ("unprotected", "sigprocmask", "rt-sigprocmask", "aseq-sigprocmask", "flag", "cas",
+             "dyn-jump", "dyn-fault", "hyb-jump"):
+    for test in ("null", "lifo", "fifo"):
+        EXPECTED.append((f"mosberger/{test}", mech, {}))
 for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pkeys"):
     for exp in ("appel-li/trap", "appel-li/trap+prot1+unprot", "appel-li/trap+protn+unprot"):
         EXPECTED.append((exp, mech, {}))
@@ -103,8 +109,8 @@ for exp, mech, params in EXPECTED:
         err(f"missing figure: {exp} {mech or ''} {params or ''}")
 
 goals = doc.get("goals", [])
-if len(goals) != 7:
-    err(f"expected 7 goals, found {len(goals)}: {[g.get('goal') for g in goals]}")
+if len(goals) != 8:
+    err(f"expected 8 goals, found {len(goals)}: {[g.get('goal') for g in goals]}")
 for g in goals:
     if not {"goal", "measured", "met", "ratio"} <= set(g):
         err(f"goal without goal/measured/met/ratio: {g}")
@@ -113,7 +119,8 @@ for f in ("index.html",):
     if not os.path.exists(os.path.join(out, f)):
         err(f"no {f}")
 page = open(os.path.join(out, "index.html")).read()
-for title in ("Appel &amp; Li Table 1", "Thekkath &amp; Levy Table 2", "Thekkath &amp; Levy Table 5"):
+for title in ("Appel &amp; Li Table 1", "Thekkath &amp; Levy Table 2", "Thekkath &amp; Levy Table 5",
+              "Mosberger, Druschel &amp; Peterson Table 1"):
     if title not in page:
         err(f"index.html lacks the seeds' table {title!r}")
 docs = os.path.join(out, "results.md")
@@ -136,8 +143,8 @@ else:
     images, loaded = int(attrs.get("data-images", -1)), int(attrs.get("data-images-loaded", -1))
     tables = int(attrs.get("data-tables", -1))
     html_tables = open(os.path.join(out, "index.html")).read().count("<table")
-    if images < 6:
-        err(f"index.html shows {images} images in Chromium, expected the 6 plots")
+    if images < 7:
+        err(f"index.html shows {images} images in Chromium, expected the 7 plots")
     if loaded != images:
         err(f"only {loaded} of {images} images loaded in Chromium")
     if tables < 10 or tables != html_tables:

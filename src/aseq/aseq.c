@@ -606,20 +606,19 @@ int tk_aseq_signal(int sig, tk_aseq_handler fn, const sigset_t *mask, int flags,
 
 /* ---- user-level sigprocmask ------------------------------------------------ */
 
+/* glibc's sigset_t keeps signal sig in bit sig - 1 of its first word */
+_Static_assert(sizeof(((sigset_t *)0)->__val[0]) == 8, "glibc's x86-64 sigset_t");
+
 int tk_aseq_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
     struct tk_aseq_thread *t = &tk__aseq_self;
-    uint64_t m = 0;
-    if (set)
-        for (int s = 1; s < 65 && s < NSIG; s++)
-            if (sigismember(set, s)) m |= bit(s);
     uint64_t prev = t->vmask;
     if (old) {
-        sigemptyset(old);
-        for (int s = 1; s < 65 && s < NSIG; s++)
-            if (prev & bit(s)) sigaddset(old, s);
+        memset(old, 0, sizeof *old);
+        old->__val[0] = prev;
     }
     if (!set) return 0;
+    uint64_t m = set->__val[0];
     switch (how) {
     case SIG_BLOCK:
         __asm__ volatile("orq %1, %0" : "+m"(t->vmask) : "r"(m)); /* one instruction: signal-safe */
