@@ -33,10 +33,10 @@ report: build
 	@$(BUILD)/trapkit report
 
 format:
-	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
+	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp')
 
 format-check: deps
-	@clang-format --dry-run -Werror $$(git ls-files --cached --others --exclude-standard '*.c' '*.h') || \
+	@clang-format --dry-run -Werror $$(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp') || \
 	  (echo "format-check: run 'make format'"; exit 1)
 
 clean:

@@ -238,6 +238,19 @@ int tk_prefault(void *addr, size_t len, enum tk_access access);
  * siglongjmp() or return TK_DECLINE (the default action: SIGSEGV).  Pass NULL
  * to remove.  Returns 0. */
 int tk_on_stack_overflow(tk_fault_handler h, void *arg);
+/* Faults nobody claims.  Installs a handler for SIGSEGV and SIGBUS faults
+ * raised by an instruction (not sent signals) that no region claims and
+ * the stack-overflow handler does not resume: outside every region, or
+ * declined.  It runs in the faulting thread's signal handler, with
+ * f->region NULL, f->ucontext the signal's ucontext_t and the siginfo's
+ * signal number and code in f->flags as (sig << 16 | si_code); TK_RESUME
+ * resumes the context as it left it, TK_DECLINE passes the fault on to the
+ * disposition in place before trapkit (a real crash still crashes).  One
+ * handler at a time; NULL removes it.  Returns 0, or an error installing
+ * trapkit's handlers.  (trapkit_cxx uses it to turn faults into C++
+ * exceptions.) */
+int tk_on_unclaimed_fault(tk_fault_handler h, void *arg);
+
 /* Gives the calling thread an alternate signal stack large enough for
  * trapkit's handler (AT_MINSIGSTKSZ + 32 KiB), unless it has one.  Returns 0
  * or -ENOMEM. */

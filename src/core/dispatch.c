@@ -52,6 +52,8 @@ void *tk__current_fault_uc(void)
 
 static _Atomic(tk_fault_handler) overflow_handler;
 static _Atomic(void *) overflow_arg;
+static _Atomic(tk_fault_handler) unclaimed_handler;
+static _Atomic(void *) unclaimed_arg;
 
 /* [signal-safe] */
 static bool effective_allows(uint8_t st, enum tk_access access)
@@ -249,6 +251,17 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                 act = h(&f, atomic_load(&overflow_arg));
             }
         }
+        tk_fault_handler uh = atomic_load(&unclaimed_handler);
+        if (act != TK_RESUME && uh) {
+            tk_fault f = {.addr = (void *)addr,
+                          .page = (void *)(addr & ~(uintptr_t)4095),
+                          .pc = TK_CTX_PC(uc),
+                          .access = TK_CTX_ACCESS(uc),
+                          .flags = (unsigned)sig << 16 | (unsigned)(si->si_code & 0xffff),
+                          .mech = TK_MECH_POSIX,
+                          .ucontext = uc};
+            act = uh(&f, atomic_load(&unclaimed_arg));
+        }
         nesting--;
         if (act == TK_RESUME) {
             errno = saved_errno;
@@ -300,6 +313,15 @@ int tk_init(void)
 {
     (void)tk__probe();
     return tk__install_handlers();
+}
+
+int tk_on_unclaimed_fault(tk_fault_handler h, void *arg)
+{
+    int err = h ? tk__install_handlers() : 0;
+    if (err) return err;
+    atomic_store(&unclaimed_arg, arg);
+    atomic_store(&unclaimed_handler, h);
+    return 0;
 }
 
 int tk_on_stack_overflow(tk_fault_handler h, void *arg)
