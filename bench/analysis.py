@@ -365,6 +365,20 @@ def seeds_tables(seeds):
                 for r in t["rows"]]
         tables.append(("Mosberger, Druschel & Peterson Table 1 (1996, cycles per test)",
                        ["technique"] + cols, body))
+    g = seeds.get("gylfason", {})
+    if g.get("table3") and g.get("table4"):
+        body = [[str(a["frames"]), _cell(b.get("us")), _cell(a.get("us"))]
+                for a, b in zip(g["table3"]["rows"], g["table4"]["rows"])]
+        tables.append(("Gylfason & Hjalmtysson Tables 3-4 (2004, µs per throw of an int, "
+                       "Pentium 3 1 GHz)", ["frames", "GNU g++ runtime", "their runtime"], body))
+    if g.get("table2"):
+        body = [[r["portion"], _cell(r["pct"])] for r in g["table2"]["rows"]]
+        tables.append(("Gylfason & Hjalmtysson Table 2 (where a GNU g++ throw's time goes)",
+                       ["portion", "%"], body))
+    if g.get("table1"):
+        body = [[r["class"], _cell(r["depth"]), _cell(r["us"])] for r in g["table1"]["rows"]]
+        tables.append(("Gylfason & Hjalmtysson Table 1 (dynamic_cast<B*>, µs)",
+                       ["object", "depth", "µs"], body))
     t5 = seeds.get("thekkath-levy", {}).get("table5", {})
     if isinstance(t5, dict) and t5.get("inputs"):
         body = [[str(c.get("program", "")), _cell(c.get("stores")), _cell(c.get("pages_dirtied")),

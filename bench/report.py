@@ -32,12 +32,15 @@ BENCHES = [
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
     ("mosberger", "Mosberger, Druschel & Peterson Table 1: atomic sequences against signal "
                   "handlers"),
+    ("gylfason", "Gylfason & Hjalmtysson: C++ throws through 1-20 frames, dynamic_cast, "
+                 "system-call errors"),
 ]
 
 MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
               "pagemap-scan", "soft-dirty", "pkeys", "fork", "stop-the-world", "redis-fork",
               "trapkit", "unprotected", "sigprocmask", "rt-sigprocmask", "aseq-sigprocmask",
-              "flag", "cas", "rseq", "dyn-jump", "dyn-fault", "hyb-jump", "at-once"]
+              "flag", "cas", "rseq", "dyn-jump", "dyn-fault", "hyb-jump", "at-once", "libgcc",
+              "llvm-libunwind", "error-code"]
 
 
 def log(msg):
@@ -389,6 +392,10 @@ SECTIONS = [
         "mosberger/rollforward", "mosberger/breakeven-rate"]),
     ("Scale", ["scale/prot1+unprot"]),
     ("Threads", ["threads/trap+prot1+unprot"]),
+    ("Gylfason & Hjalmtysson, Tables 1, 3 and 4 (C++ exceptions)", [
+        "gylfason/throw-int", "gylfason/throw-object", "gylfason/throw-with-destructors",
+        "gylfason/dynamic-cast", "gylfason/syscall-error", "gylfason/first-throw",
+        "gylfason/throughput"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 

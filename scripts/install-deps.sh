@@ -9,6 +9,7 @@ PKGS=(
     cmake ninja-build      # build
     pkg-config             # the installed-package test builds against trapkit.pc
     libzydis-dev           # x86-64 decoder: the atomic sequences' safety check
+    libunwind-14           # LLVM's unwinder, compared with GCC's in the C++ exception benchmark
     libasan8 libubsan1     # the sanitizer build inside `make test`
     clang-format           # `make format` / the formatting check
     python3                # tests that read JSON; the report generator
