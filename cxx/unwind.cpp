@@ -1,0 +1,717 @@
+// cxx/unwind.cpp - a caching DWARF CFI unwinder for x86-64 (cxx/unwind.hpp).
+//
+// Formats: the Linux Standard Base's .eh_frame and .eh_frame_hdr, the
+// DWARF 4 call frame instructions (section 6.4) and expressions (2.5).
+#include "unwind.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace tk::unw
+{
+namespace
+{
+
+// ---- reading ----
+struct reader {
+    const uint8_t *p;
+    uint8_t u8() { return *p++; }
+    uint16_t u16()
+    {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        p += 2;
+        return v;
+    }
+    uint32_t u32()
+    {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        p += 4;
+        return v;
+    }
+    uint64_t u64()
+    {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        p += 8;
+        return v;
+    }
+    uint64_t uleb()
+    {
+        uint64_t v = 0;
+        unsigned shift = 0;
+        uint8_t b;
+        do {
+            b = *p++;
+            if (shift < 64) v |= static_cast<uint64_t>(b & 0x7f) << shift;
+            shift += 7;
+        } while (b & 0x80);
+        return v;
+    }
+    int64_t sleb()
+    {
+        int64_t v = 0;
+        unsigned shift = 0;
+        uint8_t b;
+        do {
+            b = *p++;
+            if (shift < 64) v |= static_cast<int64_t>(b & 0x7f) << shift;
+            shift += 7;
+        } while (b & 0x80);
+        if (shift < 64 && (b & 0x40)) v |= -(static_cast<int64_t>(1) << shift);
+        return v;
+    }
+    // A DW_EH_PE-encoded pointer; data_base for datarel.
+    bool ptr(uint8_t enc, uintptr_t data_base, uintptr_t func_base, uintptr_t *out)
+    {
+        if (enc == 0xff) { // DW_EH_PE_omit
+            *out = 0;
+            return true;
+        }
+        const uint8_t *at = p;
+        uint64_t v;
+        switch (enc & 0x0f) {
+        case 0x00:
+            v = u64();
+            break; // absptr
+        case 0x01:
+            v = uleb();
+            break; // uleb128
+        case 0x02:
+            v = u16();
+            break; // udata2
+        case 0x03:
+            v = u32();
+            break; // udata4
+        case 0x04:
+            v = u64();
+            break; // udata8
+        case 0x09:
+            v = static_cast<uint64_t>(sleb());
+            break; // sleb128
+        case 0x0a:
+            v = static_cast<uint64_t>(static_cast<int16_t>(u16()));
+            break;
+        case 0x0b:
+            v = static_cast<uint64_t>(static_cast<int32_t>(u32()));
+            break;
+        case 0x0c:
+            v = u64();
+            break; // sdata8
+        default:
+            return false;
+        }
+        if (v || (enc & 0x70) == 0) {
+            switch (enc & 0x70) {
+            case 0x00:
+                break;
+            case 0x10:
+                v += reinterpret_cast<uintptr_t>(at);
+                break; // pcrel
+            case 0x30:
+                v += data_base;
+                break; // datarel
+            case 0x40:
+                v += func_base;
+                break; // funcrel
+            default:
+                return false; // textrel, aligned
+            }
+        }
+        if (enc & 0x80) v = *reinterpret_cast<const uint64_t *>(v); // indirect
+        *out = static_cast<uintptr_t>(v);
+        return true;
+    }
+};
+
+// ---- call frame instructions ----
+struct cie_info {
+    uint64_t code_align = 1;
+    int64_t data_align = -8;
+    uint8_t ra_column = RA;
+    uint8_t fde_enc = 0, lsda_enc = 0xff;
+    bool has_z = false, signal = false;
+    uintptr_t personality = 0;
+    const uint8_t *insns = nullptr, *end = nullptr;
+};
+
+bool parse_cie(const uint8_t *cie, cie_info *ci)
+{
+    reader r{cie};
+    uint64_t len = r.u32();
+    if (len == 0xffffffff) return false; // 64-bit DWARF: not in .eh_frame
+    const uint8_t *end = r.p + len;
+    if (r.u32() != 0) return false; // not a CIE
+    uint8_t version = r.u8();
+    const char *aug = reinterpret_cast<const char *>(r.p);
+    r.p += strlen(aug) + 1;
+    if (aug[0] == 'e' && aug[1] == 'h') r.p += 8;
+    ci->code_align = r.uleb();
+    ci->data_align = r.sleb();
+    ci->ra_column = static_cast<uint8_t>(version == 1 ? r.u8() : r.uleb());
+    if (aug[0] == 'z') {
+        ci->has_z = true;
+        uint64_t alen = r.uleb();
+        const uint8_t *aend = r.p + alen;
+        for (const char *a = aug + 1; *a; a++) {
+            if (*a == 'R')
+                ci->fde_enc = r.u8();
+            else if (*a == 'L')
+                ci->lsda_enc = r.u8();
+            else if (*a == 'P') {
+                uint8_t enc = r.u8();
+                if (!r.ptr(enc, 0, 0, &ci->personality)) return false;
+            } else if (*a == 'S')
+                ci->signal = true;
+        }
+        r.p = aend;
+    }
+    ci->insns = r.p;
+    ci->end = end;
+    return ci->ra_column < NREGS;
+}
+
+// One DWARF expression operand stack machine, enough for .eh_frame
+// (glibc's signal trampoline, and trapkit's fault thunk, use breg + deref).
+bool eval(const uint8_t *block, const context &c, uint64_t initial, bool push_initial,
+          uint64_t *out)
+{
+    reader r{block};
+    uint64_t len = r.uleb();
+    const uint8_t *end = r.p + len;
+    uint64_t st[64];
+    int sp = 0;
+    if (push_initial) st[sp++] = initial;
+    auto reg = [&](unsigned n, uint64_t *v) {
+        if (n >= NREGS || !c.valid[n]) return false;
+        *v = c.reg[n];
+        return true;
+    };
+    while (r.p < end) {
+        uint8_t op = r.u8();
+        if (sp >= 62) return false;
+        uint64_t a, b;
+        if (op >= 0x30 && op <= 0x4f) {
+            st[sp++] = op - 0x30;
+            continue;
+        }                               // lit
+        if (op >= 0x50 && op <= 0x6f) { // reg
+            if (!reg(op - 0x50, &a)) return false;
+            st[sp++] = a;
+            continue;
+        }
+        if (op >= 0x70 && op <= 0x8f) { // breg
+            int64_t off = r.sleb();
+            if (!reg(op - 0x70, &a)) return false;
+            st[sp++] = a + static_cast<uint64_t>(off);
+            continue;
+        }
+        switch (op) {
+        case 0x03:
+            st[sp++] = r.u64();
+            break; // addr
+        case 0x06:
+            if (!sp) return false;
+            st[sp - 1] = *reinterpret_cast<const uint64_t *>(st[sp - 1]);
+            break; // deref
+        case 0x08:
+            st[sp++] = r.u8();
+            break;
+        case 0x09:
+            st[sp++] = static_cast<uint64_t>(static_cast<int8_t>(r.u8()));
+            break;
+        case 0x0a:
+            st[sp++] = r.u16();
+            break;
+        case 0x0b:
+            st[sp++] = static_cast<uint64_t>(static_cast<int16_t>(r.u16()));
+            break;
+        case 0x0c:
+            st[sp++] = r.u32();
+            break;
+        case 0x0d:
+            st[sp++] = static_cast<uint64_t>(static_cast<int32_t>(r.u32()));
+            break;
+        case 0x0e:
+            st[sp++] = r.u64();
+            break;
+        case 0x0f:
+            st[sp++] = r.u64();
+            break;
+        case 0x10:
+            st[sp++] = r.uleb();
+            break;
+        case 0x11:
+            st[sp++] = static_cast<uint64_t>(r.sleb());
+            break;
+        case 0x12:
+            if (!sp) return false;
+            st[sp] = st[sp - 1];
+            sp++;
+            break; // dup
+        case 0x13:
+            if (!sp) return false;
+            sp--;
+            break; // drop
+        case 0x14:
+            if (sp < 2) return false;
+            st[sp] = st[sp - 2];
+            sp++;
+            break; // over
+        case 0x16:
+            if (sp < 2) return false;
+            a = st[sp - 1];
+            st[sp - 1] = st[sp - 2];
+            st[sp - 2] = a;
+            break; // swap
+        case 0x1c:
+        case 0x1a:
+        case 0x1e:
+        case 0x21:
+        case 0x22:
+        case 0x24:
+        case 0x25:
+        case 0x26:
+        case 0x27:
+        case 0x29:
+        case 0x2a:
+        case 0x2b:
+        case 0x2c:
+        case 0x2d:
+        case 0x2e:
+            if (sp < 2) return false;
+            b = st[--sp];
+            a = st[sp - 1];
+            switch (op) {
+            case 0x1c:
+                a = a - b;
+                break; // minus
+            case 0x1a:
+                a = a & b;
+                break; // and
+            case 0x1e:
+                a = a * b;
+                break; // mul
+            case 0x21:
+                a = a | b;
+                break; // or
+            case 0x22:
+                a = a + b;
+                break; // plus
+            case 0x24:
+                a = a << b;
+                break; // shl
+            case 0x25:
+                a = a >> b;
+                break; // shr
+            case 0x26:
+                a = static_cast<uint64_t>(static_cast<int64_t>(a) >> b);
+                break; // shra
+            case 0x27:
+                a = a ^ b;
+                break; // xor
+            case 0x29:
+                a = a == b;
+                break;
+            case 0x2a:
+                a = static_cast<int64_t>(a) >= static_cast<int64_t>(b);
+                break;
+            case 0x2b:
+                a = static_cast<int64_t>(a) > static_cast<int64_t>(b);
+                break;
+            case 0x2c:
+                a = static_cast<int64_t>(a) <= static_cast<int64_t>(b);
+                break;
+            case 0x2d:
+                a = static_cast<int64_t>(a) < static_cast<int64_t>(b);
+                break;
+            case 0x2e:
+                a = a != b;
+                break;
+            }
+            st[sp - 1] = a;
+            break;
+        case 0x1f:
+            if (!sp) return false;
+            st[sp - 1] = -st[sp - 1];
+            break; // neg
+        case 0x20:
+            if (!sp) return false;
+            st[sp - 1] = ~st[sp - 1];
+            break; // not
+        case 0x23:
+            if (!sp) return false;
+            st[sp - 1] += r.uleb();
+            break; // plus_uconst
+        case 0x2f: {
+            int16_t off = static_cast<int16_t>(r.u16());
+            r.p += off;
+            break;
+        }            // skip
+        case 0x28: { // bra
+            int16_t off = static_cast<int16_t>(r.u16());
+            if (!sp) return false;
+            if (st[--sp]) r.p += off;
+            break;
+        }
+        case 0x90:
+            if (!reg(static_cast<unsigned>(r.uleb()), &a)) return false;
+            st[sp++] = a;
+            break;   // regx
+        case 0x92: { // bregx
+            unsigned n = static_cast<unsigned>(r.uleb());
+            int64_t off = r.sleb();
+            if (!reg(n, &a)) return false;
+            st[sp++] = a + static_cast<uint64_t>(off);
+            break;
+        }
+        case 0x96:
+            break; // nop
+        default:
+            return false;
+        }
+    }
+    if (!sp) return false;
+    *out = st[sp - 1];
+    return true;
+}
+
+// Runs instructions [p, end) until the location passes pc.
+bool run(const uint8_t *p, const uint8_t *end, const cie_info &ci, uintptr_t pc, uintptr_t loc,
+         frame_state *fs, const frame_state *initial)
+{
+    reader r{p};
+    frame_state stack[8];
+    int depth = 0;
+    auto restore = [&](unsigned reg) {
+        if (reg < NREGS) fs->regs[reg] = initial ? initial->regs[reg] : rule{};
+    };
+    auto set = [&](uint64_t reg, rule_kind k, int64_t off, const uint8_t *expr, uint8_t r2) {
+        if (reg >= NREGS) return; // a register we do not track (vector registers)
+        fs->regs[reg].kind = k;
+        fs->regs[reg].off = off;
+        fs->regs[reg].expr = expr;
+        fs->regs[reg].reg = r2;
+    };
+    while (r.p < end) {
+        uint8_t op = r.u8();
+        uint8_t hi = op & 0xc0, low = op & 0x3f;
+        if (hi == 0x40) { // advance_loc
+            loc += low * ci.code_align;
+            if (loc > pc) return true;
+            continue;
+        }
+        if (hi == 0x80) {
+            set(low, OFFSET, static_cast<int64_t>(r.uleb()) * ci.data_align, nullptr, 0);
+            continue;
+        }
+        if (hi == 0xc0) {
+            restore(low);
+            continue;
+        }
+        switch (op) {
+        case 0x00:
+            break;
+        case 0x01: {
+            uintptr_t v;
+            if (!r.ptr(ci.fde_enc, 0, 0, &v)) return false;
+            loc = v;
+            if (loc > pc) return true;
+            break;
+        }
+        case 0x02:
+            loc += r.u8() * ci.code_align;
+            if (loc > pc) return true;
+            break;
+        case 0x03:
+            loc += r.u16() * ci.code_align;
+            if (loc > pc) return true;
+            break;
+        case 0x04:
+            loc += r.u32() * ci.code_align;
+            if (loc > pc) return true;
+            break;
+        case 0x05: {
+            uint64_t reg = r.uleb();
+            set(reg, OFFSET, static_cast<int64_t>(r.uleb()) * ci.data_align, nullptr, 0);
+            break;
+        }
+        case 0x06:
+            restore(static_cast<unsigned>(r.uleb()));
+            break;
+        case 0x07:
+            set(r.uleb(), UNDEFINED, 0, nullptr, 0);
+            break;
+        case 0x08:
+            set(r.uleb(), SAME, 0, nullptr, 0);
+            break;
+        case 0x09: {
+            uint64_t reg = r.uleb();
+            uint64_t r2 = r.uleb();
+            set(reg, REGISTER, 0, nullptr, static_cast<uint8_t>(r2));
+            break;
+        }
+        case 0x0a:
+            if (depth >= 8) return false;
+            stack[depth++] = *fs;
+            break;   // remember_state
+        case 0x0b: { // restore_state
+            if (!depth) return false;
+            frame_state saved = stack[--depth];
+            // the CFA rule is not part of the remembered state in GCC's reading? It is
+            // (DWARF 6.4.2.4)
+            *fs = saved;
+            break;
+        }
+        case 0x0c:
+            fs->cfa_reg = static_cast<uint8_t>(r.uleb());
+            fs->cfa_off = static_cast<int64_t>(r.uleb());
+            fs->cfa_expr = nullptr;
+            break;
+        case 0x0d:
+            fs->cfa_reg = static_cast<uint8_t>(r.uleb());
+            fs->cfa_expr = nullptr;
+            break;
+        case 0x0e:
+            fs->cfa_off = static_cast<int64_t>(r.uleb());
+            break;
+        case 0x0f:
+            fs->cfa_expr = r.p;
+            {
+                uint64_t n = r.uleb();
+                r.p += n;
+            }
+            break;
+        case 0x10: {
+            uint64_t reg = r.uleb();
+            const uint8_t *e = r.p;
+            uint64_t n = r.uleb();
+            r.p += n;
+            set(reg, EXPRESSION, 0, e, 0);
+            break;
+        }
+        case 0x11: {
+            uint64_t reg = r.uleb();
+            set(reg, OFFSET, r.sleb() * ci.data_align, nullptr, 0);
+            break;
+        }
+        case 0x12:
+            fs->cfa_reg = static_cast<uint8_t>(r.uleb());
+            fs->cfa_off = r.sleb() * ci.data_align;
+            fs->cfa_expr = nullptr;
+            break;
+        case 0x13:
+            fs->cfa_off = r.sleb() * ci.data_align;
+            break;
+        case 0x14: {
+            uint64_t reg = r.uleb();
+            set(reg, VAL_OFFSET, static_cast<int64_t>(r.uleb()) * ci.data_align, nullptr, 0);
+            break;
+        }
+        case 0x15: {
+            uint64_t reg = r.uleb();
+            set(reg, VAL_OFFSET, r.sleb() * ci.data_align, nullptr, 0);
+            break;
+        }
+        case 0x16: {
+            uint64_t reg = r.uleb();
+            const uint8_t *e = r.p;
+            uint64_t n = r.uleb();
+            r.p += n;
+            set(reg, VAL_EXPRESSION, 0, e, 0);
+            break;
+        }
+        case 0x2e:
+            r.uleb();
+            break; // GNU_args_size
+        case 0x2f: {
+            uint64_t reg = r.uleb();
+            set(reg, OFFSET, -static_cast<int64_t>(r.uleb()) * ci.data_align, nullptr, 0);
+            break;
+        }
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---- finding the FDE ----
+bool find_fde(uintptr_t pc, const uint8_t **fde_out, uintptr_t *hdr_out, uintptr_t *base_out)
+{
+    struct dl_find_object dlfo;
+    if (_dl_find_object(reinterpret_cast<void *>(pc), &dlfo) != 0 || !dlfo.dlfo_eh_frame)
+        return false;
+    const uint8_t *hdr = static_cast<const uint8_t *>(dlfo.dlfo_eh_frame);
+    reader r{hdr};
+    if (r.u8() != 1) return false;
+    uint8_t frame_enc = r.u8(), count_enc = r.u8(), table_enc = r.u8();
+    uintptr_t base = reinterpret_cast<uintptr_t>(hdr), eh_frame, count;
+    if (!r.ptr(frame_enc, base, 0, &eh_frame) || !r.ptr(count_enc, base, 0, &count)) return false;
+    *hdr_out = base;
+    *base_out = reinterpret_cast<uintptr_t>(dlfo.dlfo_map_start);
+    if (table_enc != 0x3b || count == 0) return false; // datarel | sdata4: what every linker writes
+    const int32_t *table = reinterpret_cast<const int32_t *>(r.p);
+    size_t lo = 0, hi = count;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (base + static_cast<intptr_t>(table[2 * mid]) <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (base + static_cast<intptr_t>(table[2 * lo]) > pc) return false;
+    *fde_out = reinterpret_cast<const uint8_t *>(base + static_cast<intptr_t>(table[2 * lo + 1]));
+    return true;
+}
+
+// ---- the cache ----
+struct entry {
+    std::atomic<uintptr_t> pc{0};
+    uintptr_t hdr = 0, base = 0;
+    frame_state fs;
+};
+constexpr size_t CACHE = 4096;
+entry cache[CACHE];
+std::mutex cache_lock;
+std::atomic<uint64_t> n_hits, n_misses, n_recomputed;
+
+} // namespace
+
+bool compute(uintptr_t pc, frame_state *out)
+{
+    const uint8_t *fde;
+    uintptr_t hdr, base;
+    if (!find_fde(pc, &fde, &hdr, &base)) return false;
+    reader r{fde};
+    uint32_t len = r.u32();
+    if (len == 0 || len == 0xffffffff) return false;
+    const uint8_t *end = r.p + len;
+    const uint8_t *id_at = r.p;
+    uint32_t cie_off = r.u32();
+    if (cie_off == 0) return false;
+    cie_info ci;
+    if (!parse_cie(id_at - cie_off, &ci)) return false;
+    uintptr_t start, range;
+    if (!r.ptr(ci.fde_enc, 0, 0, &start) || !r.ptr(ci.fde_enc & 0x0f, 0, 0, &range)) return false;
+    if (pc < start || pc >= start + range) return false;
+    frame_state fs;
+    fs.func_start = start;
+    fs.func_end = start + range;
+    fs.ra_column = ci.ra_column;
+    fs.signal_frame = ci.signal;
+    fs.personality = ci.personality;
+    if (ci.has_z) {
+        uint64_t alen = r.uleb();
+        const uint8_t *aend = r.p + alen;
+        if (ci.lsda_enc != 0xff && !r.ptr(ci.lsda_enc, 0, 0, &fs.lsda)) return false;
+        r.p = aend;
+    }
+    if (!run(ci.insns, ci.end, ci, ~static_cast<uintptr_t>(0), start, &fs, nullptr)) return false;
+    frame_state initial = fs;
+    if (!run(r.p, end, ci, pc, start, &fs, &initial)) return false;
+    *out = fs;
+    return true;
+}
+
+bool state_for(uintptr_t pc, frame_state *out)
+{
+    entry &e = cache[(pc * 0x9e3779b97f4a7c15ull >> 52) % CACHE];
+    {
+        std::lock_guard<std::mutex> g(cache_lock);
+        if (e.pc.load(std::memory_order_relaxed) == pc) {
+            // still the same object at that address?
+            struct dl_find_object dlfo;
+            if (_dl_find_object(reinterpret_cast<void *>(pc), &dlfo) == 0 &&
+                reinterpret_cast<uintptr_t>(dlfo.dlfo_eh_frame) == e.hdr &&
+                reinterpret_cast<uintptr_t>(dlfo.dlfo_map_start) == e.base) {
+                *out = e.fs;
+                n_hits++;
+                return true;
+            }
+            n_recomputed++;
+        }
+    }
+    n_misses++;
+    frame_state fs;
+    if (!compute(pc, &fs)) return false;
+    struct dl_find_object dlfo;
+    if (_dl_find_object(reinterpret_cast<void *>(pc), &dlfo) != 0) return false;
+    std::lock_guard<std::mutex> g(cache_lock);
+    e.hdr = reinterpret_cast<uintptr_t>(dlfo.dlfo_eh_frame);
+    e.base = reinterpret_cast<uintptr_t>(dlfo.dlfo_map_start);
+    e.fs = fs;
+    e.pc.store(pc, std::memory_order_relaxed);
+    *out = fs;
+    return true;
+}
+
+bool step(context &c, const frame_state &fs, uint64_t *cfa_out)
+{
+    uint64_t cfa;
+    if (fs.cfa_expr) {
+        if (!eval(fs.cfa_expr, c, 0, false, &cfa)) return false;
+    } else {
+        if (fs.cfa_reg >= NREGS || !c.valid[fs.cfa_reg]) return false;
+        cfa = c.reg[fs.cfa_reg] + static_cast<uint64_t>(fs.cfa_off);
+    }
+    context n = c;
+    for (int i = 0; i < NREGS; i++) {
+        const rule &ru = fs.regs[i];
+        uint64_t a;
+        switch (ru.kind) {
+        case SAME:
+            break;
+        case UNDEFINED:
+            n.valid[i] = false;
+            break;
+        case OFFSET:
+            n.reg[i] = *reinterpret_cast<const uint64_t *>(cfa + static_cast<uint64_t>(ru.off));
+            n.valid[i] = true;
+            break;
+        case VAL_OFFSET:
+            n.reg[i] = cfa + static_cast<uint64_t>(ru.off);
+            n.valid[i] = true;
+            break;
+        case REGISTER:
+            if (ru.reg >= NREGS || !c.valid[ru.reg]) return false;
+            n.reg[i] = c.reg[ru.reg];
+            n.valid[i] = true;
+            break;
+        case EXPRESSION:
+            if (!eval(ru.expr, c, cfa, true, &a)) return false;
+            n.reg[i] = *reinterpret_cast<const uint64_t *>(a);
+            n.valid[i] = true;
+            break;
+        case VAL_EXPRESSION:
+            if (!eval(ru.expr, c, cfa, true, &a)) return false;
+            n.reg[i] = a;
+            n.valid[i] = true;
+            break;
+        }
+    }
+    // the return address column gives the caller's PC; the caller's RSP is the CFA
+    if (fs.ra_column != RA) {
+        n.reg[RA] = n.reg[fs.ra_column];
+        n.valid[RA] = n.valid[fs.ra_column];
+    }
+    if (fs.regs[fs.ra_column].kind == UNDEFINED || !n.valid[RA] || n.reg[RA] == 0) return false;
+    n.reg[RSP] = cfa;
+    n.valid[RSP] = true;
+    n.pc_exact = fs.signal_frame;
+    *cfa_out = cfa;
+    c = n;
+    return true;
+}
+
+cache_stats stats()
+{
+    return {n_hits.load(), n_misses.load(), n_recomputed.load()};
+}
+
+} // namespace tk::unw

@@ -1,0 +1,83 @@
+// cxx/unwind.hpp - a DWARF call-frame-information unwinder for x86-64 that
+// computes each PC's frame state once and keeps it (libtrapkit_cxx).
+//
+// compute() finds the FDE of a PC through the object's .eh_frame_hdr
+// (found with _dl_find_object, so objects loaded and unloaded at any time
+// are seen as they are now), runs the CIE's and FDE's instructions up to
+// the PC, and returns the rules: how to find the caller's CFA, return
+// address and callee-saved registers, plus the LSDA and personality.
+// state_for() keeps computed states in a hash table keyed by PC, so a
+// PC's instructions are interpreted once; an entry remembers the object's
+// load address and eh_frame_hdr and is recomputed when they no longer
+// match (dlclose and a new object at the same place).  step() applies a
+// state to a register set: the caller's registers.
+#ifndef TK_CXX_UNWIND_HPP
+#define TK_CXX_UNWIND_HPP
+
+#include <cstdint>
+
+namespace tk::unw
+{
+
+// DWARF register numbers of x86-64; 16 is the return address column.
+enum { RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP, R8, R9, R10, R11, R12, R13, R14, R15, RA, NREGS };
+
+enum rule_kind : uint8_t {
+    SAME,
+    UNDEFINED,
+    OFFSET,
+    VAL_OFFSET,
+    REGISTER,
+    EXPRESSION,
+    VAL_EXPRESSION
+};
+
+struct rule {
+    rule_kind kind = SAME;
+    uint8_t reg = 0;
+    int64_t off = 0;
+    const uint8_t *expr = nullptr; // EXPRESSION, VAL_EXPRESSION: a length-prefixed (uleb128) block
+};
+
+struct frame_state {
+    uintptr_t func_start = 0, func_end = 0;
+    uint8_t cfa_reg = RSP;
+    int64_t cfa_off = 8;
+    const uint8_t *cfa_expr = nullptr; // non-null: CFA from this expression
+    rule regs[NREGS];
+    uint8_t ra_column = RA;
+    bool signal_frame = false; // 'S': the caller's PC is exact, not a return address
+    uintptr_t lsda = 0, personality = 0;
+};
+
+// The registers of one frame.  pc is the return address (or, in a signal
+// frame's caller, the interrupted instruction).
+struct context {
+    uint64_t reg[NREGS] = {};
+    bool valid[NREGS] = {};
+    bool pc_exact = false; // this frame's PC is exact (its callee is a signal frame)
+    uint64_t pc() const { return reg[RA]; }
+    uint64_t cfa_hint = 0;
+};
+
+// The frame state for pc (a return address, already adjusted by the
+// caller: pc - 1 unless exact).  Returns false when no FDE covers it.
+bool compute(uintptr_t pc, frame_state *out);
+
+// compute() through the cache.  [thread-safe]
+bool state_for(uintptr_t pc, frame_state *out);
+
+// Moves c from a frame to its caller with fs (the frame's state); returns
+// false at the end of the stack or on an unusable rule.  *cfa gets the
+// frame's CFA.
+bool step(context &c, const frame_state &fs, uint64_t *cfa);
+
+// Cache counters (for tests and the benchmark).
+struct cache_stats {
+    uint64_t hits, misses, recomputed;
+};
+cache_stats stats();
+
+} // namespace tk::unw
+
+#endif
