@@ -24,13 +24,7 @@
 #include <typeinfo>
 #include <vector>
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "cxx_check.hpp"
 
 static thread_local std::string trail;
 

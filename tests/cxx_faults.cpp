@@ -20,13 +20,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "cxx_check.hpp"
 
 static std::string trail; // destructor order
 

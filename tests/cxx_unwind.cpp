@@ -16,13 +16,7 @@
 
 #include "../cxx/unwind.hpp"
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "cxx_check.hpp"
 
 struct frame {
     uintptr_t ip, sp;
