@@ -219,9 +219,16 @@ void child(bool quick, bool error_code)
 
 struct key {
     std::string mech, exp, params;
+    // params in numeric order ("frames": 2 before "frames": 10)
+    double num() const
+    {
+        size_t c = params.find(':');
+        return c == std::string::npos ? 0 : atof(params.c_str() + c + 1);
+    }
     bool operator<(const key &o) const
     {
-        return std::tie(mech, exp, params) < std::tie(o.mech, o.exp, o.params);
+        double a = num(), b = o.num();
+        return std::tie(mech, exp, a, params) < std::tie(o.mech, o.exp, b, o.params);
     }
 };
 
