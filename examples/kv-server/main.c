@@ -113,7 +113,10 @@ static void out_bulk(struct conn *c, const char *p, size_t n)
 /* ---- persistence ------------------------------------------------------- */
 static int open_tmp(void)
 {
-    return open(S.tmp_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* a new file each time: a snapshot of an earlier run (killed during
+     * BGSAVE) may still hold the old one open */
+    unlink(S.tmp_path);
+    return open(S.tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 }
 
 /* The image is complete: make it the current one. */

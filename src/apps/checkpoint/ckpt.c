@@ -551,6 +551,11 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
     b->n = 0;
 }
 
+/* In a fork snapshot's child: the program it copies.  A child whose
+ * program is gone (killed) stops at its next batch, rather than go on
+ * writing a file the next run of the program may be using. */
+static pid_t fork_parent;
+
 /* Copies every PENDING page, BATCH at a time; then (in the process, not
  * in a fork child) waits for writers' copies to be written.  Copied pages
  * are unprotected in batches unless tracking keeps them protected. */
@@ -572,7 +577,10 @@ static void copy_all(struct tk_ckpt *c, bool child)
             if (b.mine[k])
                 usleep(20); /* a test build: widen the window in which writers take pages */
 #endif
-            if (++b.n == BATCH) flush_batch(c, &b);
+            if (++b.n == BATCH) {
+                flush_batch(c, &b);
+                if (child && getppid() != fork_parent) _exit(1);
+            }
         }
         /* release only pages of flushed batches */
         if (release && b.n == 0 && i + 1 - batch_from >= UNPROT_BATCH) {
@@ -648,8 +656,9 @@ static void *snapshot_thread(void *arg)
 }
 
 /* The fork child: writes the image from its copy of the memory. */
-static void fork_child(struct tk_ckpt *c)
+static void fork_child(struct tk_ckpt *c, pid_t parent)
 {
+    fork_parent = parent;
     copy_all(c, true);
     int err = atomic_load(&c->error);
     if (!err) err = finish_image(c);
@@ -741,8 +750,9 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         }
     }
     if (!err && c->mech == TK_CKPT_FORK) {
+        pid_t parent = getpid();
         pid_t pid = fork();
-        if (pid == 0) fork_child(c);
+        if (pid == 0) fork_child(c, parent);
         if (pid < 0) err = -errno;
         c->child = pid;
         if (!err)
