@@ -5,7 +5,7 @@
  *
  *   DIRTY    written since the last snapshot (or never saved); writable
  *   PENDING  in the running snapshot, not copied yet; write-protected
- *   COPYING  being copied by the background thread (one memcpy)
+ *   COPYING  being written to the image by the background thread
  *   TAKEN    being copied by a writer
  *   CLEAN    saved (in the running or a past snapshot); write-protected, so
  *            the first write after it faults and makes it DIRTY
@@ -68,7 +68,7 @@ enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1 };
 atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread */
 #endif
 #define UNPROT_BATCH 64
-#define BATCH 64 /* pages the background thread copies before one pwrite */
+#define BATCH 64 /* pages the background thread writes with one pwritev */
 
 struct tk_ckpt {
     struct tk_ckpt_area areas[TK_IMG_MAX_AREAS];
@@ -218,7 +218,8 @@ static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off
         ssize_t w = pwritev(c->dfd, iov, n, (off_t)off);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && errno == EINVAL && c->dfd != c->fd) {
-            c->dfd = c->fd; /* this file system refuses these direct writes */
+            close(c->dfd); /* this file system refuses these direct writes */
+            c->dfd = c->fd;
             continue;
         }
         if (w < 0) return -errno;
