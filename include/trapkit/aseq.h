@@ -113,17 +113,23 @@ struct tk_aseq_rec {
 
 #ifndef TK_ASEQ_UNPROTECTED
 
+/* The Dyn schemes' registration: destAddr = the end (label `end`, after
+ * the sequence); inAS = prio + 1; then label `here`, the sequence's first
+ * instruction, and its record. */
+#define TK__DYN_ENTER(prio, here, end)                                                             \
+    __asm__ volatile("lea " end "f(%%rip), %%r11\n\t"                                              \
+                     "mov %%r11, %0\n\t"                                                           \
+                     "movq %2, %1\n" here                                                          \
+                     ":\n\t" TK__REC(TK_ASEQ_REC_DYN_ENTRY, here "b", end "f", "%c2-1")            \
+                     : "=m"(tk__aseq_self.dest), "=m"(tk__aseq_self.in_as)                         \
+                     : "i"((prio) + 1)                                                             \
+                     : "r11", "memory")
+
 /* Dyn/Jump: destAddr = end; inAS = prio + 1; ...; inAS = 0; jump *destAddr */
 #define TK_ASEQ_DYN_JUMP(prio, ...)                                                                \
     do {                                                                                           \
         TK__PRIO_OK(prio);                                                                         \
-        __asm__ volatile("lea 7781f(%%rip), %%r11\n\t"                                             \
-                         "mov %%r11, %0\n\t"                                                       \
-                         "movq %2, %1\n"                                                           \
-                         "7780:\n\t" TK__REC(TK_ASEQ_REC_DYN_ENTRY, "7780b", "7781f", "%c2-1")     \
-                         : "=m"(tk__aseq_self.dest), "=m"(tk__aseq_self.in_as)                     \
-                         : "i"((prio) + 1)                                                         \
-                         : "r11", "memory");                                                       \
+        TK__DYN_ENTER(prio, "7780", "7781");                                                       \
         __VA_ARGS__                                                                                \
         __asm__ volatile("movq $0, %0\n"                                                           \
                          "7782:\n\t"                                                               \
@@ -138,13 +144,7 @@ struct tk_aseq_rec {
 #define TK_ASEQ_DYN_FAULT(prio, ...)                                                               \
     do {                                                                                           \
         TK__PRIO_OK(prio);                                                                         \
-        __asm__ volatile("lea 7784f(%%rip), %%r11\n\t"                                             \
-                         "mov %%r11, %0\n\t"                                                       \
-                         "movq %2, %1\n"                                                           \
-                         "7783:\n\t" TK__REC(TK_ASEQ_REC_DYN_ENTRY, "7783b", "7784f", "%c2-1")     \
-                         : "=m"(tk__aseq_self.dest), "=m"(tk__aseq_self.in_as)                     \
-                         : "i"((prio) + 1)                                                         \
-                         : "r11", "memory");                                                       \
+        TK__DYN_ENTER(prio, "7783", "7784");                                                       \
         __VA_ARGS__                                                                                \
         __asm__ volatile("mov %1, %%r11\n"                                                         \
                          "7785:\n\t"                                                               \

@@ -58,6 +58,7 @@ struct seq {
     int kind;        /* TK_ASEQ_REC_HYB_JUMP, _DYN_FAULT, _DYN_JUMP */
     int prio;
     bool safe;
+    bool checked; /* check() ran (kept when the table is copied to a larger one) */
     const char *file;
     int line;
     char why[80];
@@ -282,8 +283,7 @@ void tk_aseq_register(const struct tk_aseq_rec *from, const struct tk_aseq_rec *
                 continue;
             }
             s->start = at;
-            if (r->kind == TK_ASEQ_REC_HYB_ENTRY) s->prio = r->prio;
-            if (r->kind == TK_ASEQ_REC_DYN_ENTRY) s->prio = r->prio;
+            s->prio = r->prio;
         }
     }
     for (size_t i = 0; i < t->cap; i++) {
@@ -293,20 +293,10 @@ void tk_aseq_register(const struct tk_aseq_rec *from, const struct tk_aseq_rec *
             unsafe(s, "its entry is missing%.0lu", 0);
             continue;
         }
-        if (s->kind == TK_ASEQ_REC_DYN_JUMP) continue; /* anything may be inside */
-        bool was_checked = false;
-        if (old) {
-            const struct seq *o = NULL;
-            for (size_t j = hash_addr(s->end) & (old->cap - 1);; j = (j + 1) & (old->cap - 1)) {
-                if (!old->slot[j].end) break;
-                if (old->slot[j].end == s->end) {
-                    o = &old->slot[j];
-                    break;
-                }
-            }
-            was_checked = o && o->start == s->start;
-        }
-        if (!was_checked) check(s);
+        /* Dyn/Jump: anything may be inside; the others once each */
+        if (s->kind == TK_ASEQ_REC_DYN_JUMP || s->checked) continue;
+        check(s);
+        s->checked = true;
     }
     atomic_store_explicit(&current, t, memory_order_release);
     pthread_mutex_unlock(&reg_lock);
@@ -382,12 +372,8 @@ static void hold(struct aseq_priv *p, int sig, const siginfo_t *si, ucontext_t *
     p->sig = sig;
     p->info = *si;
     p->orig_mask = uc->uc_sigmask;
-    sigset_t m = uc->uc_sigmask;
-    for (int s = 1; s < NSIG; s++)
-        if (sigismember(&actions[sig].mask, s)) sigaddset(&m, s);
-    p->handler_mask = m;
-    for (int s = 1; s < NSIG; s++)
-        if (sigismember(&managed, s)) sigaddset(&uc->uc_sigmask, s);
+    sigorset(&p->handler_mask, &uc->uc_sigmask, &actions[sig].mask);
+    sigorset(&uc->uc_sigmask, &uc->uc_sigmask, &managed);
 }
 
 /* Runs the held signal's handler with its mask, then puts the mask the
@@ -470,7 +456,7 @@ static void dispatch(int sig, siginfo_t *si, void *ucv)
             if (s && s->kind == TK_ASEQ_REC_DYN_JUMP) kind = TK_ASEQ_REC_DYN_JUMP;
             if (s && s->kind == TK_ASEQ_REC_DYN_FAULT && pc >= s->start && pc <= s->last)
                 kind = TK_ASEQ_REC_DYN_FAULT;
-            /* a sequence in an object never registered: run at once */
+            /* no record (an object never registered): kind stays 0, at once */
             if (kind && t->in_as - 1 < a->prio) kind = 0;
         } else {
             s = lookup((uintptr_t)g[REG_R11]);
