@@ -462,10 +462,7 @@ bool run(const uint8_t *p, const uint8_t *end, const cie_info &ci, uintptr_t pc,
             break;   // remember_state
         case 0x0b: { // restore_state
             if (!depth) return false;
-            frame_state saved = stack[--depth];
-            // the CFA rule is not part of the remembered state in GCC's reading? It is
-            // (DWARF 6.4.2.4)
-            *fs = saved;
+            *fs = stack[--depth]; // the rules and the CFA rule, as GCC's unwinder restores them
             break;
         }
         case 0x0c:
@@ -581,13 +578,12 @@ entry cache[CACHE];
 std::mutex cache_lock;
 std::atomic<uint64_t> n_hits, n_misses, n_recomputed;
 
-} // namespace
-
-bool compute(uintptr_t pc, frame_state *out)
+// compute(), also saying which object's tables it used (its eh_frame_hdr
+// and load address).
+bool compute_in(uintptr_t pc, frame_state *out, uintptr_t *hdr, uintptr_t *base)
 {
     const uint8_t *fde;
-    uintptr_t hdr, base;
-    if (!find_fde(pc, &fde, &hdr, &base)) return false;
+    if (!find_fde(pc, &fde, hdr, base)) return false;
     reader r{fde};
     uint32_t len = r.u32();
     if (len == 0 || len == 0xffffffff) return false;
@@ -602,7 +598,6 @@ bool compute(uintptr_t pc, frame_state *out)
     if (pc < start || pc >= start + range) return false;
     frame_state fs;
     fs.func_start = start;
-    fs.func_end = start + range;
     fs.ra_column = ci.ra_column;
     fs.signal_frame = ci.signal;
     fs.personality = ci.personality;
@@ -617,6 +612,14 @@ bool compute(uintptr_t pc, frame_state *out)
     if (!run(r.p, end, ci, pc, start, &fs, &initial)) return false;
     *out = fs;
     return true;
+}
+
+} // namespace
+
+bool compute(uintptr_t pc, frame_state *out)
+{
+    uintptr_t hdr, base;
+    return compute_in(pc, out, &hdr, &base);
 }
 
 bool state_for(uintptr_t pc, frame_state *out)
@@ -639,12 +642,11 @@ bool state_for(uintptr_t pc, frame_state *out)
     }
     n_misses++;
     frame_state fs;
-    if (!compute(pc, &fs)) return false;
-    struct dl_find_object dlfo;
-    if (_dl_find_object(reinterpret_cast<void *>(pc), &dlfo) != 0) return false;
+    uintptr_t hdr, base;
+    if (!compute_in(pc, &fs, &hdr, &base)) return false;
     std::lock_guard<std::mutex> g(cache_lock);
-    e.hdr = reinterpret_cast<uintptr_t>(dlfo.dlfo_eh_frame);
-    e.base = reinterpret_cast<uintptr_t>(dlfo.dlfo_map_start);
+    e.hdr = hdr;
+    e.base = base;
     e.fs = fs;
     e.pc.store(pc, std::memory_order_relaxed);
     *out = fs;

@@ -43,7 +43,7 @@ struct rule {
 };
 
 struct frame_state {
-    uintptr_t func_start = 0, func_end = 0;
+    uintptr_t func_start = 0;
     uint8_t cfa_reg = RSP;
     int64_t cfa_off = 8;
     const uint8_t *cfa_expr = nullptr; // non-null: CFA from this expression
@@ -60,7 +60,6 @@ struct context {
     bool valid[NREGS] = {};
     bool pc_exact = false; // this frame's PC is exact (its callee is a signal frame)
     uint64_t pc() const { return reg[RA]; }
-    uint64_t cfa_hint = 0;
 };
 
 // The frame state for pc (a return address, already adjusted by the
