@@ -209,23 +209,34 @@ def make_plots(results, seeds, outdir):
     def mechs_of(exp):
         return sorted({r["mechanism"] for r in results if r["experiment"] == exp}, key=mech_sort)
 
+    def grouped_bars(mechs, series, ylabel, title, fname, caption, width=8, log=False,
+                     small_labels=False):
+        """One group of bars per mechanism, one bar per (label, values) series."""
+        fig, ax = plt.subplots(figsize=(width, 4))
+        w = 0.8 / max(1, len(series))
+        for j, (label, vals) in enumerate(series):
+            ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=label)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xticks([i + w for i in range(len(mechs))])
+        if small_labels:
+            ax.set_xticklabels(mechs, fontsize=8, rotation=20)
+        else:
+            ax.set_xticklabels(mechs)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, fname), dpi=100)
+        plt.close(fig)
+        plots.append((fname, caption))
+
     # 1. Appel & Li Table 1 on this machine
     exps = ["appel-li/trap", "appel-li/trap+prot1+unprot", "appel-li/trap+protn+unprot"]
     mechs = mechs_of("appel-li/trap+prot1+unprot")
-    fig, ax = plt.subplots(figsize=(8, 4))
-    w = 0.8 / max(1, len(exps))
-    for j, e in enumerate(exps):
-        vals = [(med(e, m) or 0) / 1000 for m in mechs]
-        ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=e.split("/")[1])
-    ax.set_xticks([i + w for i in range(len(mechs))])
-    ax.set_xticklabels(mechs)
-    ax.set_ylabel("µs per fault (per page for PROTN)")
-    ax.set_title("Appel & Li Table 1 on this machine")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(outdir, "appel-li-table1.png"), dpi=100)
-    plt.close(fig)
-    plots.append(("appel-li-table1.png", "Appel & Li Table 1 on this machine, per mechanism"))
+    grouped_bars(mechs, [(e.split("/")[1], [(med(e, m) or 0) / 1000 for m in mechs]) for e in exps],
+                 "µs per fault (per page for PROTN)", "Appel & Li Table 1 on this machine",
+                 "appel-li-table1.png", "Appel & Li Table 1 on this machine, per mechanism")
 
     # 2. Figure 2: ADDs per PROT+TRAP+UNPROT, 1991 machines beside today's
     fig2 = analysis.figure2(results, seeds)
@@ -326,45 +337,26 @@ def make_plots(results, seeds, outdir):
                       "return (posix, trapkit-posix) against trapkit's fast return"))
 
     # 6. Mosberger Table 1: cycles per test, log scale
-    mechs = [m for m in mechs_of("mosberger/null")]
+    mechs = mechs_of("mosberger/null")
     if mechs:
-        fig, ax = plt.subplots(figsize=(10, 4))
-        tests = ["null", "lifo", "fifo"]
-        w = 0.8 / len(tests)
-        for j, t in enumerate(tests):
-            vals = [med(f"mosberger/{t}", m) or 0 for m in mechs]
-            ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=t)
-        ax.set_yscale("log")
-        ax.set_xticks([i + w for i in range(len(mechs))])
-        ax.set_xticklabels(mechs, fontsize=8, rotation=20)
-        ax.set_ylabel("cycles per test (log)")
-        ax.set_title("Mosberger Table 1 on this machine: protecting a sequence from signal handlers")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, "mosberger.png"), dpi=100)
-        plt.close(fig)
-        plots.append(("mosberger.png", "Atomic sequences: NULL, LIFO and FIFO per mechanism "
-                      "(log scale; rseq cannot express the FIFO)"))
+        grouped_bars(mechs, [(t, [med(f"mosberger/{t}", m) or 0 for m in mechs])
+                             for t in ("null", "lifo", "fifo")],
+                     "cycles per test (log)",
+                     "Mosberger Table 1 on this machine: protecting a sequence from signal handlers",
+                     "mosberger.png", "Atomic sequences: NULL, LIFO and FIFO per mechanism "
+                     "(log scale; rseq cannot express the FIFO)", width=10, log=True,
+                     small_labels=True)
 
     # 7. threads
     mechs = mechs_of("threads/trap+prot1+unprot")
     threads = sorted({r["params"]["threads"] for r in results
                       if r["experiment"] == "threads/trap+prot1+unprot"})
     if mechs and threads:
-        fig, ax = plt.subplots(figsize=(8, 4))
-        w = 0.8 / len(threads)
-        for j, t in enumerate(threads):
-            vals = [(med("threads/trap+prot1+unprot", m, threads=t) or 0) / 1000 for m in mechs]
-            ax.bar([i + j * w for i in range(len(mechs))], vals, w, label=f"{t} thread(s)")
-        ax.set_xticks([i + w for i in range(len(mechs))])
-        ax.set_xticklabels(mechs)
-        ax.set_ylabel("µs per fault")
-        ax.set_title("threads/trap+prot1+unprot: other threads running")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, "threads.png"), dpi=100)
-        plt.close(fig)
-        plots.append(("threads.png", "TRAP+PROT1+UNPROT with 1, 2 and 4 threads running"))
+        grouped_bars(mechs, [(f"{t} thread(s)",
+                              [(med("threads/trap+prot1+unprot", m, threads=t) or 0) / 1000
+                               for m in mechs]) for t in threads],
+                     "µs per fault", "threads/trap+prot1+unprot: other threads running",
+                     "threads.png", "TRAP+PROT1+UNPROT with 1, 2 and 4 threads running")
     return plots
 
 
