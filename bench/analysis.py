@@ -66,10 +66,12 @@ def figure2(results, seeds):
         for m in mechs:
             p1 = median(results, "appel-li/trap+prot1+unprot", m)
             pn = median(results, "appel-li/trap+protn+unprot", m)
-            if p1 is None and pn is None:
-                continue
+            # a mechanism this machine lacks keeps its row, with the reason
+            why = next((r.get("reason") for r in results
+                        if r["experiment"] == "appel-li/trap+prot1+unprot"
+                        and r["mechanism"] == m and r.get("reason")), None)
             rows.append({"label": f"this machine, {m}", "prot1": p1 / add if p1 else None,
-                         "protn": pn / add if pn else None, "today": True})
+                         "protn": pn / add if pn else None, "today": True, "reason": why})
     return rows
 
 
@@ -85,7 +87,7 @@ def derived(results, seeds):
         for bench, v in (("prot1", f["prot1"]), ("protn", f["protn"])):
             out.append(result("appel-li/figure2", mech, {"benchmark": bench}, "ratio", "adds", v,
                               ["appel-li/add", f"appel-li/trap+{bench}+unprot"],
-                              "not measured for this mechanism"))
+                              f.get("reason") or "not measured for this mechanism"))
 
     # Appel & Li section 3: heap-overflow detection by a guard page instead
     # of a compare and branch per allocation.  The guard page pays one TRAP

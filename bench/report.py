@@ -239,7 +239,7 @@ def make_plots(results, seeds, outdir):
                  "appel-li-table1.png", "Appel & Li Table 1 on this machine, per mechanism")
 
     # 2. Figure 2: ADDs per PROT+TRAP+UNPROT, 1991 machines beside today's
-    fig2 = analysis.figure2(results, seeds)
+    fig2 = [f for f in analysis.figure2(results, seeds) if f["prot1"] or f["protn"]]
     if fig2:
         labels = [f["label"] for f in fig2]
         fig, ax = plt.subplots(figsize=(9, max(3, 0.32 * len(labels))))

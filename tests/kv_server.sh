@@ -14,10 +14,13 @@ trap cleanup EXIT
 trap 'echo "kv_server.sh ($mech): failed at line $LINENO" >&2' ERR
 
 start() {
+    # a new server writes new files: a restarted server's log must not be
+    # read before the shell has truncated the previous one
+    rm -f "$dir/out" "$dir/err"
     "$server" --port 0 --dir "$dir" --memory 256m --mechanism "$mech" >"$dir/out" 2>"$dir/err" &
     pid=$!
     for _ in $(seq 100); do
-        port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/out")
+        port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/out" 2>/dev/null || true)
         [[ -n $port ]] && return 0
         kill -0 $pid 2>/dev/null || { cat "$dir/err"; echo "kv-server did not start"; exit 1; }
         sleep 0.05
