@@ -7,9 +7,11 @@
 //
 // Mechanisms: libgcc (libstdc++ over GCC's unwinder, the system's),
 // llvm-libunwind (the same program with LLVM's libunwind preloaded, where
-// Debian's libunwind-14 is installed), error-code (the failing system call
-// returning an error instead).  Each mechanism runs in its own process; the
+// Debian's libunwind-14 is installed), trapkit (the same program with
+// libtrapkit_eh.so preloaded: include/trapkit/eh.h), error-code (the
+// failing system call returning an error instead).  Each mechanism runs in its own process; the
 // parent runs them in turn, once per repetition, and reports medians.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -244,6 +246,7 @@ bool run_child(const char *self, const std::string &m, bool quick, std::map<key,
         close(fds[0]);
         close(fds[1]);
         if (m == "llvm-libunwind") setenv("LD_PRELOAD", llvm_unwind, 1);
+        if (m == "trapkit") setenv("LD_PRELOAD", TK_EH_LIB, 1);
         setenv("TK_GYLFASON_CHILD", m.c_str(), 1);
         execl(self, self, quick ? "--quick" : "--reps", quick ? nullptr : "1", nullptr);
         _exit(127);
@@ -270,10 +273,14 @@ int main(int argc, char **argv)
     struct bench_opts o;
     bench_parse(argc, argv, &o);
     if (const char *m = getenv("TK_GYLFASON_CHILD")) {
+        if (strcmp(m, "trapkit") == 0 && !dlsym(RTLD_DEFAULT, "tk_eh_get_stats")) {
+            fprintf(stderr, "gylfason: %s is not loaded\n", TK_EH_LIB);
+            return 1;
+        }
         child(o.quick, strcmp(m, "error-code") == 0);
         return 0;
     }
-    std::vector<std::string> mechs = {"libgcc", "error-code"};
+    std::vector<std::string> mechs = {"libgcc", "trapkit", "error-code"};
     bool have_llvm = access(llvm_unwind, R_OK) == 0;
     if (have_llvm) mechs.push_back("llvm-libunwind");
     std::map<key, bench_fig> figs;

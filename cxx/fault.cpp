@@ -98,6 +98,9 @@ bool unsafe_to_unwind(void *pc)
 extern "C" void tk_cxx_raise_thunk();
 extern "C" [[noreturn]] void tk_cxx_raise_fault();
 
+// AddressSanitizer's runtime, in a program built with it.
+extern "C" void __asan_unpoison_memory_region(void const volatile *, size_t) __attribute__((weak));
+
 // [signal-safe]
 tk_action convert(int sig, int code, void *addr, void *uc_v, bool overflow)
 {
@@ -111,6 +114,9 @@ tk_action convert(int sig, int code, void *addr, void *uc_v, bool overflow)
     if (unsafe) return TK_DECLINE;
     pending = {sig, code, pc, addr, (g[REG_ERR] & 2) != 0, overflow};
     throwing = true;
+    // A sanitizer's shadow of the reserve stack still describes the frames
+    // of the previous throw, which ended without returning.
+    if (__asan_unpoison_memory_region) __asan_unpoison_memory_region(reserve, reserve_size);
     // The reserve stack's top: [0] the faulting PC, [8] its stack pointer.
     auto *top = reinterpret_cast<uintptr_t *>(reserve + reserve_size - 64);
     top[0] = static_cast<uintptr_t>(g[REG_RIP]);
@@ -146,7 +152,10 @@ void install()
     note_object(reinterpret_cast<const void *>(&malloc)); // the allocator (libc's or another's)
     note_object(reinterpret_cast<const void *>(&strlen)); // string functions (or a sanitizer's)
     note_object(reinterpret_cast<const void *>(&__cxxabiv1::__cxa_begin_catch)); // the C++ runtime
-    note_object(reinterpret_cast<const void *>(&_Unwind_RaiseException));        // the unwinder
+    note_object(reinterpret_cast<const void *>(&_Unwind_GetCFA)); // libgcc's unwinder
+    // the unwinder a throw goes through (trapkit's libtrapkit_eh.so, when
+    // it is loaded, else libgcc's)
+    note_object(reinterpret_cast<const void *>(&_Unwind_RaiseException));
     // this library's own code: `throwing` covers the raise, `converting`
     // the signal handler's part
     if (int err = tk_on_unclaimed_fault(on_unclaimed, nullptr)) install_error = err;

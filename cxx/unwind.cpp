@@ -16,119 +16,6 @@ namespace tk::unw
 namespace
 {
 
-// ---- reading ----
-struct reader {
-    const uint8_t *p;
-    uint8_t u8() { return *p++; }
-    uint16_t u16()
-    {
-        uint16_t v;
-        memcpy(&v, p, 2);
-        p += 2;
-        return v;
-    }
-    uint32_t u32()
-    {
-        uint32_t v;
-        memcpy(&v, p, 4);
-        p += 4;
-        return v;
-    }
-    uint64_t u64()
-    {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        p += 8;
-        return v;
-    }
-    uint64_t uleb()
-    {
-        uint64_t v = 0;
-        unsigned shift = 0;
-        uint8_t b;
-        do {
-            b = *p++;
-            if (shift < 64) v |= static_cast<uint64_t>(b & 0x7f) << shift;
-            shift += 7;
-        } while (b & 0x80);
-        return v;
-    }
-    int64_t sleb()
-    {
-        int64_t v = 0;
-        unsigned shift = 0;
-        uint8_t b;
-        do {
-            b = *p++;
-            if (shift < 64) v |= static_cast<int64_t>(b & 0x7f) << shift;
-            shift += 7;
-        } while (b & 0x80);
-        if (shift < 64 && (b & 0x40)) v |= -(static_cast<int64_t>(1) << shift);
-        return v;
-    }
-    // A DW_EH_PE-encoded pointer; data_base for datarel.
-    bool ptr(uint8_t enc, uintptr_t data_base, uintptr_t func_base, uintptr_t *out)
-    {
-        if (enc == 0xff) { // DW_EH_PE_omit
-            *out = 0;
-            return true;
-        }
-        const uint8_t *at = p;
-        uint64_t v;
-        switch (enc & 0x0f) {
-        case 0x00:
-            v = u64();
-            break; // absptr
-        case 0x01:
-            v = uleb();
-            break; // uleb128
-        case 0x02:
-            v = u16();
-            break; // udata2
-        case 0x03:
-            v = u32();
-            break; // udata4
-        case 0x04:
-            v = u64();
-            break; // udata8
-        case 0x09:
-            v = static_cast<uint64_t>(sleb());
-            break; // sleb128
-        case 0x0a:
-            v = static_cast<uint64_t>(static_cast<int16_t>(u16()));
-            break;
-        case 0x0b:
-            v = static_cast<uint64_t>(static_cast<int32_t>(u32()));
-            break;
-        case 0x0c:
-            v = u64();
-            break; // sdata8
-        default:
-            return false;
-        }
-        if (v || (enc & 0x70) == 0) {
-            switch (enc & 0x70) {
-            case 0x00:
-                break;
-            case 0x10:
-                v += reinterpret_cast<uintptr_t>(at);
-                break; // pcrel
-            case 0x30:
-                v += data_base;
-                break; // datarel
-            case 0x40:
-                v += func_base;
-                break; // funcrel
-            default:
-                return false; // textrel, aligned
-            }
-        }
-        if (enc & 0x80) v = *reinterpret_cast<const uint64_t *>(v); // indirect
-        *out = static_cast<uintptr_t>(v);
-        return true;
-    }
-};
-
 // ---- call frame instructions ----
 struct cie_info {
     uint64_t code_align = 1;
@@ -524,7 +411,7 @@ bool run(const uint8_t *p, const uint8_t *end, const cie_info &ci, uintptr_t pc,
             break;
         }
         case 0x2e:
-            r.uleb();
+            fs->args_size = static_cast<int64_t>(r.uleb());
             break; // GNU_args_size
         case 0x2f: {
             uint64_t reg = r.uleb();

@@ -18,6 +18,7 @@
 #define TK_CXX_UNWIND_HPP
 
 #include <cstdint>
+#include <cstring>
 
 namespace tk::unw
 {
@@ -42,6 +43,120 @@ struct rule {
     const uint8_t *expr = nullptr; // EXPRESSION, VAL_EXPRESSION: a length-prefixed (uleb128) block
 };
 
+// Reads the .eh_frame and LSDA encodings: fixed-size words, LEB128 and
+// DW_EH_PE-encoded pointers.
+struct reader {
+    const uint8_t *p;
+    uint8_t u8() { return *p++; }
+    uint16_t u16()
+    {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        p += 2;
+        return v;
+    }
+    uint32_t u32()
+    {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        p += 4;
+        return v;
+    }
+    uint64_t u64()
+    {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        p += 8;
+        return v;
+    }
+    uint64_t uleb()
+    {
+        uint64_t v = 0;
+        unsigned shift = 0;
+        uint8_t b;
+        do {
+            b = *p++;
+            if (shift < 64) v |= static_cast<uint64_t>(b & 0x7f) << shift;
+            shift += 7;
+        } while (b & 0x80);
+        return v;
+    }
+    int64_t sleb()
+    {
+        int64_t v = 0;
+        unsigned shift = 0;
+        uint8_t b;
+        do {
+            b = *p++;
+            if (shift < 64) v |= static_cast<int64_t>(b & 0x7f) << shift;
+            shift += 7;
+        } while (b & 0x80);
+        if (shift < 64 && (b & 0x40)) v |= -(static_cast<int64_t>(1) << shift);
+        return v;
+    }
+    // A DW_EH_PE-encoded pointer; data_base for datarel.
+    bool ptr(uint8_t enc, uintptr_t data_base, uintptr_t func_base, uintptr_t *out)
+    {
+        if (enc == 0xff) { // DW_EH_PE_omit
+            *out = 0;
+            return true;
+        }
+        const uint8_t *at = p;
+        uint64_t v;
+        switch (enc & 0x0f) {
+        case 0x00:
+            v = u64();
+            break; // absptr
+        case 0x01:
+            v = uleb();
+            break; // uleb128
+        case 0x02:
+            v = u16();
+            break; // udata2
+        case 0x03:
+            v = u32();
+            break; // udata4
+        case 0x04:
+            v = u64();
+            break; // udata8
+        case 0x09:
+            v = static_cast<uint64_t>(sleb());
+            break; // sleb128
+        case 0x0a:
+            v = static_cast<uint64_t>(static_cast<int16_t>(u16()));
+            break;
+        case 0x0b:
+            v = static_cast<uint64_t>(static_cast<int32_t>(u32()));
+            break;
+        case 0x0c:
+            v = u64();
+            break; // sdata8
+        default:
+            return false;
+        }
+        if (v || (enc & 0x70) == 0) {
+            switch (enc & 0x70) {
+            case 0x00:
+                break;
+            case 0x10:
+                v += reinterpret_cast<uintptr_t>(at);
+                break; // pcrel
+            case 0x30:
+                v += data_base;
+                break; // datarel
+            case 0x40:
+                v += func_base;
+                break; // funcrel
+            default:
+                return false; // textrel, aligned
+            }
+        }
+        if ((enc & 0x80) && v) v = *reinterpret_cast<const uint64_t *>(v); // indirect (0: none)
+        *out = static_cast<uintptr_t>(v);
+        return true;
+    }
+};
+
 struct frame_state {
     uintptr_t func_start = 0;
     uint8_t cfa_reg = RSP;
@@ -51,6 +166,7 @@ struct frame_state {
     uint8_t ra_column = RA;
     bool signal_frame = false; // 'S': the caller's PC is exact, not a return address
     uintptr_t lsda = 0, personality = 0;
+    int64_t args_size = 0; // DW_CFA_GNU_args_size: bytes of pushed arguments at the PC
 };
 
 // The registers of one frame.  pc is the return address (or, in a signal

@@ -345,6 +345,7 @@ int main()
     printf("no handler: the stack is %s before std::terminate\n",
            unwound.empty() ? "not unwound" : "unwound");
     CHECK(terminates([] { throw; }) == 42); // throw; with no exception
+    check_eh_runtime();
     printf("ok\n");
     return 0;
 }

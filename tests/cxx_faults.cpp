@@ -251,6 +251,7 @@ int main()
               tk::fault_scope scope;
               kill(getpid(), SIGFPE); // sent, not raised by an instruction
           }) == SIGFPE);
+    check_eh_runtime();
     printf("ok\n");
     return 0;
 }

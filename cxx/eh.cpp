@@ -1,0 +1,588 @@
+// cxx/eh.cpp - trapkit's C++ throw runtime (libtrapkit_eh.so; see
+// include/trapkit/eh.h for what it replaces and how it behaves).
+//
+// The walk: from the thrower's registers, frame by frame, look up the
+// call site's entry in the PC table (computed on a miss: the frame state
+// by cxx/unwind.cpp, the call-site record from the function's LSDA, as
+// the Itanium C++ ABI and libstdc++'s personality routine define them),
+// match the exception against the site's catch clauses, and either enter
+// a landing pad (a catch clause, or destructors that end by calling
+// _Unwind_Resume, which continues the walk from there) or step to the
+// caller.  Matching uses std::type_info's own __do_catch, so classes,
+// pointers and qualification conversions match as libstdc++ matches them.
+#include <dlfcn.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include <cxxabi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <typeinfo>
+
+#include "trapkit/eh.h"
+#include "unwind.hpp"
+
+using namespace tk::unw;
+
+#define TK_EXPORT __attribute__((visibility("default")))
+
+// AddressSanitizer's runtime, when the program has one: the stack below a
+// handler is unpoisoned before a throw abandons it (its own __cxa_throw
+// interceptor does this; this runtime may be found ahead of it).
+extern "C" void __asan_handle_no_return() __attribute__((weak));
+
+extern "C" _Unwind_Reason_Code __gxx_personality_v0(int, _Unwind_Action, _Unwind_Exception_Class,
+                                                    _Unwind_Exception *, _Unwind_Context *);
+
+namespace
+{
+
+// ---- libstdc++'s exception header (libsupc++/unwind-cxx.h) ----
+struct cxa_exception {
+    std::type_info *exceptionType; // a dependent exception: its primary exception
+    void (*exceptionDestructor)(void *);
+    void (*unexpectedHandler)();
+    void (*terminateHandler)();
+    cxa_exception *nextException;
+    int handlerCount;
+    int handlerSwitchValue;
+    const unsigned char *actionRecord;
+    const unsigned char *languageSpecificData;
+    _Unwind_Ptr catchTemp;
+    void *adjustedPtr;
+    _Unwind_Exception unwindHeader;
+};
+struct cxa_refcounted_exception {
+    int referenceCount;
+    cxa_exception exc;
+};
+struct cxa_eh_globals {
+    cxa_exception *caughtExceptions;
+    unsigned int uncaughtExceptions;
+};
+static_assert(offsetof(cxa_exception, unwindHeader) == 80, "libstdc++'s __cxa_exception");
+static_assert(sizeof(cxa_refcounted_exception) == 128, "libstdc++'s __cxa_refcounted_exception");
+
+constexpr uint64_t GXX_CLASS = 0x474e5543432b2b00ull; // "GNUCC++\0"; "\1": dependent
+
+bool is_gxx(const _Unwind_Exception *ue)
+{
+    return (ue->exception_class >> 8) == (GXX_CLASS >> 8) && (ue->exception_class & 0xff) <= 1;
+}
+cxa_exception *header_of(_Unwind_Exception *ue)
+{
+    return reinterpret_cast<cxa_exception *>(reinterpret_cast<char *>(ue) -
+                                             offsetof(cxa_exception, unwindHeader));
+}
+// The thrown object (a dependent exception's primary one) and its type.
+void *object_of(_Unwind_Exception *ue)
+{
+    if ((ue->exception_class & 0xff) == 1) return header_of(ue)->exceptionType; // primaryException
+    return ue + 1;
+}
+const std::type_info *type_of(void *obj)
+{
+    return (reinterpret_cast<cxa_exception *>(obj) - 1)->exceptionType;
+}
+
+// private_2 of an exception this runtime is propagating (private_1 stays 0,
+// which is what libgcc's copy expects of an exception that is not forced).
+char marker;
+_Unwind_Word our_mark()
+{
+    return reinterpret_cast<_Unwind_Word>(&marker);
+}
+
+// ---- statistics: per thread, folded into the total when a thread ends ----
+struct counters {
+    tk_eh_stats s{};
+    ~counters();
+};
+std::mutex ended_lock;
+tk_eh_stats ended{};
+thread_local counters local;
+counters::~counters()
+{
+    std::lock_guard<std::mutex> g(ended_lock);
+    ended.throws += s.throws;
+    ended.frames += s.frames;
+    ended.cache_hits += s.cache_hits;
+    ended.cache_misses += s.cache_misses;
+    ended.cleanups += s.cleanups;
+    ended.handlers += s.handlers;
+    ended.handed_off += s.handed_off;
+}
+
+// ---- the PC table ----
+std::atomic<uint32_t> generation{0}; // bumped before and after each dlclose
+
+enum : uint8_t { P_NONE, P_GXX, P_OTHER };                       // personality
+enum : uint8_t { W_NOTHING, W_CLEANUP, W_TERMINATE, W_ACTIONS }; // the call site's record
+
+// Everything a throw needs of one call site.
+struct site {
+    uintptr_t pc = 0; // the looked-up PC (a return address - 1, or an exact PC)
+    uint32_t gen = 0;
+    bool compact = false; // the frame state is cfa = reg + off, saved = *(cfa + off)
+    uint8_t personality = P_NONE, what = W_NOTHING;
+    uint8_t cfa_reg = RSP, nsaved = 0, ttype_enc = 0xff;
+    int32_t cfa_off = 0;
+    int32_t args_size = 0;
+    uint8_t sreg[7] = {};
+    int32_t soff[7] = {};
+    uintptr_t lp = 0;                // landing pad
+    const uint8_t *action = nullptr; // first action record
+    const uint8_t *ttype = nullptr;  // end of the type table
+    const uint8_t *lsda = nullptr;
+};
+
+struct slot {
+    std::atomic<uint32_t> seq{0}; // odd while written
+    site s;
+};
+constexpr unsigned TABLE_BITS = 12;
+slot table[1u << TABLE_BITS];
+
+slot &slot_for(uintptr_t pc)
+{
+    return table[(pc * 0x9e3779b97f4a7c15ull) >> (64 - TABLE_BITS)];
+}
+
+// Reads the slot's site if it is pc's and of this generation.
+bool table_get(uintptr_t pc, uint32_t gen, site *out)
+{
+    slot &sl = slot_for(pc);
+    uint32_t s1 = sl.seq.load(std::memory_order_acquire);
+    if (s1 & 1) return false;
+    if (__atomic_load_n(&sl.s.pc, __ATOMIC_RELAXED) != pc) return false;
+    memcpy(static_cast<void *>(out), &sl.s, sizeof *out);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (sl.seq.load(std::memory_order_relaxed) != s1) return false;
+    return out->pc == pc && out->gen == gen;
+}
+
+void table_put(const site &s)
+{
+    slot &sl = slot_for(s.pc);
+    uint32_t s1 = sl.seq.load(std::memory_order_relaxed);
+    if ((s1 & 1) || !sl.seq.compare_exchange_strong(s1, s1 + 1, std::memory_order_acquire))
+        return; // another thread is writing it: leave it
+    std::atomic_thread_fence(std::memory_order_release);
+    memcpy(static_cast<void *>(&sl.s), &s, sizeof s);
+    sl.seq.store(s1 + 2, std::memory_order_release);
+}
+
+size_t encoded_size(uint8_t enc)
+{
+    switch (enc & 0x0f) {
+    case 0x00:
+    case 0x04:
+    case 0x0c:
+        return 8;
+    case 0x02:
+    case 0x0a:
+        return 2;
+    case 0x03:
+    case 0x0b:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+// The call-site record for pc in lsda (libstdc++'s personality routine,
+// which every GCC and Clang C++ object uses): false for an encoding this
+// runtime does not read (the site goes to libgcc).
+bool decode_lsda(const uint8_t *lsda, uintptr_t func_start, uintptr_t pc, site *s)
+{
+    reader r{lsda};
+    uint8_t lpstart_enc = r.u8();
+    uintptr_t lpstart = func_start;
+    if (lpstart_enc != 0xff && !r.ptr(lpstart_enc, 0, func_start, &lpstart)) return false;
+    s->ttype_enc = r.u8();
+    if (s->ttype_enc != 0xff) {
+        // the type table is read with base 0: pc-relative and absolute only
+        uint8_t app = s->ttype_enc & 0x70;
+        if ((app != 0x00 && app != 0x10) || encoded_size(s->ttype_enc) == 0) return false;
+        uint64_t off = r.uleb();
+        s->ttype = r.p + off;
+    }
+    uint8_t cs_enc = r.u8();
+    uint64_t cs_len = r.uleb();
+    const uint8_t *actions = r.p + cs_len;
+    s->lsda = lsda;
+    s->what = W_TERMINATE; // not in the table: std::terminate
+    while (r.p < actions) {
+        uintptr_t start, len, lp;
+        if (!r.ptr(cs_enc, 0, 0, &start) || !r.ptr(cs_enc, 0, 0, &len) || !r.ptr(cs_enc, 0, 0, &lp))
+            return false;
+        uint64_t action = r.uleb();
+        if (pc < func_start + start) break;
+        if (pc < func_start + start + len) {
+            if (lp == 0)
+                s->what = W_NOTHING;
+            else {
+                s->lp = lpstart + lp;
+                s->what = action ? W_ACTIONS : W_CLEANUP;
+                if (action) s->action = actions + action - 1;
+            }
+            break;
+        }
+    }
+    return true;
+}
+
+// The site of pc, computed: its frame state and, for a C++ frame, its
+// call-site record.
+bool compute_site(uintptr_t pc, uint32_t gen, site *s)
+{
+    frame_state fs;
+    if (!compute(pc, &fs)) return false;
+    s->pc = pc;
+    s->gen = gen;
+    s->args_size = static_cast<int32_t>(fs.args_size);
+    // compact: CFA from a register, callee-saved registers and the return
+    // address at offsets from it, nothing else
+    bool compact = !fs.cfa_expr && !fs.signal_frame && fs.ra_column == RA && fs.cfa_reg < NREGS &&
+                   fs.regs[RA].kind == OFFSET;
+    uint8_t n = 0;
+    for (int i = 0; i < NREGS && compact; i++) {
+        const rule &ru = fs.regs[i];
+        if (ru.kind == SAME) continue;
+        bool callee_saved = i == RBX || i == RBP || (i >= R12 && i <= R15) || i == RA;
+        if (ru.kind != OFFSET || !callee_saved || n == 7) {
+            compact = false;
+            break;
+        }
+        s->sreg[n] = static_cast<uint8_t>(i);
+        s->soff[n] = static_cast<int32_t>(ru.off);
+        n++;
+    }
+    s->compact = compact;
+    s->nsaved = n;
+    s->cfa_reg = fs.cfa_reg;
+    s->cfa_off = static_cast<int32_t>(fs.cfa_off);
+    if (!fs.personality) {
+        s->personality = P_NONE;
+    } else if (fs.personality == reinterpret_cast<uintptr_t>(&__gxx_personality_v0)) {
+        s->personality = P_GXX;
+        if (!fs.lsda)
+            s->what = W_NOTHING;
+        else if (!decode_lsda(reinterpret_cast<const uint8_t *>(fs.lsda), fs.func_start, pc, s))
+            s->personality = P_OTHER;
+    } else {
+        s->personality = P_OTHER;
+    }
+    return true;
+}
+
+} // namespace
+
+// ---- libgcc's functions, for what is not ours ----
+extern "C" {
+__attribute__((visibility("hidden"))) void *tk_eh_real_raise, *tk_eh_real_resume,
+    *tk_eh_real_rethrow;
+}
+
+namespace
+{
+
+void resolve_real()
+{
+    if (__atomic_load_n(&tk_eh_real_rethrow, __ATOMIC_ACQUIRE)) return;
+    void *raise = dlsym(RTLD_NEXT, "_Unwind_RaiseException");
+    void *resume = dlsym(RTLD_NEXT, "_Unwind_Resume");
+    void *rethrow = dlsym(RTLD_NEXT, "_Unwind_Resume_or_Rethrow");
+    if (!raise || !resume || !rethrow) {
+        static const char msg[] = "trapkit eh: libgcc's unwinder (libgcc_s.so.1) not found\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        abort();
+    }
+    __atomic_store_n(&tk_eh_real_raise, raise, __ATOMIC_RELAXED);
+    __atomic_store_n(&tk_eh_real_resume, resume, __ATOMIC_RELAXED);
+    __atomic_store_n(&tk_eh_real_rethrow, rethrow, __ATOMIC_RELEASE);
+}
+
+std::atomic<void (*)(int)> trace{nullptr};
+
+struct entry_regs {
+    uint64_t rbx, rbp, r12, r13, r14, r15, rsp, rip;
+};
+struct target {
+    uint64_t rbx, rbp, r12, r13, r14, r15, rsp, rip, rax, rdx;
+};
+
+} // namespace
+
+extern "C" {
+[[noreturn]] void tk_eh_install(const target *t) __attribute__((visibility("hidden")));
+void tk_eh_handoff() __attribute__((visibility("hidden")));
+[[noreturn]] void tk_eh_no_handler(_Unwind_Exception *ue) __attribute__((visibility("hidden")));
+}
+
+namespace
+{
+
+enum mode { THROW = 0, RAISE = 1, RESUME = 2, RETHROW = 3 };
+
+[[noreturn]] void enter(const context &c, uintptr_t rip, _Unwind_Exception *ue, int64_t sw,
+                        int64_t args_size)
+{
+    target t;
+    t.rbx = c.reg[RBX];
+    t.rbp = c.reg[RBP];
+    t.r12 = c.reg[R12];
+    t.r13 = c.reg[R13];
+    t.r14 = c.reg[R14];
+    t.r15 = c.reg[R15];
+    t.rsp = c.reg[RSP] + static_cast<uint64_t>(args_size);
+    t.rip = rip;
+    t.rax = reinterpret_cast<uint64_t>(ue);
+    t.rdx = static_cast<uint64_t>(sw);
+    if (void (*fn)(int) = trace.load(std::memory_order_relaxed)) fn(TK_EH_TRACE_INSTALL);
+    tk_eh_install(&t);
+}
+
+// libgcc takes the throw from frame c on: the frame is made to look as if
+// it had called tk_eh_handoff.
+[[noreturn]] void hand_off(const context &c, _Unwind_Exception *ue)
+{
+    resolve_real();
+    local.s.handed_off++;
+    ue->private_2 = 0;
+    uint64_t *sp = reinterpret_cast<uint64_t *>(c.reg[RSP]) - 1;
+    *sp = c.reg[RA];
+    context d = c;
+    d.reg[RSP] = reinterpret_cast<uint64_t>(sp);
+    enter(d, reinterpret_cast<uintptr_t>(&tk_eh_handoff), ue, 0, 0);
+}
+
+bool adjust(const std::type_info *catch_type, const std::type_info *throw_type, void **thrown)
+{
+    void *p = *thrown;
+    if (throw_type->__is_pointer_p()) p = *static_cast<void **>(p);
+    if (catch_type->__do_catch(throw_type, &p, 1)) {
+        *thrown = p;
+        return true;
+    }
+    return false;
+}
+
+const std::type_info *ttype_entry(const site &s, int64_t i)
+{
+    reader r{s.ttype - static_cast<size_t>(i) * encoded_size(s.ttype_enc)};
+    uintptr_t v = 0;
+    r.ptr(s.ttype_enc, 0, 0, &v);
+    return reinterpret_cast<const std::type_info *>(v);
+}
+
+// A dynamic exception specification (filter < 0) admits the type.
+bool spec_admits(const site &s, const std::type_info *throw_type, void *thrown, int64_t filter)
+{
+    reader r{s.ttype - filter - 1};
+    for (;;) {
+        uint64_t i = r.uleb();
+        if (i == 0) return false;
+        void *p = thrown;
+        if (adjust(ttype_entry(s, static_cast<int64_t>(i)), throw_type, &p)) return true;
+    }
+}
+
+// One frame step; false at the end of the stack.
+bool step_frame(context &c, const site &s)
+{
+    if (s.compact) {
+        uint64_t cfa = c.reg[s.cfa_reg] + static_cast<uint64_t>(static_cast<int64_t>(s.cfa_off));
+        for (unsigned i = 0; i < s.nsaved; i++) {
+            c.reg[s.sreg[i]] = *reinterpret_cast<const uint64_t *>(
+                cfa + static_cast<uint64_t>(int64_t{s.soff[i]}));
+            c.valid[s.sreg[i]] = true;
+        }
+        c.reg[RSP] = cfa;
+        c.pc_exact = false;
+        return c.reg[RA] != 0;
+    }
+    frame_state fs;
+    uint64_t cfa;
+    return state_for(s.pc, &fs) && step(c, fs, &cfa);
+}
+
+} // namespace
+
+// The walk.  Returns only when the exception is not ours (-1: the entry
+// point goes on to libgcc) or, for _Unwind_RaiseException and
+// _Unwind_Resume_or_Rethrow, when no handler exists
+// (_URC_END_OF_STACK; nothing has been unwound).
+extern "C" __attribute__((visibility("hidden"))) int tk_eh_walk(_Unwind_Exception *ue,
+                                                                const entry_regs *er, int mode)
+{
+    switch (mode) {
+    case RESUME:
+        if (ue->private_1 != 0 || ue->private_2 != our_mark()) {
+            resolve_real();
+            return -1;
+        }
+        break;
+    case RAISE:
+    case RETHROW:
+        if ((mode == RETHROW && ue->private_1 != 0) || !is_gxx(ue)) {
+            resolve_real();
+            local.s.handed_off++;
+            return -1;
+        }
+        ue->private_1 = 0;
+        ue->private_2 = our_mark();
+        local.s.throws++;
+        break;
+    default:
+        ue->private_1 = 0;
+        ue->private_2 = our_mark();
+        local.s.throws++;
+        break;
+    }
+    if (mode != RESUME && __asan_handle_no_return) __asan_handle_no_return();
+    void *obj = object_of(ue);
+    const std::type_info *throw_type = type_of(obj);
+    cxa_exception *xh = header_of(ue);
+
+    context c;
+    c.reg[RBX] = er->rbx;
+    c.reg[RBP] = er->rbp;
+    c.reg[R12] = er->r12;
+    c.reg[R13] = er->r13;
+    c.reg[R14] = er->r14;
+    c.reg[R15] = er->r15;
+    c.reg[RSP] = er->rsp;
+    c.reg[RA] = er->rip;
+    for (int r : {RBX, RBP, R12, R13, R14, R15, RSP, RA}) c.valid[r] = true;
+
+    uint32_t gen = generation.load(std::memory_order_acquire);
+    tk_eh_stats &st = local.s;
+    for (;;) {
+        uintptr_t pc = c.pc_exact ? c.reg[RA] : c.reg[RA] - 1;
+        site s;
+        if (table_get(pc, gen, &s)) {
+            st.cache_hits++;
+        } else {
+            if (!compute_site(pc, gen, &s)) break; // no frame information: the end
+            table_put(s);
+            st.cache_misses++;
+        }
+        if (s.personality == P_OTHER) hand_off(c, ue);
+        if (s.personality == P_GXX) {
+            switch (s.what) {
+            case W_NOTHING:
+                break;
+            case W_CLEANUP:
+                st.cleanups++;
+                enter(c, s.lp, ue, 0, s.args_size);
+            case W_TERMINATE:
+                __cxxabiv1::__cxa_begin_catch(ue);
+                std::terminate();
+            case W_ACTIONS: {
+                const uint8_t *a = s.action;
+                bool cleanup = false;
+                for (;;) {
+                    reader r{a};
+                    int64_t filter = r.sleb();
+                    const uint8_t *disp_at = r.p;
+                    int64_t disp = r.sleb();
+                    void *thrown = obj;
+                    bool handler = false;
+                    if (filter == 0)
+                        cleanup = true;
+                    else if (filter > 0) {
+                        const std::type_info *ct = ttype_entry(s, filter);
+                        handler = !ct || adjust(ct, throw_type, &thrown);
+                    } else {
+                        handler = !spec_admits(s, throw_type, thrown, filter);
+                    }
+                    if (handler) {
+                        xh->handlerSwitchValue = static_cast<int>(filter);
+                        xh->actionRecord = a;
+                        xh->languageSpecificData = s.lsda;
+                        xh->adjustedPtr = thrown;
+                        xh->catchTemp = filter < 0 ? 0 : s.lp; // the type table's base, for
+                                                               // __cxa_call_unexpected
+                        st.handlers++;
+                        enter(c, s.lp, ue, filter, s.args_size);
+                    }
+                    if (disp == 0) break;
+                    a = disp_at + disp;
+                }
+                if (cleanup) {
+                    st.cleanups++;
+                    enter(c, s.lp, ue, 0, s.args_size);
+                }
+                break;
+            }
+            }
+        }
+        st.frames++;
+        if (!step_frame(c, s)) break;
+    }
+    // no handler
+    ue->private_2 = 0;
+    if (mode == RAISE || mode == RETHROW) return _URC_END_OF_STACK;
+    tk_eh_no_handler(ue);
+}
+
+extern "C" {
+
+void tk_eh_no_handler(_Unwind_Exception *ue)
+{
+    __cxxabiv1::__cxa_begin_catch(ue);
+    std::terminate();
+}
+
+// __cxa_throw's body (the entry is in eh_x86_64.S): what libstdc++'s does,
+// then the walk.
+__attribute__((visibility("hidden"))) [[noreturn]] void
+tk_eh_throw_core(void *obj, std::type_info *type, void (*dest)(void *), const entry_regs *er)
+{
+    auto *g = reinterpret_cast<cxa_eh_globals *>(__cxxabiv1::__cxa_get_globals());
+    g->uncaughtExceptions++;
+    auto *h = reinterpret_cast<cxa_refcounted_exception *>(
+        __cxxabiv1::__cxa_init_primary_exception(obj, type, dest));
+    h->referenceCount = 1;
+    if (void (*fn)(int) = trace.load(std::memory_order_relaxed)) fn(TK_EH_TRACE_THROW);
+    tk_eh_walk(&h->exc.unwindHeader, er, THROW);
+    __builtin_unreachable();
+}
+
+// Every dlclose empties the PC table: an object loaded later at the same
+// address must not find the old one's entries.
+TK_EXPORT int dlclose(void *handle)
+{
+    static int (*real)(void *) = reinterpret_cast<int (*)(void *)>(dlsym(RTLD_NEXT, "dlclose"));
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    int r = real(handle);
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    return r;
+}
+
+TK_EXPORT void tk_eh_get_stats(struct tk_eh_stats *out)
+{
+    std::lock_guard<std::mutex> g(ended_lock);
+    *out = ended;
+    out->throws += local.s.throws;
+    out->frames += local.s.frames;
+    out->cache_hits += local.s.cache_hits;
+    out->cache_misses += local.s.cache_misses;
+    out->cleanups += local.s.cleanups;
+    out->handlers += local.s.handlers;
+    out->handed_off += local.s.handed_off;
+    out->generation = generation.load() / 2;
+}
+
+TK_EXPORT void tk_eh_set_trace(void (*fn)(int point))
+{
+    trace.store(fn, std::memory_order_relaxed);
+}
+
+} // extern "C"
