@@ -580,6 +580,26 @@ TK_EXPORT void tk_eh_get_stats(struct tk_eh_stats *out)
     out->generation = generation.load() / 2;
 }
 
+// TRAPKIT_EH_STATS=FILE: the counts, appended to FILE when the program
+// ends (for a program that cannot call tk_eh_get_stats itself).
+__attribute__((destructor)) static void write_stats_at_exit()
+{
+    const char *path = getenv("TRAPKIT_EH_STATS");
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    tk_eh_stats s;
+    tk_eh_get_stats(&s);
+    fprintf(f,
+            "throws %llu frames %llu cache_hits %llu cache_misses %llu cleanups %llu handlers %llu "
+            "handed_off %llu generation %llu\n",
+            (unsigned long long)s.throws, (unsigned long long)s.frames,
+            (unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
+            (unsigned long long)s.cleanups, (unsigned long long)s.handlers,
+            (unsigned long long)s.handed_off, (unsigned long long)s.generation);
+    fclose(f);
+}
+
 TK_EXPORT void tk_eh_set_trace(void (*fn)(int point))
 {
     trace.store(fn, std::memory_order_relaxed);

@@ -17,6 +17,7 @@ PKGS=(
     chromium               # the report test opens index.html headless
     redis-tools            # redis-cli and redis-benchmark against examples/kv-server
     redis-server           # the real redis-server the checkpoint benchmark compares with
+    qpdf                   # a C++ program that throws, run under trapkit's throw runtime
 )
 
 missing=()

@@ -62,6 +62,8 @@ struct tk_eh_stats {
  * symbol is there only when libtrapkit_eh.so is loaded: look it up with
  * dlsym(RTLD_DEFAULT, "tk_eh_get_stats") to ask whether it is. */
 void tk_eh_get_stats(struct tk_eh_stats *out);
+/* With TRAPKIT_EH_STATS=FILE in the environment the counts are appended to
+ * FILE, one line, when the program ends. */
 
 /* Points in a throw, for measuring its parts: TK_EH_TRACE_THROW when
  * __cxa_throw is entered (the exception allocated), TK_EH_TRACE_INSTALL
