@@ -137,6 +137,19 @@ def derived(results, seeds):
                               ["analysis/swizzling-breakeven"],
                               "no round-trip figure for this mechanism"))
     out += table5(results, seeds)
+
+    # Gylfason & Hjalmtysson Table 2: each part's share of a one-frame throw
+    parts = ("allocation", "search", "cleanup", "install", "catch")
+    for m in ("libgcc", "trapkit"):
+        vals = {p: median(results, "gylfason/breakdown", m, part=p) for p in parts}
+        total = sum(v for v in vals.values() if v)
+        for p in parts:
+            v = vals[p]
+            out.append(result("analysis/gylfason-table2-share", m, {"part": p}, "share", "%",
+                              100 * v / total if v is not None and total else None,
+                              ["gylfason/breakdown"],
+                              "one phase: no search of its own" if m == "trapkit" and p == "search"
+                              else "no breakdown for this runtime"))
     return out
 
 
@@ -211,6 +224,37 @@ def mosberger_goal(results, note):
                         f"cycles){note}", "met": met}
 
 
+def gylfason_goal(results, note):
+    """trapkit's throw against libgcc's: a one-frame throw at most 0.2x,
+    each extra frame at most 0.15x, each frame with a destructor at most
+    0.3x (per-frame costs: the slope from 1 to 20 frames)."""
+    def t(exp, mech, frames):
+        return median(results, exp, mech, frames=frames)
+
+    one = {m: t("gylfason/throw-int", m, 1) for m in ("libgcc", "trapkit")}
+    per = {m: (t("gylfason/throw-int", m, 20), t("gylfason/throw-int", m, 1))
+           for m in ("libgcc", "trapkit")}
+    dtor = {m: (t("gylfason/throw-with-destructors", m, 20),
+                t("gylfason/throw-with-destructors", m, 1)) for m in ("libgcc", "trapkit")}
+    vals = list(one.values()) + [v for p in per.values() for v in p] + \
+        [v for p in dtor.values() for v in p]
+    if any(v is None for v in vals):
+        return None
+    slope = {m: (per[m][0] - per[m][1]) / 19 for m in per}
+    dslope = {m: (dtor[m][0] - dtor[m][1]) / 19 for m in dtor}
+    r1 = one["trapkit"] / one["libgcc"]
+    rx = slope["trapkit"] / slope["libgcc"] if slope["libgcc"] > 0 else None
+    rd = dslope["trapkit"] / dslope["libgcc"] if dslope["libgcc"] > 0 else None
+    met = r1 <= 0.2 and rx is not None and rx <= 0.15 and rd is not None and rd <= 0.3
+    return {"goal": "trapkit's throw ≤ 0.2× libgcc's through 1 frame, ≤ 0.15× per extra frame, "
+                    "≤ 0.3× per frame with a destructor", "ratio": r1,
+            "measured": f"1 frame {r1:.2f}× ({one['trapkit']:.0f} vs {one['libgcc']:.0f} ns); "
+                        f"per extra frame {rx or 0:.2f}× ({slope['trapkit']:.1f} vs "
+                        f"{slope['libgcc']:.1f} ns); per frame with a destructor {rd or 0:.2f}× "
+                        f"({dslope['trapkit']:.1f} vs {dslope['libgcc']:.1f} ns){note}",
+            "met": met}
+
+
 def goals(results, quick):
     g = []
     note = " (quick run: rough)" if quick else ""
@@ -275,6 +319,9 @@ def goals(results, quick):
     mg = mosberger_goal(results, note)
     if mg:
         g.append(mg)
+    gg = gylfason_goal(results, note)
+    if gg:
+        g.append(gg)
     return g
 
 

@@ -235,7 +235,7 @@ struct key {
 };
 
 // Runs one repetition of mechanism m in a child; adds its figures.
-bool run_child(const char *self, const std::string &m, bool quick, std::map<key, bench_fig> *figs,
+bool run_child(const char *exe, const std::string &m, bool quick, std::map<key, bench_fig> *figs,
                bool keep)
 {
     int fds[2];
@@ -248,7 +248,7 @@ bool run_child(const char *self, const std::string &m, bool quick, std::map<key,
         if (m == "llvm-libunwind") setenv("LD_PRELOAD", llvm_unwind, 1);
         if (m == "trapkit") setenv("LD_PRELOAD", TK_EH_LIB, 1);
         setenv("TK_GYLFASON_CHILD", m.c_str(), 1);
-        execl(self, self, quick ? "--quick" : "--reps", quick ? nullptr : "1", nullptr);
+        execl(exe, exe, quick ? "--quick" : "--reps", quick ? nullptr : "1", nullptr);
         _exit(127);
     }
     close(fds[1]);
@@ -290,6 +290,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gylfason: the %s run failed\n", m.c_str());
                 return 1;
             }
+        // Table 2: the parts of a one-frame throw (bench/gylfason_breakdown.cpp)
+        for (const char *m : {"libgcc", "trapkit"})
+            if (!run_child(TK_BREAKDOWN_EXE, m, o.quick, &figs, r >= 0)) {
+                fprintf(stderr, "gylfason: the %s breakdown failed\n", m);
+                return 1;
+            }
         bench_progress("gylfason: repetition %d of %d", r + 1, o.reps);
     }
     for (auto &[k, f] : figs) {
@@ -297,6 +303,8 @@ int main(int argc, char **argv)
         bench_emit(k.exp.c_str(), k.mech.c_str(), k.params.c_str(), rate ? "throughput" : "time",
                    rate ? "ops_per_s" : "ns", &f);
     }
+    bench_emit_null("gylfason/breakdown", "trapkit", "\"frames\": 1, \"part\": \"search\"", "time",
+                    "ns", "one phase: the search is the unwinding (the cleanup part)");
     if (!have_llvm)
         bench_emit_null("gylfason/throw-int", "llvm-libunwind", "\"frames\": 1", "time", "ns",
                         "LLVM's libunwind is not installed (Debian package libunwind-14)");

@@ -357,6 +357,41 @@ def make_plots(results, seeds, outdir):
                                for m in mechs]) for t in threads],
                      "µs per fault", "threads/trap+prot1+unprot: other threads running",
                      "threads.png", "TRAP+PROT1+UNPROT with 1, 2 and 4 threads running")
+
+    # 8. Gylfason & Hjalmtysson: a throw by frames, per runtime; Table 2's parts
+    mechs = [m for m in mechs_of("gylfason/throw-int") if m != "error-code"]
+    if mechs:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
+        for m in mechs:
+            for exp, style in (("gylfason/throw-int", "-"), ("gylfason/throw-with-destructors", ":")):
+                pts = sorted((r["params"]["frames"], r["median"]) for r in results
+                             if r["experiment"] == exp and r["mechanism"] == m
+                             and r["median"] is not None)
+                if pts:
+                    ax.plot([p for p, _ in pts], [v / 1000 for _, v in pts], style, marker="o",
+                            label=f"{m}, {'destructors' if 'destructors' in exp else 'int'}")
+        ax.set_yscale("log")
+        ax.set_xlabel("frames between throw and catch")
+        ax.set_ylabel("µs per throw (log)")
+        ax.set_title("C++ throws on this machine")
+        ax.legend(fontsize=7)
+        parts = ["allocation", "search", "cleanup", "install", "catch"]
+        bm = [m for m in ("libgcc", "trapkit") if med("gylfason/breakdown", m, part="cleanup")]
+        bottom = [0.0] * len(bm)
+        for part in parts:
+            vals = [med("gylfason/breakdown", m, part=part) or 0 for m in bm]
+            bx.bar(range(len(bm)), vals, 0.5, bottom=bottom, label=part)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        bx.set_xticks(list(range(len(bm))))
+        bx.set_xticklabels(bm)
+        bx.set_ylabel("ns per one-frame throw")
+        bx.set_title("Table 2: where a throw's time goes")
+        bx.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "gylfason.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("gylfason.png", "C++ throws through 1-20 frames per runtime, and the "
+                      "parts of a one-frame throw (Gylfason & Hjalmtysson Table 2)"))
     return plots
 
 
@@ -384,10 +419,10 @@ SECTIONS = [
         "mosberger/rollforward", "mosberger/breakeven-rate"]),
     ("Scale", ["scale/prot1+unprot"]),
     ("Threads", ["threads/trap+prot1+unprot"]),
-    ("Gylfason & Hjalmtysson, Tables 1, 3 and 4 (C++ exceptions)", [
+    ("Gylfason & Hjalmtysson, Tables 1-4 (C++ exceptions)", [
         "gylfason/throw-int", "gylfason/throw-object", "gylfason/throw-with-destructors",
-        "gylfason/dynamic-cast", "gylfason/syscall-error", "gylfason/first-throw",
-        "gylfason/throughput"]),
+        "gylfason/breakdown", "gylfason/dynamic-cast", "gylfason/syscall-error",
+        "gylfason/first-throw", "gylfason/throughput"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
