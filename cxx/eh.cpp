@@ -356,7 +356,9 @@ enum mode { THROW = 0, RAISE = 1, RESUME = 2, RETHROW = 3 };
     local.s.handed_off++;
     ue->private_2 = 0;
     uint64_t *sp = reinterpret_cast<uint64_t *>(c.reg[RSP]) - 1;
-    *sp = c.reg[RA];
+    // libgcc looks up a return address - 1: a frame interrupted by a signal
+    // (its PC exact) gets its PC + 1, so the lookup lands on that very PC
+    *sp = c.reg[RA] + (c.pc_exact ? 1 : 0);
     context d = c;
     d.reg[RSP] = reinterpret_cast<uint64_t>(sp);
     enter(d, reinterpret_cast<uintptr_t>(&tk_eh_handoff), ue, 0, 0);

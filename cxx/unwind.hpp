@@ -9,10 +9,11 @@
 // state_for() keeps computed states in a hash table keyed by PC, so a
 // PC's instructions are interpreted once; an entry remembers the object's
 // load address and eh_frame_hdr and is recomputed when they no longer
-// match (dlclose and a new object at the same place).  Not yet caught: an
-// object unloaded and another loaded at the same base whose
-// .eh_frame_hdr lands at the same address; the throw path is to count
-// dlclose calls and drop the cache when one happened.  step() applies a
+// match (dlclose and a new object at the same place).  Not caught by that
+// check: an object unloaded and another loaded at the same base whose
+// .eh_frame_hdr lands at the same address.  The throw runtime (eh.cpp)
+// keeps its own table, emptied by every dlclose, and uses state_for()
+// only for frames whose rules are not the usual ones.  step() applies a
 // state to a register set: the caller's registers.
 #ifndef TK_CXX_UNWIND_HPP
 #define TK_CXX_UNWIND_HPP
