@@ -145,18 +145,19 @@ struct slot {
     std::atomic<uint32_t> seq{0}; // odd while written
     site s;
 };
-constexpr unsigned TABLE_BITS = 12;
+constexpr unsigned TABLE_BITS = 12; // 4096 slots, in 2048 pairs
 slot table[1u << TABLE_BITS];
 
-slot &slot_for(uintptr_t pc)
+// Two slots per PC (a pair), so two call sites of one throw path whose
+// hashes meet do not keep evicting each other.
+size_t index_for(uintptr_t pc)
 {
-    return table[(pc * 0x9e3779b97f4a7c15ull) >> (64 - TABLE_BITS)];
+    return (pc * 0x9e3779b97f4a7c15ull) >> (64 - TABLE_BITS);
 }
 
-// Reads the slot's site if it is pc's and of this generation.
-bool table_get(uintptr_t pc, uint32_t gen, site *out)
+// Reads sl's site if it is pc's and of this generation.
+bool slot_get(slot &sl, uintptr_t pc, uint32_t gen, site *out)
 {
-    slot &sl = slot_for(pc);
     uint32_t s1 = sl.seq.load(std::memory_order_acquire);
     if (s1 & 1) return false;
     if (__atomic_load_n(&sl.s.pc, __ATOMIC_RELAXED) != pc) return false;
@@ -166,15 +167,32 @@ bool table_get(uintptr_t pc, uint32_t gen, site *out)
     return out->pc == pc && out->gen == gen;
 }
 
+bool table_get(uintptr_t pc, uint32_t gen, site *out)
+{
+    size_t i = index_for(pc);
+    return slot_get(table[i], pc, gen, out) || slot_get(table[i ^ 1], pc, gen, out);
+}
+
 void table_put(const site &s)
 {
-    slot &sl = slot_for(s.pc);
-    uint32_t s1 = sl.seq.load(std::memory_order_relaxed);
-    if ((s1 & 1) || !sl.seq.compare_exchange_strong(s1, s1 + 1, std::memory_order_acquire))
+    // the slot of the pair that is free, stale or already this PC's; else
+    // the first
+    size_t i = index_for(s.pc);
+    slot *sl = &table[i];
+    for (size_t j : {i, i ^ 1}) {
+        uintptr_t pc = __atomic_load_n(&table[j].s.pc, __ATOMIC_RELAXED);
+        uint32_t gen = __atomic_load_n(&table[j].s.gen, __ATOMIC_RELAXED);
+        if (pc == 0 || pc == s.pc || gen != s.gen) {
+            sl = &table[j];
+            break;
+        }
+    }
+    uint32_t s1 = sl->seq.load(std::memory_order_relaxed);
+    if ((s1 & 1) || !sl->seq.compare_exchange_strong(s1, s1 + 1, std::memory_order_acquire))
         return; // another thread is writing it: leave it
     std::atomic_thread_fence(std::memory_order_release);
-    memcpy(static_cast<void *>(&sl.s), &s, sizeof s);
-    sl.seq.store(s1 + 2, std::memory_order_release);
+    memcpy(static_cast<void *>(&sl->s), &s, sizeof s);
+    sl->seq.store(s1 + 2, std::memory_order_release);
 }
 
 size_t encoded_size(uint8_t enc)
