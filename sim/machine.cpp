@@ -1,0 +1,917 @@
+// sim/machine.cpp - the functional machine (sim/machine.hpp).
+#include "machine.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace tksim
+{
+
+namespace
+{
+constexpr uint64_t PAGE = 4096;
+
+uint64_t page_down(uint64_t a)
+{
+    return a & ~(PAGE - 1);
+}
+uint64_t page_up(uint64_t a)
+{
+    return (a + PAGE - 1) & ~(PAGE - 1);
+}
+
+// ---- floating point: values kept as bit patterns ----
+constexpr uint64_t BOX = 0xffffffff00000000ull; // NaN-boxing of a single in a 64-bit register
+constexpr uint32_t QNAN_S = 0x7fc00000u;
+constexpr uint64_t QNAN_D = 0x7ff8000000000000ull;
+
+float as_s(uint64_t v)
+{
+    uint32_t b =
+        (v & BOX) == BOX ? static_cast<uint32_t>(v) : QNAN_S; // not boxed: the canonical NaN
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+double as_d(uint64_t v)
+{
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+uint64_t box_s(float f)
+{
+    uint32_t b;
+    if (std::isnan(f))
+        b = QNAN_S;
+    else
+        memcpy(&b, &f, 4);
+    return BOX | b;
+}
+uint64_t bits_d(double d)
+{
+    if (std::isnan(d)) return QNAN_D;
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    return b;
+}
+uint64_t raw_s(float f) // for sign injection and moves: no canonicalisation
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return BOX | b;
+}
+
+double round_to(double v, unsigned rm)
+{
+    switch (rm) {
+    case 1:
+        return std::trunc(v); // RTZ
+    case 2:
+        return std::floor(v); // RDN
+    case 3:
+        return std::ceil(v); // RUP
+    case 4:
+        return std::round(v); // RMM: ties away from zero
+    default:
+        return std::nearbyint(v); // RNE (the host's default mode)
+    }
+}
+
+// fcvt to a signed integer of `bits` bits: NaN and too large give the
+// largest value, too small the smallest (the ISA's saturation)
+int64_t to_signed(double v, unsigned rm, int bits)
+{
+    double lim = std::ldexp(1.0, bits - 1); // 2^(bits-1)
+    if (std::isnan(v)) return bits == 64 ? INT64_MAX : static_cast<int64_t>(lim) - 1;
+    double r = round_to(v, rm);
+    if (r >= lim) return bits == 64 ? INT64_MAX : static_cast<int64_t>(lim) - 1;
+    if (r < -lim) return bits == 64 ? INT64_MIN : -static_cast<int64_t>(lim);
+    return static_cast<int64_t>(r);
+}
+uint64_t to_unsigned(double v, unsigned rm, int bits)
+{
+    double lim = std::ldexp(1.0, bits); // 2^bits
+    uint64_t max = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+    if (std::isnan(v)) return max;
+    double r = round_to(v, rm);
+    if (r >= lim) return max;
+    if (r < 0) return 0; // (a negative value rounding to -0 converts to 0 too)
+    return static_cast<uint64_t>(r);
+}
+
+template <class F> uint64_t fclass(F v)
+{
+    bool neg = std::signbit(v);
+    switch (std::fpclassify(v)) {
+    case FP_INFINITE:
+        return neg ? 1u << 0 : 1u << 7;
+    case FP_NORMAL:
+        return neg ? 1u << 1 : 1u << 6;
+    case FP_SUBNORMAL:
+        return neg ? 1u << 2 : 1u << 5;
+    case FP_ZERO:
+        return neg ? 1u << 3 : 1u << 4;
+    default: { // NaN: signalling or quiet
+        bool quiet;
+        if constexpr (sizeof(F) == 4) {
+            uint32_t b;
+            memcpy(&b, &v, 4);
+            quiet = (b >> 22) & 1;
+        } else {
+            uint64_t b;
+            memcpy(&b, &v, 8);
+            quiet = (b >> 51) & 1;
+        }
+        return quiet ? 1u << 9 : 1u << 8;
+    }
+    }
+}
+
+template <class F> F fmin_rv(F a, F b, bool max)
+{
+    if (std::isnan(a) && std::isnan(b)) return std::numeric_limits<F>::quiet_NaN();
+    if (std::isnan(a)) return b;
+    if (std::isnan(b)) return a;
+    if (a == 0 && b == 0) { // -0 < +0
+        bool na = std::signbit(a);
+        return max ? (na ? b : a) : (na ? a : b);
+    }
+    return max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+int64_t sext32(uint64_t v)
+{
+    return static_cast<int32_t>(static_cast<uint32_t>(v));
+}
+
+} // namespace
+
+Machine::Machine() : map_bits_(SPACE / PAGE / 64), icache_(1u << 16)
+{
+    void *p = mmap(nullptr, SPACE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("tksim: reserving guest address space");
+        exit(1);
+    }
+    base_ = static_cast<uint8_t *>(p);
+}
+
+Machine::~Machine()
+{
+    munmap(base_, SPACE);
+}
+
+bool Machine::mapped(uint64_t page) const
+{
+    return (map_bits_[page / 64] >> (page % 64)) & 1;
+}
+
+bool Machine::map(uint64_t addr, uint64_t len)
+{
+    uint64_t lo = page_down(addr), hi = page_up(addr + len);
+    if (hi > SPACE || hi < lo) return false;
+    if (mprotect(base_ + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) return false;
+    for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) map_bits_[p / 64] |= 1ull << (p % 64);
+    return true;
+}
+
+uint8_t *Machine::host(uint64_t addr, uint64_t len, uint64_t pc)
+{
+    if (addr >= SPACE || addr + len > SPACE || !mapped(addr / PAGE) ||
+        !mapped((addr + len - 1) / PAGE))
+        throw GuestFault(pc, addr, "access to unmapped memory");
+    return base_ + addr;
+}
+
+const Inst &Machine::fetch(uint64_t pc)
+{
+    Cached &c = icache_[(pc >> 1) & (icache_.size() - 1)];
+    if (c.pc != pc) {
+        if (pc >= SPACE || !mapped(pc / PAGE))
+            throw GuestFault(pc, pc, "fetch from unmapped memory");
+        uint32_t w;
+        if (mapped((pc + 2) / PAGE))
+            memcpy(&w, base_ + pc, 4);
+        else {
+            uint16_t h;
+            memcpy(&h, base_ + pc, 2);
+            w = h;
+        }
+        c.inst = decode(w);
+        c.pc = pc;
+    }
+    return c.inst;
+}
+
+bool Machine::load(const std::string &path, const std::vector<std::string> &argv,
+                   const std::vector<std::string> &envp, std::string *err)
+{
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) {
+        *err = path + ": " + strerror(errno);
+        return false;
+    }
+    struct stat st;
+    fstat(fd, &st);
+    std::vector<uint8_t> f(static_cast<size_t>(st.st_size));
+    ssize_t got = st.st_size > 0 ? pread(fd, f.data(), f.size(), 0) : 0;
+    close(fd);
+    if (got != st.st_size || f.size() < sizeof(Elf64_Ehdr)) {
+        *err = path + ": not an ELF file (too short)";
+        return false;
+    }
+    Elf64_Ehdr eh;
+    memcpy(&eh, f.data(), sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+        *err = path + ": not a 64-bit little-endian ELF file";
+        return false;
+    }
+    if (eh.e_machine != EM_RISCV) {
+        *err = path + ": not a RISC-V program (e_machine " + std::to_string(eh.e_machine) + ")";
+        return false;
+    }
+    if (eh.e_type != ET_EXEC) {
+        *err = path + ": not a static executable (build it with -static, without -pie)";
+        return false;
+    }
+    if (eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > f.size()) {
+        *err = path + ": program headers outside the file";
+        return false;
+    }
+    uint64_t end = 0, phdr_addr = 0;
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, f.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+        if (ph.p_type == PT_INTERP) {
+            *err = path + ": dynamically linked (tksim runs static programs: link with -static)";
+            return false;
+        }
+        if (ph.p_type != PT_LOAD) continue;
+        if (ph.p_offset + ph.p_filesz > f.size() || ph.p_filesz > ph.p_memsz ||
+            ph.p_vaddr + ph.p_memsz > MMAP_BASE) {
+            *err = path + ": a loadable segment outside the file or the address space";
+            return false;
+        }
+        if (!map(ph.p_vaddr, ph.p_memsz)) {
+            *err = path + ": cannot map a segment";
+            return false;
+        }
+        memcpy(base_ + ph.p_vaddr, f.data() + ph.p_offset, ph.p_filesz);
+        if (eh.e_phoff >= ph.p_offset && eh.e_phoff < ph.p_offset + ph.p_filesz)
+            phdr_addr = ph.p_vaddr + (eh.e_phoff - ph.p_offset);
+        end = std::max(end, ph.p_vaddr + ph.p_memsz);
+    }
+    if (end == 0) {
+        *err = path + ": no loadable segment";
+        return false;
+    }
+    brk_start_ = brk_ = page_up(end);
+    char *real = realpath(path.c_str(), nullptr);
+    exe_path_ = real ? real : path;
+    free(real);
+
+    // The initial stack, as Linux builds it: strings at the top, 16
+    // random bytes, then (16-byte aligned) argc, argv, envp, auxv.
+    map(STACK_TOP - STACK_SIZE, STACK_SIZE);
+    uint64_t sp = STACK_TOP;
+    auto push_str = [&](const std::string &s) {
+        sp -= s.size() + 1;
+        memcpy(base_ + sp, s.c_str(), s.size() + 1);
+        return sp;
+    };
+    uint64_t execfn = push_str(path);
+    std::vector<uint64_t> envs, args;
+    for (auto it = envp.rbegin(); it != envp.rend(); ++it) envs.insert(envs.begin(), push_str(*it));
+    for (auto it = argv.rbegin(); it != argv.rend(); ++it) args.insert(args.begin(), push_str(*it));
+    sp &= ~15ull;
+    sp -= 16;
+    uint64_t random = sp;
+    for (int i = 0; i < 16; i++)
+        base_[sp + i] = static_cast<uint8_t>(0x5a + 13 * i); // fixed: runs repeat
+    std::vector<uint64_t> aux = {AT_PHDR,   phdr_addr,  AT_PHENT,  sizeof(Elf64_Phdr),
+                                 AT_PHNUM,  eh.e_phnum, AT_PAGESZ, PAGE,
+                                 AT_BASE,   0,          AT_FLAGS,  0,
+                                 AT_ENTRY,  eh.e_entry, AT_UID,    0,
+                                 AT_EUID,   0,          AT_GID,    0,
+                                 AT_EGID,   0,          AT_HWCAP,  0x112d, // rv64 IMAFDC
+                                 AT_CLKTCK, 100,        AT_RANDOM, random,
+                                 AT_SECURE, 0,          AT_EXECFN, execfn,
+                                 AT_NULL,   0};
+    uint64_t words = 1 + args.size() + 1 + envs.size() + 1 + aux.size();
+    sp = (sp - words * 8) & ~15ull;
+    uint64_t p = sp;
+    auto put = [&](uint64_t v) {
+        memcpy(base_ + p, &v, 8);
+        p += 8;
+    };
+    put(args.size());
+    for (uint64_t a : args) put(a);
+    put(0);
+    for (uint64_t e : envs) put(e);
+    put(0);
+    for (uint64_t a : aux) put(a);
+    regs_[2] = sp;
+    pc_ = eh.e_entry;
+    return true;
+}
+
+void Machine::step(Step *s)
+{
+    const Inst &in = fetch(pc_);
+    uint64_t pc = pc_, next = pc + in.len;
+    s->pc = pc;
+    s->inst = &in;
+    s->addr = 0;
+    s->taken = false;
+    uint64_t a = reg(in.rs1), b = reg(in.rs2);
+    int64_t imm = in.imm;
+    uint64_t r = 0;
+    bool wr = true; // writes rd
+    auto addr = [&] { return s->addr = a + static_cast<uint64_t>(imm); };
+    auto branch = [&](bool c) {
+        wr = false;
+        if (c) {
+            next = pc + static_cast<uint64_t>(imm);
+            s->taken = true;
+        }
+    };
+    auto amo = [&](bool d, auto f) {
+        s->addr = a;
+        if (d) {
+            uint64_t old = load_mem<uint64_t>(a, pc);
+            store_mem<uint64_t>(a, f(old, b), pc);
+            r = old;
+        } else {
+            uint32_t old = load_mem<uint32_t>(a, pc);
+            store_mem<uint32_t>(a, static_cast<uint32_t>(f(static_cast<uint64_t>(sext32(old)), b)),
+                                pc);
+            r = static_cast<uint64_t>(sext32(old));
+        }
+    };
+    unsigned rm = in.rm == 7 ? (fcsr_ >> 5) & 7 : in.rm;
+    switch (in.op) {
+    case LUI:
+        r = static_cast<uint64_t>(imm);
+        break;
+    case AUIPC:
+        r = pc + static_cast<uint64_t>(imm);
+        break;
+    case JAL:
+        r = next;
+        next = pc + static_cast<uint64_t>(imm);
+        s->taken = true;
+        break;
+    case JALR:
+        r = next;
+        next = (a + static_cast<uint64_t>(imm)) & ~1ull;
+        s->taken = true;
+        break;
+    case BEQ:
+        branch(a == b);
+        break;
+    case BNE:
+        branch(a != b);
+        break;
+    case BLT:
+        branch(static_cast<int64_t>(a) < static_cast<int64_t>(b));
+        break;
+    case BGE:
+        branch(static_cast<int64_t>(a) >= static_cast<int64_t>(b));
+        break;
+    case BLTU:
+        branch(a < b);
+        break;
+    case BGEU:
+        branch(a >= b);
+        break;
+    case LB:
+        r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int8_t>(addr(), pc)));
+        break;
+    case LH:
+        r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int16_t>(addr(), pc)));
+        break;
+    case LW:
+        r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int32_t>(addr(), pc)));
+        break;
+    case LD:
+        r = load_mem<uint64_t>(addr(), pc);
+        break;
+    case LBU:
+        r = load_mem<uint8_t>(addr(), pc);
+        break;
+    case LHU:
+        r = load_mem<uint16_t>(addr(), pc);
+        break;
+    case LWU:
+        r = load_mem<uint32_t>(addr(), pc);
+        break;
+    case SB:
+        store_mem<uint8_t>(addr(), static_cast<uint8_t>(b), pc);
+        wr = false;
+        break;
+    case SH:
+        store_mem<uint16_t>(addr(), static_cast<uint16_t>(b), pc);
+        wr = false;
+        break;
+    case SW:
+        store_mem<uint32_t>(addr(), static_cast<uint32_t>(b), pc);
+        wr = false;
+        break;
+    case SD:
+        store_mem<uint64_t>(addr(), b, pc);
+        wr = false;
+        break;
+    case ADDI:
+        r = a + static_cast<uint64_t>(imm);
+        break;
+    case SLTI:
+        r = static_cast<int64_t>(a) < imm;
+        break;
+    case SLTIU:
+        r = a < static_cast<uint64_t>(imm);
+        break;
+    case XORI:
+        r = a ^ static_cast<uint64_t>(imm);
+        break;
+    case ORI:
+        r = a | static_cast<uint64_t>(imm);
+        break;
+    case ANDI:
+        r = a & static_cast<uint64_t>(imm);
+        break;
+    case SLLI:
+        r = a << (imm & 63);
+        break;
+    case SRLI:
+        r = a >> (imm & 63);
+        break;
+    case SRAI:
+        r = static_cast<uint64_t>(static_cast<int64_t>(a) >> (imm & 63));
+        break;
+    case ADD:
+        r = a + b;
+        break;
+    case SUB:
+        r = a - b;
+        break;
+    case SLL:
+        r = a << (b & 63);
+        break;
+    case SLT:
+        r = static_cast<int64_t>(a) < static_cast<int64_t>(b);
+        break;
+    case SLTU:
+        r = a < b;
+        break;
+    case XOR:
+        r = a ^ b;
+        break;
+    case SRL:
+        r = a >> (b & 63);
+        break;
+    case SRA:
+        r = static_cast<uint64_t>(static_cast<int64_t>(a) >> (b & 63));
+        break;
+    case OR:
+        r = a | b;
+        break;
+    case AND:
+        r = a & b;
+        break;
+    case ADDIW:
+        r = static_cast<uint64_t>(sext32(a + static_cast<uint64_t>(imm)));
+        break;
+    case SLLIW:
+        r = static_cast<uint64_t>(sext32(a << (imm & 31)));
+        break;
+    case SRLIW:
+        r = static_cast<uint64_t>(sext32(static_cast<uint32_t>(a) >> (imm & 31)));
+        break;
+    case SRAIW:
+        r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(a) >> (imm & 31)));
+        break;
+    case ADDW:
+        r = static_cast<uint64_t>(sext32(a + b));
+        break;
+    case SUBW:
+        r = static_cast<uint64_t>(sext32(a - b));
+        break;
+    case SLLW:
+        r = static_cast<uint64_t>(sext32(a << (b & 31)));
+        break;
+    case SRLW:
+        r = static_cast<uint64_t>(sext32(static_cast<uint32_t>(a) >> (b & 31)));
+        break;
+    case SRAW:
+        r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(a) >> (b & 31)));
+        break;
+    case FENCE:
+    case FENCE_I:
+        wr = false;
+        break;
+    case ECALL:
+        regs_[10] =
+            syscall(regs_[17], regs_[10], regs_[11], regs_[12], regs_[13], regs_[14], regs_[15]);
+        wr = false;
+        break;
+    case EBREAK:
+        throw GuestFault(pc, pc, "ebreak");
+    case CSRRW:
+    case CSRRS:
+    case CSRRC:
+    case CSRRWI:
+    case CSRRSI:
+    case CSRRCI: {
+        uint32_t csr = static_cast<uint32_t>(imm) & 0xfff;
+        uint64_t old;
+        switch (csr) {
+        case 0x001:
+            old = fcsr_ & 0x1f;
+            break; // fflags
+        case 0x002:
+            old = (fcsr_ >> 5) & 7;
+            break; // frm
+        case 0x003:
+            old = fcsr_ & 0xff;
+            break; // fcsr
+        case 0xc00:
+        case 0xc01:
+        case 0xc02:
+            old = instret_;
+            break; // cycle, time, instret: the instruction count (deterministic)
+        default:
+            throw GuestFault(pc, csr, "access to an unsupported CSR");
+        }
+        uint64_t src = (in.op >= CSRRWI) ? in.rs3 : a;
+        uint64_t nv = old;
+        if (in.op == CSRRW || in.op == CSRRWI)
+            nv = src;
+        else if (in.op == CSRRS || in.op == CSRRSI)
+            nv = old | src;
+        else
+            nv = old & ~src;
+        bool write = (in.op == CSRRW || in.op == CSRRWI) || in.rs3 != 0;
+        if (write) {
+            if (csr == 0x001)
+                fcsr_ = (fcsr_ & ~0x1fu) | (nv & 0x1f);
+            else if (csr == 0x002)
+                fcsr_ = (fcsr_ & 0x1f) | ((nv & 7) << 5);
+            else if (csr == 0x003)
+                fcsr_ = static_cast<uint32_t>(nv & 0xff);
+            else
+                throw GuestFault(pc, csr, "write to a read-only CSR");
+        }
+        r = old;
+        break;
+    }
+    case MUL:
+        r = a * b;
+        break;
+    case MULH:
+        r = static_cast<uint64_t>(
+            (static_cast<__int128>(static_cast<int64_t>(a)) * static_cast<int64_t>(b)) >> 64);
+        break;
+    case MULHSU:
+        r = static_cast<uint64_t>(
+            (static_cast<__int128>(static_cast<int64_t>(a)) * static_cast<__int128>(b)) >> 64);
+        break;
+    case MULHU:
+        r = static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+        break;
+    case DIV: {
+        int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+        r = y == 0                                                  ? ~0ull
+            : (x == std::numeric_limits<int64_t>::min() && y == -1) ? a
+                                                                    : static_cast<uint64_t>(x / y);
+        break;
+    }
+    case DIVU:
+        r = b == 0 ? ~0ull : a / b;
+        break;
+    case REM: {
+        int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+        r = y == 0                                                  ? a
+            : (x == std::numeric_limits<int64_t>::min() && y == -1) ? 0
+                                                                    : static_cast<uint64_t>(x % y);
+        break;
+    }
+    case REMU:
+        r = b == 0 ? a : a % b;
+        break;
+    case MULW:
+        r = static_cast<uint64_t>(sext32(a * b));
+        break;
+    case DIVW: {
+        int32_t x = static_cast<int32_t>(a), y = static_cast<int32_t>(b);
+        int32_t q = y == 0 ? -1 : (x == std::numeric_limits<int32_t>::min() && y == -1) ? x : x / y;
+        r = static_cast<uint64_t>(static_cast<int64_t>(q));
+        break;
+    }
+    case DIVUW: {
+        uint32_t x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
+        r = static_cast<uint64_t>(sext32(y == 0 ? ~0u : x / y));
+        break;
+    }
+    case REMW: {
+        int32_t x = static_cast<int32_t>(a), y = static_cast<int32_t>(b);
+        int32_t m = y == 0 ? x : (x == std::numeric_limits<int32_t>::min() && y == -1) ? 0 : x % y;
+        r = static_cast<uint64_t>(static_cast<int64_t>(m));
+        break;
+    }
+    case REMUW: {
+        uint32_t x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
+        r = static_cast<uint64_t>(sext32(y == 0 ? x : x % y));
+        break;
+    }
+    case LR_W:
+        s->addr = a;
+        r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int32_t>(a, pc)));
+        reservation_ = a;
+        break;
+    case LR_D:
+        s->addr = a;
+        r = load_mem<uint64_t>(a, pc);
+        reservation_ = a;
+        break;
+    case SC_W:
+    case SC_D:
+        s->addr = a;
+        if (reservation_ == a) {
+            if (in.op == SC_W)
+                store_mem<uint32_t>(a, static_cast<uint32_t>(b), pc);
+            else
+                store_mem<uint64_t>(a, b, pc);
+            r = 0;
+        } else {
+            r = 1;
+        }
+        reservation_ = ~0ull;
+        break;
+    case AMOSWAP_W:
+    case AMOSWAP_D:
+        amo(in.op == AMOSWAP_D, [](uint64_t, uint64_t y) { return y; });
+        break;
+    case AMOADD_W:
+    case AMOADD_D:
+        amo(in.op == AMOADD_D, [](uint64_t x, uint64_t y) { return x + y; });
+        break;
+    case AMOXOR_W:
+    case AMOXOR_D:
+        amo(in.op == AMOXOR_D, [](uint64_t x, uint64_t y) { return x ^ y; });
+        break;
+    case AMOAND_W:
+    case AMOAND_D:
+        amo(in.op == AMOAND_D, [](uint64_t x, uint64_t y) { return x & y; });
+        break;
+    case AMOOR_W:
+    case AMOOR_D:
+        amo(in.op == AMOOR_D, [](uint64_t x, uint64_t y) { return x | y; });
+        break;
+    case AMOMIN_W:
+        amo(false, [](uint64_t x, uint64_t y) {
+            return static_cast<uint64_t>(std::min(sext32(x), sext32(y)));
+        });
+        break;
+    case AMOMAX_W:
+        amo(false, [](uint64_t x, uint64_t y) {
+            return static_cast<uint64_t>(std::max(sext32(x), sext32(y)));
+        });
+        break;
+    case AMOMINU_W:
+        amo(false, [](uint64_t x, uint64_t y) {
+            return static_cast<uint64_t>(
+                std::min(static_cast<uint32_t>(x), static_cast<uint32_t>(y)));
+        });
+        break;
+    case AMOMAXU_W:
+        amo(false, [](uint64_t x, uint64_t y) {
+            return static_cast<uint64_t>(
+                std::max(static_cast<uint32_t>(x), static_cast<uint32_t>(y)));
+        });
+        break;
+    case AMOMIN_D:
+        amo(true, [](uint64_t x, uint64_t y) {
+            return static_cast<uint64_t>(
+                std::min(static_cast<int64_t>(x), static_cast<int64_t>(y)));
+        });
+        break;
+    case AMOMAX_D:
+        amo(true, [](uint64_t x, uint64_t y) {
+            return static_cast<uint64_t>(
+                std::max(static_cast<int64_t>(x), static_cast<int64_t>(y)));
+        });
+        break;
+    case AMOMINU_D:
+        amo(true, [](uint64_t x, uint64_t y) { return std::min(x, y); });
+        break;
+    case AMOMAXU_D:
+        amo(true, [](uint64_t x, uint64_t y) { return std::max(x, y); });
+        break;
+    case FLW:
+        r = BOX | load_mem<uint32_t>(addr(), pc);
+        break;
+    case FLD:
+        r = load_mem<uint64_t>(addr(), pc);
+        break;
+    case FSW:
+        store_mem<uint32_t>(addr(), static_cast<uint32_t>(b), pc);
+        wr = false;
+        break;
+    case FSD:
+        store_mem<uint64_t>(addr(), b, pc);
+        wr = false;
+        break;
+    case FMADD_S:
+    case FMSUB_S:
+    case FNMSUB_S:
+    case FNMADD_S: {
+        float x = as_s(a), y = as_s(b), z = as_s(reg(in.rs3));
+        if (in.op == FMSUB_S || in.op == FNMADD_S) z = -z;
+        if (in.op == FNMSUB_S || in.op == FNMADD_S) x = -x;
+        r = box_s(std::fma(x, y, z));
+        break;
+    }
+    case FMADD_D:
+    case FMSUB_D:
+    case FNMSUB_D:
+    case FNMADD_D: {
+        double x = as_d(a), y = as_d(b), z = as_d(reg(in.rs3));
+        if (in.op == FMSUB_D || in.op == FNMADD_D) z = -z;
+        if (in.op == FNMSUB_D || in.op == FNMADD_D) x = -x;
+        r = bits_d(std::fma(x, y, z));
+        break;
+    }
+    case FADD_S:
+        r = box_s(as_s(a) + as_s(b));
+        break;
+    case FSUB_S:
+        r = box_s(as_s(a) - as_s(b));
+        break;
+    case FMUL_S:
+        r = box_s(as_s(a) * as_s(b));
+        break;
+    case FDIV_S:
+        r = box_s(as_s(a) / as_s(b));
+        break;
+    case FSQRT_S:
+        r = box_s(std::sqrt(as_s(a)));
+        break;
+    case FADD_D:
+        r = bits_d(as_d(a) + as_d(b));
+        break;
+    case FSUB_D:
+        r = bits_d(as_d(a) - as_d(b));
+        break;
+    case FMUL_D:
+        r = bits_d(as_d(a) * as_d(b));
+        break;
+    case FDIV_D:
+        r = bits_d(as_d(a) / as_d(b));
+        break;
+    case FSQRT_D:
+        r = bits_d(std::sqrt(as_d(a)));
+        break;
+    case FSGNJ_S:
+    case FSGNJN_S:
+    case FSGNJX_S: {
+        uint32_t x = static_cast<uint32_t>(raw_s(as_s(a))),
+                 y = static_cast<uint32_t>(raw_s(as_s(b)));
+        uint32_t sign = in.op == FSGNJ_S    ? (y & 0x80000000u)
+                        : in.op == FSGNJN_S ? (~y & 0x80000000u)
+                                            : ((x ^ y) & 0x80000000u);
+        r = BOX | ((x & 0x7fffffffu) | sign);
+        break;
+    }
+    case FSGNJ_D:
+        r = (a & ~(1ull << 63)) | (b & (1ull << 63));
+        break;
+    case FSGNJN_D:
+        r = (a & ~(1ull << 63)) | (~b & (1ull << 63));
+        break;
+    case FSGNJX_D:
+        r = a ^ (b & (1ull << 63));
+        break;
+    case FMIN_S:
+    case FMAX_S:
+        r = box_s(fmin_rv(as_s(a), as_s(b), in.op == FMAX_S));
+        break;
+    case FMIN_D:
+    case FMAX_D:
+        r = bits_d(fmin_rv(as_d(a), as_d(b), in.op == FMAX_D));
+        break;
+    case FCVT_S_D:
+        r = box_s(static_cast<float>(as_d(a)));
+        break;
+    case FCVT_D_S:
+        r = bits_d(static_cast<double>(as_s(a)));
+        break;
+    case FEQ_S:
+        r = as_s(a) == as_s(b);
+        break;
+    case FLT_S:
+        r = as_s(a) < as_s(b);
+        break;
+    case FLE_S:
+        r = as_s(a) <= as_s(b);
+        break;
+    case FEQ_D:
+        r = as_d(a) == as_d(b);
+        break;
+    case FLT_D:
+        r = as_d(a) < as_d(b);
+        break;
+    case FLE_D:
+        r = as_d(a) <= as_d(b);
+        break;
+    case FCLASS_S:
+        r = fclass(as_s(a));
+        break;
+    case FCLASS_D:
+        r = fclass(as_d(a));
+        break;
+    case FCVT_W_S:
+        r = static_cast<uint64_t>(to_signed(as_s(a), rm, 32));
+        break;
+    case FCVT_WU_S:
+        r = static_cast<uint64_t>(sext32(to_unsigned(as_s(a), rm, 32)));
+        break;
+    case FCVT_L_S:
+        r = static_cast<uint64_t>(to_signed(as_s(a), rm, 64));
+        break;
+    case FCVT_LU_S:
+        r = to_unsigned(as_s(a), rm, 64);
+        break;
+    case FCVT_W_D:
+        r = static_cast<uint64_t>(to_signed(as_d(a), rm, 32));
+        break;
+    case FCVT_WU_D:
+        r = static_cast<uint64_t>(sext32(to_unsigned(as_d(a), rm, 32)));
+        break;
+    case FCVT_L_D:
+        r = static_cast<uint64_t>(to_signed(as_d(a), rm, 64));
+        break;
+    case FCVT_LU_D:
+        r = to_unsigned(as_d(a), rm, 64);
+        break;
+    case FCVT_S_W:
+        r = box_s(static_cast<float>(static_cast<int32_t>(a)));
+        break;
+    case FCVT_S_WU:
+        r = box_s(static_cast<float>(static_cast<uint32_t>(a)));
+        break;
+    case FCVT_S_L:
+        r = box_s(static_cast<float>(static_cast<int64_t>(a)));
+        break;
+    case FCVT_S_LU:
+        r = box_s(static_cast<float>(a));
+        break;
+    case FCVT_D_W:
+        r = bits_d(static_cast<double>(static_cast<int32_t>(a)));
+        break;
+    case FCVT_D_WU:
+        r = bits_d(static_cast<double>(static_cast<uint32_t>(a)));
+        break;
+    case FCVT_D_L:
+        r = bits_d(static_cast<double>(static_cast<int64_t>(a)));
+        break;
+    case FCVT_D_LU:
+        r = bits_d(static_cast<double>(a));
+        break;
+    case FMV_X_W:
+        r = static_cast<uint64_t>(sext32(a));
+        break;
+    case FMV_W_X:
+        r = BOX | static_cast<uint32_t>(a);
+        break;
+    case FMV_X_D:
+    case FMV_D_X:
+        r = a;
+        break;
+    case TK_TLBWR:
+    case TK_ERET:
+        wr = false; // the timing model gives these their effect
+        break;
+    default:
+        throw GuestFault(pc, in.raw, "illegal instruction");
+    }
+    if (wr) set_reg(in.rd, r);
+    s->next_pc = next;
+    pc_ = next;
+    instret_++;
+}
+
+} // namespace tksim

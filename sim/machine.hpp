@@ -1,0 +1,122 @@
+// sim/machine.hpp - tksim's functional RV64GC machine: guest memory, a
+// static ELF loader with the Linux initial stack, the architectural state,
+// one-instruction execution and the system calls static programs make.
+//
+// Guest memory is one reserved range of host address space (guest address
+// = offset into it), so a guest access is a bounds check and a host
+// access.  Pages are made accessible as the guest maps them (the ELF's
+// segments, brk, mmap, the stack); an access to a page the guest has not
+// mapped stops the run with the guest PC and address.
+#ifndef TKSIM_MACHINE_HPP
+#define TKSIM_MACHINE_HPP
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "rv64.hpp"
+
+namespace tksim
+{
+
+// What one executed instruction did, for the timing model.
+struct Step {
+    uint64_t pc = 0, next_pc = 0;
+    const Inst *inst = nullptr;
+    uint64_t addr = 0;  // memory address of a load, store or AMO
+    bool taken = false; // a branch or jump went elsewhere than pc + len
+};
+
+class GuestFault
+{
+  public:
+    GuestFault(uint64_t pc, uint64_t addr, const char *what) : pc(pc), addr(addr), what(what) {}
+    uint64_t pc, addr;
+    const char *what;
+};
+
+class Machine
+{
+  public:
+    static constexpr uint64_t SPACE = 1ull << 38;          // guest addresses below 256 GiB
+    static constexpr uint64_t MMAP_BASE = 0x2000000000ull; // guest mmap area
+    static constexpr uint64_t STACK_TOP = 0x3ffffff000ull; // initial stack top
+    static constexpr uint64_t STACK_SIZE = 8ull << 20;
+
+    Machine();
+    ~Machine();
+    Machine(const Machine &) = delete;
+    Machine &operator=(const Machine &) = delete;
+
+    // Loads a static RV64 ELF and builds the initial stack; false with a
+    // message in *err on a file that is not one.
+    bool load(const std::string &path, const std::vector<std::string> &argv,
+              const std::vector<std::string> &envp, std::string *err);
+
+    // Executes one instruction; throws GuestFault on an illegal
+    // instruction or an access to unmapped memory.
+    void step(Step *s);
+
+    bool exited() const { return exited_; }
+    int exit_code() const { return exit_code_; }
+    uint64_t pc() const { return pc_; }
+    uint64_t instret() const { return instret_; }
+    uint64_t reg(unsigned r) const { return r == NOREG ? 0 : regs_[r]; }
+    void set_reg(unsigned r, uint64_t v)
+    {
+        if (r != NOREG) regs_[r] = v;
+    }
+    void set_pc(uint64_t pc) { pc_ = pc; }
+
+    // Guest memory (host pointer for a guest range that is mapped).
+    uint8_t *host(uint64_t addr, uint64_t len, uint64_t pc);
+    template <class T> T load_mem(uint64_t a, uint64_t pc)
+    {
+        T v;
+        memcpy(&v, host(a, sizeof v, pc), sizeof v);
+        return v;
+    }
+    template <class T> void store_mem(uint64_t a, T v, uint64_t pc)
+    {
+        memcpy(host(a, sizeof v, pc), &v, sizeof v);
+    }
+    // Maps [addr, addr + len) readable and writable (page-rounded).
+    bool map(uint64_t addr, uint64_t len);
+
+    // The decoded instruction at pc (cached).
+    const Inst &fetch(uint64_t pc);
+
+    // Where the program's output goes (default: the simulator's stdout
+    // and stderr).
+    int stdout_fd = 1, stderr_fd = 2;
+    uint64_t syscalls = 0;
+
+  private:
+    uint64_t syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+                     uint64_t a5);
+    uint64_t do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off);
+    bool mapped(uint64_t page) const;
+
+    uint8_t *base_ = nullptr;
+    std::string exe_path_;           // the program's absolute path (/proc/self/exe)
+    std::vector<uint64_t> map_bits_; // one bit per 4 KiB guest page: mapped
+    uint64_t regs_[72] = {};
+    uint64_t pc_ = 0, instret_ = 0;
+    uint32_t fcsr_ = 0;
+    uint64_t brk_start_ = 0, brk_ = 0, mmap_next_ = MMAP_BASE;
+    uint64_t reservation_ = ~0ull;
+    bool exited_ = false;
+    int exit_code_ = 0;
+    uint64_t random_state_ = 0x9e3779b97f4a7c15ull;
+
+    struct Cached {
+        uint64_t pc = ~0ull;
+        Inst inst;
+    };
+    std::vector<Cached> icache_;
+};
+
+} // namespace tksim
+
+#endif
