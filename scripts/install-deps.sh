@@ -18,6 +18,8 @@ PKGS=(
     redis-tools            # redis-cli and redis-benchmark against examples/kv-server
     redis-server           # the real redis-server the checkpoint benchmark compares with
     qpdf                   # a C++ program that throws, run under trapkit's throw runtime
+    gcc-riscv64-linux-gnu g++-riscv64-linux-gnu  # tksim's workloads (static RV64GC programs)
+    qemu-user              # qemu-riscv64: the reference tksim is checked against
 )
 
 missing=()

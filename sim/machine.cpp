@@ -229,8 +229,12 @@ bool Machine::load(const std::string &path, const std::vector<std::string> &argv
     std::vector<uint8_t> f(static_cast<size_t>(st.st_size));
     ssize_t got = st.st_size > 0 ? pread(fd, f.data(), f.size(), 0) : 0;
     close(fd);
-    if (got != st.st_size || f.size() < sizeof(Elf64_Ehdr)) {
-        *err = path + ": not an ELF file (too short)";
+    if (got != st.st_size || f.size() < SELFMAG || memcmp(f.data(), ELFMAG, SELFMAG) != 0) {
+        *err = path + ": not an ELF file";
+        return false;
+    }
+    if (f.size() < sizeof(Elf64_Ehdr)) {
+        *err = path + ": a truncated ELF file (" + std::to_string(f.size()) + " bytes)";
         return false;
     }
     Elf64_Ehdr eh;
