@@ -2,7 +2,11 @@
 //
 //   tksim [options] PROGRAM [ARGS...]
 //
-// Runs a static RV64GC Linux program.  Options:
+// Runs a static RV64GC Linux program on the timing model (sim/core.hpp)
+// and prints its statistics.  Options:
+//   --config FILE      timing parameters, "key = value" lines (sim/configs/)
+//   --set KEY=VALUE    one parameter (after --config; repeatable), e.g.
+//                      --set scheme=prepend --set tlb_entries=32
 //   --functional       the functional machine alone (no timing model)
 //   --trace-pc FILE    every executed PC, one hexadecimal number per line
 //                      (compare with qemu-riscv64 -singlestep -d nochain,exec)
@@ -12,7 +16,8 @@
 // The program's stdout and stderr are tksim's; tksim's own summary goes
 // to stderr after the program's output.  Exit status: the program's, or
 // 2 for a usage error, 3 for a program tksim cannot load, 4 for a guest
-// fault (illegal instruction, access to unmapped memory).
+// fault (illegal instruction, access to unmapped memory), 5 for a stuck
+// pipeline (its state is printed).
 #include <time.h>
 
 #include <cstdio>
@@ -21,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core.hpp"
 #include "machine.hpp"
 
 using namespace tksim;
@@ -30,8 +36,8 @@ namespace
 
 void usage(FILE *f)
 {
-    fprintf(f, "usage: tksim [--functional] [--trace-pc FILE] [--max-insns N] [--stats-json FILE] "
-               "[--quiet] PROGRAM [ARGS...]\n");
+    fprintf(f, "usage: tksim [--config FILE] [--set KEY=VALUE]... [--functional] [--trace-pc FILE] "
+               "[--max-insns N] [--stats-json FILE] [--quiet] PROGRAM [ARGS...]\n");
 }
 
 double now()
@@ -47,7 +53,9 @@ int main(int argc, char **argv)
 {
     const char *trace_path = nullptr, *json_path = nullptr;
     uint64_t max_insns = 0;
-    bool quiet = false;
+    bool quiet = false, functional = false;
+    Config cfg;
+    std::string cerr;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         std::string a = argv[i];
@@ -59,8 +67,28 @@ int main(int argc, char **argv)
             return argv[++i];
         };
         if (a == "--functional")
-            ; // the only mode so far
-        else if (a == "--trace-pc")
+            functional = true;
+        else if (a == "--config") {
+            if (!cfg.read(value(), &cerr)) {
+                fprintf(stderr, "tksim: %s\n", cerr.c_str());
+                return 2;
+            }
+        } else if (a == "--set") {
+            std::string kv = value();
+            size_t eq = kv.find('=');
+            if (eq == std::string::npos || !cfg.set(kv.substr(0, eq), kv.substr(eq + 1), &cerr)) {
+                fprintf(stderr, "tksim: --set %s: %s\n", kv.c_str(),
+                        eq == std::string::npos ? "wants KEY=VALUE" : cerr.c_str());
+                return 2;
+            }
+            if (!cfg.line_ok()) {
+                fprintf(stderr,
+                        "tksim: --set %s: the caches' sizes, ways and line size do not make "
+                        "whole sets\n",
+                        kv.c_str());
+                return 2;
+            }
+        } else if (a == "--trace-pc")
             trace_path = value();
         else if (a == "--max-insns") {
             char *end;
@@ -101,6 +129,37 @@ int main(int argc, char **argv)
     if (trace_path && !(trace = fopen(trace_path, "w"))) {
         perror(trace_path);
         return 2;
+    }
+    if (!functional) {
+        if (trace_path) {
+            fprintf(stderr, "tksim: --trace-pc goes with --functional\n");
+            return 2;
+        }
+        Core core(m, cfg);
+        int rc = 0;
+        bool ok = true;
+        try {
+            ok = core.run(max_insns);
+            rc = m.exited() ? m.exit_code() : 0;
+        } catch (const GuestFault &f) {
+            fflush(stdout);
+            fprintf(stderr, "tksim: guest fault at pc 0x%llx: %s (0x%llx)\n",
+                    static_cast<unsigned long long>(f.pc), f.what,
+                    static_cast<unsigned long long>(f.addr));
+            return 4;
+        }
+        fflush(stdout);
+        if (!quiet) fprintf(stderr, "tksim: %s\n%s", args[0].c_str(), core.stats_table().c_str());
+        if (json_path) {
+            FILE *j = fopen(json_path, "w");
+            if (!j) {
+                perror(json_path);
+                return 2;
+            }
+            fprintf(j, "%s\n", core.stats_json().c_str());
+            fclose(j);
+        }
+        return ok ? rc : 5;
     }
     double t0 = now();
     int rc = 0;

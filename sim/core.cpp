@@ -1,0 +1,978 @@
+// sim/core.cpp - the timing model (sim/core.hpp).
+#include "core.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace tksim
+{
+
+namespace
+{
+
+constexpr uint64_t HANDLER_PC = 0x3f00000000ull; // where the handler's code sits
+constexpr uint64_t PT_BASE = 0x3e00000000ull;    // the linear page table (8 bytes per page)
+constexpr uint64_t NEVER = ~0ull;
+
+double now()
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+bool is_fp_reg(int r)
+{
+    return r >= FREG && r < FREG + 32;
+}
+
+// ---- the handler, assembled from RV64 encodings ----
+uint32_t enc_i(uint32_t opc, uint32_t f3, uint32_t rd, uint32_t rs1, int32_t imm)
+{
+    return opc | (rd << 7) | (f3 << 12) | (rs1 << 15) | (static_cast<uint32_t>(imm & 0xfff) << 20);
+}
+uint32_t enc_r(uint32_t opc, uint32_t f3, uint32_t f7, uint32_t rd, uint32_t rs1, uint32_t rs2)
+{
+    return opc | (rd << 7) | (f3 << 12) | (rs1 << 15) | (rs2 << 20) | (f7 << 25);
+}
+uint32_t enc_s(uint32_t opc, uint32_t f3, uint32_t rs1, uint32_t rs2, int32_t imm)
+{
+    uint32_t u = static_cast<uint32_t>(imm & 0xfff);
+    return opc | ((u & 0x1f) << 7) | (f3 << 12) | (rs1 << 15) | (rs2 << 20) | ((u >> 5) << 25);
+}
+
+// k0-k7 are written x24-x31 in the handler's encodings
+constexpr uint32_t K0 = 24, K1 = 25, K2 = 26, K3 = 27, K4 = 28, K5 = 29, K6 = 30, K7 = 31;
+// the handler's CSRs: the faulting address, the page table's base, the ASID
+constexpr int32_t CSR_BADVADDR = 0x7c0, CSR_PTBASE = 0x7c1, CSR_ASID = 0x7c2;
+
+std::vector<Inst> build_handler()
+{
+    const uint32_t OP_IMM = 0x13, OP = 0x33, LOAD = 0x03, STORE = 0x23, SYSTEM = 0x73,
+                   CUSTOM0 = 0x0b;
+    std::vector<uint32_t> w = {
+        enc_i(SYSTEM, 2, K0, 0, CSR_BADVADDR), //  1 csrr  k0, badvaddr
+        enc_i(SYSTEM, 2, K1, 0, CSR_PTBASE),   //  2 csrr  k1, ptbase
+        enc_i(OP_IMM, 5, K2, K0, 13),          //  3 srli  k2, k0, 13      virtual page
+        enc_i(OP_IMM, 1, K3, K2, 3),           //  4 slli  k3, k2, 3       its PTE's offset
+        enc_r(OP, 0, 0, K3, K3, K1),           //  5 add   k3, k3, k1      its PTE's address
+        enc_i(LOAD, 3, K4, K3, 0),         //  6 ld    k4, 0(k3)       the PTE (through the D-cache)
+        enc_i(OP_IMM, 7, K5, K4, 1),       //  7 andi  k5, k4, 1       valid bit
+        enc_i(SYSTEM, 2, K6, 0, CSR_ASID), //  8 csrr  k6, asid
+        enc_i(OP_IMM, 5, K4, K4, 10),      //  9 srli  k4, k4, 10      physical page
+        enc_i(OP_IMM, 1, K4, K4, 13),      // 10 slli  k4, k4, 13
+        enc_r(OP, 6, 0, K4, K4, K5),       // 11 or    k4, k4, k5      EntryLo
+        enc_i(OP_IMM, 1, K6, K6, 48),      // 12 slli  k6, k6, 48
+        enc_r(OP, 6, 0, K2, K2, K6),       // 13 or    k2, k2, k6      EntryHi: ASID | page
+        enc_i(LOAD, 3, K7, K1, -8),        // 14 ld    k7, -8(k1)      the miss counter
+        enc_i(OP_IMM, 0, K7, K7, 1),       // 15 addi  k7, k7, 1
+        enc_s(STORE, 3, K1, K7, -8),       // 16 sd    k7, -8(k1)
+        enc_i(OP_IMM, 7, K5, K0, 0x7ff), // 17 andi  k5, k0, 0x7ff   offset in page (for the record)
+        enc_r(OP, 4, 0, K5, K5, K5),     // 18 xor   k5, k5, k5      clear it (no state leaks out)
+        enc_r(OP, 4, 0, K0, K0, K0),     // 19 xor   k0, k0, k0
+        enc_r(CUSTOM0, 0, 0, 0, K2, K4), // 20 tk.tlbwr k2, k4       write the TLB entry
+        enc_r(CUSTOM0, 1, 0, 0, 0, 0),   // 21 tk.eret
+    };
+    std::vector<Inst> out;
+    for (uint32_t word : w) {
+        Inst in = decode(word);
+        auto k = [](uint8_t r) {
+            return (r >= 24 && r < 32) ? static_cast<uint8_t>(KREG + r - 24) : r;
+        };
+        in.rd = k(in.rd);
+        in.rs1 = k(in.rs1);
+        in.rs2 = k(in.rs2);
+        if (in.cls == C_SYSTEM) in.cls = C_INT; // reading the exception registers is an ALU op
+        out.push_back(in);
+    }
+    return out;
+}
+
+} // namespace
+
+const std::vector<Inst> &Core::handler()
+{
+    static const std::vector<Inst> h = build_handler();
+    return h;
+}
+
+// ---- configuration ----
+bool Config::set(const std::string &key, const std::string &value, std::string *err)
+{
+    auto num = [&](int *out, int lo, int hi) {
+        char *end;
+        long v = strtol(value.c_str(), &end, 10);
+        if (*end || value.empty() || v < lo || v > hi) {
+            *err = key + " = " + value + ": wants a whole number from " + std::to_string(lo) +
+                   " to " + std::to_string(hi);
+            return false;
+        }
+        *out = static_cast<int>(v);
+        return true;
+    };
+    struct {
+        const char *name;
+        int *field;
+        int lo, hi;
+    } ints[] = {
+        {"fetch_width", &fetch_width, 1, 16},
+        {"decode_width", &decode_width, 1, 16},
+        {"rename_width", &rename_width, 1, 16},
+        {"issue_width", &issue_width, 1, 16},
+        {"commit_width", &commit_width, 1, 16},
+        {"fetch_queue", &fetch_queue, 1, 256},
+        {"decode_queue", &decode_queue, 1, 256},
+        {"rob_size", &rob_size, 8, 4096},
+        {"iq_int", &iq_int, 1, 1024},
+        {"iq_fp", &iq_fp, 1, 1024},
+        {"int_units", &int_units, 1, 16},
+        {"fp_units", &fp_units, 1, 16},
+        {"mem_ports", &mem_ports, 1, 16},
+        {"load_queue", &load_queue, 1, 1024},
+        {"store_queue", &store_queue, 1, 1024},
+        {"rename_int", &rename_int, 1, 4096},
+        {"rename_fp", &rename_fp, 1, 4096},
+        {"lat_int", &lat_int, 1, 100},
+        {"lat_mul", &lat_mul, 1, 100},
+        {"lat_div", &lat_div, 1, 200},
+        {"lat_fp", &lat_fp, 1, 100},
+        {"lat_fdiv", &lat_fdiv, 1, 200},
+        {"lat_load", &lat_load, 1, 100},
+        {"mem_latency", &mem_latency, 0, 10000},
+        {"mispredict_penalty", &mispredict_penalty, 0, 100},
+        {"l1i_size", &l1i_size, 1024, 1 << 24},
+        {"l1i_assoc", &l1i_assoc, 1, 64},
+        {"l1d_size", &l1d_size, 1024, 1 << 24},
+        {"l1d_assoc", &l1d_assoc, 1, 64},
+        {"line", &line, 8, 4096},
+        {"bpred_bits", &bpred_bits, 1, 24},
+        {"tlb_entries", &tlb_entries, 1, 4096},
+        {"page_bits", &page_bits, 12, 30},
+    };
+    for (auto &f : ints)
+        if (key == f.name) return num(f.field, f.lo, f.hi);
+    if (key == "tlb_replacement") {
+        if (value == "lru")
+            tlb_replacement = Replacement::LRU;
+        else if (value == "round-robin")
+            tlb_replacement = Replacement::ROUND_ROBIN;
+        else {
+            *err = "tlb_replacement = " + value + ": wants lru or round-robin";
+            return false;
+        }
+        return true;
+    }
+    if (key == "scheme") {
+        if (value == "traditional")
+            scheme = Scheme::TRADITIONAL;
+        else if (value == "append")
+            scheme = Scheme::APPEND;
+        else if (value == "prepend")
+            scheme = Scheme::PREPEND;
+        else {
+            *err = "scheme = " + value + ": wants traditional, append or prepend";
+            return false;
+        }
+        return true;
+    }
+    if (key == "stuck_cycles") {
+        char *end;
+        unsigned long long v = strtoull(value.c_str(), &end, 10);
+        if (*end || value.empty() || v < 100) {
+            *err = "stuck_cycles = " + value + ": wants a whole number of at least 100";
+            return false;
+        }
+        stuck_cycles = v;
+        return true;
+    }
+    *err = "unknown parameter '" + key + "'";
+    return false;
+}
+
+bool Config::read(const std::string &path, std::string *err)
+{
+    std::ifstream f(path);
+    if (!f) {
+        *err = path + ": cannot be read";
+        return false;
+    }
+    std::string line;
+    int n = 0;
+    while (std::getline(f, line)) {
+        n++;
+        size_t hash = line.find('#');
+        if (hash != std::string::npos) line.resize(hash);
+        auto trim = [](std::string s) {
+            size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
+            return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+        };
+        line = trim(line);
+        if (line.empty()) continue;
+        size_t eq = line.find('=');
+        if (eq == std::string::npos) {
+            *err = path + ":" + std::to_string(n) + ": not 'key = value'";
+            return false;
+        }
+        std::string e;
+        if (!set(trim(line.substr(0, eq)), trim(line.substr(eq + 1)), &e)) {
+            *err = path + ":" + std::to_string(n) + ": " + e;
+            return false;
+        }
+    }
+    if (line_ok()) return true;
+    *err = path + ": the cache sizes, ways and line size do not make whole sets";
+    return false;
+}
+
+bool Config::line_ok() const
+{
+    auto ok = [this](int size, int assoc) {
+        return (line & (line - 1)) == 0 && size % (assoc * line) == 0 &&
+               ((size / (assoc * line)) & (size / (assoc * line) - 1)) == 0;
+    };
+    return ok(l1i_size, l1i_assoc) && ok(l1d_size, l1d_assoc);
+}
+
+std::string Config::describe() const
+{
+    const char *sch[] = {"traditional", "append", "prepend"};
+    std::ostringstream o;
+    o << "scheme " << sch[static_cast<int>(scheme)] << ", " << tlb_entries << "-entry DTLB ("
+      << (tlb_replacement == Replacement::LRU ? "LRU" : "round-robin") << ", "
+      << (1 << page_bits) / 1024 << " KiB pages), " << fetch_width << "-wide, ROB " << rob_size
+      << ", IQ " << iq_int << "+" << iq_fp << ", " << int_units << " int + " << fp_units
+      << " fp units, rename " << rename_int << "+" << rename_fp << ", L1 " << l1i_size / 1024 << "/"
+      << l1d_size / 1024 << " KiB " << l1d_assoc << "-way, memory " << mem_latency << " cycles";
+    return o.str();
+}
+
+// ---- caches ----
+void Core::Cache::init(int size, int a, int line)
+{
+    assoc = a;
+    sets = size / (a * line);
+    line_bits = __builtin_ctz(static_cast<unsigned>(line));
+    tag.assign(static_cast<size_t>(sets * a), NEVER);
+    age.assign(static_cast<size_t>(sets * a), 0);
+}
+
+bool Core::Cache::access(uint64_t addr)
+{
+    uint64_t l = addr >> line_bits;
+    size_t set =
+        static_cast<size_t>(l & static_cast<uint64_t>(sets - 1)) * static_cast<size_t>(assoc);
+    clock++;
+    size_t victim = set;
+    for (size_t w = set; w < set + static_cast<size_t>(assoc); w++) {
+        if (tag[w] == l) {
+            age[w] = clock;
+            return true;
+        }
+        if (age[w] < age[victim]) victim = w;
+    }
+    tag[victim] = l;
+    age[victim] = clock;
+    return false;
+}
+
+// ---- micro-ops ----
+struct Core::Uop {
+    uint64_t seq = 0; // user: position in the instruction stream
+    bool handler = false;
+    Inst hinst; // a handler instruction (user ones point into the machine's cache)
+    const Inst *inst = nullptr;
+    uint64_t pc = 0, next_pc = 0, addr = 0;
+    bool taken = false;
+    enum State { FRONT, WAIT, ISSUED, DONE } st = FRONT;
+    uint64_t stage_at = 0; // the cycle it entered its current front-end stage
+    uint64_t ready = NEVER;
+    int src[3] = {-1, -1, -1};
+    int dst = -1, old = -1;
+    int arch_dst = -1;
+    bool tlbmiss = false, mispred = false, mem = false, fp_queue = false;
+    uint64_t vpn = 0;
+};
+
+Core::Uop *Core::new_uop()
+{
+    if (pool_.empty()) return new Uop();
+    Uop *u = pool_.back();
+    pool_.pop_back();
+    *u = Uop();
+    return u;
+}
+
+void Core::free_uop(Uop *u)
+{
+    pool_.push_back(u);
+}
+
+Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
+{
+    n_int_phys_ = 40 + c.rename_int;
+    int n_fp_phys = 32 + c.rename_fp;
+    map_.resize(72);
+    for (int r = 0; r < 32; r++) map_[r] = r;                      // x
+    for (int r = 0; r < 8; r++) map_[KREG + r] = 32 + r;           // k
+    for (int r = 0; r < 32; r++) map_[FREG + r] = n_int_phys_ + r; // f
+    committed_map_ = map_;
+    for (int p = 40; p < n_int_phys_; p++) free_int_.push_back(p);
+    for (int p = 32; p < n_fp_phys; p++) free_fp_.push_back(n_int_phys_ + p);
+    preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys), 0);
+    tlb_.assign(static_cast<size_t>(c.tlb_entries), TlbEntry());
+    l1i_.init(c.l1i_size, c.l1i_assoc, c.line);
+    l1d_.init(c.l1d_size, c.l1d_assoc, c.line);
+    bpred_.assign(1u << c.bpred_bits, 1);
+    btb_target_.assign(1024, 0);
+}
+
+// ---- the TLB ----
+bool Core::tlb_probe(uint64_t vpn) const
+{
+    for (const TlbEntry &e : tlb_)
+        if (e.vpn == vpn) return true;
+    return false;
+}
+
+bool Core::tlb_lookup_commit(uint64_t vpn)
+{
+    st_.tlb_accesses++;
+    for (TlbEntry &e : tlb_)
+        if (e.vpn == vpn) {
+            e.used = ++tlb_clock_;
+            return true;
+        }
+    return false;
+}
+
+void Core::tlb_fill(uint64_t vpn)
+{
+    size_t v = 0;
+    if (c_.tlb_replacement == Replacement::ROUND_ROBIN) {
+        v = tlb_rr_;
+        tlb_rr_ = (tlb_rr_ + 1) % tlb_.size();
+    } else {
+        for (size_t i = 0; i < tlb_.size(); i++)
+            if (tlb_[i].used < tlb_[v].used) v = i;
+    }
+    tlb_[v].vpn = vpn;
+    tlb_[v].used = ++tlb_clock_;
+}
+
+// ---- a flush: everything in flight goes; fetch will start again at resume_seq
+void Core::flush_all(uint64_t resume_seq)
+{
+    st_.flushes++;
+    auto count = [this](Uop *u, bool frontend) {
+        if (u->handler) return;
+        if (frontend)
+            st_.flushed_frontend++;
+        else if (u->st == Uop::DONE)
+            st_.flushed_done++;
+        else if (u->st == Uop::ISSUED)
+            st_.flushed_issued++;
+        else
+            st_.flushed_waiting++;
+    };
+    for (Uop *u : rob_) count(u, false);
+    for (Uop *u : fetchq_) count(u, true);
+    for (Uop *u : decodeq_) count(u, true);
+    for (Uop *u : rob_) free_uop(u);
+    for (Uop *u : fetchq_) free_uop(u);
+    for (Uop *u : decodeq_) free_uop(u);
+    rob_.clear();
+    fetchq_.clear();
+    decodeq_.clear();
+    iq_int_.clear();
+    iq_fp_.clear();
+    executing_.clear();
+    loads_ = stores_ = 0;
+    // the rename map goes back to the committed one
+    map_ = committed_map_;
+    std::vector<bool> used(preg_ready_.size(), false);
+    for (int p : committed_map_) used[static_cast<size_t>(p)] = true;
+    free_int_.clear();
+    free_fp_.clear();
+    for (int p = 0; p < n_int_phys_; p++)
+        if (!used[static_cast<size_t>(p)]) free_int_.push_back(p);
+    for (size_t p = static_cast<size_t>(n_int_phys_); p < preg_ready_.size(); p++)
+        if (!used[p]) free_fp_.push_back(static_cast<int>(p));
+    for (int p : committed_map_) preg_ready_[static_cast<size_t>(p)] = 0;
+    waiting_branch_ = nullptr;
+    fetch_seq_ = resume_seq;
+}
+
+// The head of the ROB missed the TLB: take it the configured way.
+void Core::take_miss(Uop &head)
+{
+    st_.tlb_misses++;
+    st_.rob_occupancy_at_miss += rob_.size();
+    miss_vpn_ = head.vpn;
+    handler_next_ = 0;
+    handler_active_ = true;
+    head.tlbmiss = true;
+    const std::vector<Inst> &h = handler();
+    bool inlined = false;
+    if (c_.scheme != Scheme::TRADITIONAL) {
+        // what must fit before the handler can be in-lined: the user
+        // instructions already in the front end (they rename and dispatch
+        // first) and the whole handler
+        int fe = 0, fe_int_dst = 0, fe_fp_dst = 0, fe_iq_int = 0, fe_iq_fp = 0;
+        for (auto *q : {&fetchq_, &decodeq_})
+            for (Uop *u : *q) {
+                fe++;
+                if (u->inst->rd != NOREG) (is_fp_reg(u->inst->rd) ? fe_fp_dst : fe_int_dst)++;
+                (u->inst->cls == C_FP || u->inst->cls == C_FDIV ? fe_iq_fp : fe_iq_int)++;
+            }
+        int h_dst = 0;
+        for (const Inst &in : h)
+            if (in.rd != NOREG) h_dst++;
+        int rob_free = c_.rob_size - static_cast<int>(rob_.size());
+        int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.size());
+        int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.size());
+        if (rob_free < fe + static_cast<int>(h.size()))
+            st_.fallback_rob++;
+        else if (iq_int_free < fe_iq_int + 1 || iq_fp_free < fe_iq_fp)
+            st_.fallback_iq++;
+        else if (static_cast<int>(free_int_.size()) < fe_int_dst + h_dst ||
+                 static_cast<int>(free_fp_.size()) < fe_fp_dst)
+            st_.fallback_regs++;
+        else
+            inlined = true;
+    }
+    if (inlined) {
+        st_.inlined++;
+        inline_ = true;
+        prepend_at_ = 0;
+        mode_ = Mode::FETCH_HANDLER;
+        return;
+    }
+    // traditional: flush, run the handler alone, re-fetch from the head
+    inline_ = false;
+    uint64_t seq = head.seq;
+    flush_all(seq);
+    resume_seq_ = seq;
+    mode_ = Mode::FETCH_HANDLER;
+}
+
+// ---- stages ----
+void Core::commit()
+{
+    for (int n = 0; n < c_.commit_width && !rob_.empty(); n++) {
+        Uop *u = rob_.front();
+        if (u->handler) {
+            if (u->st != Uop::DONE) return;
+            if (u->arch_dst >= 0) {
+                committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
+                (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
+            }
+            st_.handler_insns++;
+            rob_.pop_front();
+            if (prepend_at_ > 0) prepend_at_--;
+            free_uop(u);
+            last_commit_cycle_ = cycle_;
+            continue;
+        }
+        if (u->mem && u->seq != tlb_checked_seq_) {
+            // the access's program-order TLB lookup
+            if (handler_active_) return; // one handler at a time
+            tlb_checked_seq_ = u->seq;
+            if (!tlb_lookup_commit(u->vpn)) {
+                take_miss(*u);
+                return;
+            }
+            if (u->tlbmiss) { // flagged by a probe, but present now: access again
+                u->tlbmiss = false;
+                u->st = Uop::ISSUED;
+                u->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
+                executing_.push_back(u);
+                st_.replays++;
+                return;
+            }
+        }
+        if (u->st != Uop::DONE || u->tlbmiss) return;
+        if (u->inst->cls == C_STORE || u->inst->cls == C_AMO) {
+            st_.l1d_accesses++;
+            if (!l1d_.access(u->addr)) st_.l1d_misses++;
+        }
+        if (u->inst->cls == C_LOAD || u->inst->cls == C_AMO) loads_--;
+        if (u->inst->cls == C_STORE || u->inst->cls == C_AMO) stores_--;
+        if (u->arch_dst >= 0) {
+            committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
+            (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
+        }
+        st_.user_insns++;
+        rob_.pop_front();
+        stream_.pop_front();
+        stream_base_++;
+        free_uop(u);
+        last_commit_cycle_ = cycle_;
+        if (program_ended_ && stream_.empty()) {
+            done_ = true;
+            return;
+        }
+    }
+}
+
+void Core::complete()
+{
+    for (size_t i = 0; i < executing_.size();) {
+        Uop *u = executing_[i];
+        if (u->ready > cycle_) {
+            i++;
+            continue;
+        }
+        executing_[i] = executing_.back();
+        executing_.pop_back();
+        u->st = Uop::DONE;
+        if (u->handler && u->inst->op == TK_TLBWR) {
+            tlb_fill(miss_vpn_);
+            handler_active_ = false;
+            // rule 3: every access waiting for this page accesses again
+            for (Uop *w : rob_)
+                if (!w->handler && w->tlbmiss && w->vpn == miss_vpn_ &&
+                    w->seq != tlb_checked_seq_) {
+                    w->tlbmiss = false;
+                    w->st = Uop::ISSUED;
+                    w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
+                    if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
+                    executing_.push_back(w);
+                    st_.replays++;
+                }
+            for (Uop *w : rob_)
+                if (!w->handler && w->tlbmiss && w->seq == tlb_checked_seq_) {
+                    w->tlbmiss = false;
+                    w->st = Uop::ISSUED;
+                    w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
+                    if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
+                    executing_.push_back(w);
+                }
+        }
+        if (u->handler && u->inst->op == TK_ERET && !inline_) {
+            // traditional: back to the program at the instruction that missed
+            mode_ = Mode::USER;
+            fetch_seq_ = resume_seq_;
+            fetch_stall_until_ = cycle_ + 1;
+        }
+        if (u == waiting_branch_) {
+            waiting_branch_ = nullptr;
+            fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mispredict_penalty);
+        }
+    }
+}
+
+void Core::issue()
+{
+    auto ready = [this](Uop *u) {
+        for (int s : u->src)
+            if (s >= 0 && preg_ready_[static_cast<size_t>(s)] > cycle_) return false;
+        return true;
+    };
+    auto start = [this](Uop *u) {
+        const Inst &in = *u->inst;
+        uint64_t lat;
+        switch (in.cls) {
+        case C_MUL:
+            lat = static_cast<uint64_t>(c_.lat_mul);
+            break;
+        case C_DIV:
+            lat = static_cast<uint64_t>(c_.lat_div);
+            break;
+        case C_FP:
+            lat = static_cast<uint64_t>(c_.lat_fp);
+            break;
+        case C_FDIV:
+            lat = static_cast<uint64_t>(c_.lat_fdiv);
+            break;
+        case C_LOAD:
+        case C_STORE:
+        case C_AMO: {
+            lat = static_cast<uint64_t>(in.cls == C_STORE ? c_.lat_int : c_.lat_load);
+            if (!u->handler && !tlb_probe(u->vpn)) { // held until its page is in the TLB
+                u->tlbmiss = true;
+                u->st = Uop::ISSUED;
+                return;
+            }
+            if (in.cls != C_STORE) {
+                st_.l1d_accesses++;
+                if (!l1d_.access(u->addr)) {
+                    st_.l1d_misses++;
+                    lat += static_cast<uint64_t>(c_.mem_latency);
+                }
+            }
+            break;
+        }
+        default:
+            lat = static_cast<uint64_t>(c_.lat_int);
+        }
+        u->st = Uop::ISSUED;
+        u->ready = cycle_ + lat;
+        if (u->dst >= 0) preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
+        executing_.push_back(u);
+    };
+    // integer queue: int_units a cycle, mem_ports of them for memory;
+    // serialising instructions only at the head of the ROB
+    int issued = 0, mem = 0;
+    for (size_t i = 0; i < iq_int_.size() && issued < std::min(c_.int_units, c_.issue_width);) {
+        Uop *u = iq_int_[i];
+        bool is_mem = u->mem;
+        bool serial = u->inst->cls == C_SYSTEM;
+        if ((is_mem && mem >= c_.mem_ports) || (serial && rob_.front() != u) || !ready(u)) {
+            i++;
+            continue;
+        }
+        iq_int_.erase(iq_int_.begin() + static_cast<long>(i));
+        start(u);
+        issued++;
+        if (is_mem) mem++;
+    }
+    int fp = 0;
+    for (size_t i = 0; i < iq_fp_.size() && fp < c_.fp_units;) {
+        Uop *u = iq_fp_[i];
+        if (!ready(u)) {
+            i++;
+            continue;
+        }
+        iq_fp_.erase(iq_fp_.begin() + static_cast<long>(i));
+        start(u);
+        fp++;
+    }
+}
+
+void Core::dispatch()
+{
+    for (int n = 0; n < c_.rename_width && !decodeq_.empty(); n++) {
+        Uop *u = decodeq_.front();
+        if (u->stage_at >= cycle_) return;
+        const Inst &in = *u->inst;
+        if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
+        bool fpq = in.cls == C_FP || in.cls == C_FDIV;
+        if (fpq ? static_cast<int>(iq_fp_.size()) >= c_.iq_fp
+                : static_cast<int>(iq_int_.size()) >= c_.iq_int)
+            return;
+        bool ld = in.cls == C_LOAD || in.cls == C_AMO, stq = in.cls == C_STORE || in.cls == C_AMO;
+        if (!u->handler && ((ld && loads_ >= c_.load_queue) || (stq && stores_ >= c_.store_queue)))
+            return;
+        if (in.rd != NOREG && (is_fp_reg(in.rd) ? free_fp_.empty() : free_int_.empty())) return;
+        decodeq_.pop_front();
+        // rename
+        const uint8_t srcs[3] = {in.rs1, in.rs2, in.rs3};
+        for (int s = 0; s < 3; s++)
+            u->src[s] =
+                (srcs[s] == NOREG || (s == 2 && in.op < FMADD_S) || (s == 2 && in.op > FNMADD_D))
+                    ? -1
+                    : map_[srcs[s]];
+        if (in.rd != NOREG) {
+            auto &fl = is_fp_reg(in.rd) ? free_fp_ : free_int_;
+            u->dst = fl.back();
+            fl.pop_back();
+            u->old = map_[in.rd];
+            u->arch_dst = in.rd;
+            map_[in.rd] = u->dst;
+            preg_ready_[static_cast<size_t>(u->dst)] = NEVER;
+        }
+        u->st = Uop::WAIT;
+        u->fp_queue = fpq;
+        if (!u->handler) {
+            if (ld) loads_++;
+            if (stq) stores_++;
+        }
+        (fpq ? iq_fp_ : iq_int_).push_back(u);
+        if (u->handler && inline_ && c_.scheme == Scheme::PREPEND) {
+            rob_.insert(rob_.begin() + prepend_at_, u);
+            prepend_at_++;
+        } else {
+            rob_.push_back(u);
+        }
+    }
+}
+
+void Core::decode()
+{
+    for (int n = 0; n < c_.decode_width && !fetchq_.empty(); n++) {
+        Uop *u = fetchq_.front();
+        if (u->stage_at >= cycle_ || static_cast<int>(decodeq_.size()) >= c_.decode_queue) return;
+        fetchq_.pop_front();
+        u->stage_at = cycle_;
+        decodeq_.push_back(u);
+    }
+}
+
+void Core::fetch()
+{
+    if (cycle_ < fetch_stall_until_) return;
+    // a mispredicted branch stops the program's fetch until it executes; the
+    // handler is fetched from its own address regardless (an in-lined
+    // handler may be what the branch is waiting for)
+    if (waiting_branch_ && mode_ != Mode::FETCH_HANDLER) return;
+    for (int n = 0; n < c_.fetch_width; n++) {
+        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue) return;
+        if (mode_ == Mode::WAIT_ERET) return;
+        uint64_t pc;
+        Uop *u;
+        if (mode_ == Mode::FETCH_HANDLER) {
+            const std::vector<Inst> &h = handler();
+            pc = HANDLER_PC + 4 * handler_next_;
+            if ((pc >> l1i_.line_bits) != last_iline_) {
+                last_iline_ = pc >> l1i_.line_bits;
+                if (!l1i_.access(pc)) {
+                    st_.l1i_misses++;
+                    fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
+                    return;
+                }
+            }
+            u = new_uop();
+            u->handler = true;
+            u->hinst = h[handler_next_];
+            u->inst = &u->hinst;
+            u->pc = pc;
+            u->seq = handler_next_;
+            // the handler's memory: the PTE, and the counter below the table
+            if (u->inst->op == LD && handler_next_ < 8)
+                u->addr = PT_BASE + miss_vpn_ * 8;
+            else if (u->inst->cls == C_LOAD || u->inst->cls == C_STORE)
+                u->addr = PT_BASE - 8;
+            u->mem = u->inst->cls == C_LOAD || u->inst->cls == C_STORE;
+            u->stage_at = cycle_;
+            fetchq_.push_back(u);
+            if (++handler_next_ == h.size()) {
+                mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
+                return;
+            }
+            continue;
+        }
+        // the program
+        while (fetch_seq_ - stream_base_ >= stream_.size()) {
+            if (m_.exited()) {
+                program_ended_ = true;
+                return;
+            }
+            Step s;
+            m_.step(&s);
+            stream_.push_back(Rec{s.pc, s.next_pc, s.addr, s.inst, s.taken});
+        }
+        const Rec &r = stream_[fetch_seq_ - stream_base_];
+        pc = r.pc;
+        if ((pc >> l1i_.line_bits) != last_iline_) {
+            last_iline_ = pc >> l1i_.line_bits;
+            if (!l1i_.access(pc)) {
+                st_.l1i_misses++;
+                fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
+                return;
+            }
+        }
+        u = new_uop();
+        u->seq = fetch_seq_++;
+        u->inst = r.inst;
+        u->pc = r.pc;
+        u->next_pc = r.next_pc;
+        u->addr = r.addr;
+        u->taken = r.taken;
+        u->mem = r.inst->cls == C_LOAD || r.inst->cls == C_STORE || r.inst->cls == C_AMO;
+        u->vpn = r.addr >> c_.page_bits;
+        u->stage_at = cycle_;
+        fetchq_.push_back(u);
+        // branch prediction
+        const Inst &in = *r.inst;
+        bool stop = false;
+        if (in.cls == C_BRANCH) {
+            st_.branches++;
+            size_t idx = ((pc >> 1) ^ ghist_) & (bpred_.size() - 1);
+            bool pred = bpred_[idx] >= 2;
+            if (r.taken && bpred_[idx] < 3) bpred_[idx]++;
+            if (!r.taken && bpred_[idx] > 0) bpred_[idx]--;
+            ghist_ = ((ghist_ << 1) | (r.taken ? 1 : 0)) & (bpred_.size() - 1);
+            if (pred != r.taken) {
+                st_.mispredicts++;
+                u->mispred = true;
+                waiting_branch_ = u;
+                return;
+            }
+            stop = r.taken;
+        } else if (in.op == JAL) {
+            if (in.rd == 1) ras_.push_back(pc + in.len);
+            stop = true;
+        } else if (in.op == JALR) {
+            uint64_t predicted;
+            bool is_return = in.rd == NOREG && in.rs1 == 1 && in.imm == 0;
+            if (is_return && !ras_.empty()) {
+                predicted = ras_.back();
+                ras_.pop_back();
+            } else {
+                predicted = btb_target_[(pc >> 1) & (btb_target_.size() - 1)];
+            }
+            if (in.rd == 1) ras_.push_back(pc + in.len);
+            if (ras_.size() > 32) ras_.erase(ras_.begin());
+            btb_target_[(pc >> 1) & (btb_target_.size() - 1)] = r.next_pc;
+            st_.branches++;
+            if (predicted != r.next_pc) {
+                st_.mispredicts++;
+                u->mispred = true;
+                waiting_branch_ = u;
+                return;
+            }
+            stop = true;
+        }
+        if (stop) return; // a taken branch ends the fetch group
+    }
+}
+
+// ---- the run ----
+bool Core::run(uint64_t max_insns)
+{
+    double t0 = now();
+    bool ok = true;
+    while (!done_) {
+        commit();
+        complete();
+        issue();
+        dispatch();
+        decode();
+        fetch();
+        cycle_++;
+        if (max_insns && st_.user_insns >= max_insns) break;
+        if (cycle_ - last_commit_cycle_ > c_.stuck_cycles) {
+            dump("no instruction committed");
+            ok = false;
+            break;
+        }
+    }
+    st_.cycles = cycle_;
+    st_.seconds = now() - t0;
+    return ok;
+}
+
+void Core::dump(const char *why) const
+{
+    const char *mode[] = {"user", "fetching the handler", "waiting for eret"};
+    fprintf(stderr,
+            "tksim: the pipeline is stuck: %s for %llu cycles (cycle %llu, %llu committed)\n"
+            "  fetch: mode %s, next %llu, stalled until %llu, waiting for a branch: %s\n"
+            "  queues: fetch %zu, decode %zu, ROB %zu, IQ %zu+%zu, executing %zu, loads %d, "
+            "stores %d\n"
+            "  free registers: %zu int, %zu fp; handler active %d, in-lined %d\n",
+            why, static_cast<unsigned long long>(c_.stuck_cycles),
+            static_cast<unsigned long long>(cycle_),
+            static_cast<unsigned long long>(st_.user_insns), mode[static_cast<int>(mode_)],
+            static_cast<unsigned long long>(fetch_seq_),
+            static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
+            fetchq_.size(), decodeq_.size(), rob_.size(), iq_int_.size(), iq_fp_.size(),
+            executing_.size(), loads_, stores_, free_int_.size(), free_fp_.size(),
+            handler_active_ ? 1 : 0, inline_ ? 1 : 0);
+    const char *sn[] = {"front", "waiting", "issued", "done"};
+    size_t k = 0;
+    for (const Uop *u : rob_) {
+        if (k++ >= 12) break;
+        fprintf(stderr, "  rob[%zu]: %s%s pc 0x%llx %s%s\n", k - 1, u->handler ? "handler " : "",
+                op_name(u->inst->op), static_cast<unsigned long long>(u->pc), sn[u->st],
+                u->tlbmiss ? " (TLB miss)" : "");
+    }
+}
+
+std::string Core::stats_json() const
+{
+    const Stats &s = st_;
+    const char *sch[] = {"traditional", "append", "prepend"};
+    double ipc_den = static_cast<double>(s.user_insns ? s.user_insns : 1);
+    char b[2048];
+    snprintf(
+        b, sizeof b,
+        "{\"scheme\": \"%s\", \"tlb_entries\": %d, \"tlb_replacement\": \"%s\", "
+        "\"cycles\": %llu, \"instructions\": %llu, \"handler_instructions\": %llu, "
+        "\"cpi\": %.6f, \"tlb_accesses\": %llu, \"tlb_misses\": %llu, \"inlined\": %llu, "
+        "\"fallback\": {\"rob\": %llu, \"iq\": %llu, \"registers\": %llu}, \"flushes\": %llu, "
+        "\"flushed\": {\"done\": %llu, \"issued\": %llu, \"waiting\": %llu, \"frontend\": "
+        "%llu}, \"flushed_per_miss\": %.4f, \"rob_occupancy_at_miss\": %.3f, \"replays\": "
+        "%llu, \"branches\": %llu, \"mispredicts\": %llu, \"l1d_accesses\": %llu, "
+        "\"l1d_misses\": %llu, \"l1i_misses\": %llu, \"seconds\": %.6f, \"ips\": %.1f}",
+        sch[static_cast<int>(c_.scheme)], c_.tlb_entries,
+        c_.tlb_replacement == Replacement::LRU ? "lru" : "round-robin",
+        static_cast<unsigned long long>(s.cycles), static_cast<unsigned long long>(s.user_insns),
+        static_cast<unsigned long long>(s.handler_insns), static_cast<double>(s.cycles) / ipc_den,
+        static_cast<unsigned long long>(s.tlb_accesses),
+        static_cast<unsigned long long>(s.tlb_misses), static_cast<unsigned long long>(s.inlined),
+        static_cast<unsigned long long>(s.fallback_rob),
+        static_cast<unsigned long long>(s.fallback_iq),
+        static_cast<unsigned long long>(s.fallback_regs),
+        static_cast<unsigned long long>(s.flushes), static_cast<unsigned long long>(s.flushed_done),
+        static_cast<unsigned long long>(s.flushed_issued),
+        static_cast<unsigned long long>(s.flushed_waiting),
+        static_cast<unsigned long long>(s.flushed_frontend),
+        s.tlb_misses ? static_cast<double>(s.flushed_done + s.flushed_issued + s.flushed_waiting +
+                                           s.flushed_frontend) /
+                           static_cast<double>(s.tlb_misses)
+                     : 0.0,
+        s.tlb_misses
+            ? static_cast<double>(s.rob_occupancy_at_miss) / static_cast<double>(s.tlb_misses)
+            : 0.0,
+        static_cast<unsigned long long>(s.replays), static_cast<unsigned long long>(s.branches),
+        static_cast<unsigned long long>(s.mispredicts),
+        static_cast<unsigned long long>(s.l1d_accesses),
+        static_cast<unsigned long long>(s.l1d_misses),
+        static_cast<unsigned long long>(s.l1i_misses), s.seconds,
+        s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0);
+    return b;
+}
+
+std::string Core::stats_table() const
+{
+    const Stats &s = st_;
+    std::ostringstream o;
+    double insns = static_cast<double>(s.user_insns ? s.user_insns : 1);
+    uint64_t flushed = s.flushed_done + s.flushed_issued + s.flushed_waiting + s.flushed_frontend;
+    char b[256];
+    o << "  " << c_.describe() << "\n";
+    snprintf(
+        b, sizeof b, "  cycles %llu, instructions %llu (+%llu in the handler), CPI %.4f\n",
+        static_cast<unsigned long long>(s.cycles), static_cast<unsigned long long>(s.user_insns),
+        static_cast<unsigned long long>(s.handler_insns), static_cast<double>(s.cycles) / insns);
+    o << b;
+    snprintf(b, sizeof b,
+             "  DTLB: %llu misses in %llu accesses; in-lined %llu, flushed instead %llu (ROB %llu, "
+             "issue queue %llu, registers %llu)\n",
+             static_cast<unsigned long long>(s.tlb_misses),
+             static_cast<unsigned long long>(s.tlb_accesses),
+             static_cast<unsigned long long>(s.inlined),
+             static_cast<unsigned long long>(s.fallback_rob + s.fallback_iq + s.fallback_regs +
+                                             (c_.scheme == Scheme::TRADITIONAL ? s.tlb_misses : 0)),
+             static_cast<unsigned long long>(s.fallback_rob),
+             static_cast<unsigned long long>(s.fallback_iq),
+             static_cast<unsigned long long>(s.fallback_regs));
+    o << b;
+    snprintf(
+        b, sizeof b,
+        "  flushed %llu (%.2f per miss): %llu finished, %llu executing, %llu waiting to issue, "
+        "%llu before rename; ROB %.1f full when a miss is taken\n",
+        static_cast<unsigned long long>(flushed),
+        s.tlb_misses ? static_cast<double>(flushed) / static_cast<double>(s.tlb_misses) : 0.0,
+        static_cast<unsigned long long>(s.flushed_done),
+        static_cast<unsigned long long>(s.flushed_issued),
+        static_cast<unsigned long long>(s.flushed_waiting),
+        static_cast<unsigned long long>(s.flushed_frontend),
+        s.tlb_misses
+            ? static_cast<double>(s.rob_occupancy_at_miss) / static_cast<double>(s.tlb_misses)
+            : 0.0);
+    o << b;
+    snprintf(b, sizeof b,
+             "  branches %llu (%.2f%% mispredicted), L1D %llu accesses (%.2f%% miss), L1I %llu "
+             "misses; %.3f s, %.2f million instructions/s\n",
+             static_cast<unsigned long long>(s.branches),
+             s.branches
+                 ? 100.0 * static_cast<double>(s.mispredicts) / static_cast<double>(s.branches)
+                 : 0.0,
+             static_cast<unsigned long long>(s.l1d_accesses),
+             s.l1d_accesses
+                 ? 100.0 * static_cast<double>(s.l1d_misses) / static_cast<double>(s.l1d_accesses)
+                 : 0.0,
+             static_cast<unsigned long long>(s.l1i_misses), s.seconds,
+             s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds / 1e6 : 0.0);
+    o << b;
+    return o.str();
+}
+
+} // namespace tksim

@@ -1,0 +1,190 @@
+// sim/core.hpp - tksim's timing model: an out-of-order core like the Alpha
+// 21264 of Jaleel & Jacob's section 4.1, driven by the functional machine,
+// with a software-managed data TLB whose misses run a real handler in the
+// pipeline, taken one of three ways (traditional, append, prepend).
+//
+// Stages, each a step of its own with a queue after it:
+//   fetch (I-cache, branch predictor) -> fetch queue -> decode -> decode
+//   queue -> rename/dispatch (ROB, issue queues, load/store queues,
+//   physical registers) -> issue (integer and floating-point queues to
+//   their units) -> execute (D-cache, data TLB probe) -> complete -> commit.
+// The functional machine runs ahead of fetch and supplies the correct
+// path (no wrong-path instructions: a mispredicted branch stops fetch
+// until it executes); instructions fetched but not committed stay in a
+// stream buffer, so a flush re-fetches them from there.
+//
+// The data TLB decides misses in program order, at commit, so a run's
+// misses are those of a functional TLB fed the committed accesses: an
+// access probes the TLB when it executes (a miss holds it, flagged), and
+// when it reaches the head of the ROB its page is looked up for good (a
+// hit updates the replacement state; a miss runs the handler).
+#ifndef TKSIM_CORE_HPP
+#define TKSIM_CORE_HPP
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "machine.hpp"
+
+namespace tksim
+{
+
+enum class Scheme { TRADITIONAL, APPEND, PREPEND };
+enum class Replacement { LRU, ROUND_ROBIN };
+
+struct Config {
+    // widths and sizes (Alpha 21264-like)
+    int fetch_width = 4, decode_width = 4, rename_width = 4, issue_width = 4, commit_width = 4;
+    int fetch_queue = 8, decode_queue = 8; // entries between the stages
+    int rob_size = 80;
+    int iq_int = 20, iq_fp = 15;
+    int int_units = 4, fp_units = 2, mem_ports = 2;
+    int load_queue = 32, store_queue = 32;
+    int rename_int = 41, rename_fp = 41; // physical registers beyond the architectural ones
+    // latencies (cycles)
+    int lat_int = 1, lat_mul = 7, lat_div = 20, lat_fp = 4, lat_fdiv = 15;
+    int lat_load = 3;           // address, TLB and an L1 hit: load to use
+    int mem_latency = 60;       // an L1 miss
+    int mispredict_penalty = 2; // cycles after the branch executes until fetch resumes
+    // caches: 64 KiB, 2-way, 64-byte lines
+    int l1i_size = 65536, l1i_assoc = 2, l1d_size = 65536, l1d_assoc = 2, line = 64;
+    // branch prediction: gshare with this many bits of history/index
+    int bpred_bits = 12;
+    // the data TLB
+    int tlb_entries = 64;
+    Replacement tlb_replacement = Replacement::LRU;
+    int page_bits = 13; // 8 KiB pages
+    Scheme scheme = Scheme::TRADITIONAL;
+    // a cycle count with no commit after which the run stops as stuck
+    uint64_t stuck_cycles = 200000;
+
+    // key = value lines; '#' comments.  False with a message on a bad line.
+    bool read(const std::string &path, std::string *err);
+    bool set(const std::string &key, const std::string &value, std::string *err);
+    std::string describe() const;
+    bool line_ok() const; // the caches' sizes make whole, power-of-two sets
+};
+
+struct Stats {
+    uint64_t cycles = 0, user_insns = 0, handler_insns = 0;
+    uint64_t tlb_misses = 0;   // handler invocations (program-order misses)
+    uint64_t tlb_accesses = 0; // committed user memory accesses
+    uint64_t inlined = 0, fallback_rob = 0, fallback_iq = 0, fallback_regs = 0;
+    uint64_t flushes = 0;
+    // instructions flushed, by how far they had got
+    uint64_t flushed_done = 0, flushed_issued = 0, flushed_waiting = 0, flushed_frontend = 0;
+    uint64_t rob_occupancy_at_miss = 0; // summed over misses (ROB entries in use when taken)
+    uint64_t replays = 0;               // accesses re-armed by a TLB fill
+    uint64_t branches = 0, mispredicts = 0;
+    uint64_t l1d_misses = 0, l1i_misses = 0, l1d_accesses = 0;
+    double seconds = 0;
+};
+
+class Core
+{
+  public:
+    Core(Machine &m, const Config &c);
+    // Runs to the program's end (or max_insns user instructions).  Throws
+    // GuestFault; on a stuck pipeline prints its state to stderr and
+    // returns false.
+    bool run(uint64_t max_insns);
+    const Stats &stats() const { return st_; }
+    std::string stats_json() const;
+    std::string stats_table() const;
+    // The handler, as the simulated machine's instructions.
+    static const std::vector<Inst> &handler();
+
+  private:
+    struct Uop;
+    struct Cache {
+        int sets = 0, assoc = 0, line_bits = 6;
+        std::vector<uint64_t> tag;
+        std::vector<uint64_t> age;
+        uint64_t clock = 0;
+        void init(int size, int assoc, int line);
+        bool access(uint64_t addr); // true on a hit; fills on a miss
+    };
+
+    // the stages
+    void commit();
+    void complete();
+    void issue();
+    void dispatch();
+    void decode();
+    void fetch();
+    // the TLB
+    bool tlb_probe(uint64_t vpn) const;
+    bool tlb_lookup_commit(uint64_t vpn); // program-order lookup: updates replacement
+    void tlb_fill(uint64_t vpn);
+    void take_miss(Uop &head);
+    void flush_all(uint64_t resume_seq);
+    void dump(const char *why) const;
+
+    Machine &m_;
+    Config c_;
+    Stats st_;
+    uint64_t cycle_ = 0;
+    bool done_ = false;
+
+    // the stream: user instructions fetched from the functional machine
+    // and not yet committed; stream_[0] has sequence number stream_base_
+    struct Rec {
+        uint64_t pc, next_pc, addr;
+        const Inst *inst;
+        bool taken;
+    };
+    std::deque<Rec> stream_;
+    uint64_t stream_base_ = 0, fetch_seq_ = 0;
+    bool program_ended_ = false;
+
+    std::deque<Uop *> fetchq_, decodeq_, rob_;
+    std::vector<Uop *> iq_int_, iq_fp_;
+    std::vector<Uop *> executing_;
+    int loads_ = 0, stores_ = 0;
+
+    // renaming: 72 architectural registers (x, f, k)
+    std::vector<int> map_, committed_map_;
+    std::vector<int> free_int_, free_fp_;
+    std::vector<uint64_t> preg_ready_; // cycle the value is ready (~0: not yet)
+    int n_int_phys_ = 0;
+
+    // fetch state
+    uint64_t fetch_stall_until_ = 0;
+    Uop *waiting_branch_ = nullptr; // a mispredicted branch fetch waits for
+    uint64_t last_iline_ = ~0ull;
+    // the handler: fetching it (index into handler()), and the mode
+    enum class Mode { USER, FETCH_HANDLER, WAIT_ERET } mode_ = Mode::USER;
+    size_t handler_next_ = 0;
+    bool inline_ = false;              // the handler being fetched is in-lined
+    uint64_t miss_vpn_ = 0;            // the page the current handler fills
+    uint64_t resume_seq_ = 0;          // traditional: re-fetch from here after eret
+    int prepend_at_ = 0;               // prepend: where the next handler uop goes in the ROB
+    bool handler_active_ = false;      // a handler's TLB write has not executed yet
+    uint64_t tlb_checked_seq_ = ~0ull; // the access whose program-order lookup is done
+
+    // the TLB
+    struct TlbEntry {
+        uint64_t vpn = ~0ull;
+        uint64_t used = 0;
+    };
+    std::vector<TlbEntry> tlb_;
+    uint64_t tlb_clock_ = 0;
+    size_t tlb_rr_ = 0;
+
+    Cache l1i_, l1d_;
+    std::vector<uint8_t> bpred_;
+    uint64_t ghist_ = 0;
+    std::vector<uint64_t> ras_;
+    std::vector<uint64_t> btb_target_;
+
+    std::vector<Uop *> pool_;
+    Uop *new_uop();
+    void free_uop(Uop *u);
+    uint64_t last_commit_cycle_ = 0;
+};
+
+} // namespace tksim
+
+#endif
