@@ -507,6 +507,7 @@ void Core::commit()
             (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
         }
         st_.user_insns++;
+        st_.commit_hash = (st_.commit_hash ^ u->pc) * 0x100000001b3ull; // FNV-1a over the PCs
         rob_.pop_front();
         stream_.pop_front();
         stream_base_++;
@@ -530,7 +531,7 @@ void Core::complete()
         executing_[i] = executing_.back();
         executing_.pop_back();
         u->st = Uop::DONE;
-        if (u->handler && u->inst->op == TK_TLBWR) {
+        if (u->handler && u->inst->op == TK_TLBWR && !c_.inject_lost_fill) {
             tlb_fill(miss_vpn_);
             handler_active_ = false;
             // rule 3: every access waiting for this page accesses again
@@ -723,7 +724,7 @@ void Core::fetch()
                 if (!l1i_.access(pc)) {
                     st_.l1i_misses++;
                     fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
-                    return;
+                    if (c_.mem_latency > 0) return;
                 }
             }
             u = new_uop();
@@ -754,7 +755,7 @@ void Core::fetch()
             }
             Step s;
             m_.step(&s);
-            stream_.push_back(Rec{s.pc, s.next_pc, s.addr, s.inst, s.taken});
+            stream_.push_back(Rec{s.pc, s.next_pc, s.addr, *s.inst, s.taken});
         }
         const Rec &r = stream_[fetch_seq_ - stream_base_];
         pc = r.pc;
@@ -763,22 +764,23 @@ void Core::fetch()
             if (!l1i_.access(pc)) {
                 st_.l1i_misses++;
                 fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
-                return;
+                if (c_.mem_latency > 0) return;
             }
         }
         u = new_uop();
         u->seq = fetch_seq_++;
-        u->inst = r.inst;
+        u->hinst = r.inst;
+        u->inst = &u->hinst;
         u->pc = r.pc;
         u->next_pc = r.next_pc;
         u->addr = r.addr;
         u->taken = r.taken;
-        u->mem = r.inst->cls == C_LOAD || r.inst->cls == C_STORE || r.inst->cls == C_AMO;
+        u->mem = r.inst.cls == C_LOAD || r.inst.cls == C_STORE || r.inst.cls == C_AMO;
         u->vpn = r.addr >> c_.page_bits;
         u->stage_at = cycle_;
         fetchq_.push_back(u);
         // branch prediction
-        const Inst &in = *r.inst;
+        const Inst &in = r.inst;
         bool stop = false;
         if (in.cls == C_BRANCH) {
             st_.branches++;
@@ -864,6 +866,15 @@ void Core::dump(const char *why) const
             fetchq_.size(), decodeq_.size(), rob_.size(), iq_int_.size(), iq_fp_.size(),
             executing_.size(), loads_, stores_, free_int_.size(), free_fp_.size(),
             handler_active_ ? 1 : 0, inline_ ? 1 : 0);
+    if (!rob_.empty())
+        fprintf(stderr,
+                "  head: seq %llu (looked up: %llu), page 0x%llx %s the TLB; last handler's page "
+                "0x%llx\n",
+                static_cast<unsigned long long>(rob_.front()->seq),
+                static_cast<unsigned long long>(tlb_checked_seq_),
+                static_cast<unsigned long long>(rob_.front()->vpn),
+                tlb_probe(rob_.front()->vpn) ? "in" : "not in",
+                static_cast<unsigned long long>(miss_vpn_));
     const char *sn[] = {"front", "waiting", "issued", "done"};
     size_t k = 0;
     for (const Uop *u : rob_) {
@@ -889,7 +900,8 @@ std::string Core::stats_json() const
         "\"flushed\": {\"done\": %llu, \"issued\": %llu, \"waiting\": %llu, \"frontend\": "
         "%llu}, \"flushed_per_miss\": %.4f, \"rob_occupancy_at_miss\": %.3f, \"replays\": "
         "%llu, \"branches\": %llu, \"mispredicts\": %llu, \"l1d_accesses\": %llu, "
-        "\"l1d_misses\": %llu, \"l1i_misses\": %llu, \"seconds\": %.6f, \"ips\": %.1f}",
+        "\"l1d_misses\": %llu, \"l1i_misses\": %llu, \"commit_hash\": \"%016llx\", "
+        "\"seconds\": %.6f, \"ips\": %.1f}",
         sch[static_cast<int>(c_.scheme)], c_.tlb_entries,
         c_.tlb_replacement == Replacement::LRU ? "lru" : "round-robin",
         static_cast<unsigned long long>(s.cycles), static_cast<unsigned long long>(s.user_insns),
@@ -914,7 +926,8 @@ std::string Core::stats_json() const
         static_cast<unsigned long long>(s.mispredicts),
         static_cast<unsigned long long>(s.l1d_accesses),
         static_cast<unsigned long long>(s.l1d_misses),
-        static_cast<unsigned long long>(s.l1i_misses), s.seconds,
+        static_cast<unsigned long long>(s.l1i_misses),
+        static_cast<unsigned long long>(s.commit_hash), s.seconds,
         s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0);
     return b;
 }
@@ -969,7 +982,8 @@ std::string Core::stats_table() const
              s.l1d_accesses
                  ? 100.0 * static_cast<double>(s.l1d_misses) / static_cast<double>(s.l1d_accesses)
                  : 0.0,
-             static_cast<unsigned long long>(s.l1i_misses), s.seconds,
+             static_cast<unsigned long long>(s.l1i_misses),
+             static_cast<unsigned long long>(s.commit_hash), s.seconds,
              s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds / 1e6 : 0.0);
     o << b;
     return o.str();

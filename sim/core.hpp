@@ -59,6 +59,9 @@ struct Config {
     Scheme scheme = Scheme::TRADITIONAL;
     // a cycle count with no commit after which the run stops as stuck
     uint64_t stuck_cycles = 200000;
+    // a test hook: the handler's TLB write is lost, so the access that
+    // missed waits for ever (the stuck-pipeline check must catch it)
+    int inject_lost_fill = 0;
 
     // key = value lines; '#' comments.  False with a message on a bad line.
     bool read(const std::string &path, std::string *err);
@@ -79,6 +82,7 @@ struct Stats {
     uint64_t replays = 0;               // accesses re-armed by a TLB fill
     uint64_t branches = 0, mispredicts = 0;
     uint64_t l1d_misses = 0, l1i_misses = 0, l1d_accesses = 0;
+    uint64_t commit_hash = 0xcbf29ce484222325ull; // of the committed PCs, in order
     double seconds = 0;
 };
 
@@ -132,7 +136,7 @@ class Core
     // and not yet committed; stream_[0] has sequence number stream_base_
     struct Rec {
         uint64_t pc, next_pc, addr;
-        const Inst *inst;
+        Inst inst; // a copy: the machine's decoded-instruction cache reuses its slots
         bool taken;
     };
     std::deque<Rec> stream_;

@@ -68,6 +68,13 @@ class Machine
         if (r != NOREG) regs_[r] = v;
     }
     void set_pc(uint64_t pc) { pc_ = pc; }
+    // A hash of the architectural state: x1-x31, f0-f31, the PC.
+    uint64_t state_hash() const
+    {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (int r = 1; r < 64; r++) h = (h ^ regs_[r]) * 0x100000001b3ull;
+        return (h ^ pc_) * 0x100000001b3ull;
+    }
 
     // Guest memory (host pointer for a guest range that is mapped).
     uint8_t *host(uint64_t addr, uint64_t len, uint64_t pc);

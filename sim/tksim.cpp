@@ -8,6 +8,10 @@
 //   --set KEY=VALUE    one parameter (after --config; repeatable), e.g.
 //                      --set scheme=prepend --set tlb_entries=32
 //   --functional       the functional machine alone (no timing model)
+//   --tlb-model        with --functional: count data TLB misses with a
+//                      plain model of the configured TLB (size,
+//                      replacement, page size) fed every access in program
+//                      order - the reference the timing model is checked by
 //   --trace-pc FILE    every executed PC, one hexadecimal number per line
 //                      (compare with qemu-riscv64 -singlestep -d nochain,exec)
 //   --max-insns N      stop after N instructions
@@ -21,6 +25,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <list>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -53,7 +58,7 @@ int main(int argc, char **argv)
 {
     const char *trace_path = nullptr, *json_path = nullptr;
     uint64_t max_insns = 0;
-    bool quiet = false, functional = false;
+    bool quiet = false, functional = false, tlb_model = false;
     Config cfg;
     std::string cerr;
     int i = 1;
@@ -68,6 +73,8 @@ int main(int argc, char **argv)
         };
         if (a == "--functional")
             functional = true;
+        else if (a == "--tlb-model")
+            tlb_model = true;
         else if (a == "--config") {
             if (!cfg.read(value(), &cerr)) {
                 fprintf(stderr, "tksim: %s\n", cerr.c_str());
@@ -156,11 +163,40 @@ int main(int argc, char **argv)
                 perror(json_path);
                 return 2;
             }
-            fprintf(j, "%s\n", core.stats_json().c_str());
+            std::string js = core.stats_json();
+            js.pop_back(); // the closing brace: the machine's part follows
+            fprintf(j, "%s, \"program\": \"%s\", \"exit_code\": %d, \"state_hash\": \"%016llx\"}\n",
+                    js.c_str(), args[0].c_str(), m.exit_code(),
+                    static_cast<unsigned long long>(m.state_hash()));
             fclose(j);
         }
         return ok ? rc : 5;
     }
+    // the reference TLB: a list of pages, most recently used first (LRU),
+    // or a ring with a next-victim index (round-robin)
+    std::list<uint64_t> lru;
+    std::vector<uint64_t> ring(static_cast<size_t>(cfg.tlb_entries), ~0ull);
+    size_t ring_next = 0;
+    uint64_t tlb_misses = 0, tlb_accesses = 0;
+    auto tlb_access = [&](uint64_t vpn) {
+        tlb_accesses++;
+        if (cfg.tlb_replacement == Replacement::LRU) {
+            for (auto it = lru.begin(); it != lru.end(); ++it)
+                if (*it == vpn) {
+                    lru.splice(lru.begin(), lru, it);
+                    return;
+                }
+            tlb_misses++;
+            lru.push_front(vpn);
+            if (lru.size() > static_cast<size_t>(cfg.tlb_entries)) lru.pop_back();
+        } else {
+            for (uint64_t p : ring)
+                if (p == vpn) return;
+            tlb_misses++;
+            ring[ring_next] = vpn;
+            ring_next = (ring_next + 1) % ring.size();
+        }
+    };
     double t0 = now();
     int rc = 0;
     Step s;
@@ -168,6 +204,9 @@ int main(int argc, char **argv)
         while (!m.exited() && (max_insns == 0 || m.instret() < max_insns)) {
             if (trace) fprintf(trace, "%llx\n", static_cast<unsigned long long>(m.pc()));
             m.step(&s);
+            if (tlb_model &&
+                (s.inst->cls == C_LOAD || s.inst->cls == C_STORE || s.inst->cls == C_AMO))
+                tlb_access(s.addr >> cfg.page_bits);
         }
         rc = m.exited() ? m.exit_code() : 0;
     } catch (const GuestFault &f) {
@@ -195,10 +234,14 @@ int main(int argc, char **argv)
         }
         fprintf(j,
                 "{\"program\": \"%s\", \"instructions\": %llu, \"syscalls\": %llu, "
-                "\"exit_code\": %d, \"exited\": %s, \"seconds\": %.6f, \"ips\": %.1f}\n",
+                "\"exit_code\": %d, \"exited\": %s, \"state_hash\": \"%016llx\", "
+                "\"tlb_accesses\": %llu, \"tlb_misses\": %llu, \"seconds\": %.6f, "
+                "\"ips\": %.1f}\n",
                 args[0].c_str(), static_cast<unsigned long long>(m.instret()),
                 static_cast<unsigned long long>(m.syscalls), m.exit_code(),
-                m.exited() ? "true" : "false", secs, mips * 1e6);
+                m.exited() ? "true" : "false", static_cast<unsigned long long>(m.state_hash()),
+                static_cast<unsigned long long>(tlb_accesses),
+                static_cast<unsigned long long>(tlb_misses), secs, mips * 1e6);
         fclose(j);
     }
     return rc;
