@@ -983,7 +983,7 @@ std::string Core::stats_table() const
                  ? 100.0 * static_cast<double>(s.l1d_misses) / static_cast<double>(s.l1d_accesses)
                  : 0.0,
              static_cast<unsigned long long>(s.l1i_misses),
-             static_cast<unsigned long long>(s.commit_hash), s.seconds,
+             s.seconds,
              s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds / 1e6 : 0.0);
     o << b;
     return o.str();
