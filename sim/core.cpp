@@ -153,6 +153,7 @@ bool Config::set(const std::string &key, const std::string &value, std::string *
         {"bpred_bits", &bpred_bits, 1, 24},
         {"tlb_entries", &tlb_entries, 1, 4096},
         {"page_bits", &page_bits, 12, 30},
+        {"inject_lost_fill", &inject_lost_fill, 0, 1},
     };
     for (auto &f : ints)
         if (key == f.name) return num(f.field, f.lo, f.hi);
@@ -982,8 +983,7 @@ std::string Core::stats_table() const
              s.l1d_accesses
                  ? 100.0 * static_cast<double>(s.l1d_misses) / static_cast<double>(s.l1d_accesses)
                  : 0.0,
-             static_cast<unsigned long long>(s.l1i_misses),
-             s.seconds,
+             static_cast<unsigned long long>(s.l1i_misses), s.seconds,
              s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds / 1e6 : 0.0);
     o << b;
     return o.str();
