@@ -335,20 +335,16 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
 // ---- the TLB ----
 bool Core::tlb_probe(uint64_t vpn) const
 {
-    for (const TlbEntry &e : tlb_)
-        if (e.vpn == vpn) return true;
-    return false;
+    return tlb_index_.count(vpn) != 0;
 }
 
 bool Core::tlb_lookup_commit(uint64_t vpn)
 {
     st_.tlb_accesses++;
-    for (TlbEntry &e : tlb_)
-        if (e.vpn == vpn) {
-            e.used = ++tlb_clock_;
-            return true;
-        }
-    return false;
+    auto it = tlb_index_.find(vpn);
+    if (it == tlb_index_.end()) return false;
+    tlb_[it->second].used = ++tlb_clock_;
+    return true;
 }
 
 void Core::tlb_fill(uint64_t vpn)
@@ -361,8 +357,10 @@ void Core::tlb_fill(uint64_t vpn)
         for (size_t i = 0; i < tlb_.size(); i++)
             if (tlb_[i].used < tlb_[v].used) v = i;
     }
+    if (tlb_[v].vpn != NEVER) tlb_index_.erase(tlb_[v].vpn);
     tlb_[v].vpn = vpn;
     tlb_[v].used = ++tlb_clock_;
+    tlb_index_[vpn] = static_cast<uint32_t>(v);
 }
 
 // ---- a flush: everything in flight goes; fetch will start again at resume_seq
@@ -436,6 +434,9 @@ void Core::take_miss(Uop &head)
         int rob_free = c_.rob_size - static_cast<int>(rob_.size());
         int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.size());
         int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.size());
+        // prepend: the handler dispatches ahead of them (the ROB's tail moves
+        // to before its head), so only the handler must fit
+        if (c_.scheme == Scheme::PREPEND) fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = 0;
         if (rob_free < fe + static_cast<int>(h.size()))
             st_.fallback_rob++;
         else if (iq_int_free < fe_iq_int + 1 || iq_fp_free < fe_iq_fp)
@@ -459,6 +460,25 @@ void Core::take_miss(Uop &head)
     flush_all(seq);
     resume_seq_ = seq;
     mode_ = Mode::FETCH_HANDLER;
+}
+
+// A handler uop being prepended goes ahead of the program's uops in a
+// front-end queue (behind the handler uops already there): the ROB's tail
+// has moved to before its head, so the handler is what dispatches next.
+bool Core::prepending(const Uop *u) const
+{
+    return u->handler && inline_ && c_.scheme == Scheme::PREPEND;
+}
+
+void Core::front_push(std::deque<Uop *> &q, Uop *u)
+{
+    if (!prepending(u)) {
+        q.push_back(u);
+        return;
+    }
+    auto it = q.begin();
+    while (it != q.end() && (*it)->handler) ++it;
+    q.insert(it, u);
 }
 
 // ---- stages ----
@@ -698,10 +718,11 @@ void Core::decode()
 {
     for (int n = 0; n < c_.decode_width && !fetchq_.empty(); n++) {
         Uop *u = fetchq_.front();
-        if (u->stage_at >= cycle_ || static_cast<int>(decodeq_.size()) >= c_.decode_queue) return;
+        if (u->stage_at >= cycle_) return;
+        if (static_cast<int>(decodeq_.size()) >= c_.decode_queue && !prepending(u)) return;
         fetchq_.pop_front();
         u->stage_at = cycle_;
-        decodeq_.push_back(u);
+        front_push(decodeq_, u);
     }
 }
 
@@ -713,7 +734,9 @@ void Core::fetch()
     // handler may be what the branch is waiting for)
     if (waiting_branch_ && mode_ != Mode::FETCH_HANDLER) return;
     for (int n = 0; n < c_.fetch_width; n++) {
-        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue) return;
+        // a prepended handler has its own way past full front-end queues
+        bool prepend = mode_ == Mode::FETCH_HANDLER && inline_ && c_.scheme == Scheme::PREPEND;
+        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue && !prepend) return;
         if (mode_ == Mode::WAIT_ERET) return;
         uint64_t pc;
         Uop *u;
@@ -741,7 +764,7 @@ void Core::fetch()
                 u->addr = PT_BASE - 8;
             u->mem = u->inst->cls == C_LOAD || u->inst->cls == C_STORE;
             u->stage_at = cycle_;
-            fetchq_.push_back(u);
+            front_push(fetchq_, u);
             if (++handler_next_ == h.size()) {
                 mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
                 return;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "machine.hpp"
@@ -125,6 +126,8 @@ class Core
     void take_miss(Uop &head);
     void flush_all(uint64_t resume_seq);
     void dump(const char *why) const;
+    void front_push(std::deque<Uop *> &q, Uop *u);
+    bool prepending(const Uop *u) const;
 
     Machine &m_;
     Config c_;
@@ -174,6 +177,7 @@ class Core
         uint64_t used = 0;
     };
     std::vector<TlbEntry> tlb_;
+    std::unordered_map<uint64_t, uint32_t> tlb_index_; // page -> entry
     uint64_t tlb_clock_ = 0;
     size_t tlb_rr_ = 0;
 

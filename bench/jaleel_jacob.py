@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""bench/jaleel_jacob.py - Jaleel & Jacob's Figures 3, 4 and 5 on tksim.
+
+Runs every workload (sim/workloads: glibc's qsort, libstdc++'s std::map,
+Jacobi relaxation, a matrix multiply) on tksim with data TLBs of 16, 32, 64
+and 128 entries and each way of taking a miss (traditional, append,
+prepend), and once with 1 GiB pages (a handful of misses in the whole run:
+the "perfect TLB" of Figure 5).  The simulator is deterministic, so each
+configuration runs once (n = 1); two runs go at a time on two cores.
+
+Prints one JSON object per figure on stdout (shared BENCHMARKING.md),
+progress on stderr.  --quick: small inputs, two TLB sizes.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SCHEMES = ["traditional", "append", "prepend"]
+# inputs: large enough that 128 entries of 8 KiB pages (1 MiB) do not hold
+# the data, small enough for a run of about ten seconds
+WORKLOADS = {
+    "qsort": (["40000"], ["3000"]),
+    "map": (["15000"], ["1500"]),
+    "jacobi": (["384", "3"], ["96", "2"]),
+    "matmul": (["110"], ["40"]),
+}
+
+
+def emit(exp, mech, params, metric, unit, value, reason=None):
+    r = {"experiment": exp, "mechanism": mech, "params": params, "metric": metric, "unit": unit,
+         "median": value, "min": value, "max": value, "n": 1 if value is not None else 0}
+    if value is None:
+        r["reason"] = reason or "not measured"
+    print(json.dumps(r), flush=True)
+
+
+def run(tksim, wdir, workload, args, sets):
+    with tempfile.NamedTemporaryFile(suffix=".json") as j:
+        cmd = [tksim, "--quiet", "--stats-json", j.name]
+        for s in sets:
+            cmd += ["--set", s]
+        cmd += [os.path.join(wdir, workload)] + args
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"tksim {' '.join(sets)} {workload}: exit {p.returncode}: "
+                               f"{p.stderr.strip()[-300:]}")
+        with open(j.name) as f:
+            return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tksim", required=True)
+    ap.add_argument("--workloads", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=1)  # accepted for the report's interface
+    a = ap.parse_args()
+    missing = [w for w in WORKLOADS if not os.access(os.path.join(a.workloads, w), os.X_OK)]
+    if missing:
+        sys.exit(f"jaleel_jacob: workloads not built in {a.workloads}: {missing} "
+                 "(riscv64-linux-gnu-gcc: scripts/install-deps.sh)")
+    sizes = [16, 64] if a.quick else [16, 32, 64, 128]
+    jobs = []
+    for w, (full, quick) in WORKLOADS.items():
+        args = quick if a.quick else full
+        jobs.append((w, args, "perfect-tlb", None, ["page_bits=30"]))
+        for n in sizes:
+            for s in SCHEMES:
+                jobs.append((w, args, s, n, [f"scheme={s}", f"tlb_entries={n}"]))
+    t0 = time.time()
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+        futs = {ex.submit(run, a.tksim, a.workloads, w, args, sets): (w, s, n)
+                for w, args, s, n, sets in jobs}
+        for i, f in enumerate(concurrent.futures.as_completed(futs), 1):
+            w, s, n = futs[f]
+            d = f.result()
+            results[(w, s, n)] = d
+            print(f"jaleel-jacob: [{i}/{len(jobs)}] {w} {s} {n or ''}: CPI {d['cpi']:.3f}, "
+                  f"{d['tlb_misses']} misses, {d['flushed_per_miss']:.1f} flushed per miss, "
+                  f"{d['ips'] / 1e6:.2f} M instructions/s ({time.time() - t0:.0f} s)",
+                  file=sys.stderr, flush=True)
+
+    for (w, s, n), d in sorted(results.items(), key=lambda kv: (kv[0][0], kv[0][2] or 0, kv[0][1])):
+        if s == "perfect-tlb":
+            emit("jaleel-jacob/cpi", s, {"workload": w, "tlb_entries": 0}, "cpi",
+                 "cycles/instruction", d["cpi"])
+            continue
+        p = {"workload": w, "tlb_entries": n}
+        misses = d["tlb_misses"]
+        kinsns = d["instructions"] / 1000
+        emit("jaleel-jacob/cpi", s, p, "cpi", "cycles/instruction", d["cpi"])
+        emit("jaleel-jacob/tlb-misses", s, p, "misses_per_kilo_instruction", "misses",
+             misses / kinsns if kinsns else None)
+        emit("jaleel-jacob/flushed-per-miss", s, p, "flushed_per_miss", "instructions",
+             d["flushed_per_miss"] if misses else None, "no TLB miss")
+        emit("jaleel-jacob/rob-occupancy-at-miss", s, p, "rob_entries", "entries",
+             d["rob_occupancy_at_miss"] if misses else None, "no TLB miss")
+        # Figure 4: instructions flushed per instruction retired, by stage
+        for stage, key in (("finished", "done"), ("executing", "issued"),
+                           ("waiting-to-issue", "waiting"), ("before-rename", "frontend")):
+            emit("jaleel-jacob/flushed-per-retired", s, dict(p, stage=stage), "ratio",
+                 "flushed/retired", d["flushed"][key] / d["instructions"])
+        if s == "traditional":
+            emit("jaleel-jacob/inlined-fraction", s, p, "fraction", "ratio", None,
+                 "the traditional scheme never in-lines")
+        else:
+            emit("jaleel-jacob/inlined-fraction", s, p, "fraction", "ratio",
+                 d["inlined"] / misses if misses else None, "no TLB miss")
+            for reason in ("rob", "iq", "registers"):
+                emit("jaleel-jacob/fallback-fraction", s, dict(p, reason=reason), "fraction",
+                     "ratio", d["fallback"][reason] / misses if misses else None, "no TLB miss")
+    by_w = {}
+    for (w, s, n), d in results.items():
+        by_w.setdefault(w, []).append(d["ips"])
+    for w, v in sorted(by_w.items()):
+        v.sort()
+        r = {"experiment": "jaleel-jacob/sim-speed", "mechanism": "tksim", "params": {"workload": w},
+             "metric": "ips", "unit": "instructions/s", "median": v[len(v) // 2], "min": v[0],
+             "max": v[-1], "n": len(v)}
+        print(json.dumps(r), flush=True)
+
+
+if __name__ == "__main__":
+    main()
