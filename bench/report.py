@@ -34,13 +34,16 @@ BENCHES = [
                   "handlers"),
     ("gylfason", "Gylfason & Hjalmtysson: C++ throws through 1-20 frames, dynamic_cast, "
                  "system-call errors"),
+    ("jaleel_jacob", "Jaleel & Jacob Figures 3-5 on tksim: TLB misses taken traditionally, "
+                     "appended, prepended"),
 ]
 
 MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
               "pagemap-scan", "soft-dirty", "pkeys", "fork", "stop-the-world", "redis-fork",
               "trapkit", "unprotected", "sigprocmask", "rt-sigprocmask", "aseq-sigprocmask",
               "flag", "cas", "rseq", "dyn-jump", "dyn-fault", "hyb-jump", "at-once", "libgcc",
-              "llvm-libunwind", "error-code"]
+              "llvm-libunwind", "error-code", "traditional", "append", "prepend", "perfect-tlb",
+              "tksim"]
 
 
 def log(msg):
@@ -392,6 +395,63 @@ def make_plots(results, seeds, outdir):
         plt.close(fig)
         plots.append(("gylfason.png", "C++ throws through 1-20 frames per runtime, and the "
                       "parts of a one-frame throw (Gylfason & Hjalmtysson Table 2)"))
+
+    # 9. Jaleel & Jacob Figures 3-5: flushed per miss, by stage, CPI by TLB size
+    jj = [r for r in results if r["experiment"] == "jaleel-jacob/cpi"]
+    if jj:
+        workloads = sorted({r["params"]["workload"] for r in jj})
+        sizes = sorted({r["params"]["tlb_entries"] for r in jj if r["params"]["tlb_entries"]})
+        schemes = ["traditional", "append", "prepend"]
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        ax = axes[0]
+        n = 64 if 64 in sizes else sizes[0]
+        w = 0.8 / len(schemes)
+        for j, s in enumerate(schemes):
+            ax.bar([i + j * w for i in range(len(workloads))],
+                   [med("jaleel-jacob/flushed-per-miss", s, workload=wl, tlb_entries=n) or 0
+                    for wl in workloads], w, label=s)
+        ax.set_xticks([i + w for i in range(len(workloads))])
+        ax.set_xticklabels(workloads)
+        ax.set_ylabel("instructions flushed per miss")
+        ax.set_title(f"Figure 3: flushed per miss ({n}-entry TLB)")
+        ax.legend(fontsize=7)
+        ax = axes[1]
+        stages = ["finished", "executing", "waiting-to-issue", "before-rename"]
+        labels, bottoms = [], []
+        bars = {st: [] for st in stages}
+        for wl in workloads:
+            for s in ("traditional", "prepend"):
+                labels.append(f"{wl}\n{s[:4]}")
+                for st in stages:
+                    bars[st].append(med("jaleel-jacob/flushed-per-retired", s, workload=wl,
+                                        tlb_entries=n, stage=st) or 0)
+        bottom = [0.0] * len(labels)
+        for st in stages:
+            ax.bar(range(len(labels)), bars[st], 0.7, bottom=bottom, label=st)
+            bottom = [b + v for b, v in zip(bottom, bars[st])]
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=6)
+        ax.set_ylabel("flushed / retired")
+        ax.set_title(f"Figure 4: where flushed instructions were ({n} entries)")
+        ax.legend(fontsize=7)
+        ax = axes[2]
+        for wl in workloads:
+            for s, style in (("traditional", "-"), ("append", "--"), ("prepend", ":")):
+                pts = [(z, med("jaleel-jacob/cpi", s, workload=wl, tlb_entries=z)) for z in sizes]
+                pts = [(z, v) for z, v in pts if v]
+                if pts:
+                    ax.plot([z for z, _ in pts], [v for _, v in pts], style, marker="o",
+                            label=f"{wl} {s}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("TLB entries")
+        ax.set_ylabel("CPI (user instructions)")
+        ax.set_title("Figure 5: CPI by TLB size")
+        ax.legend(fontsize=5, ncol=2)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "jaleel-jacob.png"), dpi=100)
+        plt.close(fig)
+        plots.append(("jaleel-jacob.png", "Jaleel & Jacob Figures 3-5 on tksim: instructions "
+                      "flushed per TLB miss, the stage they had reached, CPI by TLB size"))
     return plots
 
 
@@ -423,6 +483,10 @@ SECTIONS = [
         "gylfason/throw-int", "gylfason/throw-object", "gylfason/throw-with-destructors",
         "gylfason/breakdown", "gylfason/dynamic-cast", "gylfason/syscall-error",
         "gylfason/first-throw", "gylfason/throughput"]),
+    ("Jaleel & Jacob, Figures 3-5 (tksim, an Alpha 21264-like core)", [
+        "jaleel-jacob/flushed-per-miss", "jaleel-jacob/flushed-per-retired", "jaleel-jacob/cpi",
+        "jaleel-jacob/tlb-misses", "jaleel-jacob/inlined-fraction", "jaleel-jacob/fallback-fraction",
+        "jaleel-jacob/rob-occupancy-at-miss", "jaleel-jacob/sim-speed"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
