@@ -47,4 +47,15 @@ riscv64-linux-gnu-gcc -nostdlib -static -DWHICH=0 -o "$dir/illegal" -x assembler
 riscv64-linux-gnu-gcc -nostdlib -static -DWHICH=1 -o "$dir/unmapped" -x assembler-with-cpp "$dir/faults.S"
 expect 4 "illegal instruction" "$dir/illegal"
 expect 4 "access to unmapped memory (0x100000000)" "$dir/unmapped"
+# configuration: the shipped file reads; bad files and values are refused
+cfg=$(dirname "$0")/../sim/configs/alpha21264.cfg
+expect 4 "illegal instruction" --config "$cfg" "$dir/illegal"
+printf 'rob_size = 80\nwidth 4\n' >"$dir/bad1.cfg"
+expect 2 "bad1.cfg:2: not 'key = value'" --config "$dir/bad1.cfg" "$dir/illegal"
+printf 'rob_size = 80\nrob_sise = 96\n' >"$dir/bad2.cfg"
+expect 2 "bad2.cfg:2: unknown parameter 'rob_sise'" --config "$dir/bad2.cfg" "$dir/illegal"
+expect 2 "wants a whole number from 8" --set rob_size=2 "$dir/illegal"
+expect 2 "wants traditional, append or prepend" --set scheme=sideways "$dir/illegal"
+expect 2 "do not make whole sets" --set l1d_size=3000 "$dir/illegal"
+expect 2 "cannot be read" --config "$dir/nothere.cfg" "$dir/illegal"
 exit $fail
