@@ -21,6 +21,8 @@ import tempfile
 import time
 
 SCHEMES = ["traditional", "append", "prepend"]
+CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim", "configs",
+                      "alpha21264.cfg")
 # inputs: large enough that 128 entries of 8 KiB pages (1 MiB) do not hold
 # the data, small enough for a run of about ten seconds
 WORKLOADS = {
@@ -41,7 +43,7 @@ def emit(exp, mech, params, metric, unit, value, reason=None):
 
 def run(tksim, wdir, workload, args, sets):
     with tempfile.NamedTemporaryFile(suffix=".json") as j:
-        cmd = [tksim, "--quiet", "--stats-json", j.name]
+        cmd = [tksim, "--quiet", "--config", CONFIG, "--stats-json", j.name]
         for s in sets:
             cmd += ["--set", s]
         cmd += [os.path.join(wdir, workload)] + args
@@ -99,8 +101,10 @@ def main():
              misses / kinsns if kinsns else None)
         emit("jaleel-jacob/flushed-per-miss", s, p, "flushed_per_miss", "instructions",
              d["flushed_per_miss"] if misses else None, "no TLB miss")
-        emit("jaleel-jacob/rob-occupancy-at-miss", s, p, "rob_entries", "entries",
-             d["rob_occupancy_at_miss"] if misses else None, "no TLB miss")
+        emit("jaleel-jacob/rob-occupancy-at-miss", s, dict(p, when="detected"), "rob_entries",
+             "entries", d["rob_occupancy_at_detect"] if d["detections"] else None, "no TLB miss")
+        emit("jaleel-jacob/rob-occupancy-at-miss", s, dict(p, when="taken"), "rob_entries",
+             "entries", d["rob_occupancy_at_miss"] if misses else None, "no TLB miss")
         # Figure 4: instructions flushed per instruction retired, by stage
         for stage, key in (("finished", "done"), ("executing", "issued"),
                            ("waiting-to-issue", "waiting"), ("before-rename", "frontend")):

@@ -616,6 +616,8 @@ void Core::issue()
         case C_AMO: {
             lat = static_cast<uint64_t>(in.cls == C_STORE ? c_.lat_int : c_.lat_load);
             if (!u->handler && !tlb_probe(u->vpn)) { // held until its page is in the TLB
+                st_.detections++;
+                st_.rob_occupancy_at_detect += rob_.size();
                 u->tlbmiss = true;
                 u->st = Uop::ISSUED;
                 return;
@@ -925,6 +927,7 @@ std::string Core::stats_json() const
         "%llu}, \"flushed_per_miss\": %.4f, \"rob_occupancy_at_miss\": %.3f, \"replays\": "
         "%llu, \"branches\": %llu, \"mispredicts\": %llu, \"l1d_accesses\": %llu, "
         "\"l1d_misses\": %llu, \"l1i_misses\": %llu, \"commit_hash\": \"%016llx\", "
+        "\"detections\": %llu, \"rob_occupancy_at_detect\": %.3f, "
         "\"seconds\": %.6f, \"ips\": %.1f}",
         sch[static_cast<int>(c_.scheme)], c_.tlb_entries,
         c_.tlb_replacement == Replacement::LRU ? "lru" : "round-robin",
@@ -951,8 +954,12 @@ std::string Core::stats_json() const
         static_cast<unsigned long long>(s.l1d_accesses),
         static_cast<unsigned long long>(s.l1d_misses),
         static_cast<unsigned long long>(s.l1i_misses),
-        static_cast<unsigned long long>(s.commit_hash), s.seconds,
-        s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0);
+        static_cast<unsigned long long>(s.commit_hash),
+        static_cast<unsigned long long>(s.detections),
+        s.detections
+            ? static_cast<double>(s.rob_occupancy_at_detect) / static_cast<double>(s.detections)
+            : 0.0,
+        s.seconds, s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0);
     return b;
 }
 

@@ -71,6 +71,10 @@ strip() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("se
 "$tksim" --quiet --set scheme=prepend --stats-json "$dir/r1.json" "$wdir/map" 1500 >/dev/null
 "$tksim" --quiet --set scheme=prepend --stats-json "$dir/r2.json" "$wdir/map" 1500 >/dev/null
 check "two runs, the same statistics" "$(strip "$dir/r1.json")" "$(strip "$dir/r2.json")"
+# the shipped configuration file is the built-in machine
+"$tksim" --quiet --config "$(dirname "$0")/../sim/configs/alpha21264.cfg" --set scheme=prepend \
+    --stats-json "$dir/r3.json" "$wdir/map" 1500 >/dev/null
+check "sim/configs/alpha21264.cfg, the built-in values" "$(strip "$dir/r3.json")" "$(strip "$dir/r1.json")"
 
 # a lost TLB fill: the pipeline is caught stuck, its state printed, exit 5
 rc=0
