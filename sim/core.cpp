@@ -332,6 +332,15 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
     btb_target_.assign(1024, 0);
 }
 
+Core::~Core()
+{
+    // every uop is in the pool or in one of these (the issue queues and
+    // the executing list point into the ROB)
+    for (auto *q : {&fetchq_, &decodeq_, &rob_})
+        for (Uop *u : *q) delete u;
+    for (Uop *u : pool_) delete u;
+}
+
 // ---- the TLB ----
 bool Core::tlb_probe(uint64_t vpn) const
 {

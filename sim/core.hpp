@@ -93,6 +93,9 @@ class Core
 {
   public:
     Core(Machine &m, const Config &c);
+    ~Core();
+    Core(const Core &) = delete;
+    Core &operator=(const Core &) = delete;
     // Runs to the program's end (or max_insns user instructions).  Throws
     // GuestFault; on a stuck pipeline prints its state to stderr and
     // returns false.

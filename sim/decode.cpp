@@ -387,7 +387,8 @@ Inst decode16(uint16_t h)
                 return make(ADDI, C_INT, 2, 2, NOREG, nz);
             }
             if (imm6 == 0) break;
-            return make(LUI, C_INT, xr(rd), NOREG, NOREG, imm6 << 12);
+            return make(LUI, C_INT, xr(rd), NOREG, NOREG,
+                        static_cast<int64_t>(static_cast<uint64_t>(imm6) << 12));
         case 4: {
             uint32_t f2 = bits(h, 11, 10);
             uint32_t sh = (bits(h, 12, 12) << 5) | bits(h, 6, 2);
