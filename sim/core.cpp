@@ -285,7 +285,7 @@ bool Core::Cache::access(uint64_t addr)
 struct Core::Uop {
     uint64_t seq = 0; // user: position in the instruction stream
     bool handler = false;
-    Inst hinst; // a handler instruction (user ones point into the machine's cache)
+    Inst hinst; // the instruction (inst points here)
     const Inst *inst = nullptr;
     uint64_t pc = 0, next_pc = 0, addr = 0;
     bool taken = false;
@@ -304,7 +304,18 @@ Core::Uop *Core::new_uop()
     if (pool_.empty()) return new Uop();
     Uop *u = pool_.back();
     pool_.pop_back();
-    *u = Uop();
+    // field by field: cheaper than assigning a fresh Uop (the instruction
+    // and the addresses are written by fetch)
+    u->seq = 0;
+    u->handler = false;
+    u->addr = 0;
+    u->taken = false;
+    u->st = Uop::FRONT;
+    u->ready = NEVER;
+    u->src[0] = u->src[1] = u->src[2] = -1;
+    u->dst = u->old = u->arch_dst = -1;
+    u->tlbmiss = u->mispred = u->mem = u->fp_queue = false;
+    u->vpn = 0;
     return u;
 }
 
@@ -412,6 +423,7 @@ void Core::flush_all(uint64_t resume_seq)
         if (!used[p]) free_fp_.push_back(static_cast<int>(p));
     for (int p : committed_map_) preg_ready_[static_cast<size_t>(p)] = 0;
     waiting_branch_ = nullptr;
+    iq_dirty_ = true;
     fetch_seq_ = resume_seq;
 }
 
@@ -459,6 +471,7 @@ void Core::take_miss(Uop &head)
     if (inlined) {
         st_.inlined++;
         inline_ = true;
+        handler_undispatched_ = static_cast<int>(h.size());
         prepend_at_ = 0;
         mode_ = Mode::FETCH_HANDLER;
         return;
@@ -520,7 +533,9 @@ void Core::commit()
                 u->tlbmiss = false;
                 u->st = Uop::ISSUED;
                 u->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
+                if (u->dst >= 0) preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
                 executing_.push_back(u);
+                iq_dirty_ = true;
                 st_.replays++;
                 return;
             }
@@ -573,6 +588,7 @@ void Core::complete()
                     w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
                     if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
                     executing_.push_back(w);
+                    iq_dirty_ = true;
                     st_.replays++;
                 }
             for (Uop *w : rob_)
@@ -582,6 +598,7 @@ void Core::complete()
                     w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
                     if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
                     executing_.push_back(w);
+                    iq_dirty_ = true;
                 }
         }
         if (u->handler && u->inst->op == TK_ERET && !inline_) {
@@ -599,9 +616,20 @@ void Core::complete()
 
 void Core::issue()
 {
+    // Nothing can issue before the earliest time a waiting uop's operands
+    // are known to be ready, unless something changed since the last look
+    // (a uop came in, one issued, an access was re-armed): skip the scan.
+    if (!iq_dirty_ && cycle_ < iq_next_) return;
+    iq_dirty_ = false;
+    iq_next_ = NEVER;
     auto ready = [this](Uop *u) {
+        uint64_t at = 0;
         for (int s : u->src)
-            if (s >= 0 && preg_ready_[static_cast<size_t>(s)] > cycle_) return false;
+            if (s >= 0) at = std::max(at, preg_ready_[static_cast<size_t>(s)]);
+        if (at > cycle_) {
+            iq_next_ = std::min(iq_next_, at); // NEVER until its producer issues
+            return false;
+        }
         return true;
     };
     auto start = [this](Uop *u) {
@@ -655,7 +683,12 @@ void Core::issue()
         Uop *u = iq_int_[i];
         bool is_mem = u->mem;
         bool serial = u->inst->cls == C_SYSTEM;
-        if ((is_mem && mem >= c_.mem_ports) || (serial && rob_.front() != u) || !ready(u)) {
+        if (!ready(u)) {
+            i++;
+            continue;
+        }
+        if ((is_mem && mem >= c_.mem_ports) || (serial && rob_.front() != u)) {
+            iq_dirty_ = true; // ready, but held: look again next cycle
             i++;
             continue;
         }
@@ -664,6 +697,7 @@ void Core::issue()
         issued++;
         if (is_mem) mem++;
     }
+    if (issued == std::min(c_.int_units, c_.issue_width)) iq_dirty_ = true; // more may be ready
     int fp = 0;
     for (size_t i = 0; i < iq_fp_.size() && fp < c_.fp_units;) {
         Uop *u = iq_fp_[i];
@@ -675,6 +709,8 @@ void Core::issue()
         start(u);
         fp++;
     }
+    if (fp == c_.fp_units) iq_dirty_ = true;
+    if (issued || fp) iq_dirty_ = true; // their results wake others
 }
 
 void Core::dispatch()
@@ -682,6 +718,10 @@ void Core::dispatch()
     for (int n = 0; n < c_.rename_width && !decodeq_.empty(); n++) {
         Uop *u = decodeq_.front();
         if (u->stage_at >= cycle_) return;
+        // the program's uops wait while a prepended handler's go in (the
+        // room the in-lining found is the handler's)
+        if (!u->handler && inline_ && c_.scheme == Scheme::PREPEND && handler_undispatched_ > 0)
+            return;
         const Inst &in = *u->inst;
         if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
         bool fpq = in.cls == C_FP || in.cls == C_FDIV;
@@ -711,11 +751,13 @@ void Core::dispatch()
         }
         u->st = Uop::WAIT;
         u->fp_queue = fpq;
+        if (u->handler && inline_ && handler_undispatched_ > 0) handler_undispatched_--;
         if (!u->handler) {
             if (ld) loads_++;
             if (stq) stores_++;
         }
         (fpq ? iq_fp_ : iq_int_).push_back(u);
+        iq_dirty_ = true;
         if (u->handler && inline_ && c_.scheme == Scheme::PREPEND) {
             rob_.insert(rob_.begin() + prepend_at_, u);
             prepend_at_++;

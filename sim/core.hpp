@@ -154,6 +154,8 @@ class Core
     std::deque<Uop *> fetchq_, decodeq_, rob_;
     std::vector<Uop *> iq_int_, iq_fp_;
     std::vector<Uop *> executing_;
+    bool iq_dirty_ = true; // the issue queues changed since they were last scanned
+    uint64_t iq_next_ = 0; // the earliest cycle a waiting uop's operands are ready
     int loads_ = 0, stores_ = 0;
 
     // renaming: 72 architectural registers (x, f, k)
@@ -173,6 +175,7 @@ class Core
     uint64_t miss_vpn_ = 0;            // the page the current handler fills
     uint64_t resume_seq_ = 0;          // traditional: re-fetch from here after eret
     int prepend_at_ = 0;               // prepend: where the next handler uop goes in the ROB
+    int handler_undispatched_ = 0;     // in-lined: handler uops not yet in the ROB
     bool handler_active_ = false;      // a handler's TLB write has not executed yet
     uint64_t tlb_checked_seq_ = ~0ull; // the access whose program-order lookup is done
 
