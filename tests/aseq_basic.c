@@ -184,12 +184,20 @@ int main(void)
     pthread_t th;
     CHECK(pthread_create(&th, NULL, flood, NULL) == 0);
     uint64_t refused0 = st.refused;
-    for (int i = 0; i < 2000000 && (saw_mid < 20 || st.refused - refused0 < 20); i++) {
+    /* until 20 of each have been seen (how many iterations that takes
+     * depends on the machine and the build: up to a minute) */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; saw_mid < 20 || st.refused - refused0 < 20; i++) {
         if (i % 2)
             unsafe_loop();
         else
             unsafe_call();
         tk_aseq_get_stats(&st);
+        if (i % 4096 == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec > 60) break;
+        }
     }
     atomic_store(&stop, true);
     pthread_join(th, NULL);
