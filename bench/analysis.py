@@ -479,13 +479,6 @@ def seeds_tables(seeds):
         tables.append(("Thekkath & Levy Table 5 (Hosking & Moss's counts, 25 MHz)",
                        ["program", "store checks (c)", "page exceptions (t)", "cycles per check (x)",
                         "break-even"], body))
-    jr = seeds.get("jaleel-jacob", {}).get("ranges")
-    if jr:
-        body = [[r["what"], (f"{_cell(r['low'])}" if r["low"] == r["high"]
-                             else f"{_cell(r['low'])}-{_cell(r['high'])}") + " " + r["unit"]]
-                for r in jr]
-        tables.append(("Jaleel & Jacob, the ranges their text gives (2001, simulated Alpha "
-                       "21264-like core)", ["what", "reported"], body))
     return tables
 
 
