@@ -19,6 +19,10 @@ constexpr uint64_t HANDLER_PC = 0x3f00000000ull; // where the handler's code sit
 constexpr uint64_t PT_BASE = 0x3e00000000ull;    // the linear page table (8 bytes per page)
 constexpr uint64_t NEVER = ~0ull;
 
+// the configuration's words for the enumerators, in their order
+const char *const SCHEME_NAMES[] = {"traditional", "append", "prepend"};
+const char *const REPLACEMENT_NAMES[] = {"lru", "round-robin"};
+
 double now()
 {
     struct timespec t;
@@ -157,28 +161,28 @@ bool Config::set(const std::string &key, const std::string &value, std::string *
     };
     for (auto &f : ints)
         if (key == f.name) return num(f.field, f.lo, f.hi);
-    if (key == "tlb_replacement") {
-        if (value == "lru")
-            tlb_replacement = Replacement::LRU;
-        else if (value == "round-robin")
-            tlb_replacement = Replacement::ROUND_ROBIN;
-        else {
-            *err = "tlb_replacement = " + value + ": wants lru or round-robin";
-            return false;
+    // a word from a list (the enumerators' names, in order)
+    auto word = [&](const char *const *names, int n, int *out) {
+        std::string all;
+        for (int i = 0; i < n; i++) {
+            if (value == names[i]) {
+                *out = i;
+                return true;
+            }
+            all += std::string(i ? (i == n - 1 ? " or " : ", ") : "") + names[i];
         }
+        *err = key + " = " + value + ": wants " + all;
+        return false;
+    };
+    int w;
+    if (key == "tlb_replacement") {
+        if (!word(REPLACEMENT_NAMES, 2, &w)) return false;
+        tlb_replacement = static_cast<Replacement>(w);
         return true;
     }
     if (key == "scheme") {
-        if (value == "traditional")
-            scheme = Scheme::TRADITIONAL;
-        else if (value == "append")
-            scheme = Scheme::APPEND;
-        else if (value == "prepend")
-            scheme = Scheme::PREPEND;
-        else {
-            *err = "scheme = " + value + ": wants traditional, append or prepend";
-            return false;
-        }
+        if (!word(SCHEME_NAMES, 3, &w)) return false;
+        scheme = static_cast<Scheme>(w);
         return true;
     }
     if (key == "stuck_cycles") {
@@ -241,10 +245,9 @@ bool Config::line_ok() const
 
 std::string Config::describe() const
 {
-    const char *sch[] = {"traditional", "append", "prepend"};
     std::ostringstream o;
-    o << "scheme " << sch[static_cast<int>(scheme)] << ", " << tlb_entries << "-entry DTLB ("
-      << (tlb_replacement == Replacement::LRU ? "LRU" : "round-robin") << ", "
+    o << "scheme " << SCHEME_NAMES[static_cast<int>(scheme)] << ", " << tlb_entries
+      << "-entry DTLB (" << (tlb_replacement == Replacement::LRU ? "LRU" : "round-robin") << ", "
       << (1 << page_bits) / 1024 << " KiB pages), " << fetch_width << "-wide, ROB " << rob_size
       << ", IQ " << iq_int << "+" << iq_fp << ", " << int_units << " int + " << fp_units
       << " fp units, rename " << rename_int << "+" << rename_fp << ", L1 " << l1i_size / 1024 << "/"
@@ -530,12 +533,7 @@ void Core::commit()
                 return;
             }
             if (u->tlbmiss) { // flagged by a probe, but present now: access again
-                u->tlbmiss = false;
-                u->st = Uop::ISSUED;
-                u->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
-                if (u->dst >= 0) preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
-                executing_.push_back(u);
-                iq_dirty_ = true;
+                rearm(u);
                 st_.replays++;
                 return;
             }
@@ -565,6 +563,28 @@ void Core::commit()
     }
 }
 
+// An access held for its page accesses again (the TLB and the cache).
+void Core::rearm(Uop *w)
+{
+    w->tlbmiss = false;
+    w->st = Uop::ISSUED;
+    w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
+    if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
+    executing_.push_back(w);
+    iq_dirty_ = true;
+}
+
+// Fetch touches pc's I-cache line; false when fetch stops for a miss.
+bool Core::fetch_line(uint64_t pc)
+{
+    if ((pc >> l1i_.line_bits) == last_iline_) return true;
+    last_iline_ = pc >> l1i_.line_bits;
+    if (l1i_.access(pc)) return true;
+    st_.l1i_misses++;
+    fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
+    return c_.mem_latency == 0;
+}
+
 void Core::complete()
 {
     for (size_t i = 0; i < executing_.size();) {
@@ -579,26 +599,13 @@ void Core::complete()
         if (u->handler && u->inst->op == TK_TLBWR && !c_.inject_lost_fill) {
             tlb_fill(miss_vpn_);
             handler_active_ = false;
-            // rule 3: every access waiting for this page accesses again
+            // rule 3: every access waiting for this page accesses again, and
+            // the one the handler ran for (replays count the others)
             for (Uop *w : rob_)
-                if (!w->handler && w->tlbmiss && w->vpn == miss_vpn_ &&
-                    w->seq != tlb_checked_seq_) {
-                    w->tlbmiss = false;
-                    w->st = Uop::ISSUED;
-                    w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
-                    if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
-                    executing_.push_back(w);
-                    iq_dirty_ = true;
-                    st_.replays++;
-                }
-            for (Uop *w : rob_)
-                if (!w->handler && w->tlbmiss && w->seq == tlb_checked_seq_) {
-                    w->tlbmiss = false;
-                    w->st = Uop::ISSUED;
-                    w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
-                    if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
-                    executing_.push_back(w);
-                    iq_dirty_ = true;
+                if (!w->handler && w->tlbmiss &&
+                    (w->vpn == miss_vpn_ || w->seq == tlb_checked_seq_)) {
+                    rearm(w);
+                    if (w->seq != tlb_checked_seq_) st_.replays++;
                 }
         }
         if (u->handler && u->inst->op == TK_ERET && !inline_) {
@@ -796,14 +803,7 @@ void Core::fetch()
         if (mode_ == Mode::FETCH_HANDLER) {
             const std::vector<Inst> &h = handler();
             pc = HANDLER_PC + 4 * handler_next_;
-            if ((pc >> l1i_.line_bits) != last_iline_) {
-                last_iline_ = pc >> l1i_.line_bits;
-                if (!l1i_.access(pc)) {
-                    st_.l1i_misses++;
-                    fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
-                    if (c_.mem_latency > 0) return;
-                }
-            }
+            if (!fetch_line(pc)) return;
             u = new_uop();
             u->handler = true;
             u->hinst = h[handler_next_];
@@ -836,14 +836,7 @@ void Core::fetch()
         }
         const Rec &r = stream_[fetch_seq_ - stream_base_];
         pc = r.pc;
-        if ((pc >> l1i_.line_bits) != last_iline_) {
-            last_iline_ = pc >> l1i_.line_bits;
-            if (!l1i_.access(pc)) {
-                st_.l1i_misses++;
-                fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
-                if (c_.mem_latency > 0) return;
-            }
-        }
+        if (!fetch_line(pc)) return;
         u = new_uop();
         u->seq = fetch_seq_++;
         u->hinst = r.inst;
@@ -965,7 +958,6 @@ void Core::dump(const char *why) const
 std::string Core::stats_json() const
 {
     const Stats &s = st_;
-    const char *sch[] = {"traditional", "append", "prepend"};
     double ipc_den = static_cast<double>(s.user_insns ? s.user_insns : 1);
     char b[2048];
     snprintf(
@@ -980,8 +972,8 @@ std::string Core::stats_json() const
         "\"l1d_misses\": %llu, \"l1i_misses\": %llu, \"commit_hash\": \"%016llx\", "
         "\"detections\": %llu, \"rob_occupancy_at_detect\": %.3f, "
         "\"seconds\": %.6f, \"ips\": %.1f}",
-        sch[static_cast<int>(c_.scheme)], c_.tlb_entries,
-        c_.tlb_replacement == Replacement::LRU ? "lru" : "round-robin",
+        SCHEME_NAMES[static_cast<int>(c_.scheme)], c_.tlb_entries,
+        REPLACEMENT_NAMES[static_cast<int>(c_.tlb_replacement)],
         static_cast<unsigned long long>(s.cycles), static_cast<unsigned long long>(s.user_insns),
         static_cast<unsigned long long>(s.handler_insns), static_cast<double>(s.cycles) / ipc_den,
         static_cast<unsigned long long>(s.tlb_accesses),

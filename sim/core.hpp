@@ -132,6 +132,8 @@ class Core
     void flush_all(uint64_t resume_seq);
     void dump(const char *why) const;
     void front_push(std::deque<Uop *> &q, Uop *u);
+    void rearm(Uop *w);
+    bool fetch_line(uint64_t pc);
     bool prepending(const Uop *u) const;
 
     Machine &m_;

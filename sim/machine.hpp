@@ -102,6 +102,7 @@ class Machine
   private:
     uint64_t syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
                      uint64_t a5);
+    bool guest_path(uint64_t addr, uint64_t pc, std::string *out);
     uint64_t do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off);
     bool mapped(uint64_t page) const;
 

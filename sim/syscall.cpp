@@ -68,6 +68,18 @@ guest_stat convert(const struct stat &st)
 }
 } // namespace
 
+// A NUL-terminated path in guest memory; false when it is over PATH_MAX.
+bool Machine::guest_path(uint64_t addr, uint64_t pc, std::string *out)
+{
+    out->clear();
+    for (uint64_t p = addr;; p++) {
+        char c = static_cast<char>(*host(p, 1, pc));
+        if (!c) return true;
+        *out += c;
+        if (out->size() > 4096) return false;
+    }
+}
+
 uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off)
 {
     (void)prot;
@@ -119,12 +131,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
     case 56: { // openat: read-only opens of the host's files
         if ((a2 & O_ACCMODE) != O_RDONLY) return err(EACCES);
         std::string path;
-        for (uint64_t p = a1;; p++) {
-            char c = static_cast<char>(*host(p, 1, pc));
-            if (!c) break;
-            path += c;
-            if (path.size() > 4096) return err(ENAMETOOLONG);
-        }
+        if (!guest_path(a1, pc, &path)) return err(ENAMETOOLONG);
         int fd = openat(AT_FDCWD, path.c_str(), O_RDONLY | O_CLOEXEC);
         return fd < 0 ? err(errno) : static_cast<uint64_t>(fd);
     }
@@ -163,12 +170,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
     }
     case 78: { // readlinkat: /proc/self/exe is the program; nothing else is a link
         std::string path;
-        for (uint64_t p = a1;; p++) {
-            char c = static_cast<char>(*host(p, 1, pc));
-            if (!c) break;
-            path += c;
-            if (path.size() > 4096) return err(ENAMETOOLONG);
-        }
+        if (!guest_path(a1, pc, &path)) return err(ENAMETOOLONG);
         if (path != "/proc/self/exe") return err(ENOENT);
         uint64_t n = std::min<uint64_t>(exe_path_.size(), a3);
         if (n) memcpy(host(a2, n, pc), exe_path_.data(), n);
