@@ -99,6 +99,18 @@ _Unwind_Word our_mark()
 }
 
 // ---- statistics: per thread, folded into the total when a thread ends ----
+// The per-thread counts (generation is global, not summed).
+void add(tk_eh_stats *to, const tk_eh_stats &s)
+{
+    to->throws += s.throws;
+    to->frames += s.frames;
+    to->cache_hits += s.cache_hits;
+    to->cache_misses += s.cache_misses;
+    to->cleanups += s.cleanups;
+    to->handlers += s.handlers;
+    to->handed_off += s.handed_off;
+}
+
 struct counters {
     tk_eh_stats s{};
     ~counters();
@@ -109,13 +121,7 @@ thread_local counters local;
 counters::~counters()
 {
     std::lock_guard<std::mutex> g(ended_lock);
-    ended.throws += s.throws;
-    ended.frames += s.frames;
-    ended.cache_hits += s.cache_hits;
-    ended.cache_misses += s.cache_misses;
-    ended.cleanups += s.cleanups;
-    ended.handlers += s.handlers;
-    ended.handed_off += s.handed_off;
+    add(&ended, s);
 }
 
 // ---- the PC table ----
@@ -590,13 +596,7 @@ TK_EXPORT void tk_eh_get_stats(struct tk_eh_stats *out)
 {
     std::lock_guard<std::mutex> g(ended_lock);
     *out = ended;
-    out->throws += local.s.throws;
-    out->frames += local.s.frames;
-    out->cache_hits += local.s.cache_hits;
-    out->cache_misses += local.s.cache_misses;
-    out->cleanups += local.s.cleanups;
-    out->handlers += local.s.handlers;
-    out->handed_off += local.s.handed_off;
+    add(out, local.s);
     out->generation = generation.load() / 2;
 }
 
