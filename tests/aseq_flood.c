@@ -41,6 +41,7 @@ static uint64_t pair[2];
 static long incr_main, incr_handler;
 static unsigned char seen[NSEND];
 static volatile long rt_handled, usr_handled, timer_handled, dup_or_bad;
+static atomic_long rt_sent; /* queued by send_rt */
 static int scheme;
 static pthread_t main_thread;
 static atomic_bool stop_senders;
@@ -133,6 +134,7 @@ static void *send_rt(void *arg)
         while (v - rt_handled >= 4 && !atomic_load(&stop_senders)) sched_yield();
         union sigval sv = {.sival_int = v};
         while (pthread_sigqueue(main_thread, SIGRTMIN, sv) != 0) sched_yield(); /* queue full */
+        atomic_fetch_add(&rt_sent, 1);
         for (uint64_t i = tk_test_xorshift(&seed) % 2000; i; i--) __builtin_ia32_pause();
     }
     return NULL;
@@ -222,6 +224,10 @@ int main(int argc, char **argv)
     atomic_store(&stop_senders, true);
     pthread_join(t2, NULL);
     pthread_join(t1, NULL);
+    /* the real-time signals still queued (up to 4) arrive while the
+     * sequences go on */
+    for (time_t until = time(NULL) + 30; rt_handled < atomic_load(&rt_sent) && time(NULL) < until;)
+        if (!round_trip(&incr_main)) torn = true;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* nothing more arrives while checking */
@@ -250,8 +256,12 @@ int main(int argc, char **argv)
     printf("ok: the unprotected build shows the corruption\n");
 #else
     CHECK(intact);
-    CHECK(rt_handled == NSEND);
-    for (int v = 0; v < NSEND; v++) CHECK(seen[v] == 1);
+    /* every queued signal handled exactly once; all NSEND unless the
+     * deadline came first on a slow machine, and at least a fifth */
+    long sent = atomic_load(&rt_sent);
+    CHECK(sent >= NSEND / 5);
+    CHECK(rt_handled == sent);
+    for (long v = 0; v < NSEND; v++) CHECK(seen[v] == (v < sent));
     CHECK(usr_handled > 0 && usr_handled <= sent_usr);
     CHECK(timer_handled > 0);
     CHECK(st.rollforwards > 0 && st.refused == 0);
