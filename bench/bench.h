@@ -44,15 +44,54 @@ void bench_emit_value(const char *experiment, const char *mechanism, const char 
                       const char *metric, const char *unit, double value);
 void bench_emit_null(const char *experiment, const char *mechanism, const char *params,
                      const char *metric, const char *unit, const char *reason);
+/* The same with more fields: extra is a JSON object body without braces
+ * (e.g. "\"derived\": true, \"derived_from\": [\"mosberger/signal\"]"),
+ * or NULL.  A figure computed from other figures rather than measured says
+ * so with "derived": true. */
+void bench_emit_ex(const char *experiment, const char *mechanism, const char *params,
+                   const char *metric, const char *unit, struct bench_fig *f, const char *extra);
+void bench_emit_null_ex(const char *experiment, const char *mechanism, const char *params,
+                        const char *metric, const char *unit, const char *reason,
+                        const char *extra);
 
-/* The time-stamp counter, and its rate measured against CLOCK_MONOTONIC
+/* The time-stamp counter, read serialised at both ends: the lfence before
+ * rdtsc waits for every earlier instruction to complete, the one after keeps
+ * later instructions from starting before the counter is read, so a single
+ * event between two readings is neither cut short nor padded by
+ * out-of-order execution.  Every TSC reading of the benchmarks goes
+ * through this one helper.  Its rate is measured against CLOCK_MONOTONIC
  * once per run (for figures of a few microseconds, split at a boundary the
  * clock cannot see across, such as signal delivery). */
 static inline uint64_t bench_tsc(void)
 {
-    return __builtin_ia32_rdtsc();
+    uint32_t lo, hi;
+    __asm__ volatile("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi)::"memory");
+    return (uint64_t)hi << 32 | lo;
 }
 double bench_tsc_per_ns(void);
+
+/* NULL if the TSC is invariant (CPUID leaf 0x80000007, EDX bit 8: constant
+ * rate in every P-, C- and T-state), so its counts are cycles of one fixed
+ * clock and convert to time; otherwise why figures taken with it are not
+ * reported (emit them null with this reason). */
+const char *bench_tsc_unusable(void);
+
+/* bench_emit for a figure taken with the TSC: null with the reason of
+ * bench_tsc_unusable() when the counter is not invariant. */
+void bench_emit_tsc(const char *experiment, const char *mechanism, const char *params,
+                    const char *metric, const char *unit, struct bench_fig *f);
+
+/* CPUs this process may run on: the probe's count (trapkit probe, online
+ * CPUs), or fewer if the affinity mask allows fewer.  No benchmark runs more
+ * busy threads than this. */
+int bench_ncpus(void);
+
+/* k threads of this process spinning over their own 64 KiB each (so they
+ * keep the process's page tables in use on their CPUs and a protection
+ * change must shoot down their TLBs); bench_spinners_stop() joins them.
+ * One set at a time; k at most 63. */
+void bench_spinners_start(int k);
+void bench_spinners_stop(void);
 
 /* xorshift64* */
 static inline uint64_t bench_rand(uint64_t *s)
