@@ -14,7 +14,11 @@
  *   threads/trap+prot1+unprot    trap+prot1+unprot again with 1, 2 and 4
  *                                threads of the process running (the others
  *                                spin over their own memory, so a protection
- *                                change must shoot down their TLBs)
+ *                                change must shoot down their TLBs); never
+ *                                more busy threads than this machine's CPUs
+ *                                (bench_ncpus): a count above it is null
+ *                                with the reason, as it would measure the
+ *                                scheduler's time slices, not the shootdown
  *
  * Pages are written before timing starts, as in the paper.  Protection is
  * read-only and the accesses are writes, which every mechanism can express.
@@ -24,8 +28,6 @@
  * repetitions of all mechanisms are interleaved.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,18 +256,6 @@ static double run_add(long loops)
     return (double)(t1 - t0) / ((double)loops * 20.0);
 }
 
-static atomic_int spinning;
-
-static void *spinner(void *arg)
-{
-    (void)arg;
-    volatile char *buf = malloc(64 * 1024);
-    unsigned long x = 0;
-    while (atomic_load_explicit(&spinning, memory_order_relaxed))
-        for (size_t i = 0; i < 64 * 1024; i += 64) x += buf[i];
-    return (void *)x;
-}
-
 /* One cycle: a long dependent chain of register adds, one per cycle. */
 static double run_cycle(long loops)
 {
@@ -355,26 +345,33 @@ int main(int argc, char **argv)
             bench_emit("appel-li/trap+protn+unprot", m->id, params, "time", "ns", &protn[i]);
     }
 
-    /* The same with other threads of the process running. */
+    /* The same with other threads of the process running, as many busy
+     * threads as there are CPUs at most. */
     const int nthreads[] = {1, 2, 4};
+    int ncpus = bench_ncpus();
     for (int t = 0; t < 3; t++) {
-        pthread_t th[3];
-        atomic_store(&spinning, 1);
-        for (int k = 0; k < nthreads[t] - 1; k++) pthread_create(&th[k], NULL, spinner, NULL);
+        char over[160];
+        snprintf(over, sizeof over,
+                 "%d busy threads on %d CPUs would measure the scheduler's time slices, not the "
+                 "TLB shootdowns: never more busy threads than CPUs",
+                 nthreads[t], ncpus);
+        bool run_it = nthreads[t] <= ncpus;
         struct bench_fig figs[NM];
         memset(figs, 0, sizeof figs);
-        for (int r = -1; r < o.reps; r++)
-            for (int i = 0; i < NM; i++) {
-                struct mech *m = &mechs[i];
-                if (m->reason) continue;
-                begin(m);
-                double v = run_prot1(m, iters, &seed);
-                end(m);
-                if (r >= 0) bench_add(&figs[i], v);
-            }
-        atomic_store(&spinning, 0);
-        for (int k = 0; k < nthreads[t] - 1; k++) pthread_join(th[k], NULL);
-        bench_progress("  %d thread(s) done", nthreads[t]);
+        if (run_it) {
+            bench_spinners_start(nthreads[t] - 1);
+            for (int r = -1; r < o.reps; r++)
+                for (int i = 0; i < NM; i++) {
+                    struct mech *m = &mechs[i];
+                    if (m->reason) continue;
+                    begin(m);
+                    double v = run_prot1(m, iters, &seed);
+                    end(m);
+                    if (r >= 0) bench_add(&figs[i], v);
+                }
+            bench_spinners_stop();
+            bench_progress("  %d thread(s) done", nthreads[t]);
+        }
         for (int i = 0; i < NM; i++) {
             struct mech *m = &mechs[i];
             char params[64];
@@ -382,6 +379,8 @@ int main(int argc, char **argv)
             if (m->reason)
                 bench_emit_null("threads/trap+prot1+unprot", m->id, params, "time", "ns",
                                 m->reason);
+            else if (!run_it)
+                bench_emit_null("threads/trap+prot1+unprot", m->id, params, "time", "ns", over);
             else
                 bench_emit("threads/trap+prot1+unprot", m->id, params, "time", "ns", &figs[i]);
         }

@@ -76,7 +76,9 @@ def main():
                 jobs.append((w, args, s, n, [f"scheme={s}", f"tlb_entries={n}"]))
     t0 = time.time()
     results = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+    # two simulations at once, never more than CPUs (each keeps one busy)
+    workers = max(1, min(2, len(os.sched_getaffinity(0))))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
         futs = {ex.submit(run, a.tksim, a.workloads, w, args, sets): (w, s, n)
                 for w, args, s, n, sets in jobs}
         for i, f in enumerate(concurrent.futures.as_completed(futs), 1):
