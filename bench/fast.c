@@ -84,10 +84,10 @@ int main(int argc, char **argv)
                             sub_why);
             continue;
         }
-        bench_emit("thekkath-levy/deliver-subpage", ids[fast], p_sub, "time", "ns",
-                   &sub[fast].deliver);
-        bench_emit("thekkath-levy/return", ids[fast], "\"exception\": \"subpage\"", "time", "ns",
-                   &sub[fast].ret);
+        bench_emit_tsc("thekkath-levy/deliver-subpage", ids[fast], p_sub, "time", "ns",
+                       &sub[fast].deliver);
+        bench_emit_tsc("thekkath-levy/return", ids[fast], "\"exception\": \"subpage\"", "time",
+                       "ns", &sub[fast].ret);
     }
     bench_emit_null("thekkath-levy/deliver-subpage", "posix", p_sub, "time", "ns",
                     "Linux has no sub-page protection; trapkit builds it on mprotect");

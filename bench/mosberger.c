@@ -24,6 +24,11 @@
  * mosberger/breakeven-rate: the paper's section 4.3, R = (O_H - O_S) /
  * (D_A * O_R), the signal rate below which hyb-jump beats the alternative
  * (sigprocmask, cas), for the LIFO's sequences, in signals per second.
+ * Both are derived (computed from the other figures) and say so.
+ *
+ * Cycles are counts of the time-stamp counter, read serialised
+ * (bench_tsc); where the TSC is not invariant every figure is null with
+ * the reason.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -506,7 +511,7 @@ int main(int argc, char **argv)
                                 "an enqueue stores the last node's link and the tail; a "
                                 "restartable sequence commits one store");
             else
-                bench_emit(exp, mech_names[m], "", "cycles", "cycles", &fig[t][m]);
+                bench_emit_tsc(exp, mech_names[m], "", "cycles", "cycles", &fig[t][m]);
         }
 
     /* one rollforward: raise() deferred to a Dyn/Jump sequence's end against
@@ -528,10 +533,17 @@ int main(int argc, char **argv)
         }
     }
     double o_r = med(&rdiff);
-    bench_emit("mosberger/signal", "at-once", "\"how\": \"raise\"", "cycles", "cycles", &rout);
-    bench_emit("mosberger/signal", "dyn-jump", "\"how\": \"raise, rolled forward\"", "cycles",
-               "cycles", &rin);
-    bench_emit("mosberger/rollforward", "dyn-jump", "", "cycles", "cycles", &rdiff);
+    const char *tsc_why = bench_tsc_unusable();
+    bench_emit_tsc("mosberger/signal", "at-once", "\"how\": \"raise\"", "cycles", "cycles", &rout);
+    bench_emit_tsc("mosberger/signal", "dyn-jump", "\"how\": \"raise, rolled forward\"", "cycles",
+                   "cycles", &rin);
+    const char *from_signal = "\"derived\": true, \"derived_from\": [\"mosberger/signal\"]";
+    if (tsc_why)
+        bench_emit_null_ex("mosberger/rollforward", "dyn-jump", "", "cycles", "cycles", tsc_why,
+                           from_signal);
+    else
+        bench_emit_ex("mosberger/rollforward", "dyn-jump", "", "cycles", "cycles", &rdiff,
+                      from_signal);
 
     /* section 4.3: R = (O_H - O_S) / (D_A * O_R) for the LIFO's sequences
      * (two per operation), D_A their unprotected duration */
@@ -544,14 +556,22 @@ int main(int argc, char **argv)
         double o_h = (md[T_LIFO][m] - md[T_LIFO][M_UNPROT]) / 2;
         char p[96];
         snprintf(p, sizeof p, "\"versus\": \"%s\", \"sequence_cycles\": %.1f", mech_names[m], d_a);
+        const char *from = "\"derived\": true, \"derived_from\": [\"mosberger/lifo\", "
+                           "\"mosberger/rollforward\"]";
+        if (tsc_why) {
+            bench_emit_null_ex("mosberger/breakeven-rate", "hyb-jump", p, "rate", "per_s", tsc_why,
+                               from);
+            continue;
+        }
         if (o_r <= 0 || d_a <= 0 || o_h <= o_s) {
-            bench_emit_null("mosberger/breakeven-rate", "hyb-jump", p, "rate", "per_s",
-                            "hyb-jump is not cheaper per sequence here");
+            bench_emit_null_ex("mosberger/breakeven-rate", "hyb-jump", p, "rate", "per_s",
+                               "hyb-jump is not cheaper per sequence here", from);
             continue;
         }
         double r_per_cycle = (o_h - o_s) / (d_a * o_r);
-        bench_emit_value("mosberger/breakeven-rate", "hyb-jump", p, "rate", "per_s",
-                         r_per_cycle * tsc_per_ns * 1e9);
+        struct bench_fig rate = {.n = 0};
+        bench_add(&rate, r_per_cycle * tsc_per_ns * 1e9);
+        bench_emit_ex("mosberger/breakeven-rate", "hyb-jump", p, "rate", "per_s", &rate, from);
     }
     return 0;
 }
