@@ -28,7 +28,8 @@ BENCHES = [
     ("fast", "fast paths: sub-page delivery and completion, eager amplification"),
     ("checkpoint", "checkpoint: kv-server BGSAVE by each mechanism and redis-server's, "
                    "under redis-benchmark"),
-    ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages"),
+    ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages, populated and untouched, "
+              "1 and 2 threads"),
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
     ("mosberger", "Mosberger, Druschel & Peterson Table 1: atomic sequences against signal "
                   "handlers"),
@@ -92,10 +93,9 @@ def fmt_ns(v):
     return f"{v:.3g} ns"
 
 
-def fmt_value(r):
-    if r.get("median") is None:
-        return None
-    v, unit = r["median"], r["unit"]
+def fmt_num(v, unit):
+    if v is None:
+        return "–"
     if unit == "ns":
         return fmt_ns(v)
     if unit == "bool":
@@ -112,6 +112,43 @@ def fmt_value(r):
     return f"{v:.4g} {unit}"
 
 
+def fmt_value(r):
+    if r.get("median") is None:
+        return None
+    return fmt_num(r["median"], r["unit"])
+
+
+def has_range(r):
+    """Whether a figure has a spread to show: repetitions with a min and max."""
+    return (r.get("median") is not None and r.get("n", 0) > 1 and r.get("min") is not None
+            and r.get("max") is not None)
+
+
+def fmt_range(r):
+    """"[min, max]" in the figure's unit (numbers only for bare units)."""
+    return f"[{fmt_num(r['min'], r['unit'])}, {fmt_num(r['max'], r['unit'])}]"
+
+
+def table_notes(cells):
+    """What a table's cells say beside their value: the reasons of the n/a
+    cells, which figures are derived (and from what), and notes.  Returns
+    (reasons, derived, notes), each a sorted list of (text, mechanisms)."""
+    def grouped(pairs):
+        by = {}
+        for text, mech in pairs:
+            by.setdefault(text, [])
+            if mech not in by[text]:
+                by[text].append(mech)
+        return sorted(by.items())
+    reasons = grouped((c.get("reason") or "", c["mechanism"]) for c in cells
+                      if c.get("median") is None)
+    derived = grouped((", ".join(c.get("derived_from") or []) or "other figures", c["mechanism"])
+                      for c in cells if c.get("derived") and c.get("median") is not None)
+    notes = grouped((c["note"], c["mechanism"]) for c in cells
+                    if c.get("note") and c.get("median") is not None)
+    return reasons, derived, notes
+
+
 def params_key(p):
     return json.dumps(p, sort_keys=True)
 
@@ -119,7 +156,7 @@ def params_key(p):
 def params_text(p):
     if not p:
         return ""
-    return ", ".join(f"{k}={v}" for k, v in p.items())
+    return ", ".join(f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in p.items())
 
 
 def mech_sort(m):
@@ -157,22 +194,27 @@ def html_table(results, exp):
             elif c.get("median") is None:
                 tds.append(f"<td class='na' title='{html.escape(c.get('reason', ''))}'>n/a</td>")
             else:
-                rng = ""
-                if c.get("n", 0) > 1 and c["unit"] == "ns":
-                    rng = f"<br><small>{fmt_ns(c['min'])} – {fmt_ns(c['max'])}</small>"
-                tds.append(f"<td>{html.escape(fmt_value(c))}{rng}</td>")
+                rng = f"<br><small>{html.escape(fmt_range(c))}</small>" if has_range(c) else ""
+                mark = " <small class='derived'>(derived)</small>" if c.get("derived") else ""
+                tds.append(f"<td>{html.escape(fmt_value(c))}{mark}{rng}</td>")
         out.append(f"<tr><td>{html.escape(params_text(params))}</td>{''.join(tds)}</tr>")
     out.append("</table>")
-    reasons = sorted({(c["mechanism"], c.get("reason")) for _, cells in rows for c in cells
-                      if c is not None and c.get("median") is None})
-    if reasons:
-        out.append("<ul class='reasons'>" + "".join(
-            f"<li><b>{html.escape(m)}</b>: {html.escape(r or '')}</li>" for m, r in reasons)
-            + "</ul>")
+    cells = [c for _, cs in rows for c in cs if c is not None]
+    reasons, derived, notes = table_notes(cells)
+    items = [f"<li>derived for <b>{html.escape(', '.join(ms))}</b>: computed from "
+             f"{html.escape(t)}, not measured</li>" for t, ms in derived]
+    items += [f"<li>note for <b>{html.escape(', '.join(ms))}</b>: {html.escape(t)}</li>"
+              for t, ms in notes]
+    items += [f"<li>n/a for <b>{html.escape(', '.join(ms))}</b>: {html.escape(t)}</li>"
+              for t, ms in reasons]
+    if items:
+        out.append("<ul class='reasons'>" + "".join(items) + "</ul>")
     return "\n".join(out)
 
 
 def md_table(results, exp):
+    """Rows = params, columns = mechanisms; each figure with repetitions as
+    median [min, max]; derived figures marked (derived)."""
     mechs, rows = experiment_table(results, exp)
     out = ["| params | " + " | ".join(mechs) + " |", "|---" * (len(mechs) + 1) + "|"]
     for params, cells in rows:
@@ -183,13 +225,22 @@ def md_table(results, exp):
             elif c.get("median") is None:
                 vals.append("n/a")
             else:
-                vals.append(fmt_value(c))
+                v = fmt_value(c)
+                if has_range(c):
+                    v += " " + fmt_range(c)
+                if c.get("derived"):
+                    v += " (derived)"
+                vals.append(v)
         out.append(f"| {params_text(params)} | " + " | ".join(vals) + " |")
-    reasons = sorted({(c["mechanism"], c.get("reason")) for _, cells in rows for c in cells
-                      if c is not None and c.get("median") is None})
-    if reasons:
+    cells = [c for _, cs in rows for c in cs if c is not None]
+    reasons, derived, notes = table_notes(cells)
+    lines = [f"- derived for {', '.join(ms)}: computed from {t}, not measured"
+             for t, ms in derived]
+    lines += [f"- note for {', '.join(ms)}: {t}" for t, ms in notes]
+    lines += [f"- n/a for {', '.join(ms)}: {t}" for t, ms in reasons]
+    if lines:
         out.append("")
-        out += [f"- n/a for {m}: {r}" for m, r in reasons]
+        out += lines
     return "\n".join(out)
 
 
@@ -286,32 +337,46 @@ def make_plots(results, seeds, outdir):
         plt.close(fig)
         plots.append(("dirty-per-page.png", "Cost per dirtied page, by mechanism and fraction"))
 
-    # 4. scale
+    # 4. scale: pages populated (the main series) and untouched, 1 and 2 threads
     mechs = mechs_of("scale/prot1+unprot")
     if mechs:
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for m in mechs:
-            pts = sorted((r["params"]["pages"], r["median"]) for r in results
-                         if r["experiment"] == "scale/prot1+unprot" and r["mechanism"] == m
-                         and r["median"] is not None)
-            if pts:
-                line, = ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=m)
-                fails = [r["params"]["pages"] for r in results
-                         if r["experiment"] == "scale/prot1+unprot" and r["mechanism"] == m
-                         and r["median"] is None]
-                if fails:
-                    ax.plot([min(fails)], [pts[-1][1]], marker="x", markersize=12,
-                            color=line.get_color(), linestyle="none")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("individually protected pages")
-        ax.set_ylabel("ns per PROT1 + UNPROT")
-        ax.set_title("scale/prot1+unprot (x: mprotect stops at vm.max_map_count)")
-        ax.legend()
+        srows = [r for r in results if r["experiment"] == "scale/prot1+unprot"]
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+        styles = {1: "-", 2: "--"}
+        for ax, pop in zip(axes, (True, False)):
+            colors = {}
+            for m in mechs:
+                for t in sorted({r["params"].get("threads", 1) for r in srows}):
+                    sel = [r for r in srows if r["mechanism"] == m
+                           and r["params"].get("populated", True) == pop
+                           and r["params"].get("threads", 1) == t]
+                    pts = sorted((r["params"]["pages"], r["median"]) for r in sel
+                                 if r["median"] is not None)
+                    if not pts:
+                        continue
+                    line, = ax.plot([p for p, _ in pts], [v for _, v in pts],
+                                    styles.get(t, ":"), marker="o", color=colors.get(m),
+                                    label=f"{m}, {t} thread{'s' if t > 1 else ''}")
+                    colors[m] = line.get_color()
+                    fails = [r["params"]["pages"] for r in sel if r["median"] is None]
+                    if fails:
+                        ax.plot([min(fails)], [pts[-1][1]], marker="x", markersize=12,
+                                color=line.get_color(), linestyle="none")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("individually protected pages")
+            ax.set_title("pages populated (written before protecting)" if pop
+                         else "pages never touched")
+            ax.legend(fontsize=6)
+        axes[0].set_ylabel("ns per PROT1 + UNPROT")
+        fig.suptitle("scale/prot1+unprot (x: mprotect stops at vm.max_map_count; dashed: a second "
+                     "thread running)")
         fig.tight_layout()
         fig.savefig(os.path.join(outdir, "scale.png"), dpi=100)
         plt.close(fig)
-        plots.append(("scale.png", "PROT1 + UNPROT cost as protected pages grow"))
+        plots.append(("scale.png", "PROT1 + UNPROT cost as protected pages grow: populated pages "
+                      "(the main series) and untouched ones, with the measuring thread alone "
+                      "and with a second thread running (TLB shootdowns)"))
 
     # 5. Thekkath & Levy: delivery and return, stacked
     rows = []
@@ -353,13 +418,16 @@ def make_plots(results, seeds, outdir):
     # 7. threads
     mechs = mechs_of("threads/trap+prot1+unprot")
     threads = sorted({r["params"]["threads"] for r in results
-                      if r["experiment"] == "threads/trap+prot1+unprot"})
+                      if r["experiment"] == "threads/trap+prot1+unprot"
+                      and r["median"] is not None})
     if mechs and threads:
         grouped_bars(mechs, [(f"{t} thread(s)",
                               [(med("threads/trap+prot1+unprot", m, threads=t) or 0) / 1000
                                for m in mechs]) for t in threads],
                      "µs per fault", "threads/trap+prot1+unprot: other threads running",
-                     "threads.png", "TRAP+PROT1+UNPROT with 1, 2 and 4 threads running")
+                     "threads.png", "TRAP+PROT1+UNPROT with "
+                     + " and ".join(str(t) for t in threads) + " busy threads (at most one per "
+                     "CPU; the other threads spin over their own memory)")
 
     # 8. Gylfason & Hjalmtysson: a throw by frames, per runtime; Table 2's parts
     mechs = [m for m in mechs_of("gylfason/throw-int") if m != "error-code"]
@@ -465,7 +533,8 @@ SECTIONS = [
         "thekkath-levy/deliver-wp",
         "thekkath-levy/deliver-subpage",
         "thekkath-levy/return",
-        "thekkath-levy/round-trip", "thekkath-levy/null-syscall"]),
+        "thekkath-levy/round-trip", "thekkath-levy/round-trip-ratio",
+        "thekkath-levy/null-syscall"]),
     ("Fast paths", ["subpage/open-access", "eager/trap+record"]),
     ("Checkpointing (examples/kv-server under redis-benchmark)", [
         "checkpoint/p99.9-steady", "checkpoint/p99.9-during-snapshot",
@@ -522,6 +591,13 @@ def section_exps(results, exps):
     return [e for e in exps if e in present]
 
 
+def goal_status(g):
+    """met, not met or not decided (analysis.GOAL_RULE)."""
+    if g.get("status"):
+        return g["status"]
+    return "not decided" if g.get("met") is None else "met" if g["met"] else "not met"
+
+
 def write_html(path, doc, plots, goals, seeds_html):
     r = doc["results"]
     parts = [
@@ -530,24 +606,28 @@ def write_html(path, doc, plots, goals, seeds_html):
         "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #bbb;"
         "padding:.25em .6em;text-align:right}th{background:#eee}td:first-child{text-align:left}"
         "td.na{color:#999}.reasons{font-size:.85em;color:#555}img{max-width:100%}"
-        ".goal-met{color:#060}.goal-missed{color:#a00}</style></head><body>",
+        ".goal-met{color:#060}.goal-missed{color:#a00}.goal-undecided{color:#a60}"
+        ".derived{color:#555}</style></head><body>",
         "<h1>trapkit report</h1>",
         f"<p>Generated {html.escape(doc['generated'])} by <code>{html.escape(doc['command'])}"
         f"</code>{' (quick: brief runs, figures are rough)' if doc['quick'] else ''}. "
-        "Every figure is the median of the repetitions (min – max below it), measured side by side "
-        "in this run; <code>posix</code> is the baseline done by hand as libsigsegv and Boehm GC "
-        "do it, the others are trapkit's mechanisms. n/a cells say why on hover and below the "
-        "table.</p>",
+        "Every figure is the median of the repetitions ([min, max] below it), measured side by "
+        "side in this run; <code>posix</code> is the baseline done by hand as libsigsegv and Boehm "
+        "GC do it, the others are trapkit's mechanisms. n/a cells say why on hover and below the "
+        "table; figures computed from other figures are marked (derived), and the seeds' own "
+        "figures are only in their own tables at the end, never rows for this machine.</p>",
         "<h2>Machine</h2><table>",
     ]
     for label, v in machine_rows(doc["machine"]):
         parts.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(str(v))}</td></tr>")
     parts.append("</table>")
-    parts.append("<h2>Goals</h2><table><tr><th>goal</th><th>measured</th><th>status</th></tr>")
+    parts.append(f"<h2>Goals</h2><p>{html.escape(analysis.GOAL_RULE)}</p>"
+                 "<table><tr><th>goal</th><th>measured</th><th>status</th></tr>")
     for g in goals:
-        cls = "goal-met" if g["met"] else "goal-missed"
+        st = goal_status(g)
+        cls = {"met": "goal-met", "not met": "goal-missed"}.get(st, "goal-undecided")
         parts.append(f"<tr><td>{html.escape(g['goal'])}</td><td>{html.escape(g['measured'])}</td>"
-                     f"<td class='{cls}'>{'met' if g['met'] else 'not met'}</td></tr>")
+                     f"<td class='{cls}'>{html.escape(st)}</td></tr>")
     parts.append("</table>")
     parts.append("<h2>Plots</h2>")
     for f, cap in plots:
@@ -586,16 +666,20 @@ def write_md(path, doc, goals, seeds_md=()):
         "",
         f"Generated {doc['generated']} on {m.get('CPU', '?')}, {m.get('CPUs', '?')} CPUs, Linux "
         f"{m.get('kernel release', '?')}{' — quick run, rough figures' if doc['quick'] else ''}. "
-        "Medians of interleaved repetitions; `posix` is the hand-made baseline "
-        "(sigaction + mprotect, as libsigsegv and Boehm GC do it).",
+        "Each figure is the median of interleaved repetitions followed by [min, max]; `posix` is "
+        "the hand-made baseline (sigaction + mprotect, as libsigsegv and Boehm GC do it). Figures "
+        "computed from other figures are marked (derived); the seeds' own figures are only in "
+        "their own tables at the end, never rows for this machine.",
         "",
         "## Goals",
+        "",
+        analysis.GOAL_RULE,
         "",
         "| goal | measured | status |",
         "|---|---|---|",
     ]
     for g in goals:
-        lines.append(f"| {g['goal']} | {g['measured']} | {'met' if g['met'] else 'not met'} |")
+        lines.append(f"| {g['goal']} | {g['measured']} | {goal_status(g)} |")
     for title, exps in SECTIONS:
         exps = section_exps(r, exps)
         if not exps:
@@ -661,7 +745,7 @@ def main():
     log(f"report written in {time.time() - start:.0f} s: {a.out}/results.json, {a.out}/index.html"
         + (f", {a.docs}" if a.docs else ""))
     for g in goals:
-        log(f"  goal: {g['goal']}: {g['measured']} ({'met' if g['met'] else 'not met'})")
+        log(f"  goal: {g['goal']}: {g['measured']} ({goal_status(g)})")
 
 
 if __name__ == "__main__":

@@ -116,17 +116,40 @@ for mech in ("traditional", "append", "prepend"):
                 EXPECTED.append((exp, mech, {"workload": wl, "tlb_entries": n}))
 for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread"):
     for pages in (1, 10, 100, 1000, 10000):
-        EXPECTED.append(("scale/prot1+unprot", mech, {"pages": pages}))
+        for populated in (True, False):
+            for t in (1, 2):
+                EXPECTED.append(("scale/prot1+unprot", mech,
+                                 {"pages": pages, "populated": populated, "threads": t}))
+for exc in ("int3", "ud2"):
+    EXPECTED.append(("thekkath-levy/round-trip-ratio", "fast-signal",
+                     {"exception": exc, "versus": "posix"}))
 for exp, mech, params in EXPECTED:
     if not has(exp, mech, **params):
         err(f"missing figure: {exp} {mech or ''} {params or ''}")
+
+# never more busy threads than CPUs (a figure above the count is null with the reason)
+ncpus = machine.get("ncpus") or 1
+for r in results:
+    t = r.get("params", {}).get("threads")
+    if isinstance(t, int) and t > ncpus and r.get("median") is not None and not r.get("note"):
+        err(f"{r['experiment']} {r['mechanism']}: measured with {t} threads on {ncpus} CPUs")
+# derived figures say so; the seeds' figures are never rows for this machine
+for r in results:
+    if r["experiment"].startswith("analysis/") and r.get("derived") is not True:
+        err(f"{r['experiment']} {r['mechanism']}: a derived figure without \"derived\": true")
+    if r.get("derived") is True and not r.get("derived_from"):
+        err(f"{r['experiment']} {r['mechanism']}: derived without derived_from")
+if has("analysis/heap-overflow-overhead", "cpu", detection="check"):
+    err("analysis/heap-overflow-overhead has the seed's 4% check as a row for this CPU")
 
 goals = doc.get("goals", [])
 if len(goals) != 10:
     err(f"expected 10 goals, found {len(goals)}: {[g.get('goal') for g in goals]}")
 for g in goals:
-    if not {"goal", "measured", "met", "ratio"} <= set(g):
-        err(f"goal without goal/measured/met/ratio: {g}")
+    if not {"goal", "measured", "met", "ratio", "status"} <= set(g):
+        err(f"goal without goal/measured/met/ratio/status: {g}")
+    elif g["status"] not in ("met", "not met", "not decided"):
+        err(f"goal status {g['status']!r} is not met, not met or not decided")
 
 for f in ("index.html",):
     if not os.path.exists(os.path.join(out, f)):
@@ -139,6 +162,16 @@ for title in ("Appel &amp; Li Table 1", "Thekkath &amp; Levy Table 2", "Thekkath
 docs = os.path.join(out, "results.md")
 if not os.path.exists(docs) or "## Goals" not in open(docs).read():
     err("results.md missing or without its Goals section")
+else:
+    md = open(docs).read()
+    if "not decided" not in md:
+        err("results.md does not state how goals are decided")
+    if "(derived)" not in md:
+        err("results.md marks no figure as derived")
+    # every figure with repetitions shows [min, max]: the NULL test's rows
+    row = re.search(r"^### mosberger/null\n\n(?:.*\n){2}(\|.*)$", md, re.M)
+    if not row or not re.search(r"\[[^]]+, [^]]+\]", row.group(1)):
+        err("results.md does not show [min, max] beside the medians (mosberger/null)")
 
 # index.html in headless Chromium: every table rendered, every image loaded
 chromium = shutil.which("chromium") or shutil.which("chromium-browser")
