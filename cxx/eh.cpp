@@ -11,6 +11,7 @@
 // caller.  Matching uses std::type_info's own __do_catch, so classes,
 // pointers and qualification conversions match as libstdc++ matches them.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <unwind.h>
 
@@ -20,6 +21,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <typeinfo>
@@ -98,30 +100,167 @@ _Unwind_Word our_mark()
     return reinterpret_cast<_Unwind_Word>(&marker);
 }
 
-// ---- statistics: per thread, folded into the total when a thread ends ----
-// The per-thread counts (generation is global, not summed).
+// ---- per-thread state: counts, and the exceptions whose cleanups run ----
+// The counts are kept per thread and moved into `ended` when the thread
+// ends (by a pthread key's destructor, which glibc runs after every C++
+// thread_local destructor, so a throw in one of those is counted too).
+// A thread is in `live` from its first throw until then, so the line
+// written at exit can add the threads still running; a move zeroes the
+// thread's counts, so nothing is counted twice whatever runs first.
+// The lock is never held by code that can fault, and no throw starts in
+// a signal handler (cxx/fault.cpp raises after the handler returns).
+
+// An exception that entered a landing pad for destructors (cleanups) in
+// the frame whose CFA is kept, and has not resumed since.
+struct cleanup_frame {
+    _Unwind_Exception *ue;
+    uint64_t cfa;
+};
+constexpr unsigned MAX_CLEANUPS = 8; // exceptions thrown inside destructors, nested
+
+struct thread_data {
+    tk_eh_stats s;            // counts since the last move (generation unused)
+    thread_data *prev, *next; // in `live` while linked
+    bool registered;          // set up (the key holds this: moved when the thread ends)
+    bool linked;              // in `live`
+    bool moved;               // moved once: the thread is ending
+    unsigned ncleanups;       // innermost last
+    cleanup_frame cleanups[MAX_CLEANUPS];
+};
+// Zero-initialized, no constructor or destructor.  initial-exec: the
+// runtime is linked or preloaded, so it is in the static TLS block, and an
+// access is one instruction, not a call to __tls_get_addr.
+__attribute__((tls_model("initial-exec"))) thread_local thread_data local;
+
+std::mutex stats_lock; // guards ended, live and every thread's links
+tk_eh_stats ended{};
+thread_data *live;
+pthread_key_t move_key;
+bool key_tried, have_key;
+
+// The per-thread counts (generation is global, not summed).  Another
+// thread's counts may change while they are read: each field is one load.
 void add(tk_eh_stats *to, const tk_eh_stats &s)
 {
-    to->throws += s.throws;
-    to->frames += s.frames;
-    to->cache_hits += s.cache_hits;
-    to->cache_misses += s.cache_misses;
-    to->cleanups += s.cleanups;
-    to->handlers += s.handlers;
-    to->handed_off += s.handed_off;
+    auto get = [](const uint64_t &v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
+    to->throws += get(s.throws);
+    to->frames += get(s.frames);
+    to->cache_hits += get(s.cache_hits);
+    to->cache_misses += get(s.cache_misses);
+    to->cleanups += get(s.cleanups);
+    to->handlers += get(s.handlers);
+    to->handed_off += get(s.handed_off);
 }
 
-struct counters {
-    tk_eh_stats s{};
-    ~counters();
-};
-std::mutex ended_lock;
-tk_eh_stats ended{};
-thread_local counters local;
-counters::~counters()
+void unlink_thread(thread_data *t)
 {
-    std::lock_guard<std::mutex> g(ended_lock);
-    add(&ended, s);
+    if (!t->linked) return;
+    (t->prev ? t->prev->next : live) = t->next;
+    if (t->next) t->next->prev = t->prev;
+    t->prev = t->next = nullptr;
+    t->linked = false;
+}
+
+// The key's destructor: the ending thread's counts into `ended`.
+void move_thread(void *p)
+{
+    auto *t = static_cast<thread_data *>(p);
+    std::lock_guard<std::mutex> g(stats_lock);
+    add(&ended, t->s);
+    t->s = tk_eh_stats{};
+    unlink_thread(t);
+    t->registered = false;
+    t->moved = true;
+}
+
+// On a thread's first throw.  A throw after the move (in another key's
+// destructor) sets the key again, so glibc moves the counts again on its
+// next round; the thread is not linked again, its storage going away.
+__attribute__((noinline, cold)) void register_thread()
+{
+    std::lock_guard<std::mutex> g(stats_lock);
+    if (!key_tried) {
+        key_tried = true;
+        have_key = pthread_key_create(&move_key, move_thread) == 0;
+    }
+    local.registered = true;
+    // without the key a thread could not be unlinked when it ends: its
+    // counts are then seen only by itself (tk_eh_get_stats, or the line
+    // at exit if it is the thread that exits)
+    if (!have_key || pthread_setspecific(move_key, &local) != 0 || local.moved) return;
+    local.next = live;
+    if (live) live->prev = &local;
+    live = &local;
+    local.linked = true;
+}
+
+// This thread's state, registered.
+thread_data &self()
+{
+    thread_data &t = local;
+    if (__builtin_expect(!t.registered, 0)) register_thread();
+    return t;
+}
+
+// A forked child counts its own throws: the parent's threads are not
+// its, and their counts are the parent's.
+void before_fork()
+{
+    stats_lock.lock();
+}
+void after_fork_parent()
+{
+    stats_lock.unlock();
+}
+void after_fork_child()
+{
+    ended = tk_eh_stats{};
+    local.s = tk_eh_stats{};
+    live = nullptr;
+    if (local.linked) {
+        local.prev = local.next = nullptr;
+        live = &local;
+    }
+    stats_lock.unlock();
+}
+
+__attribute__((constructor)) void init_stats()
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+// ---- the exceptions whose cleanups run ----
+// A noexcept function whose catch clauses do not match is compiled (by
+// GCC before 14) to a landing pad entered as a cleanup that calls
+// std::terminate itself.  libgcc's search phase finds no handler first
+// and calls std::terminate with the exception caught, as [except.handle]
+// requires; this runtime has entered the landing pad before it can know.
+// So std::terminate is defined here too (eh_x86_64.S): called from the
+// frame of the innermost exception's cleanup, it catches that exception
+// first.
+
+// Drops ue and every exception after it (thrown during its cleanups and
+// since ended): ue resumes, or is thrown again.
+void drop_cleanup(thread_data &t, _Unwind_Exception *ue)
+{
+    for (unsigned i = t.ncleanups; i-- > 0;) {
+        if (t.cleanups[i].ue == ue) {
+            t.ncleanups = i;
+            return;
+        }
+    }
+}
+
+void push_cleanup(thread_data &t, _Unwind_Exception *ue, uint64_t cfa)
+{
+    // an entry at this frame or deeper is stale: its frame is gone
+    while (t.ncleanups && t.cleanups[t.ncleanups - 1].cfa <= cfa) t.ncleanups--;
+    if (!cfa) return;
+    if (t.ncleanups == MAX_CLEANUPS) { // the outermost is forgotten
+        memmove(t.cleanups, t.cleanups + 1, sizeof t.cleanups[0] * (MAX_CLEANUPS - 1));
+        t.ncleanups--;
+    }
+    t.cleanups[t.ncleanups++] = {ue, cfa};
 }
 
 // ---- the PC table ----
@@ -374,10 +513,10 @@ enum mode { THROW = 0, RAISE = 1, RESUME = 2, RETHROW = 3 };
 
 // libgcc takes the throw from frame c on: the frame is made to look as if
 // it had called tk_eh_handoff.
-[[noreturn]] void hand_off(const context &c, _Unwind_Exception *ue)
+[[noreturn]] void hand_off(const context &c, _Unwind_Exception *ue, tk_eh_stats &st)
 {
     resolve_real();
-    local.s.handed_off++;
+    st.handed_off++;
     ue->private_2 = 0;
     uint64_t *sp = reinterpret_cast<uint64_t *>(c.reg[RSP]) - 1;
     // libgcc looks up a return address - 1: a frame interrupted by a signal
@@ -438,44 +577,32 @@ bool step_frame(context &c, const site &s)
     return state_for(s.pc, &fs) && step(c, fs, &cfa);
 }
 
-} // namespace
-
-// The walk.  Returns only when the exception is not ours (-1: the entry
-// point goes on to libgcc) or, for _Unwind_RaiseException and
-// _Unwind_Resume_or_Rethrow, when no handler exists
-// (_URC_END_OF_STACK; nothing has been unwound).
-extern "C" __attribute__((visibility("hidden"))) int tk_eh_walk(_Unwind_Exception *ue,
-                                                                const entry_regs *er, int mode)
+// The frame's CFA (its caller's stack pointer): the same at every PC of
+// the frame, so it names the frame.  0 when it cannot be found.
+uint64_t frame_cfa(const context &c, const site &s)
 {
-    switch (mode) {
-    case RESUME:
-        if (ue->private_1 != 0 || ue->private_2 != our_mark()) {
-            resolve_real();
-            return -1;
-        }
-        break;
-    case RAISE:
-    case RETHROW:
-        if ((mode == RETHROW && ue->private_1 != 0) || !is_gxx(ue)) {
-            resolve_real();
-            local.s.handed_off++;
-            return -1;
-        }
-        ue->private_1 = 0;
-        ue->private_2 = our_mark();
-        local.s.throws++;
-        break;
-    default:
-        ue->private_1 = 0;
-        ue->private_2 = our_mark();
-        local.s.throws++;
-        break;
+    if (s.compact) return c.reg[s.cfa_reg] + static_cast<uint64_t>(int64_t{s.cfa_off});
+    frame_state fs;
+    if (!state_for(s.pc, &fs)) return 0;
+    if (!fs.cfa_expr) {
+        if (fs.cfa_reg >= NREGS || !c.valid[fs.cfa_reg]) return 0;
+        return c.reg[fs.cfa_reg] + static_cast<uint64_t>(fs.cfa_off);
     }
-    if (mode != RESUME && __asan_handle_no_return) __asan_handle_no_return();
-    void *obj = object_of(ue);
-    const std::type_info *throw_type = type_of(obj);
-    cxa_exception *xh = header_of(ue);
+    context d = c;
+    uint64_t cfa = 0;
+    return step(d, fs, &cfa) ? cfa : 0;
+}
 
+[[noreturn]] void enter_cleanup(thread_data &t, const context &c, const site &s,
+                                _Unwind_Exception *ue)
+{
+    t.s.cleanups++;
+    push_cleanup(t, ue, frame_cfa(c, s));
+    enter(c, s.lp, ue, 0, s.args_size);
+}
+
+context context_of(const entry_regs *er)
+{
     context c;
     c.reg[RBX] = er->rbx;
     c.reg[RBP] = er->rbp;
@@ -486,9 +613,83 @@ extern "C" __attribute__((visibility("hidden"))) int tk_eh_walk(_Unwind_Exceptio
     c.reg[RSP] = er->rsp;
     c.reg[RA] = er->rip;
     for (int r : {RBX, RBP, R12, R13, R14, R15, RSP, RA}) c.valid[r] = true;
+    return c;
+}
 
+std::atomic<void (*)()> real_terminate_fn{nullptr};
+
+// libstdc++'s std::terminate: the terminate handler now in effect.
+[[noreturn]] void real_terminate()
+{
+    void (*fn)() = real_terminate_fn.load(std::memory_order_acquire);
+    if (!fn) {
+        fn = reinterpret_cast<void (*)()>(dlsym(RTLD_NEXT, "_ZSt9terminatev"));
+        if (!fn) abort();
+        real_terminate_fn.store(fn, std::memory_order_release);
+    }
+    fn();
+    abort();
+}
+
+// What libstdc++'s personality routine does at a call site that must not
+// throw (__cxa_call_terminate): the exception is caught by the implicit
+// handler, and the terminate handler in effect when it was thrown is
+// called.
+[[noreturn]] void call_terminate(_Unwind_Exception *ue) noexcept
+{
+    __cxxabiv1::__cxa_begin_catch(ue);
+    std::terminate_handler h = header_of(ue)->terminateHandler;
+    try {
+        if (h) h();
+    } catch (...) {
+    }
+    abort(); // a terminate handler must not return
+}
+
+} // namespace
+
+// The walk.  Returns only when the exception is not ours (-1: the entry
+// point goes on to libgcc) or, for _Unwind_RaiseException and
+// _Unwind_Resume_or_Rethrow, when no handler exists
+// (_URC_END_OF_STACK; nothing has been unwound).
+extern "C" __attribute__((visibility("hidden"))) int tk_eh_walk(_Unwind_Exception *ue,
+                                                                const entry_regs *er, int mode)
+{
+    thread_data &t = self();
+    tk_eh_stats &st = t.s;
+    switch (mode) {
+    case RESUME:
+        if (ue->private_1 != 0 || ue->private_2 != our_mark()) {
+            resolve_real();
+            return -1;
+        }
+        if (t.ncleanups) drop_cleanup(t, ue);
+        break;
+    case RAISE:
+    case RETHROW:
+        if ((mode == RETHROW && ue->private_1 != 0) || !is_gxx(ue)) {
+            resolve_real();
+            st.handed_off++;
+            return -1;
+        }
+        if (t.ncleanups) drop_cleanup(t, ue);
+        ue->private_1 = 0;
+        ue->private_2 = our_mark();
+        st.throws++;
+        break;
+    default:
+        ue->private_1 = 0;
+        ue->private_2 = our_mark();
+        st.throws++;
+        break;
+    }
+    if (mode != RESUME && __asan_handle_no_return) __asan_handle_no_return();
+    void *obj = object_of(ue);
+    const std::type_info *throw_type = type_of(obj);
+    cxa_exception *xh = header_of(ue);
+
+    context c = context_of(er);
     uint32_t gen = generation.load(std::memory_order_acquire);
-    tk_eh_stats &st = local.s;
     for (;;) {
         uintptr_t pc = c.pc_exact ? c.reg[RA] : c.reg[RA] - 1;
         site s;
@@ -499,17 +700,15 @@ extern "C" __attribute__((visibility("hidden"))) int tk_eh_walk(_Unwind_Exceptio
             table_put(s);
             st.cache_misses++;
         }
-        if (s.personality == P_OTHER) hand_off(c, ue);
+        if (s.personality == P_OTHER) hand_off(c, ue, st);
         if (s.personality == P_GXX) {
             switch (s.what) {
             case W_NOTHING:
                 break;
             case W_CLEANUP:
-                st.cleanups++;
-                enter(c, s.lp, ue, 0, s.args_size);
+                enter_cleanup(t, c, s, ue);
             case W_TERMINATE:
-                __cxxabiv1::__cxa_begin_catch(ue);
-                std::terminate();
+                call_terminate(ue);
             case W_ACTIONS: {
                 const uint8_t *a = s.action;
                 bool cleanup = false;
@@ -541,10 +740,7 @@ extern "C" __attribute__((visibility("hidden"))) int tk_eh_walk(_Unwind_Exceptio
                     if (disp == 0) break;
                     a = disp_at + disp;
                 }
-                if (cleanup) {
-                    st.cleanups++;
-                    enter(c, s.lp, ue, 0, s.args_size);
-                }
+                if (cleanup) enter_cleanup(t, c, s, ue);
                 break;
             }
             }
@@ -560,10 +756,40 @@ extern "C" __attribute__((visibility("hidden"))) int tk_eh_walk(_Unwind_Exceptio
 
 extern "C" {
 
+// What libstdc++'s __cxa_throw does when libgcc finds no handler.
 void tk_eh_no_handler(_Unwind_Exception *ue)
 {
     __cxxabiv1::__cxa_begin_catch(ue);
-    std::terminate();
+    real_terminate();
+}
+
+// std::terminate's body (the entry is in eh_x86_64.S, er: its caller's
+// registers).  Called from the frame whose cleanup the innermost
+// exception of this thread entered, it is the compiled noexcept
+// function's std::terminate: the exception is caught first, as by the
+// implicit handler.  Anything else (a destructor calling std::terminate,
+// a call with no exception) goes on as it is.
+__attribute__((visibility("hidden"))) [[noreturn]] void tk_eh_terminate_core(const entry_regs *er)
+{
+    thread_data &t = local;
+    if (t.ncleanups) {
+        context c = context_of(er);
+        uint32_t gen = generation.load(std::memory_order_acquire);
+        uintptr_t pc = er->rip - 1;
+        site s;
+        uint64_t cfa = 0;
+        if (table_get(pc, gen, &s) || compute_site(pc, gen, &s)) cfa = frame_cfa(c, s);
+        while (cfa && t.ncleanups) {
+            cleanup_frame top = t.cleanups[t.ncleanups - 1];
+            if (top.cfa > cfa) break; // the caller is a function the cleanup called
+            t.ncleanups--;            // the caller's, or stale (its frame is gone)
+            if (top.cfa == cfa) {
+                if (header_of(top.ue)->handlerCount <= 0) __cxxabiv1::__cxa_begin_catch(top.ue);
+                break;
+            }
+        }
+    }
+    real_terminate();
 }
 
 // __cxa_throw's body (the entry is in eh_x86_64.S): what libstdc++'s does,
@@ -594,22 +820,33 @@ TK_EXPORT int dlclose(void *handle)
 
 TK_EXPORT void tk_eh_get_stats(struct tk_eh_stats *out)
 {
-    std::lock_guard<std::mutex> g(ended_lock);
-    *out = ended;
-    add(out, local.s);
-    out->generation = generation.load() / 2;
+    tk_eh_stats s{};
+    {
+        std::lock_guard<std::mutex> g(stats_lock);
+        s = ended;
+        add(&s, local.s);
+    }
+    s.generation = generation.load() / 2;
+    *out = s;
 }
 
-// TRAPKIT_EH_STATS=FILE: the counts, appended to FILE when the program
-// ends (for a program that cannot call tk_eh_get_stats itself).
+// TRAPKIT_EH_STATS=FILE: the counts of every thread, appended to FILE
+// when the program ends (for a program that cannot call tk_eh_get_stats
+// itself).
 __attribute__((destructor)) static void write_stats_at_exit()
 {
     const char *path = getenv("TRAPKIT_EH_STATS");
     if (!path || !*path) return;
+    tk_eh_stats s{};
+    {
+        std::lock_guard<std::mutex> g(stats_lock);
+        s = ended;
+        for (thread_data *t = live; t; t = t->next) add(&s, t->s);
+        if (!local.linked) add(&s, local.s); // this thread's, if not among them
+    }
+    s.generation = generation.load() / 2;
     FILE *f = fopen(path, "a");
     if (!f) return;
-    tk_eh_stats s;
-    tk_eh_get_stats(&s);
     fprintf(f,
             "throws %llu frames %llu cache_hits %llu cache_misses %llu cleanups %llu handlers %llu "
             "handed_off %llu generation %llu\n",

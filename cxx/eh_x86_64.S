@@ -37,6 +37,20 @@ __cxa_throw:
         .cfi_endproc
         .size   __cxa_throw, .-__cxa_throw
 
+// void std::terminate(): its caller's registers to tk_eh_terminate_core,
+// which catches an exception whose cleanup calls it (eh.cpp), then calls
+// libstdc++'s.
+        .globl  _ZSt9terminatev
+        .type   _ZSt9terminatev, @function
+_ZSt9terminatev:
+        .cfi_startproc
+        SAVE_REGS
+        mov     %rsp, %rdi
+        call    tk_eh_terminate_core    // does not return
+        ud2
+        .cfi_endproc
+        .size   _ZSt9terminatev, .-_ZSt9terminatev
+
 // ENTRY name mode real: calls tk_eh_walk(exception, regs, mode); a result
 // of -1 means "not ours": the frame is dropped and the call goes on to
 // libgcc's function (real) with the caller's arguments and registers.

@@ -3,9 +3,10 @@
  * libtrapkit_eh.so replaces the throw side of the Itanium C++ ABI for a
  * program that links it ahead of libstdc++ (-ltrapkit_eh) or runs with it
  * preloaded (LD_PRELOAD=libtrapkit_eh.so), without recompiling.  It
- * defines __cxa_throw, _Unwind_RaiseException, _Unwind_Resume and
- * _Unwind_Resume_or_Rethrow; libstdc++ keeps everything else (allocation,
- * __cxa_begin_catch/__cxa_end_catch, std::exception_ptr, type_info).
+ * defines __cxa_throw, _Unwind_RaiseException, _Unwind_Resume,
+ * _Unwind_Resume_or_Rethrow and std::terminate (see below); libstdc++
+ * keeps everything else (allocation, __cxa_begin_catch/__cxa_end_catch,
+ * std::exception_ptr, type_info, the terminate handler).
  *
  * How a throw differs from libgcc's:
  *   - one phase: frames are unwound as they are searched.  Cleanups (the
@@ -15,7 +16,13 @@
  *     search reaches a noexcept function the frames below it have been
  *     unwound.  Both are the implementation's choice in [except.handle] and
  *     [except.terminate].  (libgcc runs a search phase first and calls
- *     std::terminate with the stack intact.)
+ *     std::terminate with the stack intact.)  Either way the exception is
+ *     the one being handled when the terminate handler runs
+ *     (std::current_exception()): a noexcept function whose catch clauses
+ *     do not match is compiled (by GCC before 14) to a landing pad,
+ *     entered as a cleanup, that calls std::terminate itself, and the
+ *     std::terminate defined here catches the exception first when its
+ *     caller is the frame of that cleanup, then calls libstdc++'s.
  *   - no extra frame: __cxa_throw takes the thrower's registers on entry
  *     and starts at the thrower's frame.
  *   - each call site's frame state (how to find the caller's registers)
@@ -58,12 +65,16 @@ struct tk_eh_stats {
     uint64_t generation;   /* dlclose calls seen (each empties the table) */
 };
 
-/* This thread's counts plus those of threads that have ended.  The
- * symbol is there only when libtrapkit_eh.so is loaded: look it up with
- * dlsym(RTLD_DEFAULT, "tk_eh_get_stats") to ask whether it is. */
+/* This thread's counts plus those of threads that have ended (in a forked
+ * child: since the fork).  The symbol is there only when libtrapkit_eh.so
+ * is loaded: look it up with dlsym(RTLD_DEFAULT, "tk_eh_get_stats") to ask
+ * whether it is. */
 void tk_eh_get_stats(struct tk_eh_stats *out);
 /* With TRAPKIT_EH_STATS=FILE in the environment the counts are appended to
- * FILE, one line, when the program ends. */
+ * FILE, one line, when the program ends: every throw once, in threads that
+ * ended (also in their thread_local destructors), in threads still
+ * running, and in the thread that exits.  A forked child that exits writes
+ * its own line with its own throws. */
 
 /* Points in a throw, for measuring its parts: TK_EH_TRACE_THROW when
  * __cxa_throw is entered (the exception allocated), TK_EH_TRACE_INSTALL
