@@ -136,6 +136,30 @@ int main(void)
     EXPECT_FAIL(tk_region_destroy(NULL), -EINVAL, "NULL");
     mem[0] = 2; /* user memory is read-write again after destroy */
     CHECK(tk_region_find(mem) == NULL);
+
+    /* a destroyed region: destroyed twice, or used after another region was
+     * made (which may take its place in memory), gets -EINVAL and changes
+     * nothing - the new region keeps its protection */
+    EXPECT_FAIL(tk_region_destroy(r), -EINVAL, "not a live region");
+    c = (tk_region_config){.len = 4 * ps};
+    tk_region *fresh = NULL;
+    CHECK_OK(tk_region_create(&c, &fresh));
+    char *fm = tk_region_base(fresh);
+    CHECK_OK(tk_prot1(fresh, fm, TK_PROT_READ));
+    EXPECT_FAIL(tk_region_destroy(r), -EINVAL, "not a live region");
+    EXPECT_FAIL(tk_region_destroy(r2), -EINVAL, "not a live region");
+    EXPECT_FAIL(tk_protect(r, mem, ps, TK_PROT_RW), -EINVAL, "destroyed");
+    EXPECT_FAIL(tk_protection(r, mem), -EINVAL, "destroyed");
+    EXPECT_FAIL(tk_dirty(r, bm, 256), -EINVAL, "destroyed");
+    CHECK(tk_protection(fresh, fm) == TK_PROT_READ);
+    CHECK(tk_region_find(fm) == fresh);
+    CHECK_OK(tk_region_destroy(fresh));
+    EXPECT_FAIL(tk_region_destroy(fresh), -EINVAL, "not a live region");
+    /* NULL arguments name the argument */
+    EXPECT_FAIL(tk_dirty(NULL, bm, 256), -EINVAL, "region is NULL");
+    EXPECT_FAIL(tk_protect(NULL, mem, ps, TK_PROT_RW), -EINVAL, "region is NULL");
+    EXPECT_FAIL(tk_protection(NULL, mem), -EINVAL, "region is NULL");
+    EXPECT_FAIL(tk_map2(NULL, TK_PROT_READ, (void **)&fm), -EINVAL, "region is NULL");
     printf("bad input: ok\n");
     return 0;
 }

@@ -32,9 +32,47 @@
  * MAP2 views stay accessible.  At most 15 per process (-ENOSPC after).  The
  * automatic choice never picks pkeys.
  *
- * Thread-safety: tk_region_create/destroy may be called from any thread but
- * not from a fault handler.  tk_protect/tk_unprot/tk_prot1/tk_protn are
- * async-signal-safe and may be called from a fault handler.
+ * Threads and signals.  Every call may be made from any thread.  These are
+ * async-signal-safe - callable from a fault handler or from any signal
+ * handler, also one that interrupted its own thread inside trapkit:
+ * tk_protect, tk_prot1, tk_protn, tk_unprot, tk_protection, tk_region_find,
+ * tk_region_base/len/page_size/mech, and the fault path itself (a signal
+ * handler may touch protected memory at any time).  trapkit defers the
+ * calling thread's asynchronous signals while it holds a region's lock (two
+ * rt_sigprocmask calls per tk_protect), so a signal handler never runs inside
+ * that critical section: it cannot deadlock on it or see it half done.  Not
+ * async-signal-safe: tk_region_create, tk_region_destroy, tk_dirty, tk_map2,
+ * tk_unmap2 (they allocate or take process-wide locks).
+ *
+ * Leaving a handler.  A fault handler (region, stack-overflow or unclaimed)
+ * may leave by siglongjmp or by throwing a C++ exception instead of
+ * returning, any number of times: trapkit keeps no state that depends on the
+ * handler returning.  (On uffd-thread the handler runs on trapkit's thread,
+ * where no jump into the faulting thread is possible.)
+ *
+ * Nested faults.  A handler may touch other protected pages; each such fault
+ * is handled in turn, on every mechanism.  On uffd-thread the handler runs on
+ * one of trapkit's service threads, and a fault it raises on a
+ * write-protected page is served by another (started as needed).  A handler
+ * that faults on the very page it handles recurses; at 8 levels the fault is
+ * passed on (the program dies of SIGSEGV, as without trapkit).
+ *
+ * fork().  A child of fork() keeps every region, with the same protections,
+ * handlers and DIRTY state: userfaultfd regions are registered again with
+ * the child's own userfaultfd and their protections re-applied before fork()
+ * returns (if that fails the child's region is served by mprotect, with a
+ * message on stderr).  DIRTY in a child: trap-based regions (posix,
+ * uffd-sigbus, uffd-thread) go on exactly - the child's first tk_dirty
+ * reports the pages written in the interval under way, before and after the
+ * fork; a pagemap-scan region's first tk_dirty in a child reports every page
+ * (the written bits stay with the parent), later ones are exact.  fork()
+ * waits for calls holding a region's lock in other threads.  (vfork and
+ * posix_spawn children share or replace the address space: nothing to do.)
+ *
+ * Destroyed regions.  tk_region_destroy on a region already destroyed (also
+ * after another region was created) returns -EINVAL and touches nothing;
+ * the other calls on a destroyed region return -EINVAL as long as trapkit
+ * keeps its memory (the last 256 destroyed regions).
  */
 #ifndef TRAPKIT_REGION_H
 #define TRAPKIT_REGION_H
@@ -161,8 +199,10 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out);
 
 /* Stops watching the region: its pages become read-write again and, if
  * trapkit mapped the memory, it is unmapped (with every MAP2 view).  The
- * caller must make sure no thread is still using the region.  Not
- * async-signal-safe. */
+ * caller must make sure no thread is still using the region (a handler of
+ * the region still running when it is destroyed has its fault retried on
+ * the memory as it is then).  Returns 0, or -EINVAL for NULL or a region
+ * destroyed already.  Not async-signal-safe. */
 int tk_region_destroy(tk_region *r);
 
 void *tk_region_base(const tk_region *r);

@@ -15,6 +15,18 @@
  * handler that faults on its own protected page crashes instead of recursing
  * forever.
  *
+ * Escapes.  A handler may never return: runtimes leave fault handlers by
+ * siglongjmp or by throwing.  So nothing trapkit sets on entry may depend on
+ * the handler returning.  The region table's reader section (core/table.c)
+ * is left before a user's handler is called and entered again after it
+ * returns (the region is looked up again: it may have been destroyed
+ * meanwhile).  The thread's nesting levels are a small stack of the handler
+ * frames still live: each entry first drops the levels the interrupted code
+ * has left, recognised by the interrupted stack pointer lying at or above the
+ * level's frame (stacks grow down, and a nested fault interrupts code running
+ * below its outer handler's frame), or by the interrupted code running off
+ * the alternate signal stack that holds the level's frame.
+ *
  * Resuming: with TK_FAST_RETURN, a fault that resumes goes back to the
  * faulting instruction through tk__arch_resume (no rt_sigreturn) when the
  * kernel called on_fault directly - its return address is the signal
@@ -34,20 +46,67 @@
 #include "core/region_impl.h"
 #include "trapkit/fast.h"
 
-#define TK_MAX_NESTING 4
+#define TK_MAX_NESTING 8
 #define TK_STACK_OVERFLOW_WINDOW (64 * 1024)
 
 static struct sigaction old_segv, old_bus;
 void *tk__kernel_restorer; /* the trampoline the kernel returns handlers to */
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_result;
-static __thread int nesting __attribute__((tls_model("initial-exec")));
-static __thread void *fault_uc __attribute__((tls_model("initial-exec")));
+
+/* The thread's live trapkit fault handlers, innermost last: the address of
+ * the handler's frame and the context it handles. */
+struct level {
+    uintptr_t frame;
+    void *uc;
+};
+static __thread struct level levels[TK_MAX_NESTING];
+static __thread int depth __attribute__((tls_model("initial-exec")));
+
+/* Whether a handler frame at `frame` is still live for code running at
+ * stack pointer sp; ss is the thread's alternate signal stack and
+ * sp_on_altstack whether sp lies on it. [signal-safe] */
+static bool level_live(uintptr_t frame, uintptr_t sp, const stack_t *ss, bool sp_on_altstack)
+{
+    if (frame <= sp) return false;
+    bool frame_on_altstack =
+        !(ss->ss_flags & SS_DISABLE) && ss->ss_size && frame - (uintptr_t)ss->ss_sp < ss->ss_size;
+    return frame_on_altstack == sp_on_altstack || !frame_on_altstack;
+}
+
+/* Drops the levels that code at sp has left (by siglongjmp or a throw). */
+static void drop_dead_levels(uintptr_t sp, const stack_t *ss, bool sp_on_altstack)
+{
+    while (depth > 0 && !level_live(levels[depth - 1].frame, sp, ss, sp_on_altstack)) depth--;
+}
 
 /* [signal-safe] */
 void *tk__current_fault_uc(void)
 {
-    return fault_uc;
+    if (depth == 0) return NULL;
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    stack_t ss;
+    if (sigaltstack(NULL, &ss) < 0) ss.ss_flags = SS_DISABLE;
+    bool on = !(ss.ss_flags & SS_DISABLE) && sp - (uintptr_t)ss.ss_sp < ss.ss_size;
+    for (int i = depth; i > 0; i--)
+        if (level_live(levels[i - 1].frame, sp, &ss, on)) return levels[i - 1].uc;
+    return NULL;
+}
+
+/* Calls r's handler outside the table's reader section (it may never
+ * return).  *gone is set if r was destroyed while the handler ran: r must not
+ * be used again.  Called and returns inside the reader section.
+ * [signal-safe] */
+static tk_action call_handler(struct tk_region *r, const tk_fault *f, bool *gone)
+{
+    uint64_t id = r->rg_id;
+    tk_fault_handler h = r->rg_handler;
+    void *arg = r->rg_arg;
+    tk__table_leave();
+    tk_action act = h(f, arg);
+    tk__table_enter();
+    *gone = tk__table_find((uintptr_t)f->addr) != r || r->rg_id != id;
+    return act;
 }
 
 static _Atomic(tk_fault_handler) overflow_handler;
@@ -87,10 +146,6 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
 
     if (!r->rg_handler) return (flags & TK_FAULT_RESOLVED) ? TK_RESUME : TK_DECLINE;
 
-    /* pkeys rights changed from here on are the interrupted code's */
-    void *outer_uc = fault_uc;
-    if (ucontext) fault_uc = ucontext;
-
     /* Eager amplification: open the page for this access first. */
     int eager_from = -1, eager_to = 0;
     if ((r->rg_flags & TK_REGION_EAGER) && !(flags & TK_FAULT_RESOLVED) &&
@@ -117,7 +172,11 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
         .mech = via,
         .ucontext = ucontext,
     };
-    tk_action act = r->rg_handler(&f, r->rg_arg);
+    bool gone = false;
+    tk_action act = call_handler(r, &f, &gone);
+    /* Destroyed meanwhile: its memory is now ordinary (or unmapped), and the
+     * retried access meets whatever it is. */
+    if (gone) return TK_RESUME;
     if (eager_from >= 0) {
         void *pg = (void *)(r->rg_start + (page << r->rg_shift));
         size_t len = r->rg_mech == TK_MECH_PKEYS ? r->rg_len : r->rg_page;
@@ -133,7 +192,6 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
             if (now == eager_from) (void)tk_protect(r, pg, len, eager_to);
         }
     }
-    fault_uc = outer_uc;
     return act;
 }
 
@@ -190,11 +248,9 @@ static tk_action light_fault(struct tk_region *r, uintptr_t addr, void *uc)
         .mech = r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS : TK_MECH_POSIX,
         .ucontext = uc,
     };
-    void *outer_uc = fault_uc;
-    fault_uc = uc;
-    tk_action act = r->rg_handler(&f, r->rg_arg);
-    fault_uc = outer_uc;
-    return act;
+    bool gone = false;
+    tk_action act = call_handler(r, &f, &gone);
+    return gone ? TK_RESUME : act;
 }
 
 /* The SIGSEGV and SIGBUS handler.  [signal-safe] */
@@ -209,8 +265,16 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     uintptr_t addr = (uintptr_t)si->si_addr;
     bool fault = si->si_code > 0;
 
-    if (fault && nesting < TK_MAX_NESTING) {
-        nesting++;
+    /* Levels the interrupted code has left are dead (see "Escapes"). */
+    const stack_t *ss = &((ucontext_t *)uc)->uc_stack;
+    uintptr_t isp = TK_CTX_SP(uc);
+    bool isp_on_altstack = (ss->ss_flags & SS_ONSTACK) != 0;
+    drop_dead_levels(isp, ss, isp_on_altstack);
+
+    if (fault && depth < TK_MAX_NESTING) {
+        int my = depth++;
+        levels[my].frame = (uintptr_t)__builtin_frame_address(0);
+        levels[my].uc = uc;
         tk__table_enter();
         struct tk_region *r = tk__table_find(addr);
         tk_action act = TK_DECLINE;
@@ -262,7 +326,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                           .ucontext = uc};
             act = uh(&f, atomic_load(&unclaimed_arg));
         }
-        nesting--;
+        depth = my;
         if (act == TK_RESUME) {
             errno = saved_errno;
             if (direct) tk__fast_return(uc, &entry_mask);
@@ -293,6 +357,7 @@ static void install(void)
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     tk__fast_init();
+    tk__fork_init();
     if (sigaction(SIGSEGV, &sa, &old_segv) < 0 || sigaction(SIGBUS, &sa, &old_bus) < 0) {
         install_result = tk__failf(-errno, "tk_init: sigaction failed: %s", strerror(errno));
         return;

@@ -21,8 +21,8 @@
  * Trap-based DIRTY: a write fault on a PS_TRACK page whose user protection is
  * RW is handled inside trapkit (mark dirty, lift the protection, resume) and
  * never reaches the user's handler.  The fault path, tk_protect() and
- * tk_dirty() exclude each other through the region's lock, so a write is
- * reported in exactly one interval.
+ * tk_dirty() exclude each other through the region's lock (vm/dirty.c says
+ * what that guarantees).
  */
 #ifndef TK_CORE_REGION_IMPL_H
 #define TK_CORE_REGION_IMPL_H
@@ -42,7 +42,11 @@ struct tk_view {
     struct tk_view *v_next;
 };
 
+#define TK_REGION_LIVE 0x74726731u /* rg_magic of a region not yet destroyed */
+
 struct tk_region {
+    uint32_t rg_magic;          /* TK_REGION_LIVE until tk_region_destroy */
+    uint64_t rg_id;             /* unique per region of the process, never reused */
     uintptr_t rg_start, rg_end; /* [start, end) */
     size_t rg_len;
     size_t rg_page;    /* logical page size */
@@ -60,7 +64,10 @@ struct tk_region {
     unsigned char *rg_alias;       /* sub-page regions: a read-write view of the memfd */
     atomic_int rg_sub_inflight;    /* sub-page regions: emulations under way */
     int rg_uffd;                   /* the userfaultfd the range is registered with, -1, or
-                                      TK_UFFD_LOST_IN_FORK in a child of fork() */
+                                      TK_UFFD_LOST_IN_FORK: in a child of fork() that could
+                                      not register it again, served by mprotect (posix) */
+    atomic_int rg_all_dirty;       /* pagemap-scan in a fork child: the next tk_dirty reports
+                                      every page */
     _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */
     _Atomic uint64_t *rg_dirty;    /* trap-based DIRTY: bitmap of pages written */
     atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
@@ -71,6 +78,23 @@ struct tk_region {
     struct tk_view *rg_views;
     struct tk_region *rg_retired_next;
 };
+
+/* Whether r is a region not yet destroyed (a pointer to a destroyed one stays
+ * readable for a while: see the quarantine in core/table.c). [signal-safe] */
+static inline bool tk__region_live(const struct tk_region *r)
+{
+    return r && r->rg_magic == TK_REGION_LIVE;
+}
+
+/* 0, or -EINVAL with the message for a NULL or a destroyed region.
+ * [signal-safe] */
+static inline int tk__check_region(const struct tk_region *r, const char *null_msg,
+                                   const char *dead_msg)
+{
+    if (!r) return tk__fail(-EINVAL, null_msg);
+    if (!tk__region_live(r)) return tk__fail(-EINVAL, dead_msg);
+    return 0;
+}
 
 #define TK_UFFD_LOST_IN_FORK (-2)
 
@@ -85,15 +109,26 @@ static inline size_t tk__page_index(const struct tk_region *r, uintptr_t a)
 void tk__table_enter(void);
 void tk__table_leave(void);
 struct tk_region *tk__table_find(uintptr_t addr);
-/* In a child of fork(): marks every region's userfaultfd as lost. */
-void tk__table_forget_uffd(void);
+/* fork(): tk__table_fork_begin takes the writer lock and returns the listed
+ * regions (*n of them); tk__table_fork_end releases it, in the parent and in
+ * the child (core/fork.c). */
+struct tk_region *const *tk__table_fork_begin(size_t *n);
+void tk__table_fork_end(bool child);
+/* Registers trapkit's fork() handlers (core/fork.c).  Idempotent. */
+void tk__fork_init(void);
 /* Writers (not signal-safe, serialised internally). */
 int tk__table_insert(struct tk_region *r);
-/* Unlists r; returns false if it could not (out of memory: r then stays
- * listed with an empty range and must never be freed). */
-bool tk__table_remove(struct tk_region *r);
-/* Frees an unlisted region once no reader can still be looking at it. */
+/* Unlists r: 0, -EINVAL if r is not listed (destroyed already, or not a
+ * region), or -ENOMEM if it could not (r then stays listed with an empty
+ * range and must never be freed). */
+int tk__table_remove(struct tk_region *r);
+/* Frees an unlisted region once no reader can still be looking at it.  Freed
+ * regions are kept (dead, rg_magic cleared) in a quarantine of the last
+ * TK_REGION_QUARANTINE ones before their memory goes back to malloc, so a
+ * stale pointer to a recently destroyed region is recognised instead of
+ * naming a new region that got its address. */
 void tk__table_retire(struct tk_region *r);
+#define TK_REGION_QUARANTINE 256
 
 /* ---- dispatch (core/dispatch.c) ---------------------------------------- */
 int tk__install_handlers(void);
@@ -173,11 +208,30 @@ void tk__decline_wp(struct tk_region *r, size_t page);
 bool tk__dirty_fault(struct tk_region *r, size_t page);
 /* Sets up DIRTY for a new region (all pages clean). */
 int tk__dirty_start(struct tk_region *r);
+/* Maps and frees trap-based DIRTY's bitmap (rg_dirty). */
+int tk__dirty_alloc(struct tk_region *r);
+void tk__dirty_free(struct tk_region *r);
 /* The region's lock over states and hardware (vm/hwlock.c).  tk__hw_lock
- * returns whether it took the lock (false: nested in this thread's own
- * holding); pass that to tk__hw_unlock with the pages this holder changed.
- * [signal-safe] */
-bool tk__hw_lock(struct tk_region *r);
-int tk__hw_unlock(struct tk_region *r, bool held, size_t first, size_t n);
+ * defers the thread's asynchronous signals and takes the lock (or, nested in
+ * this thread's own holding, goes ahead without it); tk__hw_unlock releases
+ * it, re-applying pages [first, first+n) if a nested call went ahead, and
+ * restores the signal mask.  [signal-safe] */
+typedef struct tk_hw_guard {
+    uint64_t old_mask; /* the thread's signal mask before */
+    bool deferred;     /* signals were blocked by tk__hw_lock */
+    bool held;         /* the lock was taken (not nested) */
+} tk_hw_guard;
+void tk__hw_lock(struct tk_region *r, tk_hw_guard *g);
+int tk__hw_unlock(struct tk_region *r, tk_hw_guard *g, size_t first, size_t n);
+/* Blocks every asynchronous signal of the thread, saving the old mask, and
+ * restores it.  [signal-safe] */
+void tk__defer_signals(uint64_t *old);
+void tk__restore_signals(const uint64_t *old);
+/* Set on threads that keep asynchronous signals blocked (the uffd handler
+ * thread): tk__hw_lock then needs no system call. */
+extern __thread bool tk__async_signals_blocked __attribute__((tls_model("initial-exec")));
+/* Benchmarks only: false makes tk__hw_lock skip the signal deferral (the lock
+ * as it was before it, unsafe against signal handlers re-entering trapkit). */
+extern bool tk__hwlock_defer_signals;
 
 #endif

@@ -71,21 +71,44 @@ tk_region *tk_region_find(const void *addr)
     return r;
 }
 
-/* In the child of fork(), which has one thread: the userfaultfds belong to
- * the parent's address space, so regions must not use them. */
-void tk__table_forget_uffd(void)
+struct tk_region *const *tk__table_fork_begin(size_t *n)
 {
+    pthread_mutex_lock(&writer_lock);
     struct table *t = atomic_load(&current);
-    for (size_t i = 0; i < t->n; i++)
-        if (t->r[i]->rg_uffd >= 0) t->r[i]->rg_uffd = TK_UFFD_LOST_IN_FORK;
+    *n = t->n;
+    return t->r;
 }
+
+void tk__table_fork_end(bool child)
+{
+    if (child)
+        pthread_mutex_init(&writer_lock, NULL);
+    else
+        pthread_mutex_unlock(&writer_lock);
+}
+
+/* The quarantine: freed regions, oldest first (see tk__table_retire). */
+static struct tk_region *quarantine_head, *quarantine_tail;
+static size_t quarantined;
 
 static void free_region(struct tk_region *r)
 {
     if (r->rg_state) munmap((void *)r->rg_state, r->rg_npages);
-    if (r->rg_dirty) munmap((void *)r->rg_dirty, (r->rg_npages + 63) / 64 * 8);
+    tk__dirty_free(r);
+    r->rg_state = NULL;
     pthread_mutex_destroy(&r->rg_views_lock);
-    free(r);
+    r->rg_retired_next = NULL;
+    if (quarantine_tail)
+        quarantine_tail->rg_retired_next = r;
+    else
+        quarantine_head = r;
+    quarantine_tail = r;
+    if (++quarantined > TK_REGION_QUARANTINE) {
+        struct tk_region *old = quarantine_head;
+        quarantine_head = old->rg_retired_next;
+        quarantined--;
+        free(old);
+    }
 }
 
 /* Called with writer_lock held. */
@@ -140,10 +163,16 @@ int tk__table_insert(struct tk_region *r)
     return 0;
 }
 
-bool tk__table_remove(struct tk_region *r)
+int tk__table_remove(struct tk_region *r)
 {
     pthread_mutex_lock(&writer_lock);
     struct table *t = atomic_load(&current);
+    bool listed = false;
+    for (size_t i = 0; i < t->n && !listed; i++) listed = t->r[i] == r;
+    if (!listed) {
+        pthread_mutex_unlock(&writer_lock);
+        return -EINVAL;
+    }
     struct table *nt = &empty_table;
     if (t->n > 1) {
         nt = malloc(sizeof *nt + (t->n - 1) * sizeof nt->r[0]);
@@ -152,7 +181,7 @@ bool tk__table_remove(struct tk_region *r)
         if (!nt) {
             r->rg_end = r->rg_start;
             pthread_mutex_unlock(&writer_lock);
-            return false;
+            return -ENOMEM;
         }
         nt->retired_next = NULL;
         size_t j = 0;
@@ -163,7 +192,7 @@ bool tk__table_remove(struct tk_region *r)
     publish(nt);
     reclaim();
     pthread_mutex_unlock(&writer_lock);
-    return true;
+    return 0;
 }
 
 void tk__table_retire(struct tk_region *r)

@@ -11,8 +11,16 @@
  * Writes to pages that were writable before the re-protection belong to the
  * old interval, and their bit is already set; writes after it fault and wait
  * for the lock, so they land in the new interval.  Each write is reported in
- * exactly one interval.  The collecting thread blocks asynchronous signals
- * meanwhile, so none of its own signal handlers runs inside its re-arming.
+ * exactly one interval in which it completed, save one race: a write whose
+ * fault was handled (the page opened) but whose instruction had not yet been
+ * retried when a collection came (its thread was preempted, or still leaving
+ * the signal handler) is reported by that collection and, since the page is
+ * protected again, by the one after its retry as well.  pagemap-scan has the
+ * same window between the kernel's resolving of the fault and the retry.  So
+ * the guarantee, tested by tests/mech_dirty_race.c: every write is reported
+ * by the collection that follows its completion, never lost; a page written
+ * once is reported once, or twice when its write was in flight across a
+ * collection.
  *
  * pagemap-scan.  The region is registered with a UFFD_FEATURE_WP_ASYNC
  * userfaultfd: the kernel resolves a write fault on a write-protected page by
@@ -34,8 +42,6 @@
 #include "arch/context.h"
 #include "core/region_impl.h"
 #include "os/linux/os.h"
-
-static pthread_mutex_t collect_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The kernel refused to lift the protection of one page: with posix, the
  * mapping cannot be split further (vm.max_map_count).  Tracking page by page
@@ -59,15 +65,16 @@ static bool degrade(struct tk_region *r)
 /* [signal-safe] */
 bool tk__dirty_fault(struct tk_region *r, size_t page)
 {
-    bool held = tk__hw_lock(r);
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
     uint8_t old = atomic_load(&r->rg_state[page]), nst;
     do {
         if ((old & PS_PROT_MASK) != TK_PROT_RW) {
-            tk__hw_unlock(r, held, page, 0); /* the user protected it meanwhile: theirs */
+            tk__hw_unlock(r, &g, page, 0); /* the user protected it meanwhile: theirs */
             return false;
         }
         if (!(old & PS_TRACK)) {
-            tk__hw_unlock(r, held, page, 0); /* another thread took this fault first */
+            tk__hw_unlock(r, &g, page, 0); /* another thread took this fault first */
             return true;
         }
         nst = old & (uint8_t)~PS_TRACK;
@@ -75,7 +82,7 @@ bool tk__dirty_fault(struct tk_region *r, size_t page)
 
     atomic_fetch_or(&r->rg_dirty[page / 64], (uint64_t)1 << (page % 64));
     bool ok = tk__change(r, page, 1, old, nst) == 0 || degrade(r);
-    tk__hw_unlock(r, held, page, 1);
+    tk__hw_unlock(r, &g, page, 1);
     return ok;
 }
 
@@ -91,14 +98,26 @@ static int arm_all(struct tk_region *r)
     return tk__apply(r, 0, r->rg_npages);
 }
 
+int tk__dirty_alloc(struct tk_region *r)
+{
+    void *b = mmap(NULL, bitmap_words(r) * 8, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (b == MAP_FAILED) return tk__fail(-ENOMEM, "tk_region_create: out of memory for DIRTY");
+    r->rg_dirty = b;
+    return 0;
+}
+
+void tk__dirty_free(struct tk_region *r)
+{
+    if (r->rg_dirty) munmap((void *)r->rg_dirty, bitmap_words(r) * 8);
+    r->rg_dirty = NULL;
+}
+
 int tk__dirty_start(struct tk_region *r)
 {
     if (r->rg_trap_dirty) {
-        size_t bytes = bitmap_words(r) * 8;
-        void *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (b == MAP_FAILED) return tk__fail(-ENOMEM, "tk_region_create: out of memory for DIRTY");
-        r->rg_dirty = b;
-        return arm_all(r);
+        int err = tk__dirty_alloc(r);
+        return err ? err : arm_all(r);
     }
     switch (r->rg_mech) {
     case TK_MECH_PAGEMAP_SCAN: {
@@ -127,19 +146,13 @@ static void set_bits(const struct tk_region *r, uint64_t *bm, uintptr_t start, u
     for (size_t i = a; i <= b; i++) bm[i / 64] |= (uint64_t)1 << (i % 64);
 }
 
+/* Under the region's lock (which also defers this thread's signals, so none
+ * of its handlers runs inside the re-arming): faults and tk_protect calls on
+ * the region wait, and concurrent collections take disjoint pages. */
 static int collect_traps(struct tk_region *r, uint64_t *bm)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    /* keep synchronous faults deliverable */
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGILL);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGTRAP);
-    pthread_mutex_lock(&collect_lock);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    bool held = tk__hw_lock(r);
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
 
     bool degraded = atomic_exchange(&r->rg_degraded, 0);
     int err = arm_all(r);
@@ -150,9 +163,7 @@ static int collect_traps(struct tk_region *r, uint64_t *bm)
                     "given up until this call; a page-table mechanism (pagemap-scan, uffd-*) "
                     "avoids it");
 
-    tk__hw_unlock(r, held, 0, 0);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_mutex_unlock(&collect_lock);
+    tk__hw_unlock(r, &g, 0, 0);
     return err;
 }
 
@@ -171,6 +182,8 @@ static int collect_pagemap(struct tk_region *r, uint64_t *bm)
         if (walk_end <= at) break;
         at = walk_end;
     }
+    /* a fork child's first interval (vm/fork.c) */
+    if (atomic_exchange(&r->rg_all_dirty, 0)) set_bits(r, bm, r->rg_start, r->rg_end);
     return 0;
 }
 
@@ -193,9 +206,15 @@ static int collect_soft_dirty(struct tk_region *r, uint64_t *bm)
 
 long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits)
 {
-    if (!r || !(r->rg_flags & TK_REGION_DIRTY))
+    int cerr =
+        tk__check_region(r, "tk_dirty: the region is NULL", "tk_dirty: the region was destroyed");
+    if (cerr) return cerr;
+    if (!(r->rg_flags & TK_REGION_DIRTY))
         return tk__fail(-EINVAL, "tk_dirty: the region was not created with TK_REGION_DIRTY");
-    if (!bitmap || nbits < r->rg_npages)
+    if (!bitmap)
+        return tk__failf(-EINVAL, "tk_dirty: the bitmap is NULL (it needs %zu bits, one per page)",
+                         r->rg_npages);
+    if (nbits < r->rg_npages)
         return tk__failf(-EINVAL, "tk_dirty: the bitmap has %zu bits; the region has %zu pages",
                          nbits, r->rg_npages);
     memset(bitmap, 0, bitmap_words(r) * 8);

@@ -14,7 +14,10 @@
 
 int tk_map2(tk_region *r, int prot, void **view)
 {
-    if (!r || !view) return tk__fail(-EINVAL, "tk_map2: region or view is NULL");
+    int cerr =
+        tk__check_region(r, "tk_map2: the region is NULL", "tk_map2: the region was destroyed");
+    if (cerr) return cerr;
+    if (!view) return tk__fail(-EINVAL, "tk_map2: view (where the view's address goes) is NULL");
     if (!(r->rg_flags & TK_REGION_MAP2) || r->rg_memfd < 0)
         return tk__fail(-EINVAL, "tk_map2: the region was not created with TK_REGION_MAP2");
     if (prot != TK_PROT_READ && prot != TK_PROT_RW)
@@ -39,7 +42,9 @@ int tk_map2(tk_region *r, int prot, void **view)
 
 int tk_unmap2(tk_region *r, void *view)
 {
-    if (!r) return tk__fail(-EINVAL, "tk_unmap2: region is NULL");
+    int cerr =
+        tk__check_region(r, "tk_unmap2: the region is NULL", "tk_unmap2: the region was destroyed");
+    if (cerr) return cerr;
     pthread_mutex_lock(&r->rg_views_lock);
     for (struct tk_view **pp = &r->rg_views; *pp; pp = &(*pp)->v_next) {
         if ((*pp)->v_addr == view) {

@@ -26,7 +26,7 @@ static struct hw hw_of(const struct tk_region *r, uint8_t st)
 {
     int user = st & PS_PROT_MASK;
     struct hw h = {tk__prot_of_user[user], false};
-    switch (r->rg_mech) {
+    switch (r->rg_uffd == TK_UFFD_LOST_IN_FORK ? TK_MECH_POSIX : r->rg_mech) {
     case TK_MECH_UFFD_SIGBUS:
     case TK_MECH_UFFD_THREAD:
         h.prot = user == TK_PROT_NONE ? PROT_NONE : PROT_READ | PROT_WRITE;
@@ -44,7 +44,8 @@ static struct hw hw_of(const struct tk_region *r, uint8_t st)
  * pagemap-scan regions it belongs to DIRTY tracking). */
 static bool traps_by_wp(const struct tk_region *r)
 {
-    return r->rg_mech == TK_MECH_UFFD_SIGBUS || r->rg_mech == TK_MECH_UFFD_THREAD;
+    return (r->rg_mech == TK_MECH_UFFD_SIGBUS || r->rg_mech == TK_MECH_UFFD_THREAD) &&
+           r->rg_uffd >= 0;
 }
 
 static bool hw_eq(struct hw a, struct hw b)
@@ -61,10 +62,6 @@ static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, s
     size_t len = n << r->rg_shift;
     int err = 0;
     bool wp = traps_by_wp(r);
-    if (wp && r->rg_uffd == TK_UFFD_LOST_IN_FORK)
-        return tk__fail(-EBADF, "tk_protect: this region was created before fork(); userfaultfd "
-                                "protection does not survive fork, so destroy the region in the "
-                                "child and create a new one");
     /* Order: add write protection before lifting an mprotect, and lift it
      * after lowering one, so no instant allows more than both settings. */
     if (wp && to.wp && (force || !from.wp)) err = tk__uffd_wp(r->rg_uffd, addr, len, true, false);
@@ -108,17 +105,17 @@ int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_
 /* [signal-safe] */
 void tk__decline_wp(struct tk_region *r, size_t page)
 {
-    bool held = tk__hw_lock(r);
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
     atomic_fetch_or(&r->rg_state[page], PS_DECLINED);
     tk__apply(r, page, 1);
-    tk__hw_unlock(r, held, page, 1);
+    tk__hw_unlock(r, &g, page, 1);
 }
 
 /* [signal-safe] */
 static int check_range(struct tk_region *r, const void *addr, size_t len, size_t *first, size_t *n)
 {
     uintptr_t a = (uintptr_t)addr;
-    if (!r) return tk__fail(-EINVAL, "tk_protect: region is NULL");
     if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a)
         return tk__fail(-EINVAL, "tk_protect: the range is not inside the region");
     if ((a - r->rg_start) & (r->rg_page - 1) || len & (r->rg_page - 1) || len == 0)
@@ -132,7 +129,10 @@ static int check_range(struct tk_region *r, const void *addr, size_t len, size_t
 /* [signal-safe] */
 int tk_protect(tk_region *r, void *addr, size_t len, int prot)
 {
-    if (r && r->rg_mech == TK_MECH_PKEYS) {
+    int cerr = tk__check_region(r, "tk_protect: the region is NULL",
+                                "tk_protect: the region was destroyed");
+    if (cerr) return cerr;
+    if (r->rg_mech == TK_MECH_PKEYS) {
         if (prot != TK_PROT_NONE && prot != TK_PROT_READ && prot != TK_PROT_RW)
             return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, "
                                      "TK_PROT_READ or TK_PROT_RW");
@@ -145,7 +145,8 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
         return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, TK_PROT_READ or "
                                  "TK_PROT_RW");
     if (r->rg_subpage) return tk__subpage_protect(r, first, n, prot);
-    bool held = tk__hw_lock(r);
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
 
     /* Swap each page's state; flush a run whenever the next page's state
      * differs.  If a system call fails, the pages of its run get their old
@@ -176,14 +177,17 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
         tk__apply(r, run, i - run);
     }
 
-    int uerr = tk__hw_unlock(r, held, first, n);
+    int uerr = tk__hw_unlock(r, &g, first, n);
     return err ? err : uerr;
 }
 
 /* [signal-safe] */
 int tk_protection(tk_region *r, const void *addr)
 {
-    if (!r || (uintptr_t)addr < r->rg_start || (uintptr_t)addr >= r->rg_end)
+    int cerr = tk__check_region(r, "tk_protection: the region is NULL",
+                                "tk_protection: the region was destroyed");
+    if (cerr) return cerr;
+    if ((uintptr_t)addr < r->rg_start || (uintptr_t)addr >= r->rg_end)
         return tk__fail(-EINVAL, "tk_protection: the address is not inside the region");
     if (r->rg_mech == TK_MECH_PKEYS) return tk__pkeys_protection(r);
     return atomic_load(&r->rg_state[tk__page_index(r, (uintptr_t)addr)]) & PS_PROT_MASK;

@@ -7,6 +7,8 @@
 #include "core/region_impl.h"
 #include "os/linux/os.h"
 
+static _Atomic uint64_t next_region_id = 1;
+
 static size_t hw_page(void)
 {
     return (size_t)sysconf(_SC_PAGESIZE);
@@ -166,7 +168,7 @@ static void release(struct tk_region *r)
     if (r->rg_alias) munmap(r->rg_alias, r->rg_len);
     if (r->rg_memfd >= 0) close(r->rg_memfd);
     if (r->rg_state) munmap((void *)r->rg_state, r->rg_npages);
-    if (r->rg_dirty) munmap((void *)r->rg_dirty, (r->rg_npages + 63) / 64 * 8);
+    tk__dirty_free(r);
     pthread_mutex_destroy(&r->rg_views_lock);
     free(r);
 }
@@ -204,6 +206,8 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     r->rg_owned = cfg->addr == NULL;
     r->rg_subpage = subpage;
     r->rg_start = (uintptr_t)cfg->addr;
+    r->rg_magic = TK_REGION_LIVE;
+    r->rg_id = atomic_fetch_add(&next_region_id, 1);
 
     r->rg_state = map_state(r->rg_npages);
     if (!r->rg_state) {
@@ -287,7 +291,12 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
 int tk_region_destroy(tk_region *r)
 {
     if (!r) return tk__fail(-EINVAL, "tk_region_destroy: region is NULL");
-    bool unlisted = tk__table_remove(r);
+    int listed = tk__table_remove(r);
+    if (listed == -EINVAL)
+        return tk__fail(-EINVAL, "tk_region_destroy: not a live region (destroyed already, or "
+                                 "never returned by tk_region_create)");
+    bool unlisted = listed == 0;
+    r->rg_magic = 0;
     /* From here no fault is routed to r.  Give the memory back read-write
      * (unregistering also drops the userfaultfd write protection). */
     if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);

@@ -112,14 +112,15 @@ static __thread int own_emulations __attribute__((tls_model("initial-exec")));
 
 int tk__subpage_protect(struct tk_region *r, size_t first, size_t n, int prot)
 {
-    bool held = tk__hw_lock(r);
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
     /* The hardware first, from the states the call will leave; if the
      * kernel refuses, put back what the current states say and change
      * nothing. */
     int err = apply_hw(r, first, n, prot);
     if (err) {
         (void)apply_hw(r, first, n, -1);
-        tk__hw_unlock(r, held, first, n);
+        tk__hw_unlock(r, &g, first, n);
         if (err == -ENOMEM)
             return tk__fail(err, "tk_protect: mprotect failed with ENOMEM: splitting the mapping "
                                  "would exceed vm.max_map_count");
@@ -134,7 +135,7 @@ int tk__subpage_protect(struct tk_region *r, size_t first, size_t n, int prot)
     /* An emulated access that read the old states may still be storing
      * through the second view: wait for it (not for this thread's own). */
     while (atomic_load(&r->rg_sub_inflight) > own_emulations) tk__cpu_relax();
-    return tk__hw_unlock(r, held, first, n);
+    return tk__hw_unlock(r, &g, first, n);
 }
 
 /* ---- the fault path ---------------------------------------------------- */
@@ -206,11 +207,12 @@ static tk_action open_for_step(struct tk_region *r, uintptr_t addr, void *uc,
     for (int i = 0; i < step.n; i++) known |= step.pages[i] == page;
     if (!known && step.n == (int)(sizeof step.pages / sizeof step.pages[0])) return TK_DECLINE;
     size_t first = tk__page_index(r, page), n = hw >> r->rg_shift;
-    bool held = tk__hw_lock(r);
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
     for (int i = 0; i < na; i++) {
         uintptr_t bad = first_forbidden(r, acc[i].addr, acc[i].len, acc[i].write);
         if (bad) {
-            tk__hw_unlock(r, held, first, n);
+            tk__hw_unlock(r, &g, first, n);
             return deliver(r, bad, acc[i].write, uc);
         }
     }
@@ -219,7 +221,7 @@ static tk_action open_for_step(struct tk_region *r, uintptr_t addr, void *uc,
     bool any_write = false;
     for (int i = 0; i < na; i++) any_write |= acc[i].write;
     int err = tk__mprotect((void *)page, hw, any_write ? PROT_READ | PROT_WRITE : PROT_READ);
-    tk__hw_unlock(r, held, first, n);
+    tk__hw_unlock(r, &g, first, n);
     if (err) return TK_DECLINE;
     if (!known) {
         step.r = r;
@@ -236,9 +238,10 @@ bool tk__subpage_step_done(void *uc)
     size_t hw = hw_size();
     for (int i = 0; i < step.n; i++) {
         size_t first = tk__page_index(r, step.pages[i]), n = hw >> r->rg_shift;
-        bool held = tk__hw_lock(r);
+        tk_hw_guard g;
+        tk__hw_lock(r, &g);
         (void)apply_hw(r, first, n, -1);
-        tk__hw_unlock(r, held, first, n);
+        tk__hw_unlock(r, &g, first, n);
     }
     step.n = 0;
     ((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;

@@ -133,7 +133,6 @@ int tk__pagemap_fd(void)
     int fd = __atomic_load_n(&pagemap_fd, __ATOMIC_ACQUIRE);
     if (fd >= 0) return fd;
     SAVE_ERRNO;
-    tk__atfork_once();
     pthread_mutex_lock(&pagemap_lock);
     if (pagemap_fd < 0) {
         fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);

@@ -48,9 +48,10 @@ int tk__pagemap_fd(void);
 /* In a child of fork(): closes the parent's pagemap fd (it describes the
  * parent's pages); the next tk__pagemap_fd() opens the child's. */
 void tk__pagemap_forget(void);
-/* Registers the fork() child handler that drops per-process descriptors
- * (os/linux/uffd_ctx.c). */
-void tk__atfork_once(void);
+/* In a child of fork(): closes the parent's userfaultfds and forgets its
+ * service threads (os/linux/uffd_ctx.c); the next tk__uffd_for() opens new
+ * ones. */
+void tk__uffd_after_fork_child(void);
 
 /* PAGEMAP_SCAN over [start, end): fills vec (up to vec_len regions) and sets
  * *walk_end to where the walk stopped.  Returns the number of regions. */

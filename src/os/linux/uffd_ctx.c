@@ -11,50 +11,77 @@
  * All three ask for WP_UNPOPULATED (so never-touched pages are protected
  * too) and, where offered, WP_HUGETLBFS_SHMEM (for memfd-backed MAP2
  * regions).
+ *
+ * uffd-thread's service threads.  A region's handler runs on a service
+ * thread, and may itself touch a protected page: a write-protected page of a
+ * uffd-thread region then blocks that thread until another one serves the
+ * fault.  So while one service thread runs a handler, another waits for
+ * events: the threads each wait in an epoll instance of their own registered
+ * with EPOLLEXCLUSIVE, so the kernel wakes one waiting thread per event, not
+ * every one.  A thread about to run a handler starts a new one if none would
+ * be left waiting (up to TK_SERVICE_MAX, a nesting depth no handler should
+ * reach; past it trapkit says so on stderr).  Service threads keep
+ * asynchronous signals blocked, so the program's signal handlers run in its
+ * own threads; SIGSEGV and the other synchronous signals stay deliverable, so
+ * a handler touching an inaccessible (mprotect'ed) page is served in the
+ * service thread's own signal handler like any fault.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #include "core/region_impl.h"
 #include "os/linux/os.h"
 
+#define TK_SERVICE_MAX 64
+#define TK_SERVICE_NESTING 8 /* handlers faulting inside handlers, as core/dispatch.c */
+
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fds[TK_MECH_COUNT_] = {-1, -1, -1, -1, -1, -1, -1};
-static pthread_t service_thread;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static atomic_int service_idle;    /* service threads waiting for events */
+static atomic_int service_threads; /* service threads started */
+/* Each service thread's id and how deeply nested the handler it runs is
+ * (0: none), so a fault raised by a handler on a service thread is known as
+ * nested (with UFFD_FEATURE_THREAD_ID): a handler that faults on its own
+ * page is declined at TK_SERVICE_NESTING levels and crashes as it would on
+ * the other mechanisms, instead of taking every thread. */
+static _Atomic pid_t service_tid[TK_SERVICE_MAX];
+static atomic_int service_depth[TK_SERVICE_MAX];
+static __thread int service_index = -1;
+
+static int nesting_of(pid_t faulting)
+{
+    int n = atomic_load(&service_threads);
+    for (int i = 0; i < n && i < TK_SERVICE_MAX; i++)
+        if (faulting && atomic_load(&service_tid[i]) == faulting)
+            return atomic_load(&service_depth[i]);
+    return 0;
+}
 
 /* The child of fork(): a userfaultfd stays bound to the address space that
- * opened it, so the child's regions must not use the inherited ones (an
- * ioctl would change the parent's pages) and the handler thread is not
- * there.  Close them; new regions get new ones.  The kernel already dropped
- * the child's write protection and registrations (no UFFD_FEATURE_EVENT_FORK). */
-static void after_fork_child(void)
+ * opened it, so the child must not use the inherited ones (an ioctl would
+ * change the parent's pages), and the service threads are not there.  Close
+ * them; core/fork.c then opens new ones for the child's regions. */
+void tk__uffd_after_fork_child(void)
 {
     pthread_mutex_init(&ctx_lock, NULL);
     for (int m = 0; m < TK_MECH_COUNT_; m++) {
         if (fds[m] >= 0) close(fds[m]);
         fds[m] = -1;
     }
-    tk__table_forget_uffd();
-    tk__pagemap_forget();
-}
-
-static void register_atfork(void)
-{
-    pthread_atfork(NULL, NULL, after_fork_child);
-}
-
-void tk__atfork_once(void)
-{
-    pthread_once(&atfork_once, register_atfork);
+    atomic_store(&service_idle, 0);
+    atomic_store(&service_threads, 0);
 }
 
 __thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
 
-/* Handles one userfaultfd event on the handler thread. */
+static int start_service_thread(int fd);
+
+/* Handles one userfaultfd event on a service thread. */
 static void serve(int fd, const struct uffd_msg *msg)
 {
     if (msg->event != UFFD_EVENT_PAGEFAULT) return;
@@ -71,11 +98,23 @@ static void serve(int fd, const struct uffd_msg *msg)
         tk__table_leave();
         return;
     }
-    tk__uffd_serving = true;
-    tk_action act = tk__handle_fault(r, addr, TK_ACCESS_WRITE, NULL, NULL, TK_MECH_UFFD_THREAD,
-                                     TK_FAULT_THREAD);
-    tk__uffd_serving = false;
-    if (act == TK_RESUME) {
+    int depth = nesting_of((pid_t)msg->arg.pagefault.feat.ptid) + 1;
+    tk_action act = TK_DECLINE;
+    if (depth <= TK_SERVICE_NESTING) {
+        /* Keep a thread waiting for the faults this handler may raise. */
+        if (atomic_fetch_sub(&service_idle, 1) == 1) (void)start_service_thread(fd);
+        if (service_index >= 0) atomic_store(&service_depth[service_index], depth);
+        tk__uffd_serving = true;
+        act = tk__handle_fault(r, addr, TK_ACCESS_WRITE, NULL, NULL, TK_MECH_UFFD_THREAD,
+                               TK_FAULT_THREAD);
+        tk__uffd_serving = false;
+        if (service_index >= 0) atomic_store(&service_depth[service_index], 0);
+        atomic_fetch_add(&service_idle, 1);
+    }
+    /* r may have been destroyed while its handler ran (then the fault is
+     * resumed: see tk__handle_fault) */
+    r = act == TK_RESUME ? NULL : tk__table_find(addr);
+    if (!r) {
         tk__uffd_wake(fd, (void *)hwpage, hw);
     } else {
         /* Declined: the faulting thread must get the SIGSEGV it would have
@@ -91,20 +130,69 @@ static void serve(int fd, const struct uffd_msg *msg)
 
 static void *service_main(void *arg)
 {
-    int fd = (int)(intptr_t)arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    int fd = (int)((intptr_t)arg & 0xffffffff);
+    service_index = (int)((intptr_t)arg >> 32);
+    atomic_store(&service_tid[service_index], gettid());
+    sigset_t async;
+    sigfillset(&async);
+    sigdelset(&async, SIGSEGV);
+    sigdelset(&async, SIGBUS);
+    sigdelset(&async, SIGILL);
+    sigdelset(&async, SIGFPE);
+    sigdelset(&async, SIGTRAP);
+    pthread_sigmask(SIG_BLOCK, &async, NULL);
+    tk__async_signals_blocked = true;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        tk__write_stderr("trapkit: a uffd service thread could not wait for events (epoll)\n");
+        if (ep >= 0) close(ep);
+        atomic_fetch_sub(&service_idle, 1);
+        return NULL;
+    }
     for (;;) {
+        struct epoll_event got;
+        int k = epoll_wait(ep, &got, 1, -1);
+        if (k < 0 && errno != EINTR) break;
+        if (k <= 0) continue;
         struct uffd_msg msgs[32];
         ssize_t n = read(fd, msgs, sizeof msgs);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
-            tk__write_stderr("trapkit: reading the userfaultfd failed; uffd-thread faults stop\n");
-            return NULL;
+            break;
         }
         for (size_t i = 0; i < (size_t)n / sizeof msgs[0]; i++) serve(fd, &msgs[i]);
     }
+    tk__write_stderr("trapkit: waiting for userfaultfd events failed; uffd-thread faults stop\n");
+    close(ep);
+    return NULL;
+}
+
+/* Starts one more service thread on fd (a service thread may call it). */
+static int start_service_thread(int fd)
+{
+    int index = atomic_fetch_add(&service_threads, 1);
+    if (index >= TK_SERVICE_MAX) {
+        atomic_fetch_sub(&service_threads, 1);
+        static atomic_int told;
+        if (!atomic_exchange(&told, 1))
+            tk__write_stderr("trapkit: uffd-thread handlers nest deeper than the service threads "
+                             "(64): a write fault from the innermost waits until one returns\n");
+        return -EAGAIN;
+    }
+    atomic_fetch_add(&service_idle, 1);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    int err = pthread_create(&th, &attr, service_main, (void *)((intptr_t)index << 32 | fd));
+    pthread_attr_destroy(&attr);
+    if (err) {
+        atomic_fetch_sub(&service_idle, 1);
+        atomic_fetch_sub(&service_threads, 1);
+        return -err;
+    }
+    return 0;
 }
 
 int tk__uffd_for(enum tk_mech m)
@@ -125,7 +213,6 @@ int tk__uffd_for(enum tk_mech m)
     default:
         return tk__fail(-EINVAL, "trapkit: no userfaultfd for this mechanism");
     }
-    tk__atfork_once();
     pthread_mutex_lock(&ctx_lock);
     int fd = fds[m];
     if (fd >= 0) goto out;
@@ -136,15 +223,13 @@ int tk__uffd_for(enum tk_mech m)
         goto out;
     }
     if (m == TK_MECH_UFFD_THREAD) {
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int err = pthread_create(&service_thread, &attr, service_main, (void *)(intptr_t)fd);
-        pthread_attr_destroy(&attr);
+        /* several service threads read it: none may block in read() */
+        int err = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ? -errno : 0;
+        if (!err) err = start_service_thread(fd);
         if (err) {
             close(fd);
             fd =
-                tk__failf(-err, "trapkit: cannot start the uffd handler thread: %s", strerror(err));
+                tk__failf(err, "trapkit: cannot start the uffd handler thread: %s", strerror(-err));
             goto out;
         }
     }
