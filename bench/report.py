@@ -31,6 +31,8 @@ BENCHES = [
     ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages, populated and untouched, "
               "1 and 2 threads"),
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
+    ("lock", "lock: tk_protect and a fault round trip with the region lock deferring signals "
+             "and without"),
     ("mosberger", "Mosberger, Druschel & Peterson Table 1: atomic sequences against signal "
                   "handlers"),
     ("gylfason", "Gylfason & Hjalmtysson: C++ throws through 1-20 frames, dynamic_cast, "
@@ -84,6 +86,8 @@ def probe(trapkit):
 def fmt_ns(v):
     if v is None:
         return "–"
+    if v < 0:  # a difference of two figures
+        return "-" + fmt_ns(-v)
     if v >= 1e9:
         return f"{v / 1e9:.3g} s"
     if v >= 1e6:
@@ -548,6 +552,8 @@ SECTIONS = [
         "mosberger/rollforward", "mosberger/breakeven-rate"]),
     ("Scale", ["scale/prot1+unprot"]),
     ("Threads", ["threads/trap+prot1+unprot"]),
+    ("The region lock's signal deferral", [
+        "lock/tk-protect", "lock/fault+unprot", "lock/deferred-over-plain", "lock/deferral-cost"]),
     ("Gylfason & Hjalmtysson, Tables 1-4 (C++ exceptions)", [
         "gylfason/throw-int", "gylfason/throw-object", "gylfason/throw-with-destructors",
         "gylfason/breakdown", "gylfason/dynamic-cast", "gylfason/syscall-error",
@@ -558,6 +564,21 @@ SECTIONS = [
         "jaleel-jacob/rob-occupancy-at-miss", "jaleel-jacob/sim-speed"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
+
+# What a section's rows mean, said under its title (keyed by the title).
+SECTION_TEXT = {
+    "The region lock's signal deferral":
+        "Every change of protection (tk_protect, tk_prot1, tk_unprot and the fault path's own) "
+        "holds its region's lock, which defers the thread's asynchronous signals while held (two "
+        "rt_sigprocmask calls), so that a signal handler re-entering trapkit never runs inside "
+        "the critical section (it used to deadlock there). These rows are the cost of that "
+        "safety: lock=deferred is the lock as shipped, lock=plain the lock without the deferral "
+        "(unsafe; selectable by the benchmark only), interleaved in one run. lock/tk-protect is "
+        "per call, lock/fault+unprot per write fault whose handler calls tk_unprot (what a "
+        "collector or checkpointer pays); lock/deferred-over-plain and lock/deferral-cost pair "
+        "each repetition (derived). On uffd-thread the handler runs on trapkit's own thread, "
+        "which keeps signals blocked, so that round trip makes no extra call.",
+}
 
 MACHINE_KEYS = [("kernel_release", "kernel release"), ("cpu_model", "CPU"), ("ncpus", "CPUs"),
                 ("page_size", "page size"), ("thp_mode", "THP"), ("uffd_access", "userfaultfd"),
@@ -638,6 +659,8 @@ def write_html(path, doc, plots, goals, seeds_html):
         if not exps:
             continue
         parts.append(f"<h2>{html.escape(title)}</h2>")
+        if title in SECTION_TEXT:
+            parts.append(f"<p>{html.escape(SECTION_TEXT[title])}</p>")
         for e in exps:
             parts.append(f"<h3>{html.escape(e)}</h3>")
             parts.append(html_table(r, e))
@@ -685,6 +708,8 @@ def write_md(path, doc, goals, seeds_md=()):
         if not exps:
             continue
         lines += ["", f"## {title}"]
+        if title in SECTION_TEXT:
+            lines += ["", SECTION_TEXT[title]]
         for e in exps:
             lines += ["", f"### {e}", "", md_table(r, e)]
     if seeds_md:

@@ -120,6 +120,14 @@ for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread"):
             for t in (1, 2):
                 EXPECTED.append(("scale/prot1+unprot", mech,
                                  {"pages": pages, "populated": populated, "threads": t}))
+# the region lock with and without its signal deferral, and their paired ratio and difference
+for mech in ("trapkit-posix", "uffd-sigbus", "uffd-thread", "pagemap-scan", "soft-dirty", "pkeys"):
+    for exp in ("lock/tk-protect", "lock/fault+unprot"):
+        for lock in ("plain", "deferred"):
+            EXPECTED.append((exp, mech, {"lock": lock}))
+    for op in ("tk-protect", "fault+unprot"):
+        EXPECTED.append(("lock/deferred-over-plain", mech, {"operation": op}))
+        EXPECTED.append(("lock/deferral-cost", mech, {"operation": op}))
 for exc in ("int3", "ud2"):
     EXPECTED.append(("thekkath-levy/round-trip-ratio", "fast-signal",
                      {"exception": exc, "versus": "posix"}))
@@ -139,6 +147,9 @@ for r in results:
         err(f"{r['experiment']} {r['mechanism']}: a derived figure without \"derived\": true")
     if r.get("derived") is True and not r.get("derived_from"):
         err(f"{r['experiment']} {r['mechanism']}: derived without derived_from")
+    if r["experiment"] in ("lock/deferred-over-plain", "lock/deferral-cost") and \
+            r.get("derived") is not True:
+        err(f"{r['experiment']} {r['mechanism']}: a paired lock figure without \"derived\": true")
 if has("analysis/heap-overflow-overhead", "cpu", detection="check"):
     err("analysis/heap-overflow-overhead has the seed's 4% check as a row for this CPU")
 
@@ -168,6 +179,9 @@ else:
         err("results.md does not state how goals are decided")
     if "(derived)" not in md:
         err("results.md marks no figure as derived")
+    if not re.search(r"^### lock/deferred-over-plain$", md, re.M) or \
+            "signal handler re-entering trapkit" not in md:
+        err("results.md lacks the region lock's section (its rows and what they mean)")
     # every figure with repetitions shows [min, max]: the NULL test's rows
     row = re.search(r"^### mosberger/null\n\n(?:.*\n){2}(\|.*)$", md, re.M)
     if not row or not re.search(r"\[[^]]+, [^]]+\]", row.group(1)):
