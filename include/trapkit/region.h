@@ -69,6 +69,23 @@
  * waits for calls holding a region's lock in other threads.  (vfork and
  * posix_spawn children share or replace the address space: nothing to do.)
  *
+ * Memory changed behind trapkit's back.  The kernel drops a page's
+ * userfaultfd write protection with the page: after madvise(MADV_DONTNEED or
+ * MADV_FREE), munmap + mmap(MAP_FIXED) or mremap of a write-protected page of
+ * a userfaultfd region (uffd-sigbus, uffd-thread, pagemap-scan), a write is
+ * no longer caught.  Use tk_discard() to drop pages.  What trapkit notices:
+ * on uffd-thread, whose service threads read the kernel's events
+ * (UFFD_EVENT_REMOVE, UNMAP, REMAP; the kernel makes madvise, munmap and
+ * mremap wait until they are read), pages dropped by madvise are protected
+ * again at once by mprotect until their next tk_protect (a write by another
+ * thread in the microseconds between the kernel's drop and that mprotect can
+ * still slip through) and count as written for DIRTY; a region whose memory
+ * was unmapped or moved fails every later call with -EFAULT saying so.  On
+ * uffd-sigbus and pagemap-scan nothing is noticed (reading those events
+ * would make every madvise and munmap of the process wait for a thread).
+ * posix, soft-dirty and pkeys protections belong to the mapping and survive
+ * MADV_DONTNEED.
+ *
  * Destroyed regions.  tk_region_destroy on a region already destroyed (also
  * after another region was created) returns -EINVAL and touches nothing;
  * the other calls on a destroyed region return -EINVAL as long as trapkit
@@ -233,6 +250,21 @@ static inline int tk_unprot(tk_region *r, void *addr, size_t len)
 {
     return tk_protect(r, addr, len, TK_PROT_RW);
 }
+
+/* Drops the contents of [addr, addr+len) - the pages read as zeros after
+ * (or, for a private file mapping, as the file) - and keeps their
+ * protections, as madvise(MADV_DONTNEED) would if the kernel kept
+ * userfaultfd write protection with the page (it does not: after a plain
+ * MADV_DONTNEED, MADV_FREE, munmap+mmap or mremap on a write-protected page
+ * of a uffd-sigbus or pagemap-scan region the next write goes uncaught; see
+ * "Memory changed behind trapkit's back" above).  Writes by other threads
+ * wait (fault and retry) until the protection is back.  With DIRTY, the
+ * dropped pages count as written.  The range must lie in r, aligned to its
+ * logical page (sub-page regions: to the hardware page; pkeys regions: to the
+ * hardware page).  Returns 0, -EINVAL, -EFAULT (the region's memory was
+ * unmapped behind trapkit's back) or the kernel's error.  Not
+ * async-signal-safe. */
+int tk_discard(tk_region *r, void *addr, size_t len);
 
 /* The protection trapkit holds for the logical page at addr (TK_PROT_*), or a
  * negative errno.  Async-signal-safe. */

@@ -398,8 +398,29 @@ int tk_on_stack_overflow(tk_fault_handler h, void *arg)
     return 0;
 }
 
+/* A thread's alternate stack from tk_altstack_install is freed when the
+ * thread exits. */
+static pthread_key_t altstack_key;
+static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
+
+static void altstack_free(void *p)
+{
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == p) {
+        stack_t off = {.ss_flags = SS_DISABLE};
+        sigaltstack(&off, NULL);
+    }
+    free(p);
+}
+
+static void altstack_key_init(void)
+{
+    (void)pthread_key_create(&altstack_key, altstack_free);
+}
+
 int tk_altstack_install(void)
 {
+    pthread_once(&altstack_once, altstack_key_init);
     stack_t cur;
     if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_sp) return 0;
     size_t min = getauxval(AT_MINSIGSTKSZ);
@@ -412,6 +433,7 @@ int tk_altstack_install(void)
         free(ss.ss_sp);
         return tk__failf(err, "tk_altstack_install: sigaltstack failed: %s", strerror(-err));
     }
+    (void)pthread_setspecific(altstack_key, ss.ss_sp);
     return 0;
 }
 

@@ -5,6 +5,9 @@
  *   bit 2     PS_TRACK: DIRTY tracking holds the page write-protected because
  *             it has not been written since the last tk_dirty() (trap-based
  *             DIRTY only: posix, uffd-sigbus, uffd-thread)
+ *   bit 4     PS_MPROT: the kernel dropped the page's userfaultfd write
+ *             protection (madvise behind trapkit's back, seen on uffd-thread):
+ *             mprotect holds the page instead, until its next tk_protect
  *   bit 3     PS_DECLINED: a uffd-thread fault on this page was declined; the
  *             page is kept by mprotect so the retried access raises SIGSEGV in
  *             the faulting thread, which is then passed on (core/dispatch.c)
@@ -36,6 +39,7 @@
 #define PS_PROT_MASK 0x3
 #define PS_TRACK 0x4
 #define PS_DECLINED 0x8
+#define PS_MPROT 0x10
 
 struct tk_view {
     void *v_addr;
@@ -68,6 +72,8 @@ struct tk_region {
                                       not register it again, served by mprotect (posix) */
     atomic_int rg_all_dirty;       /* pagemap-scan in a fork child: the next tk_dirty reports
                                       every page */
+    _Atomic(const char *) rg_gone; /* set when the kernel reported the region's memory
+                                      unmapped or moved (uffd-thread): why */
     _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */
     _Atomic uint64_t *rg_dirty;    /* trap-based DIRTY: bitmap of pages written */
     atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
@@ -203,6 +209,10 @@ int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_
  * handler or the default action as any declined fault.  The next tk_protect
  * of the page clears the mark. [signal-safe] */
 void tk__decline_wp(struct tk_region *r, size_t page);
+/* The kernel dropped pages [first, first+n) behind trapkit's back
+ * (UFFD_EVENT_REMOVE): hold those that need write protection by mprotect
+ * (PS_MPROT).  Called on a uffd service thread.  [signal-safe] */
+void tk__pages_removed(struct tk_region *r, size_t first, size_t n);
 /* The trap-based DIRTY fault path: called for a write fault on a page that
  * may be PS_TRACK.  Returns true if it handled the fault. [signal-safe] */
 bool tk__dirty_fault(struct tk_region *r, size_t page);

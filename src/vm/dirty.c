@@ -121,7 +121,10 @@ int tk__dirty_start(struct tk_region *r)
     }
     switch (r->rg_mech) {
     case TK_MECH_PAGEMAP_SCAN: {
-        int err = tk__uffd_wp(r->rg_uffd, (void *)r->rg_start, r->rg_len, true, false);
+        /* pages tk_discard dropped are reported from the bitmap */
+        int err = tk__dirty_alloc(r);
+        if (err) return err;
+        err = tk__uffd_wp(r->rg_uffd, (void *)r->rg_start, r->rg_len, true, false);
         return err ? tk__failf(err, "tk_region_create: write-protecting for DIRTY failed: %s",
                                strerror(-err))
                    : 0;
@@ -182,6 +185,7 @@ static int collect_pagemap(struct tk_region *r, uint64_t *bm)
         if (walk_end <= at) break;
         at = walk_end;
     }
+    for (size_t w = 0; w < bitmap_words(r); w++) bm[w] |= atomic_exchange(&r->rg_dirty[w], 0);
     /* a fork child's first interval (vm/fork.c) */
     if (atomic_exchange(&r->rg_all_dirty, 0)) set_bits(r, bm, r->rg_start, r->rg_end);
     return 0;

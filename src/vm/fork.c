@@ -65,7 +65,8 @@ static void unlock_all(bool child)
 static void serve_by_mprotect(struct tk_region *r)
 {
     r->rg_uffd = TK_UFFD_LOST_IN_FORK;
-    if ((r->rg_flags & TK_REGION_DIRTY) && !r->rg_trap_dirty && tk__dirty_alloc(r) == 0) {
+    if ((r->rg_flags & TK_REGION_DIRTY) && !r->rg_trap_dirty &&
+        (r->rg_dirty || tk__dirty_alloc(r) == 0)) {
         memset((void *)r->rg_dirty, 0xff, (r->rg_npages + 63) / 64 * 8);
         r->rg_trap_dirty = true;
     }

@@ -23,8 +23,8 @@
  * signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP) stay deliverable: the
  * kernel kills a thread whose fault signal is blocked, and nothing inside the
  * critical section touches the program's memory.  The cost is two
- * rt_sigprocmask calls per lock, ~0.2-0.4 us here (bench/appel_li.c measures
- * tk_protect with and without).  Threads that keep asynchronous signals
+ * rt_sigprocmask calls per lock, ~0.2-0.4 us here (bench/lock.c measures
+ * tk_protect and a fault with and without).  Threads that keep asynchronous signals
  * blocked anyway (trapkit's uffd handler thread) skip the system calls.
  *
  * A thread that finds itself already holding the lock (a synchronous fault

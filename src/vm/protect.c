@@ -32,6 +32,12 @@ static struct hw hw_of(const struct tk_region *r, uint8_t st)
         h.prot = user == TK_PROT_NONE ? PROT_NONE : PROT_READ | PROT_WRITE;
         if (st & PS_DECLINED) h.prot = PROT_READ;
         h.wp = user != TK_PROT_RW || (st & PS_TRACK);
+        /* the kernel dropped the write protection: mprotect holds the page,
+         * and leaving this state must write-protect it again */
+        if ((st & PS_MPROT) && h.wp) {
+            if (h.prot != PROT_NONE) h.prot = PROT_READ;
+            h.wp = false;
+        }
         break;
     default:
         if ((st & PS_TRACK) && user == TK_PROT_RW) h.prot = PROT_READ;
@@ -132,6 +138,8 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
     int cerr = tk__check_region(r, "tk_protect: the region is NULL",
                                 "tk_protect: the region was destroyed");
     if (cerr) return cerr;
+    const char *gone = atomic_load(&r->rg_gone);
+    if (gone) return tk__fail(-EFAULT, gone);
     if (r->rg_mech == TK_MECH_PKEYS) {
         if (prot != TK_PROT_NONE && prot != TK_PROT_READ && prot != TK_PROT_RW)
             return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, "
@@ -163,7 +171,7 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
             run = i;
         }
         do {
-            nst = (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED)) | prot);
+            nst = (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED | PS_MPROT)) | prot);
         } while (!atomic_compare_exchange_weak(&r->rg_state[i], &old, nst));
         run_old = old;
         run_new = nst;
@@ -191,4 +199,96 @@ int tk_protection(tk_region *r, const void *addr)
         return tk__fail(-EINVAL, "tk_protection: the address is not inside the region");
     if (r->rg_mech == TK_MECH_PKEYS) return tk__pkeys_protection(r);
     return atomic_load(&r->rg_state[tk__page_index(r, (uintptr_t)addr)]) & PS_PROT_MASK;
+}
+
+/* [signal-safe] */
+void tk__pages_removed(struct tk_region *r, size_t first, size_t n)
+{
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
+    for (size_t i = first; i < first + n; i++) atomic_fetch_or(&r->rg_state[i], PS_MPROT);
+    (void)tk__apply(r, first, n);
+    if (r->rg_trap_dirty)
+        for (size_t i = first; i < first + n; i++)
+            atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
+    tk__hw_unlock(r, &g, first, n);
+}
+
+/* Lowers every page of [first, first+n) that the hardware leaves writable to
+ * read-only by mprotect (inaccessible ones stay so), one call per run. */
+static int hold_read_only(struct tk_region *r, size_t first, size_t n)
+{
+    size_t run = first;
+    for (size_t i = first; i <= first + n; i++) {
+        bool writable = i < first + n && hw_of(r, atomic_load(&r->rg_state[i])).prot & PROT_WRITE;
+        if (writable) continue;
+        if (i > run) {
+            int err = tk__mprotect((void *)(r->rg_start + (run << r->rg_shift)),
+                                   (i - run) << r->rg_shift, PROT_READ);
+            if (err) return err;
+        }
+        run = i + 1;
+    }
+    return 0;
+}
+
+/* tk_discard: the pages' contents go (zeros, or the file's for a private
+ * file mapping) and their protections stay.  On userfaultfd regions the
+ * kernel drops a page's write protection with the page, so writes are held
+ * off by mprotect while the pages are dropped and their protection is
+ * applied again. */
+int tk_discard(tk_region *r, void *addr, size_t len)
+{
+    int cerr = tk__check_region(r, "tk_discard: the region is NULL",
+                                "tk_discard: the region was destroyed");
+    if (cerr) return cerr;
+    const char *gone = atomic_load(&r->rg_gone);
+    if (gone) return tk__fail(-EFAULT, gone);
+    size_t first = 0, n = 0;
+    uintptr_t a = (uintptr_t)addr;
+    if (r->rg_mech == TK_MECH_PKEYS) {
+        if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a || len == 0 ||
+            (a | len) & (size_t)(sysconf(_SC_PAGESIZE) - 1))
+            return tk__fail(-EINVAL, "tk_discard: the range must lie in the region and be "
+                                     "aligned to the hardware page");
+    } else {
+        int err = check_range(r, addr, len, &first, &n);
+        if (err)
+            return tk__fail(err, r->rg_subpage ? "tk_discard: the range must lie in the region and "
+                                                 "be aligned to the hardware page"
+                                               : "tk_discard: the range must lie in the region and "
+                                                 "be aligned to its logical page size");
+        if (r->rg_subpage && (a | len) & (size_t)(sysconf(_SC_PAGESIZE) - 1))
+            return tk__fail(-EINVAL, "tk_discard: a sub-page region drops whole hardware pages: "
+                                     "align the range to the hardware page");
+    }
+    bool shared = r->rg_memfd >= 0, pkeys = r->rg_mech == TK_MECH_PKEYS;
+    bool by_wp = r->rg_uffd >= 0;
+    tk_hw_guard g;
+    int err = 0;
+    /* Writes wait (fault) until the protection is back.  The lock is not
+     * held across madvise: on uffd-thread the kernel makes madvise wait
+     * until a service thread has read its removal events (one per mapping
+     * the range spans), and the service threads take the lock to handle
+     * them (tk__pages_removed). */
+    if (by_wp) {
+        tk__hw_lock(r, &g);
+        err = hold_read_only(r, first, n);
+        tk__hw_unlock(r, &g, 0, 0);
+    }
+    if (!err && madvise(addr, len, shared ? MADV_REMOVE : MADV_DONTNEED) < 0) err = -errno;
+    if (!pkeys) {
+        tk__hw_lock(r, &g);
+        if (by_wp || err) {
+            int aerr = tk__apply(r, first, n);
+            if (!err) err = aerr;
+        }
+        /* new contents: DIRTY reports them */
+        if (r->rg_dirty && !err)
+            for (size_t i = first; i < first + n; i++)
+                atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
+        tk__hw_unlock(r, &g, first, n);
+    }
+    if (err) return tk__fail(err, "tk_discard: the kernel refused to drop the pages");
+    return 0;
 }

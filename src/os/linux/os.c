@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -102,9 +103,12 @@ int tk__uffd_wp(int fd, void *addr, size_t len, bool wp, bool dontwake)
         .mode = (wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
                 (dontwake && !wp ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0),
     };
+    /* EAGAIN: the address space is changing (a madvise, munmap or mremap
+     * waits for its userfaultfd events to be read): let that finish */
     for (;;) {
         if (ioctl(fd, UFFDIO_WRITEPROTECT, &w) == 0) RETURN(0);
         if (errno != EAGAIN && errno != EINTR) RETURN(-errno);
+        if (errno == EAGAIN) sched_yield();
     }
 }
 

@@ -81,10 +81,65 @@ __thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
 
 static int start_service_thread(int fd);
 
+/* The kernel dropped or unmapped [start, end) (madvise, munmap, mremap):
+ * tell each region it overlaps (see region.h, "Memory changed behind
+ * trapkit's back"). */
+static void memory_changed(uintptr_t start, uintptr_t end, const char *gone)
+{
+    tk__table_enter();
+    for (uintptr_t a = start; a < end;) {
+        struct tk_region *r = tk__table_find(a);
+        if (!r) {
+            a += (uintptr_t)sysconf(_SC_PAGESIZE);
+            continue;
+        }
+        uintptr_t lo = a, hi = end < r->rg_end ? end : r->rg_end;
+        if (gone) {
+            atomic_store(&r->rg_gone, gone);
+        } else {
+            size_t first = tk__page_index(r, lo), last = tk__page_index(r, hi - 1);
+            tk__pages_removed(r, first, last - first + 1);
+        }
+        a = hi;
+    }
+    tk__table_leave();
+}
+
 /* Handles one userfaultfd event on a service thread. */
+static void serve_one(int fd, const struct uffd_msg *msg);
+
+/* The service threads take the region's lock to handle an event, and the
+ * lock's holder may be waiting for the kernel (UFFDIO_WRITEPROTECT says
+ * EAGAIN while a madvise or munmap is waiting for its events to be read): a
+ * thread must always be left waiting for events. */
 static void serve(int fd, const struct uffd_msg *msg)
 {
-    if (msg->event != UFFD_EVENT_PAGEFAULT) return;
+    if (atomic_fetch_sub(&service_idle, 1) == 1) (void)start_service_thread(fd);
+    serve_one(fd, msg);
+    atomic_fetch_add(&service_idle, 1);
+}
+
+static void serve_one(int fd, const struct uffd_msg *msg)
+{
+    switch (msg->event) {
+    case UFFD_EVENT_REMOVE:
+        memory_changed(msg->arg.remove.start, msg->arg.remove.end, NULL);
+        return;
+    case UFFD_EVENT_UNMAP:
+        memory_changed(msg->arg.remove.start, msg->arg.remove.end,
+                       "trapkit: the region's memory was unmapped (munmap or mmap MAP_FIXED) "
+                       "behind trapkit's back; destroy the region");
+        return;
+    case UFFD_EVENT_REMAP:
+        memory_changed(msg->arg.remap.from, msg->arg.remap.from + msg->arg.remap.len,
+                       "trapkit: the region's memory was moved by mremap behind trapkit's back; "
+                       "destroy the region");
+        return;
+    case UFFD_EVENT_PAGEFAULT:
+        break;
+    default:
+        return;
+    }
     uintptr_t addr = (uintptr_t)msg->arg.pagefault.address;
     size_t hw = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t hwpage = addr & ~(uintptr_t)(hw - 1);
@@ -101,15 +156,12 @@ static void serve(int fd, const struct uffd_msg *msg)
     int depth = nesting_of((pid_t)msg->arg.pagefault.feat.ptid) + 1;
     tk_action act = TK_DECLINE;
     if (depth <= TK_SERVICE_NESTING) {
-        /* Keep a thread waiting for the faults this handler may raise. */
-        if (atomic_fetch_sub(&service_idle, 1) == 1) (void)start_service_thread(fd);
         if (service_index >= 0) atomic_store(&service_depth[service_index], depth);
         tk__uffd_serving = true;
         act = tk__handle_fault(r, addr, TK_ACCESS_WRITE, NULL, NULL, TK_MECH_UFFD_THREAD,
                                TK_FAULT_THREAD);
         tk__uffd_serving = false;
         if (service_index >= 0) atomic_store(&service_depth[service_index], 0);
-        atomic_fetch_add(&service_idle, 1);
     }
     /* r may have been destroyed while its handler ran (then the fault is
      * resumed: see tk__handle_fault) */
@@ -205,7 +257,8 @@ int tk__uffd_for(enum tk_mech m)
         want |= UFFD_FEATURE_SIGBUS;
         break;
     case TK_MECH_UFFD_THREAD:
-        optional |= UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EXACT_ADDRESS;
+        optional |= UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EXACT_ADDRESS |
+                    UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMAP;
         break;
     case TK_MECH_PAGEMAP_SCAN:
         want |= UFFD_FEATURE_WP_ASYNC;
