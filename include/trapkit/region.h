@@ -273,9 +273,18 @@ int tk_protection(tk_region *r, const void *addr);
 /* DIRTY.  Writes into bitmap (bit i of word i/64 = logical page i of the
  * region) the pages written since the region was created or since the previous
  * tk_dirty(), and starts a new interval.  nbits must be at least the number of
- * logical pages.  Returns the number of dirty pages, or -EINVAL (region made
- * without TK_REGION_DIRTY, bitmap too small).  Concurrent writers are allowed:
- * a write is reported in exactly one interval.  On posix regions, if the
+ * logical pages.  Returns the number of dirty pages, or -EINVAL (NULL or
+ * destroyed region, region made without TK_REGION_DIRTY, bitmap NULL or too
+ * small).  Concurrent writers are allowed.  What is guaranteed (tested by
+ * tests/mech_dirty_race.c with writers racing collections): every write is
+ * reported, by a collection that began no earlier than the write and at the
+ * latest by the first one that began after it completed; never lost.  A page
+ * whose write was in flight across a collection - its fault handled (the
+ * page opened) but its instruction not yet retried, because the thread was
+ * preempted or still leaving the signal handler - is reported by that
+ * collection and again after the retry; so a page written once is usually,
+ * not always, reported once.  In a child of fork() see "fork()" above;
+ * tk_discard'ed pages count as written.  On posix regions, if the
  * kernel cannot split the mapping any further (vm.max_map_count) the
  * interval degrades to reporting every writable page - more than was
  * written, never less - and tk_last_error() says so after this call.  Not
