@@ -115,7 +115,14 @@ static void serve_one(int fd, const struct uffd_msg *msg);
 static void serve(int fd, const struct uffd_msg *msg)
 {
     if (atomic_fetch_sub(&service_idle, 1) == 1) (void)start_service_thread(fd);
-    serve_one(fd, msg);
+    serve_one(fd, msg); /* counts itself idle again (service_done) */
+}
+
+/* The thread counts itself waiting again before it wakes the faulting
+ * thread, whose next fault must not find every thread busy and start one
+ * more. */
+static void service_done(void)
+{
     atomic_fetch_add(&service_idle, 1);
 }
 
@@ -124,20 +131,24 @@ static void serve_one(int fd, const struct uffd_msg *msg)
     switch (msg->event) {
     case UFFD_EVENT_REMOVE:
         memory_changed(msg->arg.remove.start, msg->arg.remove.end, NULL);
+        service_done();
         return;
     case UFFD_EVENT_UNMAP:
         memory_changed(msg->arg.remove.start, msg->arg.remove.end,
                        "trapkit: the region's memory was unmapped (munmap or mmap MAP_FIXED) "
                        "behind trapkit's back; destroy the region");
+        service_done();
         return;
     case UFFD_EVENT_REMAP:
         memory_changed(msg->arg.remap.from, msg->arg.remap.from + msg->arg.remap.len,
                        "trapkit: the region's memory was moved by mremap behind trapkit's back; "
                        "destroy the region");
+        service_done();
         return;
     case UFFD_EVENT_PAGEFAULT:
         break;
     default:
+        service_done();
         return;
     }
     uintptr_t addr = (uintptr_t)msg->arg.pagefault.address;
@@ -149,6 +160,7 @@ static void serve_one(int fd, const struct uffd_msg *msg)
     if (!r) {
         /* Not registered by any live region (destroyed meanwhile): let the
          * thread retry; the range is no longer write-protected. */
+        service_done();
         tk__uffd_wake(fd, (void *)hwpage, hw);
         tk__table_leave();
         return;
@@ -166,6 +178,7 @@ static void serve_one(int fd, const struct uffd_msg *msg)
     /* r may have been destroyed while its handler ran (then the fault is
      * resumed: see tk__handle_fault) */
     r = act == TK_RESUME ? NULL : tk__table_find(addr);
+    service_done();
     if (!r) {
         tk__uffd_wake(fd, (void *)hwpage, hw);
     } else {
