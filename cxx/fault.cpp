@@ -56,10 +56,12 @@ struct thread_resources {
     bool altstack = false; // installed here (else the thread had one)
     ~thread_resources()
     {
+        // the alternate stack from tk_altstack_install is trapkit's to free
+        // (at thread exit, after this); it is only switched off here
         if (altstack) {
-            stack_t off{}, was{};
+            stack_t off{};
             off.ss_flags = SS_DISABLE;
-            if (sigaltstack(&off, &was) == 0) free(was.ss_sp); // tk_altstack_install's
+            (void)sigaltstack(&off, nullptr);
         }
         if (reserve) munmap(reserve - 4096, reserve_size + 4096);
         reserve = nullptr;
