@@ -227,11 +227,12 @@ def g_mutated():
     return bytes(d), False
 def g_bad_multibulk():
     n = rng.choice([b"abc", b"", b"-", b"1x", b" 1", b"+5", b"0x10", b"1.5", b"9" * 25,
-                    b"%d" % (MAX_ARGS + 1), b"%d" % (2**63 - 1), b"12345678901234567890"])
+                    b"%d" % (MAX_ARGS + 1), b"%d" % (2**63 - 1), b"12345678901234567890",
+                    b"9999999999999999999"])
     return b"*" + n + rng.choice([b"\r\n", b"\n"]), True
 def g_bad_bulk():
     n = rng.choice([b"-1", b"-5", b"abc", b"", b"1x", b"%d" % (MAX_BULK + 1), b"99999999999",
-                    b"%d" % (2**63 - 1), b"9" * 25])
+                    b"%d" % (2**63 - 1), b"9" * 25, b"9999999999999999999"])
     return b"*%d\r\n" % rng.randrange(1, 5) + b"$" + n + b"\r\n", True
 def g_not_bulk():
     return b"*2\r\n$3\r\nGET\r\n" + rng.choice([b":5\r\n", b"+x\r\n", b"*1\r\n", b"x", b"-"]), True

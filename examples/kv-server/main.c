@@ -399,6 +399,7 @@ static long parse_len_line(const char *p, size_t n, long long *v)
     if (i == len) return -1;
     for (; i < len; i++) {
         if (p[i] < '0' || p[i] > '9') return -1;
+        if (x > (LLONG_MAX - (p[i] - '0')) / 10) return -1; /* too large: a protocol error */
         x = x * 10 + (p[i] - '0');
     }
     *v = neg ? -x : x;

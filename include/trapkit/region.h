@@ -277,8 +277,9 @@ int tk_protection(tk_region *r, const void *addr);
  * destroyed region, region made without TK_REGION_DIRTY, bitmap NULL or too
  * small).  Concurrent writers are allowed.  What is guaranteed (tested by
  * tests/mech_dirty_race.c with writers racing collections): every write is
- * reported, by a collection that began no earlier than the write and at the
- * latest by the first one that began after it completed; never lost.  A page
+ * reported, by a collection no earlier than the one under way when the write
+ * began and at the latest by the first one that began after it completed;
+ * never lost.  A page
  * whose write was in flight across a collection - its fault handled (the
  * page opened) but its instruction not yet retried, because the thread was
  * preempted or still leaving the signal handler - is reported by that
