@@ -94,6 +94,7 @@ static void reestablish(struct tk_region *r)
 
 static void prepare(void)
 {
+    tk__uffd_before_fork();
     lock_all();
 }
 

@@ -52,6 +52,8 @@ void tk__pagemap_forget(void);
  * service threads (os/linux/uffd_ctx.c); the next tk__uffd_for() opens new
  * ones. */
 void tk__uffd_after_fork_child(void);
+/* Before fork(): waits until no service thread is still starting. */
+void tk__uffd_before_fork(void);
 
 /* PAGEMAP_SCAN over [start, end): fills vec (up to vec_len regions) and sets
  * *walk_end to where the walk stopped.  Returns the number of regions. */

@@ -27,6 +27,7 @@
  * service thread's own signal handler like any fault.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -42,8 +43,9 @@
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fds[TK_MECH_COUNT_] = {-1, -1, -1, -1, -1, -1, -1};
-static atomic_int service_idle;    /* service threads waiting for events */
-static atomic_int service_threads; /* service threads started */
+static atomic_int service_idle;     /* service threads waiting for events */
+static atomic_int service_threads;  /* service threads started */
+static atomic_int service_starting; /* started, not yet waiting for events */
 /* Each service thread's id and how deeply nested the handler it runs is
  * (0: none), so a fault raised by a handler on a service thread is known as
  * nested (with UFFD_FEATURE_THREAD_ID): a handler that faults on its own
@@ -75,6 +77,7 @@ void tk__uffd_after_fork_child(void)
     }
     atomic_store(&service_idle, 0);
     atomic_store(&service_threads, 0);
+    atomic_store(&service_starting, 0);
 }
 
 __thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
@@ -213,8 +216,10 @@ static void *service_main(void *arg)
         tk__write_stderr("trapkit: a uffd service thread could not wait for events (epoll)\n");
         if (ep >= 0) close(ep);
         atomic_fetch_sub(&service_idle, 1);
+        atomic_fetch_sub(&service_starting, 1);
         return NULL;
     }
+    atomic_fetch_sub(&service_starting, 1);
     for (;;) {
         struct epoll_event got;
         int k = epoll_wait(ep, &got, 1, -1);
@@ -246,6 +251,7 @@ static int start_service_thread(int fd)
         return -EAGAIN;
     }
     atomic_fetch_add(&service_idle, 1);
+    atomic_fetch_add(&service_starting, 1);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -255,9 +261,18 @@ static int start_service_thread(int fd)
     if (err) {
         atomic_fetch_sub(&service_idle, 1);
         atomic_fetch_sub(&service_threads, 1);
+        atomic_fetch_sub(&service_starting, 1);
         return -err;
     }
     return 0;
+}
+
+/* fork(): a service thread still starting may hold the allocator's lock
+ * (thread start-up allocates), which the child, which starts service threads
+ * of its own, would then wait for forever: let those finish first. */
+void tk__uffd_before_fork(void)
+{
+    while (atomic_load(&service_starting) > 0) sched_yield();
 }
 
 int tk__uffd_for(enum tk_mech m)
