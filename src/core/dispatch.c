@@ -60,7 +60,7 @@ struct level {
     uintptr_t frame;
     void *uc;
 };
-static __thread struct level levels[TK_MAX_NESTING];
+static __thread struct level levels[TK_MAX_NESTING] __attribute__((tls_model("initial-exec")));
 static __thread int depth __attribute__((tls_model("initial-exec")));
 
 /* Whether a handler frame at `frame` is still live for code running at
