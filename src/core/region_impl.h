@@ -70,12 +70,10 @@ struct tk_region {
     int rg_uffd;                   /* the userfaultfd the range is registered with, -1, or
                                       TK_UFFD_LOST_IN_FORK: in a child of fork() that could
                                       not register it again, served by mprotect (posix) */
-    atomic_int rg_all_dirty;       /* pagemap-scan in a fork child: the next tk_dirty reports
-                                      every page */
     _Atomic(const char *) rg_gone; /* set when the kernel reported the region's memory
                                       unmapped or moved (uffd-thread): why */
     _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */
-    _Atomic uint64_t *rg_dirty;    /* trap-based DIRTY: bitmap of pages written */
+    _Atomic uint64_t *rg_dirty;    /* DIRTY: pages to report (vm/dirty.c) */
     atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
     _Atomic uintptr_t rg_hw_owner; /* the holder's thread token */
     atomic_int rg_hw_nested;       /* a nested call went ahead inside the holder */
@@ -218,7 +216,10 @@ void tk__pages_removed(struct tk_region *r, size_t first, size_t n);
 bool tk__dirty_fault(struct tk_region *r, size_t page);
 /* Sets up DIRTY for a new region (all pages clean). */
 int tk__dirty_start(struct tk_region *r);
-/* Maps and frees trap-based DIRTY's bitmap (rg_dirty). */
+/* Maps and frees DIRTY's bitmap of pages to report (rg_dirty: trap-based
+ * DIRTY, and tk_discard'ed pages on pagemap-scan); marks pages
+ * [first, first+n) in it ([signal-safe]). */
+void tk__dirty_mark(struct tk_region *r, size_t first, size_t n);
 int tk__dirty_alloc(struct tk_region *r);
 void tk__dirty_free(struct tk_region *r);
 /* The region's lock over states and hardware (vm/hwlock.c).  tk__hw_lock

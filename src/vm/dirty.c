@@ -19,8 +19,8 @@
  * same window between the kernel's resolving of the fault and the retry.  So
  * the guarantee, tested by tests/mech_dirty_race.c: every write is reported
  * by the collection that follows its completion, never lost; a page written
- * once is reported once, or twice when its write was in flight across a
- * collection.
+ * once is reported once, or again by each collection its write was in flight
+ * across (its thread preempted between the fault and the retry).
  *
  * pagemap-scan.  The region is registered with a UFFD_FEATURE_WP_ASYNC
  * userfaultfd: the kernel resolves a write fault on a write-protected page by
@@ -96,6 +96,13 @@ static int arm_all(struct tk_region *r)
 {
     for (size_t i = 0; i < r->rg_npages; i++) atomic_fetch_or(&r->rg_state[i], PS_TRACK);
     return tk__apply(r, 0, r->rg_npages);
+}
+
+/* [signal-safe] */
+void tk__dirty_mark(struct tk_region *r, size_t first, size_t n)
+{
+    for (size_t i = first; i < first + n; i++)
+        atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
 }
 
 int tk__dirty_alloc(struct tk_region *r)
@@ -185,9 +192,9 @@ static int collect_pagemap(struct tk_region *r, uint64_t *bm)
         if (walk_end <= at) break;
         at = walk_end;
     }
+    /* pages dropped by tk_discard, or every page in a fork child's first
+     * interval (vm/fork.c) */
     for (size_t w = 0; w < bitmap_words(r); w++) bm[w] |= atomic_exchange(&r->rg_dirty[w], 0);
-    /* a fork child's first interval (vm/fork.c) */
-    if (atomic_exchange(&r->rg_all_dirty, 0)) set_bits(r, bm, r->rg_start, r->rg_end);
     return 0;
 }
 

@@ -25,7 +25,6 @@
  * was written, never less), later ones are exact.
  */
 #include <pthread.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #include "core/region_impl.h"
@@ -67,7 +66,7 @@ static void serve_by_mprotect(struct tk_region *r)
     r->rg_uffd = TK_UFFD_LOST_IN_FORK;
     if ((r->rg_flags & TK_REGION_DIRTY) && !r->rg_trap_dirty &&
         (r->rg_dirty || tk__dirty_alloc(r) == 0)) {
-        memset((void *)r->rg_dirty, 0xff, (r->rg_npages + 63) / 64 * 8);
+        tk__dirty_mark(r, 0, r->rg_npages);
         r->rg_trap_dirty = true;
     }
     (void)tk__apply(r, 0, r->rg_npages);
@@ -85,7 +84,7 @@ static void reestablish(struct tk_region *r)
     }
     r->rg_uffd = fd;
     if (r->rg_mech == TK_MECH_PAGEMAP_SCAN) {
-        atomic_store(&r->rg_all_dirty, 1);
+        tk__dirty_mark(r, 0, r->rg_npages); /* the first interval: every page */
         if (tk__uffd_wp(fd, (void *)r->rg_start, r->rg_len, true, false) < 0) serve_by_mprotect(r);
         return;
     }

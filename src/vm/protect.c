@@ -208,9 +208,7 @@ void tk__pages_removed(struct tk_region *r, size_t first, size_t n)
     tk__hw_lock(r, &g);
     for (size_t i = first; i < first + n; i++) atomic_fetch_or(&r->rg_state[i], PS_MPROT);
     (void)tk__apply(r, first, n);
-    if (r->rg_trap_dirty)
-        for (size_t i = first; i < first + n; i++)
-            atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
+    if (r->rg_trap_dirty) tk__dirty_mark(r, first, n);
     tk__hw_unlock(r, &g, first, n);
 }
 
@@ -284,9 +282,7 @@ int tk_discard(tk_region *r, void *addr, size_t len)
             if (!err) err = aerr;
         }
         /* new contents: DIRTY reports them */
-        if (r->rg_dirty && !err)
-            for (size_t i = first; i < first + n; i++)
-                atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
+        if (r->rg_dirty && !err) tk__dirty_mark(r, first, n);
         tk__hw_unlock(r, &g, first, n);
     }
     if (err) return tk__fail(err, "tk_discard: the kernel refused to drop the pages");
