@@ -18,6 +18,12 @@
  * cost of tracking pages: both are null with the same reason, detected from
  * what each says happened - at 100% dirtied "every page" is also the right
  * answer, so the count alone cannot tell.
+ *
+ * dirty/write-completion: what makes a page written once be reported once
+ * on posix and uffd-sigbus (src/vm/dirty.c, "Writes in flight") costs, at
+ * 10% dirtied, in one run: the faulting write completed under the region's
+ * lock by emulation (the default), by single-stepping it, or merely
+ * retried (the old way: a collection racing the retry reports it twice).
  */
 #include <errno.h>
 #include <signal.h>
@@ -29,6 +35,8 @@
 #include <unistd.h>
 
 #include "bench.h"
+
+extern int tk__dirty_inflight; /* src/vm/dirty.c: 0 retry, 1 step, 2 emulate */
 
 struct mech {
     const char *id;
@@ -145,6 +153,48 @@ static double interval(struct mech *m, const size_t *order, size_t count)
     return (double)(t1 - t0) / (double)count;
 }
 
+static void completion(const struct bench_opts *o, struct mech *a, struct mech *b, size_t *order,
+                       uint64_t *seed)
+{
+    struct mech *ms[2] = {a, b};
+    static const char *const modes[3] = {"retry", "single-step", "emulate"};
+    struct bench_fig figs[2][3];
+    memset(figs, 0, sizeof figs);
+    size_t count = npages / 10;
+    bench_progress("dirty: completing the faulting write, 10%% dirtied");
+    for (int r = -1; r < o->reps; r++) {
+        for (size_t k = 0; k < count; k++) {
+            size_t j = k + bench_rand(seed) % (npages - k), t = order[k];
+            order[k] = order[j];
+            order[j] = t;
+        }
+        for (int mode = 0; mode < 3; mode++)
+            for (int i = 0; i < 2; i++) {
+                if (ms[i]->reason) continue;
+                tk__dirty_inflight = mode;
+                double v = interval(ms[i], order, count);
+                tk__dirty_inflight = 2;
+                if (r >= 0 && v >= 0) bench_add(&figs[i][mode], v);
+            }
+    }
+    for (int i = 0; i < 2; i++)
+        for (int mode = 0; mode < 3; mode++) {
+            char params[96];
+            snprintf(params, sizeof params,
+                     "\"completion\": \"%s\", \"fraction\": 0.10, \"region_mib\": %zu", modes[mode],
+                     (npages * ps) >> 20);
+            if (ms[i]->reason)
+                bench_emit_null("dirty/write-completion", ms[i]->id, params, "time", "ns",
+                                ms[i]->reason);
+            else if (!figs[i][mode].n)
+                bench_emit_null("dirty/write-completion", ms[i]->id, params, "time", "ns",
+                                "a collection did not return exactly the pages written");
+            else
+                bench_emit("dirty/write-completion", ms[i]->id, params, "time", "ns",
+                           &figs[i][mode]);
+        }
+}
+
 int main(int argc, char **argv)
 {
     struct bench_opts o;
@@ -209,5 +259,6 @@ int main(int argc, char **argv)
                 bench_emit("dirty/per-page", mechs[i].id, params, "time", "ns", &figs[i]);
         }
     }
+    completion(&o, &mechs[1], &mechs[2], order, &seed);
     return 0;
 }

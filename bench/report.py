@@ -546,7 +546,7 @@ SECTIONS = [
         "checkpoint/snapshot-duration", "checkpoint/extra-memory",
         "checkpoint/p50-during-snapshot", "checkpoint/p99-during-snapshot",
         "checkpoint/ops-steady", "checkpoint/pages-by-writers"]),
-    ("DIRTY", ["dirty/per-page"]),
+    ("DIRTY", ["dirty/per-page", "dirty/write-completion"]),
     ("Mosberger, Druschel & Peterson, Table 1 (cycles of the time-stamp counter)", [
         "mosberger/null", "mosberger/lifo", "mosberger/fifo", "mosberger/signal",
         "mosberger/rollforward", "mosberger/breakeven-rate"]),

@@ -16,7 +16,7 @@
 #define ROUNDS 1500
 
 static enum tk_mech mech;
-static atomic_int stop;
+static atomic_int stop, finished, release;
 static atomic_long misrouted, signals_seen, lookups_ok;
 
 struct faulter {
@@ -69,6 +69,10 @@ static void *fault_main(void *arg)
         for (int p = 0; p < PAGES; p++) base[p * ps / sizeof(long)] += 1;
     }
     for (int p = 0; p < PAGES; p++) CHECK(base[p * ps / sizeof(long)] == ROUNDS);
+    /* stay alive until the flood has stopped: signalling a thread that has
+     * exited and been joined is undefined (its descriptor may be unmapped) */
+    atomic_fetch_add(&finished, 1);
+    while (!atomic_load(&release)) sched_yield();
     return NULL;
 }
 
@@ -121,7 +125,7 @@ int main(int argc, char **argv)
         CHECK(pthread_create(&churn[i], NULL, churn_main, (void *)(uintptr_t)i) == 0);
     CHECK(pthread_create(&flood, NULL, flood_main, NULL) == 0);
 
-    for (int i = 0; i < FAULTERS; i++) pthread_join(faulters[i].th, NULL);
+    while (atomic_load(&finished) < FAULTERS) sched_yield();
     atomic_store(&stop, 1);
     long made = 0;
     for (int i = 0; i < CHURNERS; i++) {
@@ -130,6 +134,8 @@ int main(int argc, char **argv)
         made += (long)v;
     }
     pthread_join(flood, NULL);
+    atomic_store(&release, 1);
+    for (int i = 0; i < FAULTERS; i++) pthread_join(faulters[i].th, NULL);
 
     CHECK(atomic_load(&misrouted) == 0);
     long faults = 0;

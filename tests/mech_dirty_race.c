@@ -3,11 +3,16 @@
  * order, while a collector calls tk_dirty() in a tight loop.  Per round every
  * page must be reported (never lost), by a collection no earlier than the one
  * under way when its write began and at last by the one that followed its
- * completion.  A page whose write was in flight across collections (its fault
- * handled, its instruction not yet retried) is reported again after the
- * retry (region.h); the test counts those pages. */
+ * completion.  On posix and uffd-sigbus a page written once is reported
+ * once: trapkit completes the write under its lock by emulation, or (for
+ * an instruction it does not emulate: every fourth page is written by an
+ * x87 store) a collection holds back a page whose write is in flight (its
+ * fault handled, its instruction not yet completed).  On uffd-thread and
+ * pagemap-scan nothing in user space sees the retry, and such a page is
+ * reported again after it (region.h); the test counts those pages. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
@@ -47,7 +52,14 @@ static void *writer(void *arg)
         for (size_t i = 0; i < n; i++) {
             size_t p = order[i];
             began[p] = atomic_load(&seq);
-            ((volatile long *)((char *)tk_region_base(region) + p * ps))[p % 64] = rn * 1000 + 1;
+            long *at = (long *)((char *)tk_region_base(region) + p * ps) + p % 64;
+            if (p % 4 == 3) {
+                /* an x87 store: not one trapkit emulates, so it single-steps */
+                double v = rn * 1000 + 1;
+                __asm__ volatile("fldl %1\n\tfstpl %0" : "=m"(*at) : "m"(v) : "memory");
+            } else {
+                *(volatile long *)at = rn * 1000 + 1;
+            }
             completed[p] = atomic_load(&seq);
         }
         done_round = rn;
@@ -115,6 +127,13 @@ int main(int argc, char **argv)
     }
     atomic_store(&round_no, -1);
     for (int i = 0; i < WRITERS; i++) pthread_join(th[i], NULL);
+    /* Only a writer descheduled for a second between its fault and its
+     * retry would be reported twice. */
+    bool exact = m == TK_MECH_POSIX || m == TK_MECH_UFFD_SIGBUS;
+    if (exact && doubles > 0) {
+        fprintf(stderr, "FAIL: %ld pages written once were reported more than once\n", doubles);
+        return 1;
+    }
     printf("%s: %d rounds, %ld collections, %ld page writes all reported, %ld of them more than "
            "once (in flight across a collection)\n",
            argv[1], rounds, atomic_load(&seq), total_reports, doubles);

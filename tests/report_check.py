@@ -108,6 +108,9 @@ for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pkeys"):
 for mech in ("posix", "trapkit-posix", "uffd-sigbus", "uffd-thread", "pagemap-scan", "soft-dirty"):
     for frac in (0.01, 0.1, 1.0):
         EXPECTED.append(("dirty/per-page", mech, {"fraction": frac}))
+for mech in ("trapkit-posix", "uffd-sigbus"):
+    for how in ("retry", "single-step", "emulate"):
+        EXPECTED.append(("dirty/write-completion", mech, {"completion": how, "fraction": 0.1}))
 for mech in ("traditional", "append", "prepend"):
     for wl in ("qsort", "map", "jacobi", "matmul"):
         for n in (16, 64):

@@ -168,7 +168,10 @@ typedef enum tk_action {
 typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
 
 /* tk_region_config.flags */
-#define TK_REGION_DIRTY 0x1 /* track written pages for tk_dirty() from creation on */
+#define TK_REGION_DIRTY                                                                            \
+    0x1 /* track written pages for tk_dirty() from creation on; trapkit then                       \
+           handles SIGTRAP too (single-stepped writes, see tk_dirty),                              \
+           passing traps not its own to the handler installed before */
 #define TK_REGION_MAP2                                                                             \
     0x2 /* back the region by a memfd so tk_map2() can make                                        \
            second views (requires addr == NULL) */
@@ -279,13 +282,16 @@ int tk_protection(tk_region *r, const void *addr);
  * tests/mech_dirty_race.c with writers racing collections): every write is
  * reported, by a collection no earlier than the one under way when the write
  * began and at the latest by the first one that began after it completed;
- * never lost.  A page
- * whose write was in flight across a collection - its fault handled (the
- * page opened) but its instruction not yet retried, because the thread was
- * preempted or still leaving the signal handler - is reported by that
- * collection and again after the retry; so a page written once is usually,
- * not always, reported once.  In a child of fork() see "fork()" above;
- * tk_discard'ed pages count as written.  On posix regions, if the
+ * never lost.  On posix and uffd-sigbus a page written once is reported
+ * once: trapkit completes the faulting write itself under the region's lock
+ * (emulating the instruction; one it does not emulate, such as an AVX or x87
+ * store, is single-stepped and the collection holds the page back until the
+ * step is done, for at most a second).  On uffd-thread and pagemap-scan
+ * nothing in user space sees the faulting thread's retry: a page whose write
+ * was in flight across a collection (its fault resolved, its instruction not
+ * yet re-executed because the thread was preempted) is reported by that
+ * collection and again after the retry.  In a child of fork() see "fork()"
+ * above; tk_discard'ed pages count as written.  On posix regions, if the
  * kernel cannot split the mapping any further (vm.max_map_count) the
  * interval degrades to reporting every writable page - more than was
  * written, never less - and tk_last_error() says so after this call.  Not

@@ -134,7 +134,8 @@ tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access a
     /* A write the user allows, held back only by DIRTY tracking. */
     if (r->rg_trap_dirty && access != TK_ACCESS_READ && (st & PS_TRACK) &&
         (st & PS_PROT_MASK) == TK_PROT_RW) {
-        if (tk__dirty_fault(r, page)) return TK_RESUME;
+        if (tk__dirty_fault(r, page, via == TK_MECH_UFFD_THREAD ? NULL : ucontext))
+            return TK_RESUME;
         st = atomic_load(&r->rg_state[page]);
     }
 

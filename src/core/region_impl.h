@@ -74,6 +74,9 @@ struct tk_region {
                                       unmapped or moved (uffd-thread): why */
     _Atomic uint8_t *rg_state;     /* rg_npages bytes, mmap'd */
     _Atomic uint64_t *rg_dirty;    /* DIRTY: pages to report (vm/dirty.c) */
+    _Atomic uint32_t *rg_inflight; /* DIRTY: per page, writes whose fault was handled and
+                                      whose instruction has not completed (low 16 bits), and
+                                      collections that held the page back for them */
     atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
     _Atomic uintptr_t rg_hw_owner; /* the holder's thread token */
     atomic_int rg_hw_nested;       /* a nested call went ahead inside the holder */
@@ -212,8 +215,20 @@ void tk__decline_wp(struct tk_region *r, size_t page);
  * (PS_MPROT).  Called on a uffd service thread.  [signal-safe] */
 void tk__pages_removed(struct tk_region *r, size_t first, size_t n);
 /* The trap-based DIRTY fault path: called for a write fault on a page that
- * may be PS_TRACK.  Returns true if it handled the fault. [signal-safe] */
-bool tk__dirty_fault(struct tk_region *r, size_t page);
+ * may be PS_TRACK.  uc is the faulting thread's context when the fault was
+ * delivered to it (posix, uffd-sigbus), NULL on a uffd service thread.
+ * Returns true if it handled the fault. [signal-safe] */
+bool tk__dirty_fault(struct tk_region *r, size_t page, void *uc);
+/* The SIGTRAP after an instruction tk__dirty_fault single-stepped: counts
+ * its writes complete and clears the trap flag (unless the program had set
+ * it).  Returns true if this thread was stepping for DIRTY and the program
+ * had not set the flag itself.  [signal-safe] */
+bool tk__dirty_step_done(void *uc);
+/* In a child of fork(): no thread of the child is inside an instruction
+ * stepped for DIRTY.  Called by vm/fork.c. */
+void tk__dirty_after_fork_child(struct tk_region *r);
+/* How writes in flight are followed (vm/dirty.c); for benchmarks only. */
+extern int tk__dirty_inflight;
 /* Sets up DIRTY for a new region (all pages clean). */
 int tk__dirty_start(struct tk_region *r);
 /* Maps and frees DIRTY's bitmap of pages to report (rg_dirty: trap-based

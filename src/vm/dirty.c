@@ -7,20 +7,39 @@
  * tk__dirty_fault() sets the page's bit, clears PS_TRACK and lifts the
  * protection, so later writes in the interval cost nothing.  tk_dirty()
  * takes the region's lock (vm/hwlock.c: faults and tk_protect calls wait),
- * re-protects every page, takes the bitmap and releases the lock.
+ * re-protects the pages, takes the bitmap and releases the lock.
  * Writes to pages that were writable before the re-protection belong to the
  * old interval, and their bit is already set; writes after it fault and wait
- * for the lock, so they land in the new interval.  Each write is reported in
- * exactly one interval in which it completed, save one race: a write whose
- * fault was handled (the page opened) but whose instruction had not yet been
- * retried when a collection came (its thread was preempted, or still leaving
- * the signal handler) is reported by that collection and, since the page is
- * protected again, by the one after its retry as well.  pagemap-scan has the
- * same window between the kernel's resolving of the fault and the retry.  So
- * the guarantee, tested by tests/mech_dirty_race.c: every write is reported
- * by the collection that follows its completion, never lost; a page written
- * once is reported once, or again by each collection its write was in flight
- * across (its thread preempted between the fault and the retry).
+ * for the lock, so they land in the new interval.
+ *
+ * Writes in flight.  Between the handling of a fault and the completion of
+ * the faulting instruction (the thread still leaving the signal handler, or
+ * preempted) a collection may come: reported then and protected again, the
+ * page would fault and be reported a second time after the retry, for one
+ * write.  Where the fault is delivered to the faulting thread (posix,
+ * uffd-sigbus), tk__dirty_fault() completes the write itself under the lock
+ * by emulating the instruction (arch/x86_64/insn.c: the moves, arithmetic,
+ * atomics and string instructions compilers emit), so no collection can come
+ * between.  An instruction it does not emulate (AVX stores, memory outside
+ * the region) is counted in flight in rg_inflight[page] and returns with
+ * the trap flag set; the SIGTRAP after the instruction (tk__dirty_step_done)
+ * counts it complete.  A collection
+ * holds back a page with writes in flight: it stays writable and its bit
+ * set, and the next collection reports it, once.  A thread that leaves the
+ * instruction by an escape (a signal handler's siglongjmp) never completes
+ * it; its count is dropped when the thread next faults, and collections
+ * hold a page back for at most TK_DIRTY_MAX_HOLD_MS (a second), so no write
+ * is held back for ever.  On uffd-thread the faulting thread is woken by the
+ * service thread and retries on its own, and on pagemap-scan the kernel
+ * resolves the fault: nothing in user space sees the retry, and a write in
+ * flight across a collection is reported by it and again by the next one.
+ *
+ * So the guarantee, tested by tests/mech_dirty_race.c: every write is
+ * reported by the collection under way when it completed or by the next one,
+ * never lost, never before it began; on posix and uffd-sigbus a page written
+ * once is reported once (unless its thread was descheduled between the fault
+ * and the retry for longer than TK_DIRTY_MAX_HOLD_MS); on uffd-thread and
+ * pagemap-scan also by the collection its write was in flight across.
  *
  * pagemap-scan.  The region is registered with a UFFD_FEATURE_WP_ASYNC
  * userfaultfd: the kernel resolves a write fault on a write-protected page by
@@ -37,9 +56,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch/context.h"
+#include "arch/x86_64/insn.h"
 #include "core/region_impl.h"
 #include "os/linux/os.h"
 
@@ -62,9 +83,155 @@ static bool degrade(struct tk_region *r)
     return tk__apply(r, 0, r->rg_npages) == 0;
 }
 
-/* [signal-safe] */
-bool tk__dirty_fault(struct tk_region *r, size_t page)
+/* ---- writes in flight (see above) ---------------------------------------- */
+
+#define X86_EFLAGS_TF 0x100
+#define INFLIGHT_MASK 0xffffu
+#define TK_DIRTY_MAX_HOLD_MS 1000
+#define STEP_PAGES 4
+
+/* rg_inflight[page]: writes in flight in the low 16 bits; in the high 16,
+ * when collections began holding the page back (milliseconds, modulo 2^16,
+ * 0 for not held). */
+static uint32_t hold_clock(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint32_t ms = (uint32_t)((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000) & 0xffff;
+    return ms ? ms : 1;
+}
+
+/* The pages of the instruction this thread is single-stepping for DIRTY. */
+struct dstep {
+    int n;
+    bool program_tf;  /* the trap flag was set before trapkit set it */
+    uintptr_t pc, sp; /* the stepped instruction's */
+    struct {
+        struct tk_region *r;
+        uint64_t id;
+        uintptr_t addr;
+        size_t page;
+    } p[STEP_PAGES];
+};
+static __thread struct dstep dstep __attribute__((tls_model("initial-exec")));
+static atomic_bool sigtrap_ready; /* trapkit handles SIGTRAP (see tk__dirty_start) */
+
+/* How a write in flight is followed: 0 not at all (the retry may be reported
+ * twice), 1 by single-stepping, 2 by emulating it under the lock where
+ * insn.c can, else single-stepping.  Only benchmarks change it. */
+int tk__dirty_inflight = 2;
+
+/* Counts this thread's stepped writes complete (or abandoned).  A region
+ * destroyed meanwhile is no longer listed, and its counts are gone with it.
+ * [signal-safe] */
+static void step_release(void)
+{
+    if (!dstep.n) return;
+    tk__table_enter();
+    for (int i = 0; i < dstep.n; i++) {
+        struct tk_region *r = dstep.p[i].r;
+        if (tk__table_find(dstep.p[i].addr) == r && r->rg_id == dstep.p[i].id && r->rg_inflight)
+            atomic_fetch_sub(&r->rg_inflight[dstep.p[i].page], 1);
+    }
+    tk__table_leave();
+    dstep.n = 0;
+}
+
+/* Counts this thread's write to page in flight and sets the trap flag, so
+ * the SIGTRAP after the instruction counts it complete.  Called with the
+ * region's lock held.  [signal-safe] */
+static void step_add(struct tk_region *r, size_t page, void *uc)
+{
+    if (!uc || !r->rg_inflight || !atomic_load(&sigtrap_ready) || !tk__dirty_inflight) return;
+    greg_t *efl = &((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL];
+    for (int i = 0; i < dstep.n; i++)
+        if (dstep.p[i].r == r && dstep.p[i].page == page) return; /* counted */
+    if (dstep.n == STEP_PAGES) return; /* the instruction's pages are not all counted */
+    if (dstep.n == 0) {
+        dstep.program_tf = (*efl & X86_EFLAGS_TF) != 0;
+        dstep.pc = (uintptr_t)TK_CTX_PC(uc);
+        dstep.sp = TK_CTX_SP(uc);
+    }
+    atomic_fetch_add(&r->rg_inflight[page], 1);
+    dstep.p[dstep.n].r = r;
+    dstep.p[dstep.n].id = r->rg_id;
+    dstep.p[dstep.n].addr = r->rg_start + (page << r->rg_shift);
+    dstep.p[dstep.n].page = page;
+    dstep.n++;
+    *efl |= X86_EFLAGS_TF;
+}
+
+/* Emulation (arch/x86_64/insn.c) of the faulting instruction under the
+ * region's lock: its memory must lie in pages of r the states allow, so the
+ * emulation cannot fault inside the lock. */
+static bool emu_allowed(uintptr_t a, size_t len, bool write, void *ctx)
+{
+    struct tk_region *r = ctx;
+    if (len == 0) return true;
+    if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a) return false;
+    for (size_t p = tk__page_index(r, a); p <= tk__page_index(r, a + len - 1); p++) {
+        uint8_t st = atomic_load(&r->rg_state[p]);
+        int user = st & PS_PROT_MASK;
+        if (write ? user != TK_PROT_RW || (st & (PS_TRACK | PS_DECLINED)) : user == TK_PROT_NONE)
+            return false;
+    }
+    return true;
+}
+
+static void *emu_map(uintptr_t a, size_t len, bool write, void *ctx)
+{
+    return emu_allowed(a, len, write, ctx) ? (void *)a : NULL;
+}
+
+/* Completes the faulting write now, under the region's lock, if the
+ * instruction is one insn.c emulates.  [signal-safe] */
+static bool complete_now(struct tk_region *r, void *uc)
+{
+    if (tk__dirty_inflight < 2 || atomic_load(&r->rg_gone)) return false;
+    struct tk_insn d;
+    if (!tk__insn_decode(uc, &d)) return false;
+    struct tk_emu_ops ops = {emu_map, emu_allowed, r};
+    return tk__insn_emulate(&d, uc, &ops);
+}
+
+/* [signal-safe] */
+bool tk__dirty_step_done(void *uc)
+{
+    if (!dstep.n) return false;
+    bool program_tf = dstep.program_tf;
+    step_release();
+    if (program_tf) return false;
+    ((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
+    return true;
+}
+
+void tk__dirty_after_fork_child(struct tk_region *r)
+{
+    dstep.n = 0;
+    if (r->rg_inflight)
+        for (size_t i = 0; i < r->rg_npages; i++)
+            if (atomic_load(&r->rg_inflight[i])) atomic_store(&r->rg_inflight[i], 0);
+}
+
+/* [signal-safe] */
+bool tk__dirty_fault(struct tk_region *r, size_t page, void *uc)
+{
+    /* A step this thread has not finished: this instruction faulting again
+     * on a further page (counted with it); another instruction in a signal
+     * handler that interrupted it (its stack pointer lies below, or on
+     * another stack: the step stays pending and this write is not counted);
+     * or one left by an escape (released). */
+    if (dstep.n && uc) {
+        uintptr_t sp = TK_CTX_SP(uc);
+        bool same = (uintptr_t)TK_CTX_PC(uc) == dstep.pc && sp == dstep.sp &&
+                    (((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF);
+        bool nested = !same && (sp < dstep.sp || sp - dstep.sp > ((uintptr_t)1 << 26));
+        if (nested)
+            uc = NULL;
+        else if (!same)
+            step_release();
+    }
+
     tk_hw_guard g;
     tk__hw_lock(r, &g);
     uint8_t old = atomic_load(&r->rg_state[page]), nst;
@@ -74,7 +241,9 @@ bool tk__dirty_fault(struct tk_region *r, size_t page)
             return false;
         }
         if (!(old & PS_TRACK)) {
-            tk__hw_unlock(r, &g, page, 0); /* another thread took this fault first */
+            /* another thread took this fault first: this write is in flight too */
+            if (!uc || !complete_now(r, uc)) step_add(r, page, uc);
+            tk__hw_unlock(r, &g, page, 0);
             return true;
         }
         nst = old & (uint8_t)~PS_TRACK;
@@ -82,6 +251,7 @@ bool tk__dirty_fault(struct tk_region *r, size_t page)
 
     atomic_fetch_or(&r->rg_dirty[page / 64], (uint64_t)1 << (page % 64));
     bool ok = tk__change(r, page, 1, old, nst) == 0 || degrade(r);
+    if (ok && (!uc || !complete_now(r, uc))) step_add(r, page, uc);
     tk__hw_unlock(r, &g, page, 1);
     return ok;
 }
@@ -105,23 +275,38 @@ void tk__dirty_mark(struct tk_region *r, size_t first, size_t n)
         atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
 }
 
+/* The bitmap, then the in-flight counts, in one mapping. */
+static size_t dirty_bytes(const struct tk_region *r)
+{
+    return bitmap_words(r) * 8 + r->rg_npages * sizeof(uint32_t);
+}
+
 int tk__dirty_alloc(struct tk_region *r)
 {
-    void *b = mmap(NULL, bitmap_words(r) * 8, PROT_READ | PROT_WRITE,
+    void *b = mmap(NULL, dirty_bytes(r), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (b == MAP_FAILED) return tk__fail(-ENOMEM, "tk_region_create: out of memory for DIRTY");
     r->rg_dirty = b;
+    r->rg_inflight = (_Atomic uint32_t *)((char *)b + bitmap_words(r) * 8);
     return 0;
 }
 
 void tk__dirty_free(struct tk_region *r)
 {
-    if (r->rg_dirty) munmap((void *)r->rg_dirty, bitmap_words(r) * 8);
+    if (r->rg_dirty) munmap((void *)r->rg_dirty, dirty_bytes(r));
     r->rg_dirty = NULL;
+    r->rg_inflight = NULL;
 }
 
 int tk__dirty_start(struct tk_region *r)
 {
+    /* every DIRTY region, since a fork child may serve a pagemap-scan region
+     * by traps (vm/fork.c) */
+    if (!atomic_load(&sigtrap_ready)) {
+        int err = tk__trap_claim(SIGTRAP);
+        if (err) return err;
+        atomic_store(&sigtrap_ready, true);
+    }
     if (r->rg_trap_dirty) {
         int err = tk__dirty_alloc(r);
         return err ? err : arm_all(r);
@@ -158,15 +343,42 @@ static void set_bits(const struct tk_region *r, uint64_t *bm, uintptr_t start, u
 
 /* Under the region's lock (which also defers this thread's signals, so none
  * of its handlers runs inside the re-arming): faults and tk_protect calls on
- * the region wait, and concurrent collections take disjoint pages. */
+ * the region wait, and concurrent collections take disjoint pages.  A page
+ * with writes in flight is held back (see above): it stays writable and
+ * dirty for the next collection. */
 static int collect_traps(struct tk_region *r, uint64_t *bm)
 {
     tk_hw_guard g;
     tk__hw_lock(r, &g);
 
     bool degraded = atomic_exchange(&r->rg_degraded, 0);
-    int err = arm_all(r);
-    for (size_t w = 0; w < bitmap_words(r); w++) bm[w] = atomic_exchange(&r->rg_dirty[w], 0);
+    size_t nw = bitmap_words(r);
+    uint32_t now = 0;
+    for (size_t w = 0; w < nw; w++) {
+        bm[w] = atomic_load(&r->rg_dirty[w]);
+        for (uint64_t bits = bm[w]; bits; bits &= bits - 1) {
+            size_t i = w * 64 + (size_t)__builtin_ctzll(bits);
+            uint32_t f = atomic_load(&r->rg_inflight[i]), since = f >> 16;
+            if (!(f & INFLIGHT_MASK)) {
+                if (since) atomic_fetch_and(&r->rg_inflight[i], INFLIGHT_MASK);
+                continue;
+            }
+            if (!now) now = hold_clock();
+            if (!since) {
+                atomic_fetch_add(&r->rg_inflight[i], now << 16);
+            } else if (((now - since) & 0xffff) >= TK_DIRTY_MAX_HOLD_MS) {
+                atomic_fetch_and(&r->rg_inflight[i], INFLIGHT_MASK); /* reported now */
+                continue;
+            }
+            bm[w] &= ~((uint64_t)1 << (i % 64));
+        }
+    }
+    for (size_t i = 0; i < r->rg_npages; i++) {
+        bool held = (atomic_load(&r->rg_dirty[i / 64]) & ~bm[i / 64]) >> (i % 64) & 1;
+        if (!held) atomic_fetch_or(&r->rg_state[i], PS_TRACK);
+    }
+    int err = tk__apply(r, 0, r->rg_npages);
+    for (size_t w = 0; w < nw; w++) atomic_fetch_and(&r->rg_dirty[w], ~bm[w]);
     if (degraded && !err)
         tk__fail(0, "tk_dirty: this interval reports every writable page: the kernel could not "
                     "split the mapping further (vm.max_map_count), so tracking page by page was "

@@ -106,7 +106,10 @@ static void in_child(void)
 {
     tk__uffd_after_fork_child();
     tk__pagemap_forget();
-    for (size_t i = 0; i < fork_n; i++) reestablish(fork_regions[i]);
+    for (size_t i = 0; i < fork_n; i++) {
+        tk__dirty_after_fork_child(fork_regions[i]);
+        reestablish(fork_regions[i]);
+    }
     unlock_all(true);
 }
 
