@@ -231,6 +231,11 @@ static int cmd_probe_table(void)
 
     printf("trapkit %s probe\n\n", TRAPKIT_VERSION);
     if (r < 0) printf("(some facts could not be read: %s)\n\n", tk_strerror(r));
+    const char *mask = getenv("TRAPKIT_PROBE_MASK");
+    if (mask && *mask)
+        printf("TRAPKIT_PROBE_MASK=%s: those features are hidden below and trapkit does not use "
+               "them\n\n",
+               mask);
 
     section("machine");
     add("kernel", "%s", p.kernel_release[0] ? p.kernel_release : "(unknown)");

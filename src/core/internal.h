@@ -27,6 +27,8 @@ void tk__clear_error(void);
  * The cached probe result; computed on first call.  Not signal-safe on the
  * first call, a plain pointer read afterwards. */
 const tk_probe_info *tk__probe(void);
+/* TRAPKIT_PROBE_MASK, the features the probe hides, or NULL. */
+const char *tk__probe_mask(void);
 
 /* ---- mechanism choice (vm/choose.c) ------------------------------------- */
 /* Whether mechanism m can serve a region with these TK_REGION_* flags on this

@@ -355,6 +355,93 @@ static tk_probe_info cached;
 static int cached_err;
 static pthread_once_t cached_once = PTHREAD_ONCE_INIT;
 
+/* ---- TRAPKIT_PROBE_MASK ----------------------------------------------------
+ * Hides features the machine has, so that the fallbacks an older kernel
+ * needs run here (e.g. TRAPKIT_PROBE_MASK=wp_unpopulated,wp_async,
+ * pagemap_scan,move is Linux 6.1 as far as trapkit can tell).  Everything
+ * else in trapkit reads the probe, so what is hidden here is not used. */
+
+struct mask_name {
+    const char *name;
+    uint64_t features; /* UFFD_FEATURE_* hidden */
+    uint64_t ioctls;   /* bits of _UFFDIO_* hidden */
+    const char *what;
+};
+
+static const struct mask_name mask_names[] = {
+    {"uffd", ~UINT64_C(0), ~UINT64_C(0), "userfaultfd itself"},
+    {"wp",
+     UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_UNPOPULATED | UFFD_FEATURE_WP_ASYNC |
+         UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+     UINT64_C(1) << _UFFDIO_WRITEPROTECT, "userfaultfd write-protect (Linux 5.7)"},
+    {"wp_unpopulated", UFFD_FEATURE_WP_UNPOPULATED, 0, "UFFD_FEATURE_WP_UNPOPULATED (6.4)"},
+    {"wp_async", UFFD_FEATURE_WP_ASYNC, 0, "UFFD_FEATURE_WP_ASYNC (6.7)"},
+    {"wp_shmem", UFFD_FEATURE_WP_HUGETLBFS_SHMEM, 0, "write-protect of shmem (5.19)"},
+    {"sigbus", UFFD_FEATURE_SIGBUS, 0, "UFFD_FEATURE_SIGBUS (4.14)"},
+    {"thread_id", UFFD_FEATURE_THREAD_ID, 0, "UFFD_FEATURE_THREAD_ID (4.14)"},
+    {"events",
+     UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMAP |
+         UFFD_FEATURE_EVENT_FORK,
+     0, "userfaultfd events (4.11)"},
+    {"move", UFFD_FEATURE_MOVE, UINT64_C(1) << _UFFDIO_MOVE, "UFFDIO_MOVE (6.8)"},
+    {"pagemap_scan", 0, 0, "PAGEMAP_SCAN (6.7)"},
+    {"soft_dirty", 0, 0, "soft-dirty bits"},
+    {"pkeys", 0, 0, "protection keys"},
+    {"guard", 0, 0, "MADV_GUARD_INSTALL (6.13)"},
+};
+
+static void hide(tk_probe_info *p, const struct mask_name *m)
+{
+    p->uffd_features &= ~m->features;
+    p->uffd_ioctls &= ~m->ioctls;
+    if (m->features == ~UINT64_C(0)) p->uffd_access = TK_UFFD_NONE;
+    if (!strcmp(m->name, "pagemap_scan")) p->pagemap_scan = false;
+    if (!strcmp(m->name, "soft_dirty")) p->soft_dirty = false;
+    if (!strcmp(m->name, "pkeys")) {
+        p->pkeys_cpu = p->pkeys_kernel = false;
+        p->pkeys_available = 0;
+    }
+    if (!strcmp(m->name, "guard")) p->madv_guard_install = false;
+}
+
+/* Applies TRAPKIT_PROBE_MASK (comma- or space-separated names); an unknown
+ * name is reported on stderr and hides nothing. */
+static void apply_mask(tk_probe_info *p)
+{
+    const char *env = getenv("TRAPKIT_PROBE_MASK");
+    if (!env || !*env) return;
+    const char *at = env;
+    while (*at) {
+        size_t n = strcspn(at, ", ");
+        if (n) {
+            const struct mask_name *m = NULL;
+            for (size_t i = 0; i < sizeof mask_names / sizeof mask_names[0]; i++)
+                if (strlen(mask_names[i].name) == n && !strncmp(mask_names[i].name, at, n))
+                    m = &mask_names[i];
+            if (m) {
+                hide(p, m);
+            } else {
+                char known[512] = "";
+                for (size_t i = 0; i < sizeof mask_names / sizeof mask_names[0]; i++) {
+                    if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
+                    strncat(known, mask_names[i].name, sizeof known - strlen(known) - 1);
+                }
+                fprintf(stderr,
+                        "trapkit: TRAPKIT_PROBE_MASK: unknown feature '%.*s' ignored (known: %s)\n",
+                        (int)n, at, known);
+            }
+        }
+        at += n;
+        while (*at == ',' || *at == ' ') at++;
+    }
+}
+
+const char *tk__probe_mask(void)
+{
+    const char *env = getenv("TRAPKIT_PROBE_MASK");
+    return env && *env ? env : NULL;
+}
+
 static void probe_all(tk_probe_info *p, int *errp)
 {
     int err = 0;
@@ -390,6 +477,8 @@ static void probe_all(tk_probe_info *p, int *errp)
     probe_pkeys(p);
     probe_guard(p);
     probe_map2(p);
+
+    apply_mask(p);
 
     unsigned long ss = getauxval(AT_MINSIGSTKSZ);
     p->minsigstksz = ss ? (size_t)ss : (size_t)MINSIGSTKSZ;
@@ -596,6 +685,11 @@ int tk_probe_json(const tk_probe_info *p, char *buf, size_t size)
     key(&s, "mech_noaccess");
     put_json_string(&s, tk_mech_name(p->mech_noaccess));
     put_bool(&s, "map2", p->map2);
+    key(&s, "probe_mask");
+    if (tk__probe_mask())
+        put_json_string(&s, tk__probe_mask());
+    else
+        puts_(&s, "null");
     put(&s, "}", 1);
 
     if (s.len > INT_MAX) return -EOVERFLOW;

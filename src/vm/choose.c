@@ -49,10 +49,8 @@ static bool uffd_wp_usable(const tk_probe_info *p, unsigned flags, const char **
         if (why) *why = "userfaultfd write-protect (UFFD_FEATURE_PAGEFAULT_FLAG_WP) is missing";
         return false;
     }
-    if (!tk_probe_has_uffd(p, UFFD_FEATURE_WP_UNPOPULATED)) {
-        if (why) *why = "UFFD_FEATURE_WP_UNPOPULATED (Linux 6.4) is missing";
-        return false;
-    }
+    /* Without UFFD_FEATURE_WP_UNPOPULATED (before 6.4) pages are populated
+     * before they are protected (vm/protect.c). */
     if ((flags & TK_REGION_MAP2) && !tk_probe_has_uffd(p, UFFD_FEATURE_WP_HUGETLBFS_SHMEM)) {
         if (why)
             *why = "userfaultfd write-protect of shared memory (WP_HUGETLBFS_SHMEM) is missing";

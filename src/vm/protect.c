@@ -10,8 +10,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/internal.h"
 #include "core/region_impl.h"
 #include "os/linux/os.h"
+#include "os/linux/uffd.h"
 
 struct hw {
     int prot; /* PROT_* for mprotect */
@@ -59,6 +61,29 @@ static bool hw_eq(struct hw a, struct hw b)
     return a.prot == b.prot && a.wp == b.wp;
 }
 
+/* Whether userfaultfd write-protects pages that are not present
+ * (UFFD_FEATURE_WP_UNPOPULATED, Linux 6.4).  [signal-safe]: the probe was
+ * made when the region was created. */
+static bool wp_unpopulated(void)
+{
+    return tk_probe_has_uffd(tk__probe(), UFFD_FEATURE_WP_UNPOPULATED);
+}
+
+/* Before 6.4 the write protection of a page that is not present is lost (its
+ * first touch maps a fresh, writable page): make the pages present (the
+ * shared zero page for those never written) before protecting them, as QEMU
+ * and bdwgc do.  Populating needs a readable range: a page that may still be
+ * no-access (from, or unknown when forced) is made read-only first, which
+ * allows no more than the write-protected setting that follows.
+ * [signal-safe] */
+static int populate(void *addr, size_t len, struct hw from, bool force)
+{
+    int err = 0;
+    if (force || from.prot == PROT_NONE) err = tk__mprotect(addr, len, PROT_READ);
+    if (!err) err = tk__populate_read(addr, len);
+    return err;
+}
+
 /* Sets the hardware of pages [first, first+n) from `from` to `to`.
  * [signal-safe] */
 static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, struct hw to,
@@ -70,7 +95,10 @@ static int set_hw(struct tk_region *r, size_t first, size_t n, struct hw from, s
     bool wp = traps_by_wp(r);
     /* Order: add write protection before lifting an mprotect, and lift it
      * after lowering one, so no instant allows more than both settings. */
-    if (wp && to.wp && (force || !from.wp)) err = tk__uffd_wp(r->rg_uffd, addr, len, true, false);
+    if (wp && to.wp && (force || !from.wp)) {
+        if (to.prot != PROT_NONE && !wp_unpopulated()) err = populate(addr, len, from, force);
+        if (!err) err = tk__uffd_wp(r->rg_uffd, addr, len, true, false);
+    }
     if (!err && (force || from.prot != to.prot)) {
         err = tk__mprotect(addr, len, to.prot);
         if (err == -ENOMEM)

@@ -129,6 +129,23 @@ int tk__mprotect(void *addr, size_t len, int prot)
     RETURN(0);
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+/* [signal-safe] */
+int tk__populate_read(void *addr, size_t len)
+{
+    SAVE_ERRNO;
+    if (madvise(addr, len, MADV_POPULATE_READ) == 0) RETURN(0);
+    if (errno != EINVAL) RETURN(-errno);
+    /* before 5.14: touch each page */
+    size_t ps = (size_t)getpagesize();
+    for (uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(ps - 1); a < (uintptr_t)addr + len; a += ps)
+        (void)*(volatile const char *)a;
+    RETURN(0);
+}
+
 static int pagemap_fd = -1;
 static pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
 

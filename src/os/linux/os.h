@@ -43,6 +43,13 @@ int tk__pkey_mprotect(void *addr, size_t len, int prot, int key);
 /* mprotect [signal-safe] */
 int tk__mprotect(void *addr, size_t len, int prot);
 
+/* Makes every page of [addr, addr+len) present for reading, as userfaultfd
+ * write protection without UFFD_FEATURE_WP_UNPOPULATED (before Linux 6.4)
+ * needs: MADV_POPULATE_READ (5.14), or a read of each page on kernels
+ * without it.  The range must be readable.  Negative errno on failure.
+ * [signal-safe] */
+int tk__populate_read(void *addr, size_t len);
+
 /* /proc/self/pagemap, opened once (O_RDONLY|O_CLOEXEC).  Returns the fd. */
 int tk__pagemap_fd(void);
 /* In a child of fork(): closes the parent's pagemap fd (it describes the

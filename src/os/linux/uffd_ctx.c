@@ -8,9 +8,9 @@
  *                 handler and wakes it
  *   pagemap-scan  UFFD_FEATURE_WP_ASYNC: the kernel resolves write faults
  *                 itself and PAGEMAP_SCAN reports and re-protects (vm/dirty.c)
- * All three ask for WP_UNPOPULATED (so never-touched pages are protected
- * too) and, where offered, WP_HUGETLBFS_SHMEM (for memfd-backed MAP2
- * regions).
+ * All three ask, where offered, for WP_UNPOPULATED (so never-touched pages
+ * are protected too; before Linux 6.4 vm/protect.c populates pages before
+ * protecting them) and WP_HUGETLBFS_SHMEM (for memfd-backed MAP2 regions).
  *
  * uffd-thread's service threads.  A region's handler runs on a service
  * thread, and may itself touch a protected page: a write-protected page of a
@@ -278,8 +278,9 @@ void tk__uffd_before_fork(void)
 int tk__uffd_for(enum tk_mech m)
 {
     const tk_probe_info *p = tk__probe();
-    uint64_t want = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_UNPOPULATED;
-    uint64_t optional = UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+    uint64_t want = UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+    /* without WP_UNPOPULATED pages are populated before they are protected */
+    uint64_t optional = UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_WP_UNPOPULATED;
     switch (m) {
     case TK_MECH_UFFD_SIGBUS:
         want |= UFFD_FEATURE_SIGBUS;
