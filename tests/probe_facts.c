@@ -1,12 +1,20 @@
 /* tests/probe_facts.c - tk_probe() reports what the machine really has.
  *
- * Cross-checks the probe against plain libc and /proc: the cached result is
- * stable, page size and vm.max_map_count match, a reported userfaultfd can be
- * opened, pkeys in the kernel imply pkeys in the CPU, and tk_probe_json keeps
- * the snprintf contract.  Exit 0 pass, 1 fail, 77 skip.
+ * Cross-checks the probe against plain libc, system calls, CPUID and /proc,
+ * each fact established here without trapkit and compared in both
+ * directions (a probe that misses a feature would turn its mechanism's tests
+ * into skips): the cached result is stable; page size and vm.max_map_count
+ * match; userfaultfd opens exactly when the probe says so, with the features
+ * and write-protect ioctls it reports; PAGEMAP_SCAN, soft-dirty bits, pkeys
+ * (CPUID PKU+OSPKE, pkey_alloc), MADV_GUARD_INSTALL and memfd work exactly
+ * when it says so; and tk_probe_json keeps the snprintf contract.  Exit 0
+ * pass, 1 fail, 77 skip.
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <signal.h>
@@ -63,6 +71,138 @@ static int open_uffd(enum tk_uffd_access a)
     }
 }
 
+/* ---- each fact, without trapkit --------------------------------------- */
+
+/* Whether any of the three ways to obtain a userfaultfd works. */
+static bool uffd_opens(void)
+{
+    for (int a = TK_UFFD_SYSCALL; a <= TK_UFFD_USER_MODE_ONLY; a++) {
+        int fd = open_uffd((enum tk_uffd_access)a);
+        if (fd >= 0) {
+            close(fd);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The ioctls a range registered for write protection allows, or 0. */
+static uint64_t wp_ioctls(enum tk_uffd_access a, uint64_t features, size_t ps)
+{
+    uint64_t out = 0;
+    int fd = open_uffd(a);
+    if (fd < 0) return 0;
+    /* as the probe asks: write protection and, where offered, of pages
+     * never touched */
+    struct uffdio_api api = {.api = UFFD_API,
+                             .features = features & (UFFD_FEATURE_PAGEFAULT_FLAG_WP | (1u << 13))};
+    void *m = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ioctl(fd, UFFDIO_API, &api) == 0 && m != MAP_FAILED) {
+        struct uffdio_register reg = {.range = {(uintptr_t)m, ps}, .mode = UFFDIO_REGISTER_MODE_WP};
+        if (ioctl(fd, UFFDIO_REGISTER, &reg) == 0) out = reg.ioctls;
+    }
+    if (m != MAP_FAILED) munmap(m, ps);
+    close(fd);
+    return out;
+}
+
+/* PAGEMAP_SCAN (Linux 6.7), its ABI written out here */
+struct scan_region {
+    uint64_t start, end, categories;
+};
+struct scan_arg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+        category_mask, category_anyof_mask, return_mask;
+};
+#define SCAN_IOCTL _IOWR('f', 16, struct scan_arg)
+
+static bool pagemap_scan_works(size_t ps)
+{
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    char *m = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    bool ok = false;
+    if (fd >= 0 && m != MAP_FAILED) {
+        m[0] = 1;
+        struct scan_region vec[1];
+        struct scan_arg arg = {.size = sizeof arg,
+                               .start = (uintptr_t)m,
+                               .end = (uintptr_t)m + ps,
+                               .vec = (uintptr_t)vec,
+                               .vec_len = 1,
+                               .category_mask = 1u << 3, /* PAGE_IS_PRESENT */
+                               .return_mask = 1u << 3};
+        ok = ioctl(fd, SCAN_IOCTL, &arg) == 1 && vec[0].start == (uintptr_t)m;
+    }
+    if (m != MAP_FAILED) munmap(m, ps);
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+static uint64_t pagemap_entry(const void *addr, size_t ps)
+{
+    uint64_t e = 0;
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    if (pread(fd, &e, 8, (off_t)((uintptr_t)addr / ps * 8)) != 8) e = 0;
+    close(fd);
+    return e;
+}
+
+/* A written page shows bit 55 and clear_refs "4" clears it. */
+static bool soft_dirty_works(size_t ps)
+{
+    volatile char *m = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return false;
+    bool ok = false;
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0 && write(fd, "4", 1) == 1) {
+        m[0] = 1;
+        uint64_t dirty = pagemap_entry((const void *)m, ps);
+        if (write(fd, "4", 1) == 1) {
+            uint64_t clean = pagemap_entry((const void *)m, ps);
+            ok = (dirty >> 55 & 1) && (clean >> 63 & 1) && !(clean >> 55 & 1);
+        }
+    }
+    if (fd >= 0) close(fd);
+    munmap((void *)m, ps);
+    return ok;
+}
+
+static bool cpu_has_pkeys(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 3 & 1) && (c >> 4 & 1);
+}
+
+static bool kernel_has_pkeys(void)
+{
+    long k = syscall(SYS_pkey_alloc, 0, 0);
+    if (k < 0) return false;
+    syscall(SYS_pkey_free, k);
+    return true;
+}
+
+static bool guard_works(size_t ps)
+{
+    char *m = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return false;
+    bool ok = madvise(m, ps, 102 /* MADV_GUARD_INSTALL */) == 0;
+    munmap(m, 2 * ps);
+    return ok;
+}
+
+static bool memfd_maps(size_t ps)
+{
+    int fd = (int)syscall(SYS_memfd_create, "probe-facts", 1u /* MFD_CLOEXEC */);
+    if (fd < 0) return false;
+    bool ok = ftruncate(fd, (off_t)ps) == 0;
+    void *v = ok ? mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    ok = v != MAP_FAILED;
+    if (ok) munmap(v, ps);
+    close(fd);
+    return ok;
+}
+
 /* Field by field: struct copies need not copy padding. */
 static bool same(const tk_probe_info *a, const tk_probe_info *b)
 {
@@ -86,6 +226,8 @@ static bool same(const tk_probe_info *a, const tk_probe_info *b)
 
 int main(void)
 {
+    /* the machine as it is: nothing hidden */
+    unsetenv("TRAPKIT_PROBE_MASK");
     tk_probe_info a, b;
     memset(&a, 0xa5, sizeof a);
     memset(&b, 0x5a, sizeof b);
@@ -132,10 +274,32 @@ int main(void)
                   (unsigned long long)api.features, (unsigned long long)a.uffd_features);
             close(fd);
         }
+        CHECK(a.uffd_ioctls == wp_ioctls(a.uffd_access, a.uffd_features, a.page_size),
+              "write-protect ioctls 0x%llx, registering a page here gives 0x%llx",
+              (unsigned long long)a.uffd_ioctls,
+              (unsigned long long)wp_ioctls(a.uffd_access, a.uffd_features, a.page_size));
     } else {
         CHECK(a.uffd_features == 0 && a.uffd_ioctls == 0,
               "no userfaultfd but features/ioctls reported");
     }
+    bool opens = uffd_opens();
+    CHECK(opens == (a.uffd_access != TK_UFFD_NONE), "userfaultfd %s here, the probe says %s",
+          opens ? "opens" : "does not open", a.uffd_access != TK_UFFD_NONE ? "yes" : "no");
+    bool scan = pagemap_scan_works(a.page_size);
+    CHECK(scan == a.pagemap_scan, "PAGEMAP_SCAN %s here, the probe says %d",
+          scan ? "works" : "fails", a.pagemap_scan);
+    bool sd = soft_dirty_works(a.page_size);
+    CHECK(sd == a.soft_dirty, "soft-dirty bits %s here, the probe says %d",
+          sd ? "work" : "do not work", a.soft_dirty);
+    CHECK(cpu_has_pkeys() == a.pkeys_cpu, "CPUID PKU+OSPKE %d, the probe says %d", cpu_has_pkeys(),
+          a.pkeys_cpu);
+    CHECK(kernel_has_pkeys() == a.pkeys_kernel, "pkey_alloc %s, the probe says %d",
+          kernel_has_pkeys() ? "works" : "fails", a.pkeys_kernel);
+    CHECK(guard_works(a.page_size) == a.madv_guard_install,
+          "MADV_GUARD_INSTALL %s, the probe says %d", guard_works(a.page_size) ? "works" : "fails",
+          a.madv_guard_install);
+    CHECK(memfd_maps(a.page_size) == a.map2, "memfd %s, the probe says %d",
+          memfd_maps(a.page_size) ? "maps" : "fails", a.map2);
 
     CHECK(!a.pkeys_kernel || a.pkeys_cpu, "pkey_alloc works but CPUID has no PKU/OSPKE");
     CHECK(a.pkeys_kernel ? a.pkeys_available > 0 : a.pkeys_available == 0,

@@ -21,8 +21,6 @@
 
 #include <trapkit/trapkit.h>
 
-#include "core/internal.h" /* tk__mech_available: the CLI links the static library */
-
 static const char usage_text[] =
     "usage: trapkit <command> [options]\n"
     "\n"
@@ -306,7 +304,7 @@ static int cmd_probe_table(void)
         add("TRAPKIT_BACKEND", "'%s' names no mechanism: creating a region fails", env);
     } else if (forced != TK_MECH_AUTO) {
         const char *why = NULL;
-        if (tk__mech_available(&p, forced, 0, &why))
+        if (tk_mech_available(forced, 0, &why))
             add("TRAPKIT_BACKEND", "%s (forced mechanism for every region)", tk_mech_name(forced));
         else
             add("TRAPKIT_BACKEND", "%s (forced, but unavailable here: %s)", tk_mech_name(forced),
@@ -326,7 +324,7 @@ static int cmd_probe_table(void)
     }
     add("no-access protection", "%s (mprotect)", tk_mech_name(p.mech_noaccess));
     if (p.map2) {
-        enum tk_mech m2 = forced != TK_MECH_AUTO ? forced : tk__mech_default(&p, TK_REGION_MAP2);
+        enum tk_mech m2 = forced != TK_MECH_AUTO ? forced : tk_mech_default(TK_REGION_MAP2);
         if (forced == TK_MECH_AUTO && m2 != p.mech_trap)
             add("MAP2", "memfd views (MAP2 regions use %s)", tk_mech_name(m2));
         else
@@ -339,9 +337,9 @@ static int cmd_probe_table(void)
     for (size_t i = 0; i < sizeof all_mechs / sizeof all_mechs[0]; i++) {
         enum tk_mech m = all_mechs[i];
         const char *why = NULL, *why2 = NULL;
-        if (!tk__mech_available(&p, m, 0, &why)) {
+        if (!tk_mech_available(m, 0, &why)) {
             add(tk_mech_name(m), "unavailable: %s", why ? why : "(no reason given)");
-        } else if (!tk__mech_available(&p, m, TK_REGION_MAP2, &why2)) {
+        } else if (!tk_mech_available(m, TK_REGION_MAP2, &why2)) {
             add(tk_mech_name(m), "available (not for MAP2 regions: %s)",
                 why2 ? why2 : "(no reason given)");
         } else {

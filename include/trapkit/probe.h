@@ -75,6 +75,16 @@ static inline bool tk_probe_has_uffd(const tk_probe_info *p, uint64_t feature)
  * length it needed, like snprintf. */
 int tk_probe_json(const tk_probe_info *p, char *buf, size_t size);
 
+/* Whether mechanism m can serve a region with these TK_REGION_* flags on this
+ * machine (as probed, after TRAPKIT_PROBE_MASK); if not and why is not NULL,
+ * *why says which feature is missing (a static string).  TK_MECH_AUTO is
+ * always available.  Not async-signal-safe on the first call (it probes). */
+bool tk_mech_available(enum tk_mech m, unsigned region_flags, const char **why);
+
+/* The mechanism trapkit picks for a region with these TK_REGION_* flags when
+ * none is forced (TRAPKIT_BACKEND is not consulted here). */
+enum tk_mech tk_mech_default(unsigned region_flags);
+
 /* Names of the userfaultfd feature bits, for printing: returns the name of
  * bit `bit` (0..63) or NULL if trapkit knows no name for it. */
 const char *tk_uffd_feature_name(unsigned bit);

@@ -42,6 +42,7 @@
 
 #include "aseq/aseq_impl.h"
 #include "core/internal.h"
+#include "os/linux/os.h"
 #include "trapkit/aseq.h"
 #include "trapkit/region.h"
 
@@ -385,13 +386,13 @@ static void run_held(struct aseq_priv *p, ucontext_t *handler_uc, ucontext_t *fr
     siginfo_t info = p->info;
     sigset_t orig = p->orig_mask;
     p->sig = 0;
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &p->handler_mask, NULL, _NSIG / 8);
+    tk__sigmask(SIG_SETMASK, &p->handler_mask, NULL);
     tk_aseq_handler fn = atomic_load(&actions[sig].fn);
     if (fn) fn(sig, &info, handler_uc);
     if (frame)
         frame->uc_sigmask = orig;
     else
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &orig, NULL, _NSIG / 8);
+        tk__sigmask(SIG_SETMASK, &orig, NULL);
 }
 
 /* Called by the landing with the registers the sequence ended with; runs
@@ -500,7 +501,7 @@ static void dispatch(int sig, siginfo_t *si, void *ucv)
          * registration stores; the handler's own sequences overwrite them */
         void *dest = t->dest;
         long in_as = t->in_as;
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, NULL, _NSIG / 8);
+        tk__sigmask(SIG_SETMASK, &m, NULL);
         fn(sig, si, ucv);
         t->dest = dest;
         t->in_as = in_as;
@@ -632,7 +633,7 @@ void tk__aseq_unblock(void)
     struct aseq_priv *p = tk__aseq_priv();
     sigset_t all, cur;
     sigfillset(&all);
-    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &cur, _NSIG / 8);
+    tk__sigmask(SIG_BLOCK, &all, &cur);
     uint64_t lower = t->pending_unblock & ~t->vmask;
     t->pending_unblock &= t->vmask;
     for (int s = 1; s < 65 && s < NSIG; s++)
@@ -643,7 +644,7 @@ void tk__aseq_unblock(void)
         p->vsig = 0;
         sigset_t hm = cur;
         sigorset(&hm, &hm, &actions[sig].mask);
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &hm, NULL, _NSIG / 8);
+        tk__sigmask(SIG_SETMASK, &hm, NULL);
         tk_aseq_handler fn = atomic_load(&actions[sig].fn);
         if (fn) {
             ucontext_t uc;
@@ -651,5 +652,5 @@ void tk__aseq_unblock(void)
             fn(sig, &info, &uc);
         }
     }
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &cur, NULL, _NSIG / 8);
+    tk__sigmask(SIG_SETMASK, &cur, NULL);
 }

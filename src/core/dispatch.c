@@ -2,8 +2,8 @@
  *
  * trapkit installs one handler for SIGSEGV and one for SIGBUS (SA_SIGINFO |
  * SA_ONSTACK | SA_NODEFER | SA_RESTART), remembering what was there before.
- * A fault inside a region goes to the region (internal DIRTY tracking first,
- * then the user's handler); anything else, and anything a handler declines,
+ * A fault inside a region goes to the region (vm/fault.c: internal DIRTY
+ * tracking first, then the user's handler); anything else, and anything a handler declines,
  * goes to the previous handler exactly as the kernel would have delivered it,
  * or, if that was SIG_DFL or SIG_IGN, to the default action: the disposition
  * is reset and the faulting instruction re-executes, so the process dies of
@@ -93,108 +93,10 @@ void *tk__current_fault_uc(void)
     return NULL;
 }
 
-/* Calls r's handler outside the table's reader section (it may never
- * return).  *gone is set if r was destroyed while the handler ran: r must not
- * be used again.  Called and returns inside the reader section.
- * [signal-safe] */
-static tk_action call_handler(struct tk_region *r, const tk_fault *f, bool *gone)
-{
-    uint64_t id = r->rg_id;
-    tk_fault_handler h = r->rg_handler;
-    void *arg = r->rg_arg;
-    tk__table_leave();
-    tk_action act = h(f, arg);
-    tk__table_enter();
-    *gone = tk__table_find((uintptr_t)f->addr) != r || r->rg_id != id;
-    return act;
-}
-
 static _Atomic(tk_fault_handler) overflow_handler;
 static _Atomic(void *) overflow_arg;
 static _Atomic(tk_fault_handler) unclaimed_handler;
 static _Atomic(void *) unclaimed_arg;
-
-/* [signal-safe] */
-static bool effective_allows(uint8_t st, enum tk_access access)
-{
-    int user = st & PS_PROT_MASK;
-    if (access == TK_ACCESS_WRITE) return user == TK_PROT_RW && !(st & PS_TRACK);
-    return user != TK_PROT_NONE;
-}
-
-/* [signal-safe] */
-tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *pc,
-                           void *ucontext, enum tk_mech via, unsigned flags)
-{
-    size_t page = tk__page_index(r, addr);
-    uint8_t st = atomic_load(&r->rg_state[page]);
-
-    if (st & PS_DECLINED) return TK_DECLINE;
-
-    /* A write the user allows, held back only by DIRTY tracking. */
-    if (r->rg_trap_dirty && access != TK_ACCESS_READ && (st & PS_TRACK) &&
-        (st & PS_PROT_MASK) == TK_PROT_RW) {
-        if (tk__dirty_fault(r, page, via == TK_MECH_UFFD_THREAD ? NULL : ucontext))
-            return TK_RESUME;
-        st = atomic_load(&r->rg_state[page]);
-    }
-
-    /* uffd write-protect faults are writes; a SIGSEGV may be either.  (pkeys
-     * rights are the faulting thread's own: no other thread resolves them.) */
-    if (r->rg_mech != TK_MECH_PKEYS &&
-        effective_allows(st, access == TK_ACCESS_UNKNOWN ? TK_ACCESS_READ : access))
-        flags |= TK_FAULT_RESOLVED;
-
-    if (!r->rg_handler) return (flags & TK_FAULT_RESOLVED) ? TK_RESUME : TK_DECLINE;
-
-    /* Eager amplification: open the page for this access first. */
-    int eager_from = -1, eager_to = 0;
-    if ((r->rg_flags & TK_REGION_EAGER) && !(flags & TK_FAULT_RESOLVED) &&
-        access != TK_ACCESS_EXEC) {
-        eager_from = r->rg_mech == TK_MECH_PKEYS ? tk__pkeys_protection(r) : st & PS_PROT_MASK;
-        eager_to =
-            access == TK_ACCESS_READ && eager_from == TK_PROT_NONE ? TK_PROT_READ : TK_PROT_RW;
-        if (tk_fast_paths() & TK_FAST_EAGER) {
-            if (tk_protect(r, (void *)(r->rg_start + (page << r->rg_shift)),
-                           r->rg_mech == TK_MECH_PKEYS ? r->rg_len : r->rg_page, eager_to) == 0)
-                flags |= TK_FAULT_AMPLIFIED;
-            else
-                eager_from = -1;
-        }
-    }
-
-    tk_fault f = {
-        .addr = (void *)addr,
-        .page = (void *)(r->rg_start + (page << r->rg_shift)),
-        .pc = pc,
-        .region = r,
-        .access = access,
-        .flags = flags,
-        .mech = via,
-        .ucontext = ucontext,
-    };
-    bool gone = false;
-    tk_action act = call_handler(r, &f, &gone);
-    /* Destroyed meanwhile: its memory is now ordinary (or unmapped), and the
-     * retried access meets whatever it is. */
-    if (gone) return TK_RESUME;
-    if (eager_from >= 0) {
-        void *pg = (void *)(r->rg_start + (page << r->rg_shift));
-        size_t len = r->rg_mech == TK_MECH_PKEYS ? r->rg_len : r->rg_page;
-        if (act == TK_DECLINE && (flags & TK_FAULT_AMPLIFIED)) {
-            /* not ours after all: the retry must fault as before */
-            (void)tk_protect(r, pg, len, eager_from);
-        } else if (act == TK_RESUME && !(flags & TK_FAULT_AMPLIFIED)) {
-            /* eager amplification switched off: open the page now, unless
-             * the handler already set a protection that allows the access */
-            int now = r->rg_mech == TK_MECH_PKEYS
-                          ? tk__pkeys_protection(r)
-                          : (atomic_load(&r->rg_state[page]) & PS_PROT_MASK);
-            if (now == eager_from) (void)tk_protect(r, pg, len, eager_to);
-        }
-    }
-    return act;
-}
 
 /* Passes a signal on to old, what was installed before trapkit.
  * [signal-safe] */
@@ -230,30 +132,6 @@ static bool is_stack_overflow(uintptr_t addr, void *uc)
     return addr < sp + 4096 && addr + TK_STACK_OVERFLOW_WINDOW >= sp;
 }
 
-/* The light path: a SIGSEGV in a TK_REGION_LIGHT region goes straight to
- * its handler, before any of the general path's bookkeeping (DIRTY, eager
- * amplification, declined marks).  [signal-safe] */
-static tk_action light_fault(struct tk_region *r, uintptr_t addr, void *uc)
-{
-    size_t page = tk__page_index(r, addr);
-    uint8_t st = atomic_load(&r->rg_state[page]);
-    enum tk_access access = TK_CTX_ACCESS(uc);
-    tk_fault f = {
-        .addr = (void *)addr,
-        .page = (void *)(r->rg_start + (page << r->rg_shift)),
-        .pc = TK_CTX_PC(uc),
-        .region = r,
-        .access = access,
-        .flags =
-            (r->rg_mech != TK_MECH_PKEYS && effective_allows(st, access)) ? TK_FAULT_RESOLVED : 0,
-        .mech = r->rg_mech == TK_MECH_PKEYS ? TK_MECH_PKEYS : TK_MECH_POSIX,
-        .ucontext = uc,
-    };
-    bool gone = false;
-    tk_action act = call_handler(r, &f, &gone);
-    return gone ? TK_RESUME : act;
-}
-
 /* The SIGSEGV and SIGBUS handler.  [signal-safe] */
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
@@ -283,7 +161,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
             sig == SIGSEGV && (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR);
         if (r) {
             if (segv_prot && (r->rg_flags & TK_REGION_LIGHT)) {
-                act = light_fault(r, addr, uc);
+                act = tk__light_fault(r, addr, uc);
             } else if (sig == SIGSEGV && si->si_code == SEGV_ACCERR && r->rg_subpage) {
                 act = tk__subpage_fault(r, addr, TK_CTX_ACCESS(uc), uc);
             } else if (segv_prot) {

@@ -1,7 +1,9 @@
 /* src/core/error.c - result codes and per-thread error messages. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/internal.h"
 
@@ -77,4 +79,29 @@ const char *tk_strerror(int err)
     default:
         return "unknown error";
     }
+}
+
+/* [signal-safe]: raw writes and abort() */
+void tk__assert_fail(const char *cond, const char *file, int line)
+{
+    char num[24];
+    int n = 0;
+    char tmp[16];
+    unsigned v = line > 0 ? (unsigned)line : 0;
+    do tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < (int)sizeof tmp);
+    for (int i = 0; i < n; i++) num[i] = tmp[n - 1 - i];
+    num[n] = 0;
+    const char *parts[] = {
+        "trapkit: internal error: ", cond, " is false at ", file, ":", num, "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        size_t len = strlen(parts[i]);
+        while (len > 0) {
+            ssize_t w = write(2, parts[i], len);
+            if (w <= 0) break;
+            parts[i] += w;
+            len -= (size_t)w;
+        }
+    }
+    abort();
 }

@@ -15,6 +15,7 @@
 #include "arch/context.h"
 #include "core/internal.h"
 #include "core/region_impl.h"
+#include "os/linux/os.h"
 #include "trapkit/fast.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -111,7 +112,7 @@ int tk_set_fast_paths(unsigned mask)
 /* rt_sigprocmask(SIG_SETMASK) with the kernel's sigset size.  [signal-safe] */
 static int tk__sigsetmask(const void *mask)
 {
-    return (int)syscall(SYS_rt_sigprocmask, SIG_SETMASK, mask, NULL, 8);
+    return tk__sigmask(SIG_SETMASK, mask, NULL);
 }
 
 /* [signal-safe] */

@@ -15,6 +15,16 @@
 #define TK_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* Internal invariants, checked in debug builds (the ASan build of make test)
+ * and compiled out otherwise.  A failure writes the condition and where to
+ * stderr and aborts.  [signal-safe] */
+#ifdef NDEBUG
+#define TK_ASSERT(cond) ((void)0)
+#else
+#define TK_ASSERT(cond) (TK_LIKELY(cond) ? (void)0 : tk__assert_fail(#cond, __FILE__, __LINE__))
+#endif
+_Noreturn void tk__assert_fail(const char *cond, const char *file, int line);
+
 /* ---- errors (error.c) ---------------------------------------------------
  * tk__fail records msg as the calling thread's last error and returns err.
  * [signal-safe]: it only copies bytes into thread-local storage.

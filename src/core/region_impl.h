@@ -174,6 +174,8 @@ void tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc);
  * the uffd handler thread.  Returns TK_RESUME or TK_DECLINE. [signal-safe] */
 tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *pc,
                            void *ucontext, enum tk_mech via, unsigned flags);
+/* A SIGSEGV in a TK_REGION_LIGHT region (vm/fault.c).  [signal-safe] */
+tk_action tk__light_fault(struct tk_region *r, uintptr_t addr, void *uc);
 
 /* ---- userfaultfd contexts (os/linux/uffd_ctx.c) ------------------------
  * One userfaultfd per delivery mode, shared by every region of that mode,
@@ -184,6 +186,12 @@ int tk__uffd_for(enum tk_mech m);
  * write protection then does not wake the faulting thread, which resumes
  * when the handler has returned. */
 extern __thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
+/* Handles one userfaultfd event on a uffd-thread service thread
+ * (vm/uffd_serve.c); depth: how many handlers deep a page fault was raised
+ * (1: by the program).  Returns the length of the range the service thread
+ * must then wake, from *wake_addr (0: none). */
+struct uffd_msg;
+size_t tk__uffd_serve(const struct uffd_msg *msg, int depth, uintptr_t *wake_addr);
 
 /* The ucontext of the fault this thread's trapkit handler is handling, or
  * NULL outside one. [signal-safe] */
@@ -231,6 +239,9 @@ void tk__dirty_after_fork_child(struct tk_region *r);
 extern int tk__dirty_inflight;
 /* Sets up DIRTY for a new region (all pages clean). */
 int tk__dirty_start(struct tk_region *r);
+/* Frees what a region's struct points to (page states, DIRTY's bitmap) once
+ * no fault path can look at it (vm/region.c; core/table.c's reclaim). */
+void tk__region_free_meta(struct tk_region *r);
 /* Maps and frees DIRTY's bitmap of pages to report (rg_dirty: trap-based
  * DIRTY, and tk_discard'ed pages on pagemap-scan); marks pages
  * [first, first+n) in it ([signal-safe]). */

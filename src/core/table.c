@@ -42,7 +42,9 @@ void tk__table_enter(void)
 /* [signal-safe] */
 void tk__table_leave(void)
 {
-    atomic_fetch_sub(&readers, 1);
+    long was = atomic_fetch_sub(&readers, 1);
+    TK_ASSERT(was > 0);
+    (void)was;
 }
 
 /* [signal-safe] */
@@ -93,10 +95,7 @@ static size_t quarantined;
 
 static void free_region(struct tk_region *r)
 {
-    if (r->rg_state) munmap((void *)r->rg_state, r->rg_npages);
-    tk__dirty_free(r);
-    r->rg_state = NULL;
-    pthread_mutex_destroy(&r->rg_views_lock);
+    tk__region_free_meta(r);
     r->rg_retired_next = NULL;
     if (quarantine_tail)
         quarantine_tail->rg_retired_next = r;

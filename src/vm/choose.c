@@ -121,3 +121,13 @@ enum tk_mech tk__mech_default(const tk_probe_info *p, unsigned flags)
     if (tk__mech_available(p, TK_MECH_UFFD_SIGBUS, flags, NULL)) return TK_MECH_UFFD_SIGBUS;
     return TK_MECH_POSIX;
 }
+
+bool tk_mech_available(enum tk_mech m, unsigned region_flags, const char **why)
+{
+    return tk__mech_available(tk__probe(), m, region_flags, why);
+}
+
+enum tk_mech tk_mech_default(unsigned region_flags)
+{
+    return tk__mech_default(tk__probe(), region_flags);
+}

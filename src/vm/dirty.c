@@ -130,8 +130,11 @@ static void step_release(void)
     tk__table_enter();
     for (int i = 0; i < dstep.n; i++) {
         struct tk_region *r = dstep.p[i].r;
-        if (tk__table_find(dstep.p[i].addr) == r && r->rg_id == dstep.p[i].id && r->rg_inflight)
-            atomic_fetch_sub(&r->rg_inflight[dstep.p[i].page], 1);
+        if (tk__table_find(dstep.p[i].addr) == r && r->rg_id == dstep.p[i].id && r->rg_inflight) {
+            uint32_t was = atomic_fetch_sub(&r->rg_inflight[dstep.p[i].page], 1);
+            TK_ASSERT(was & INFLIGHT_MASK);
+            (void)was;
+        }
     }
     tk__table_leave();
     dstep.n = 0;

@@ -35,7 +35,6 @@
  * The lock word: 0 free, 1 held, 2 held with waiters (futex). [signal-safe]
  */
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "arch/context.h"
@@ -56,17 +55,13 @@ static const uint64_t async_signals =
 /* [signal-safe] */
 void tk__defer_signals(uint64_t *old)
 {
-    long saved = errno;
-    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &async_signals, old, sizeof *old);
-    errno = (int)saved;
+    tk__sigmask(SIG_BLOCK, &async_signals, old);
 }
 
 /* [signal-safe] */
 void tk__restore_signals(const uint64_t *old)
 {
-    long saved = errno;
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
-    errno = (int)saved;
+    tk__sigmask(SIG_SETMASK, old, NULL);
 }
 
 /* [signal-safe] */
@@ -101,6 +96,7 @@ int tk__hw_unlock(struct tk_region *r, tk_hw_guard *g, size_t first, size_t n)
 {
     int err = 0;
     if (g->held) {
+        TK_ASSERT(atomic_load(&r->rg_hw_owner) == (uintptr_t)&self_token);
         /* A nested call may have been overtaken by our older system calls. */
         if (atomic_exchange(&r->rg_hw_nested, 0) && n) err = tk__apply(r, first, n);
         atomic_store_explicit(&r->rg_hw_owner, 0, memory_order_relaxed);

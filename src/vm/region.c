@@ -162,14 +162,47 @@ static int map_memory(struct tk_region *r)
     return 0;
 }
 
-static void release(struct tk_region *r)
+/* Gives a region's memory back, as far as it was set up: the userfaultfd
+ * registration, MAP2 views, the sub-page alias, the memfd, the pkey, and the
+ * memory itself (unmapped if trapkit mapped it; the user's made read-write
+ * again if `restore` - a destroyed region's, never one whose creation
+ * failed before touching it). */
+static void release_memory(struct tk_region *r, bool restore)
 {
-    if (r->rg_owned && r->rg_start) munmap((void *)r->rg_start, r->rg_len);
+    if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
+    r->rg_uffd = -1;
+    pthread_mutex_lock(&r->rg_views_lock);
+    for (struct tk_view *v = r->rg_views, *next; v; v = next) {
+        next = v->v_next;
+        munmap(v->v_addr, r->rg_len);
+        free(v);
+    }
+    r->rg_views = NULL;
+    pthread_mutex_unlock(&r->rg_views_lock);
+    if (r->rg_owned && r->rg_start)
+        munmap((void *)r->rg_start, r->rg_len);
+    else if (restore)
+        mprotect((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE);
     if (r->rg_alias) munmap(r->rg_alias, r->rg_len);
+    r->rg_alias = NULL;
     if (r->rg_memfd >= 0) close(r->rg_memfd);
+    r->rg_memfd = -1;
+    tk__pkeys_detach(r);
+}
+
+void tk__region_free_meta(struct tk_region *r)
+{
     if (r->rg_state) munmap((void *)r->rg_state, r->rg_npages);
+    r->rg_state = NULL;
     tk__dirty_free(r);
     pthread_mutex_destroy(&r->rg_views_lock);
+}
+
+/* A region whose creation failed: never listed, freed at once. */
+static void release(struct tk_region *r)
+{
+    release_memory(r, false);
+    tk__region_free_meta(r);
     free(r);
 }
 
@@ -274,8 +307,6 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
         (r->rg_flags & TK_REGION_DIRTY) &&
         (mech == TK_MECH_POSIX || mech == TK_MECH_UFFD_SIGBUS || mech == TK_MECH_UFFD_THREAD);
     if ((err = tk__table_insert(r))) {
-        if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
-        tk__pkeys_detach(r);
         release(r);
         return err;
     }
@@ -299,25 +330,7 @@ int tk_region_destroy(tk_region *r)
     r->rg_magic = 0;
     /* From here no fault is routed to r.  Give the memory back read-write
      * (unregistering also drops the userfaultfd write protection). */
-    if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
-    pthread_mutex_lock(&r->rg_views_lock);
-    for (struct tk_view *v = r->rg_views, *next; v; v = next) {
-        next = v->v_next;
-        munmap(v->v_addr, r->rg_len);
-        free(v);
-    }
-    r->rg_views = NULL;
-    pthread_mutex_unlock(&r->rg_views_lock);
-    if (r->rg_owned) {
-        munmap((void *)r->rg_start, r->rg_len);
-    } else {
-        mprotect((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE);
-    }
-    if (r->rg_alias) munmap(r->rg_alias, r->rg_len);
-    r->rg_alias = NULL;
-    if (r->rg_memfd >= 0) close(r->rg_memfd);
-    r->rg_memfd = -1;
-    tk__pkeys_detach(r);
+    release_memory(r, true);
     /* The struct itself, its states and bitmap are freed by the table once
      * no fault path can be looking at them. */
     if (unlisted) tk__table_retire(r);

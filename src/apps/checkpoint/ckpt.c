@@ -39,7 +39,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -47,10 +46,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -107,6 +107,7 @@ struct tk_ckpt {
     uint64_t nsaved, data_off, t_start, t_instant_real;
     atomic_bool running;
     atomic_int error;
+    int phase_fd; /* readable while the phase is running (wait_while_paused) */
     _Atomic uint64_t by_thread, by_writers, faults, max_stall, bytes, done, pause_ns, duration;
 };
 
@@ -132,15 +133,27 @@ static uint64_t now_ns(clockid_t clk)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* [signal-safe] */
-static void futex_wait(atomic_int *w, int val)
+/* Writers wait out a pause on phase_fd, an eventfd that is readable
+ * (counter non-zero) while the phase is running: drained before a pause
+ * begins, written when it ends.  poll() is async-signal-safe, and a level
+ * wakes every waiter.  [signal-safe] */
+static void wait_while_paused(struct tk_ckpt *c)
 {
-    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+    struct pollfd pfd = {.fd = c->phase_fd, .events = POLLIN};
+    if (atomic_load(&c->phase) == PHASE_PAUSED) poll(&pfd, 1, 100);
 }
 
-static void futex_wake_all(atomic_int *w)
+static void set_phase(struct tk_ckpt *c, int phase)
 {
-    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+    uint64_t v = 1;
+    if (phase == PHASE_PAUSED) {
+        while (read(c->phase_fd, &v, sizeof v) == (ssize_t)sizeof v) {
+        }
+        atomic_store(&c->phase, PHASE_PAUSED);
+    } else {
+        atomic_store(&c->phase, phase);
+        (void)!write(c->phase_fd, &v, sizeof v);
+    }
 }
 
 /* [signal-safe] */
@@ -294,7 +307,7 @@ static tk_action on_write(const tk_fault *f, void *arg)
         if (atomic_load(&c->phase) != PHASE_PAUSED) break;
         atomic_fetch_sub(&c->inflight, 1);
         if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
-        futex_wait(&c->phase, PHASE_PAUSED);
+        wait_while_paused(c);
     }
     for (unsigned spins = 0;; spins++) {
         uint8_t st = atomic_load(&c->state[idx]);
@@ -344,6 +357,7 @@ static void release(struct tk_ckpt *c)
     if (c->prefix) munmap(c->prefix, c->words * 8);
     if (c->pool) munmap(c->pool, c->npages * c->ps);
     if (c->queue) munmap((void *)c->queue, c->npages * 4);
+    if (c->phase_fd >= 0) close(c->phase_fd);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -362,6 +376,12 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     struct tk_ckpt *c = calloc(1, sizeof *c);
     if (!c) return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory");
     pthread_mutex_init(&c->lock, NULL);
+    c->phase_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK); /* running */
+    if (c->phase_fd < 0) {
+        int err = -errno;
+        release(c);
+        return tk__failf(err, "tk_ckpt_create: eventfd failed: %s", strerror(-err));
+    }
     c->ps = ps;
     c->shift = (unsigned)__builtin_ctzl(ps);
     c->nareas = cfg->nareas;
@@ -711,7 +731,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
 
     /* The pause: let writers already past the phase check finish opening
      * their pages, then choose the pages and protect them. */
-    atomic_store(&c->phase, PHASE_PAUSED);
+    set_phase(c, PHASE_PAUSED);
     while (atomic_load(&c->inflight) > 0) sched_yield();
     atomic_store(&c->running, true);
     c->t_instant_real = now_ns(CLOCK_REALTIME);
@@ -772,8 +792,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         if (c->dfd != c->fd) close(c->dfd);
         c->dfd = c->fd;
         atomic_store(&c->running, false);
-        atomic_store(&c->phase, PHASE_RUNNING);
-        futex_wake_all(&c->phase);
+        set_phase(c, PHASE_RUNNING);
         pthread_mutex_unlock(&c->lock);
         return tk__failf(err, "tk_ckpt_start: protecting the areas failed: %s", strerror(-err));
     }
@@ -786,15 +805,13 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
                 atomic_store(&c->state[i], ST_DIRTY);
             tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
         }
-        atomic_store(&c->phase, PHASE_RUNNING);
-        futex_wake_all(&c->phase);
+        set_phase(c, PHASE_RUNNING);
         end_snapshot(c, true);
         pthread_mutex_unlock(&c->lock);
         return 0;
     }
     atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
-    atomic_store(&c->phase, PHASE_RUNNING);
-    futex_wake_all(&c->phase);
+    set_phase(c, PHASE_RUNNING);
     if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
         /* no thread: copy here */
         snapshot_thread(c);

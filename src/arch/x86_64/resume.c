@@ -36,6 +36,7 @@
 
 #include "arch/context.h"
 #include "arch/x86_64/xsave.h"
+#include "os/linux/os.h"
 
 #define X86_EFLAGS_TF 0x100
 #define XFEATURE_PKRU (1ull << 9)
@@ -137,7 +138,7 @@ bool tk__arch_can_fast_return(void)
 {
     /* `ret` to the faulting PC would not match a CET shadow stack. */
     unsigned long features = 0;
-    if (syscall(SYS_arch_prctl, ARCH_SHSTK_STATUS, &features) == 0 && (features & ARCH_SHSTK_SHSTK))
+    if (tk__arch_prctl(ARCH_SHSTK_STATUS, &features) == 0 && (features & ARCH_SHSTK_SHSTK))
         return false;
     return true;
 }

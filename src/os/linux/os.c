@@ -260,6 +260,20 @@ int tk__pkey_mprotect(void *addr, size_t len, int prot, int key)
     RETURN(syscall(SYS_pkey_mprotect, addr, len, prot, key) < 0 ? -errno : 0);
 }
 
+int tk__sigmask(int how, const void *set, void *old)
+{
+    SAVE_ERRNO;
+    if (syscall(SYS_rt_sigprocmask, how, set, old, 8) < 0) RETURN(-errno);
+    RETURN(0);
+}
+
+int tk__arch_prctl(int code, unsigned long *arg)
+{
+    SAVE_ERRNO;
+    if (syscall(SYS_arch_prctl, code, arg) < 0) RETURN(-errno);
+    RETURN(0);
+}
+
 void tk__futex_wait(atomic_int *word, int val)
 {
     SAVE_ERRNO;

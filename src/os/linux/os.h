@@ -83,6 +83,15 @@ int tk__memfd(const char *name, size_t len);
 void tk__futex_wait(atomic_int *word, int val);
 void tk__futex_wake(atomic_int *word, int n);
 
+/* rt_sigprocmask with the kernel's 8-byte signal set (how: SIG_BLOCK,
+ * SIG_UNBLOCK, SIG_SETMASK; set or old may be NULL), bypassing libc's
+ * bookkeeping.  Returns 0 or a negative errno; errno is kept.
+ * [signal-safe] */
+int tk__sigmask(int how, const void *set, void *old);
+
+/* arch_prctl(code, arg).  Returns 0 or a negative errno. */
+int tk__arch_prctl(int code, unsigned long *arg);
+
 /* A raw write(2) of a string to fd 2, for diagnostics. [signal-safe] */
 void tk__write_stderr(const char *s);
 

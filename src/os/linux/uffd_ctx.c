@@ -39,7 +39,6 @@
 #include "os/linux/os.h"
 
 #define TK_SERVICE_MAX 64
-#define TK_SERVICE_NESTING 8 /* handlers faulting inside handlers, as core/dispatch.c */
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fds[TK_MECH_COUNT_] = {-1, -1, -1, -1, -1, -1, -1};
@@ -49,7 +48,7 @@ static atomic_int service_starting; /* started, not yet waiting for events */
 /* Each service thread's id and how deeply nested the handler it runs is
  * (0: none), so a fault raised by a handler on a service thread is known as
  * nested (with UFFD_FEATURE_THREAD_ID): a handler that faults on its own
- * page is declined at TK_SERVICE_NESTING levels and crashes as it would on
+ * page is declined at TK_SERVICE_NESTING levels (vm/uffd_serve.c) and crashes as it would on
  * the other mechanisms, instead of taking every thread. */
 static _Atomic pid_t service_tid[TK_SERVICE_MAX];
 static atomic_int service_depth[TK_SERVICE_MAX];
@@ -80,120 +79,28 @@ void tk__uffd_after_fork_child(void)
     atomic_store(&service_starting, 0);
 }
 
-__thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
-
 static int start_service_thread(int fd);
-
-/* The kernel dropped or unmapped [start, end) (madvise, munmap, mremap):
- * tell each region it overlaps (see region.h, "Memory changed behind
- * trapkit's back"). */
-static void memory_changed(uintptr_t start, uintptr_t end, const char *gone)
-{
-    tk__table_enter();
-    for (uintptr_t a = start; a < end;) {
-        struct tk_region *r = tk__table_find(a);
-        if (!r) {
-            a += (uintptr_t)sysconf(_SC_PAGESIZE);
-            continue;
-        }
-        uintptr_t lo = a, hi = end < r->rg_end ? end : r->rg_end;
-        if (gone) {
-            atomic_store(&r->rg_gone, gone);
-        } else {
-            size_t first = tk__page_index(r, lo), last = tk__page_index(r, hi - 1);
-            tk__pages_removed(r, first, last - first + 1);
-        }
-        a = hi;
-    }
-    tk__table_leave();
-}
-
-/* Handles one userfaultfd event on a service thread. */
-static void serve_one(int fd, const struct uffd_msg *msg);
 
 /* The service threads take the region's lock to handle an event, and the
  * lock's holder may be waiting for the kernel (UFFDIO_WRITEPROTECT says
  * EAGAIN while a madvise or munmap is waiting for its events to be read): a
- * thread must always be left waiting for events. */
+ * thread must always be left waiting for events.  What an event means is
+ * vm/uffd_serve.c's business; the thread counts itself waiting again before
+ * it wakes the faulting thread, whose next fault must not find every thread
+ * busy and start one more. */
 static void serve(int fd, const struct uffd_msg *msg)
 {
     if (atomic_fetch_sub(&service_idle, 1) == 1) (void)start_service_thread(fd);
-    serve_one(fd, msg); /* counts itself idle again (service_done) */
-}
-
-/* The thread counts itself waiting again before it wakes the faulting
- * thread, whose next fault must not find every thread busy and start one
- * more. */
-static void service_done(void)
-{
-    atomic_fetch_add(&service_idle, 1);
-}
-
-static void serve_one(int fd, const struct uffd_msg *msg)
-{
-    switch (msg->event) {
-    case UFFD_EVENT_REMOVE:
-        memory_changed(msg->arg.remove.start, msg->arg.remove.end, NULL);
-        service_done();
-        return;
-    case UFFD_EVENT_UNMAP:
-        memory_changed(msg->arg.remove.start, msg->arg.remove.end,
-                       "trapkit: the region's memory was unmapped (munmap or mmap MAP_FIXED) "
-                       "behind trapkit's back; destroy the region");
-        service_done();
-        return;
-    case UFFD_EVENT_REMAP:
-        memory_changed(msg->arg.remap.from, msg->arg.remap.from + msg->arg.remap.len,
-                       "trapkit: the region's memory was moved by mremap behind trapkit's back; "
-                       "destroy the region");
-        service_done();
-        return;
-    case UFFD_EVENT_PAGEFAULT:
-        break;
-    default:
-        service_done();
-        return;
-    }
-    uintptr_t addr = (uintptr_t)msg->arg.pagefault.address;
-    size_t hw = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t hwpage = addr & ~(uintptr_t)(hw - 1);
-
-    tk__table_enter();
-    struct tk_region *r = tk__table_find(addr);
-    if (!r) {
-        /* Not registered by any live region (destroyed meanwhile): let the
-         * thread retry; the range is no longer write-protected. */
-        service_done();
-        tk__uffd_wake(fd, (void *)hwpage, hw);
-        tk__table_leave();
-        return;
-    }
-    int depth = nesting_of((pid_t)msg->arg.pagefault.feat.ptid) + 1;
-    tk_action act = TK_DECLINE;
-    if (depth <= TK_SERVICE_NESTING) {
+    int depth = 0;
+    if (msg->event == UFFD_EVENT_PAGEFAULT) {
+        depth = nesting_of((pid_t)msg->arg.pagefault.feat.ptid) + 1;
         if (service_index >= 0) atomic_store(&service_depth[service_index], depth);
-        tk__uffd_serving = true;
-        act = tk__handle_fault(r, addr, TK_ACCESS_WRITE, NULL, NULL, TK_MECH_UFFD_THREAD,
-                               TK_FAULT_THREAD);
-        tk__uffd_serving = false;
-        if (service_index >= 0) atomic_store(&service_depth[service_index], 0);
     }
-    /* r may have been destroyed while its handler ran (then the fault is
-     * resumed: see tk__handle_fault) */
-    r = act == TK_RESUME ? NULL : tk__table_find(addr);
-    service_done();
-    if (!r) {
-        tk__uffd_wake(fd, (void *)hwpage, hw);
-    } else {
-        /* Declined: the faulting thread must get the SIGSEGV it would have
-         * had; the retried write faults in its own thread, where the signal
-         * handler sees the mark and passes the fault on. */
-        size_t page = tk__page_index(r, addr);
-        void *p = (void *)(r->rg_start + (page << r->rg_shift));
-        tk__decline_wp(r, page);
-        tk__uffd_wake(fd, p, r->rg_page);
-    }
-    tk__table_leave();
+    uintptr_t wake_addr = 0;
+    size_t wake_len = tk__uffd_serve(msg, depth, &wake_addr);
+    if (service_index >= 0) atomic_store(&service_depth[service_index], 0);
+    atomic_fetch_add(&service_idle, 1);
+    if (wake_len) tk__uffd_wake(fd, (void *)wake_addr, wake_len);
 }
 
 static void *service_main(void *arg)
