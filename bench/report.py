@@ -631,7 +631,8 @@ def write_html(path, doc, plots, goals, seeds_html):
         ".derived{color:#555}</style></head><body>",
         "<h1>trapkit report</h1>",
         f"<p>Generated {html.escape(doc['generated'])} by <code>{html.escape(doc['command'])}"
-        f"</code>{' (quick: brief runs, figures are rough)' if doc['quick'] else ''}. "
+        f"</code>{' (quick: brief runs, figures are rough)' if doc['quick'] else ''}"
+        f"{html.escape(mask_note(doc))}. "
         "Every figure is the median of the repetitions ([min, max] below it), measured side by "
         "side in this run; <code>posix</code> is the baseline done by hand as libsigsegv and Boehm "
         "GC do it, the others are trapkit's mechanisms. n/a cells say why on hover and below the "
@@ -678,6 +679,13 @@ def write_html(path, doc, plots, goals, seeds_html):
         f.write("\n".join(parts))
 
 
+def mask_note(doc):
+    """Says which kernel features the probe was told to hide."""
+    mask = doc.get("machine", {}).get("probe_mask")
+    return (f" — with TRAPKIT_PROBE_MASK={mask}: these kernel features were hidden, as on an "
+            f"older kernel" if mask else "")
+
+
 def write_md(path, doc, goals, seeds_md=()):
     r = doc["results"]
     m = dict(machine_rows(doc["machine"]))
@@ -688,7 +696,8 @@ def write_md(path, doc, goals, seeds_md=()):
         "plots, is report/index.html; every figure is in report/results.json.",
         "",
         f"Generated {doc['generated']} on {m.get('CPU', '?')}, {m.get('CPUs', '?')} CPUs, Linux "
-        f"{m.get('kernel release', '?')}{' — quick run, rough figures' if doc['quick'] else ''}. "
+        f"{m.get('kernel release', '?')}{' — quick run, rough figures' if doc['quick'] else ''}"
+        f"{mask_note(doc)}. "
         "Each figure is the median of interleaved repetitions followed by [min, max]; `posix` is "
         "the hand-made baseline (sigaction + mprotect, as libsigsegv and Boehm GC do it). Figures "
         "computed from other figures are marked (derived); the seeds' own figures are only in "

@@ -190,6 +190,24 @@ else:
     if not row or not re.search(r"\[[^]]+, [^]]+\]", row.group(1)):
         err("results.md does not show [min, max] beside the medians (mosberger/null)")
 
+# Run with kernel features hidden (TRAPKIT_PROBE_MASK, as on Linux 6.1): the
+# report says so, and the mechanism missing there is n/a with its reason.
+mask = os.environ.get("TRAPKIT_PROBE_MASK")
+if mask:
+    if machine.get("probe_mask") != mask:
+        err(f"results.json's machine has probe_mask {machine.get('probe_mask')!r}, not {mask!r}")
+    md = open(docs).read() if os.path.exists(docs) else ""
+    if f"TRAPKIT_PROBE_MASK={mask}" not in md:
+        err("results.md does not say which kernel features were hidden")
+    if "pagemap_scan" in mask or "wp_async" in mask:
+        for r in results:
+            if r.get("mechanism") == "pagemap-scan" and r.get("median") is not None:
+                err(f"{r['experiment']} has a pagemap-scan figure though the probe hides it")
+                break
+        if "UFFD_FEATURE_WP_ASYNC (Linux 6.7) is missing" not in md and \
+                "PAGEMAP_SCAN ioctl (Linux 6.7) is missing" not in md:
+            err("results.md does not say why pagemap-scan is n/a")
+
 # index.html in headless Chromium: every table rendered, every image loaded
 chromium = shutil.which("chromium") or shutil.which("chromium-browser")
 if not chromium:
