@@ -145,7 +145,7 @@ static void step_release(void)
  * region's lock held.  [signal-safe] */
 static void step_add(struct tk_region *r, size_t page, void *uc)
 {
-    if (!uc || !r->rg_inflight || !atomic_load(&sigtrap_ready) || !tk__dirty_inflight) return;
+    if (!r->rg_inflight || !atomic_load(&sigtrap_ready) || !tk__dirty_inflight) return;
     greg_t *efl = &((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL];
     for (int i = 0; i < dstep.n; i++)
         if (dstep.p[i].r == r && dstep.p[i].page == page) return; /* counted */
@@ -197,6 +197,15 @@ static bool complete_now(struct tk_region *r, void *uc)
     return tk__insn_emulate(&d, uc, &ops);
 }
 
+/* The faulting thread's write to page, its fault handled: completed now, or
+ * counted in flight until its single-step is done (uc NULL: a uffd service
+ * thread, which cannot follow the retry).  Called with the region's lock
+ * held.  [signal-safe] */
+static void follow_write(struct tk_region *r, size_t page, void *uc)
+{
+    if (uc && !complete_now(r, uc)) step_add(r, page, uc);
+}
+
 /* [signal-safe] */
 bool tk__dirty_step_done(void *uc)
 {
@@ -245,7 +254,7 @@ bool tk__dirty_fault(struct tk_region *r, size_t page, void *uc)
         }
         if (!(old & PS_TRACK)) {
             /* another thread took this fault first: this write is in flight too */
-            if (!uc || !complete_now(r, uc)) step_add(r, page, uc);
+            follow_write(r, page, uc);
             tk__hw_unlock(r, &g, page, 0);
             return true;
         }
@@ -254,7 +263,7 @@ bool tk__dirty_fault(struct tk_region *r, size_t page, void *uc)
 
     atomic_fetch_or(&r->rg_dirty[page / 64], (uint64_t)1 << (page % 64));
     bool ok = tk__change(r, page, 1, old, nst) == 0 || degrade(r);
-    if (ok && (!uc || !complete_now(r, uc))) step_add(r, page, uc);
+    if (ok) follow_write(r, page, uc);
     tk__hw_unlock(r, &g, page, 1);
     return ok;
 }
