@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build asan test report format format-check clean
+.PHONY: all deps build asan test report kernel-test format format-check clean
 
 all: build
 
@@ -32,6 +32,12 @@ test: build asan format-check
 report: build
 	@$(BUILD)/trapkit report
 
+# The tests again inside other kernels (Debian 12's own 6.1 first), booted
+# under qemu-system-x86_64; not part of `make test`.  See scripts/kernel-test.py.
+kernel-test: build
+	@bash scripts/install-deps.sh kernel-test
+	@python3 scripts/kernel-test.py --build $(BUILD)
+
 format:
 	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp')
 
@@ -40,4 +46,4 @@ format-check: deps
 	  (echo "format-check: run 'make format'"; exit 1)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-kernel

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages trapkit needs to build, test and report.
 # Idempotent: when everything is present it only checks, in well under a second.
+# `install-deps.sh kernel-test` also installs what `make kernel-test` needs.
 set -euo pipefail
 
 # Packages, one per line, with what they are for.
@@ -21,6 +22,12 @@ PKGS=(
     gcc-riscv64-linux-gnu g++-riscv64-linux-gnu  # tksim's workloads (static RV64GC programs)
     qemu-user              # qemu-riscv64: the reference tksim is checked against
 )
+if [[ "${1:-}" == kernel-test ]]; then
+    PKGS+=(
+        qemu-system-x86    # boots Debian's own kernel packages (TCG) for `make kernel-test`
+        busybox-static     # the guest's shell and tools, and cpio to pack its initramfs
+    )
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do

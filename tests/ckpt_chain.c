@@ -101,10 +101,7 @@ int main(int argc, char **argv)
     tk_ckpt_config cfg = {.areas = &ar, .nareas = 1, .mech = m, .flags = TK_CKPT_TRACK};
     tk_ckpt *c;
     int err = tk_ckpt_create(&cfg, &c);
-    if (err == -EOPNOTSUPP) {
-        printf("skipped: %s is not available here: %s\n", argv[1], tk_last_error());
-        return TK_SKIP;
-    }
+    if (err == -EOPNOTSUPP) tk_test_unavailable(argv[1]);
     CHECK_OK(err);
 
     char dir[] = "/tmp/tk-ckpt-XXXXXX";

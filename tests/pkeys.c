@@ -85,10 +85,7 @@ int main(void)
     tk_region *r;
     tk_region_config c = {.len = len, .mech = TK_MECH_PKEYS, .handler = on_fault};
     int err = tk_region_create(&c, &r);
-    if (err == -EOPNOTSUPP) {
-        printf("SKIP: %s\n", tk_last_error());
-        return TK_SKIP;
-    }
+    if (err == -EOPNOTSUPP) tk_test_unavailable("pkeys");
     CHECK_OK(err);
     CHECK(tk_region_mech(r) == TK_MECH_PKEYS);
     CHECK(tk_region_page_size(r) == len);

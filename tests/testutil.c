@@ -10,6 +10,25 @@ size_t tk_test_page(void)
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
+void tk_test_unavailable(const char *what)
+{
+    /* TK_TEST_EXPECT_MECHS names what must be available (the runs that
+     * hide kernel features, the guest kernels): missing, it fails, not skips */
+    const char *expect = getenv("TK_TEST_EXPECT_MECHS");
+    size_t n = strlen(what);
+    for (const char *at = expect; at && *at;) {
+        size_t k = strcspn(at, ",");
+        if (k == n && !strncmp(at, what, n)) {
+            fprintf(stderr, "FAIL: %s must be available here (TK_TEST_EXPECT_MECHS): %s\n", what,
+                    tk_last_error());
+            exit(1);
+        }
+        at += k + (at[k] == ',');
+    }
+    printf("SKIP: %s is not available here: %s\n", what, tk_last_error());
+    exit(TK_SKIP);
+}
+
 enum tk_mech tk_test_mech(int argc, char **argv, unsigned flags)
 {
     if (argc < 2) {
@@ -24,23 +43,7 @@ enum tk_mech tk_test_mech(int argc, char **argv, unsigned flags)
     tk_region_config cfg = {.len = tk_test_page(), .mech = m, .flags = flags};
     tk_region *r;
     int err = tk_region_create(&cfg, &r);
-    if (err == -EOPNOTSUPP) {
-        /* TK_TEST_EXPECT_MECHS names mechanisms that must be available (the
-         * runs that hide kernel features): missing, they fail, not skip */
-        const char *expect = getenv("TK_TEST_EXPECT_MECHS");
-        size_t n = strlen(argv[1]);
-        for (const char *at = expect; at && *at;) {
-            size_t k = strcspn(at, ",");
-            if (k == n && !strncmp(at, argv[1], n)) {
-                fprintf(stderr, "FAIL: %s must be available here (TK_TEST_EXPECT_MECHS): %s\n",
-                        argv[1], tk_last_error());
-                exit(1);
-            }
-            at += k + (at[k] == ',');
-        }
-        printf("SKIP: %s\n", tk_last_error());
-        exit(TK_SKIP);
-    }
+    if (err == -EOPNOTSUPP) tk_test_unavailable(argv[1]);
     if (err) {
         fprintf(stderr, "creating a %s region: %s (%s)\n", argv[1], tk_strerror(err),
                 tk_last_error());

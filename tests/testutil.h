@@ -40,6 +40,11 @@
         }                                                                                          \
     } while (0)
 
+/* Exits 77 saying `what` (a mechanism or scheme) is not available here, as
+ * tk_last_error() explains; exits 1 instead if TK_TEST_EXPECT_MECHS (a
+ * comma-separated list) names it. */
+void tk_test_unavailable(const char *what);
+
 /* The mechanism a mech_* test runs on (argv[1]); exits 77 if this machine
  * cannot create a region of that mechanism with the given flags. */
 enum tk_mech tk_test_mech(int argc, char **argv, unsigned region_flags);

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""make kernel-test: trapkit's tests on kernels other than the one running here.
+
+Each guest is a kernel from a Debian package, booted under qemu-system-x86_64
+(TCG: nested KVM does not work on the machines we run on) with an initramfs
+that holds busybox, the test programs of a build directory (stripped), the
+shared libraries they load and a plan: every test ctest knows whose program is
+an ELF file, with its arguments, environment and working directory, exactly
+as ctest runs it.  The guest runs them one after another, prints each result
+on its serial console and powers off; this script shows progress, keeps the
+console log, prints a summary and exits 0 only if every test passed or was
+skipped for a reason the guest allows.
+
+In the guest, TK_TEST_EXPECT_MECHS names the mechanisms its kernel must give:
+a test of one of them that finds it unavailable fails instead of skipping.
+
+usage: scripts/kernel-test.py [--build DIR] [--guest NAME] [--tests REGEX]
+                              [--exclude REGEX] [--list]
+"""
+import argparse
+import gzip
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The guests.  `package` is a Debian binary package holding /boot/vmlinuz-*,
+# or a metapackage whose first linux-image-* dependency is one.  `expect` are
+# the mechanisms that kernel must offer (with -cpu max, TCG gives the guest
+# protection keys).  `skip_ok` are the mechanisms its tests may skip.
+GUESTS = {
+    "debian12": {
+        "what": "Debian 12's own kernel (6.1): no WP_UNPOPULATED, WP_ASYNC, PAGEMAP_SCAN or "
+        "UFFDIO_MOVE; soft-dirty bits and protection keys",
+        "package": "linux-image-amd64",
+        "expect": ["posix", "uffd-sigbus", "uffd-thread", "soft-dirty", "pkeys"],
+    },
+}
+
+# Test names never run in a guest: the runs that hide kernel features from
+# the probe imitate an older kernel on this one; in a guest the kernel is
+# the older one.
+NOT_IN_GUEST = r"\.linux-6\.1$"
+
+TIMEOUT_SCALE = 3  # TCG runs the guest's instructions several times slower
+
+
+def log(msg):
+    print(f"kernel-test: {msg}", flush=True)
+
+
+def die(msg):
+    print(f"kernel-test: error: {msg}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, **kw)
+
+
+# ---------------------------------------------------------------- the kernel
+def resolve_package(name):
+    """A metapackage (linux-image-amd64) to the image package it depends on."""
+    for attempt in range(2):
+        p = subprocess.run(["apt-cache", "depends", name], capture_output=True, text=True)
+        if p.returncode == 0 and p.stdout.strip():
+            for line in p.stdout.splitlines():
+                m = re.match(r"\s*Depends:\s*(linux-image-\S+)", line)
+                if m:
+                    return m.group(1)
+            return name
+        if attempt == 0:
+            log("apt knows no " + name + ": apt-get update")
+            run(["apt-get", "update", "-qq"])
+    die(f"apt cannot find the package {name}")
+
+
+def fetch_kernel(guest, cache):
+    """Downloads and unpacks the guest's kernel package once; returns its vmlinuz."""
+    pkg = resolve_package(GUESTS[guest]["package"])
+    kdir = os.path.join(cache, pkg)
+    boot = os.path.join(kdir, "boot")
+    if not os.path.isdir(boot):
+        os.makedirs(kdir, exist_ok=True)
+        log(f"downloading {pkg}")
+        run(["apt-get", "download", "-q", pkg], cwd=kdir, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        debs = [f for f in os.listdir(kdir) if f.endswith(".deb")]
+        if len(debs) != 1:
+            die(f"apt-get download {pkg} left {debs} in {kdir}")
+        tar = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", os.path.join(kdir, debs[0])],
+                               stdout=subprocess.PIPE)
+        run(["tar", "-x", "-C", kdir, "--wildcards", "./boot/*"], stdin=tar.stdout)
+        if tar.wait() != 0:
+            die(f"dpkg-deb could not unpack {debs[0]}")
+        os.unlink(os.path.join(kdir, debs[0]))
+    images = [f for f in os.listdir(boot) if f.startswith("vmlinuz-")]
+    if len(images) != 1:
+        die(f"{pkg} holds {images} in /boot, expected one vmlinuz")
+    return pkg, os.path.join(boot, images[0])
+
+
+# ---------------------------------------------------------------- the plan
+def is_elf(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def ctest_plan(build, include, exclude):
+    p = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"],
+                       capture_output=True, text=True, check=True)
+    tests = []
+    for t in json.loads(p.stdout)["tests"]:
+        name, cmd = t["name"], t.get("command") or []
+        if not cmd or not is_elf(cmd[0]):
+            continue  # scripts need bash, python, redis...: the host's tests
+        if re.search(NOT_IN_GUEST, name) or (exclude and re.search(exclude, name)):
+            continue
+        if include and not re.search(include, name):
+            continue
+        props = {pr["name"]: pr["value"] for pr in t.get("properties", [])}
+        tests.append({
+            "name": name,
+            "command": cmd,
+            "env": list(props.get("ENVIRONMENT", [])),
+            "skip": int(props.get("SKIP_RETURN_CODE", 77)),
+            "timeout": int(float(props.get("TIMEOUT", 1500)) * TIMEOUT_SCALE),
+            "cwd": props.get("WORKING_DIRECTORY", os.path.dirname(cmd[0])),
+        })
+    return tests
+
+
+# ---------------------------------------------------------------- the initramfs
+class Cpio:
+    """A gzip'd newc cpio archive, as the kernel unpacks into its rootfs."""
+
+    def __init__(self, path):
+        self.out = gzip.open(path, "wb", compresslevel=1)
+        self.ino = 1
+        self.dirs = set()
+
+    def _entry(self, name, mode, data=b""):
+        name = name.lstrip("/")
+        hdr = "070701" + "".join(f"{v:08x}" for v in (
+            self.ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name) + 1, 0))
+        self.ino += 1
+        blob = hdr.encode() + name.encode() + b"\0"
+        blob += b"\0" * (-len(blob) % 4)
+        self.out.write(blob + data + b"\0" * (-len(data) % 4))
+
+    def dir(self, path):
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d and d not in self.dirs:
+                self.dirs.add(d)
+                self._entry(d, stat.S_IFDIR | 0o755)
+
+    def file(self, path, data, mode=0o755):
+        self.dir(os.path.dirname(path))
+        self._entry(path, stat.S_IFREG | mode, data)
+
+    def close(self):
+        self._entry("TRAILER!!!", 0)
+        self.out.close()
+
+
+def shared_libs(elf):
+    """The files the dynamic loader maps for an ELF program or library."""
+    p = subprocess.run(["ldd", elf], capture_output=True, text=True)
+    libs = []
+    for line in p.stdout.splitlines():
+        m = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+INIT = r"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin HOME=/tmp
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+ulimit -c 0
+echo "KT-KERNEL $(uname -r) cpus=$(nproc)"
+kt_run() {
+    name=$1 skip=$2 t=$3 wd=$4
+    shift 4
+    echo "KT-BEGIN $name"
+    start=$(cat /proc/uptime)
+    (cd "$wd" && exec timeout -s KILL "$t" env -i PATH=/bin HOME=/tmp "$@") >/tmp/kt.out 2>&1
+    rc=$?
+    end=$(cat /proc/uptime)
+    secs=$(echo "${start%% *} ${end%% *}" | awk '{printf "%.1f", $2 - $1}')
+    if [ $rc -eq "$skip" ]; then
+        grep -i -m 3 skip /tmp/kt.out | sed 's/^/  | /'
+        echo "KT-END $name skip $secs"
+    elif [ $rc -eq 0 ]; then
+        echo "KT-END $name pass $secs"
+    else
+        tail -n 60 /tmp/kt.out | sed 's/^/  | /'
+        echo "KT-END $name fail:$rc $secs"
+    fi
+}
+. /kt/plan.sh
+echo KT-DONE
+poweroff -f
+"""
+
+
+def build_initramfs(path, tests, guest, cli):
+    """Packs busybox, /init, the plan and every file the tests name; the
+    plan first has the trapkit tool say what it finds in the guest."""
+    expect = ",".join(GUESTS[guest]["expect"])
+    files = {cli}
+    lines = [f"{shlex.quote(cli)} probe 2>&1 | sed 's/^/  : /'"]
+    for t in tests:
+        env = [e for e in t["env"]]
+        if not any(e.startswith("TK_TEST_EXPECT_MECHS=") for e in env):
+            env.append("TK_TEST_EXPECT_MECHS=" + expect)
+        for tok in t["command"] + [v for e in env for v in re.split(r"[=:]", e)]:
+            if tok.startswith("/") and os.path.isfile(tok):
+                files.add(tok)
+        lines.append("kt_run " + " ".join(shlex.quote(str(a)) for a in (
+            t["name"], t["skip"], t["timeout"], t["cwd"], *env, *t["command"])))
+    cpio = Cpio(path)
+    for d in ("proc", "sys", "dev", "tmp", "kt"):
+        cpio.dir(d)
+    cpio.file("/bin/busybox", open(shutil.which("busybox"), "rb").read())
+    cpio.file("/init", INIT.encode())
+    cpio.file("/kt/plan.sh", ("\n".join(lines) + "\n").encode(), 0o644)
+    for t in tests:
+        cpio.dir(t["cwd"])
+    libs = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in sorted(files):
+            if is_elf(f):
+                libs.update(shared_libs(f))
+                stripped = os.path.join(tmp, "s")
+                run(["objcopy", "--strip-debug", f, stripped])
+                cpio.file(f, open(stripped, "rb").read(), os.stat(f).st_mode & 0o777)
+            else:
+                cpio.file(f, open(f, "rb").read(), os.stat(f).st_mode & 0o777)
+        for lib in sorted(libs - files):
+            cpio.file(lib, open(os.path.realpath(lib), "rb").read())
+    cpio.close()
+    return len(files), len(libs - files)
+
+
+# ---------------------------------------------------------------- the guest
+KERNEL_TROUBLE = re.compile(r"\b(BUG:|WARNING:|Oops|Kernel panic|general protection fault|"
+                            r"kernel BUG|Call Trace:)")
+
+
+def boot(vmlinuz, initramfs, tests, logpath, wall_limit):
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G",
+           "-nographic", "-no-reboot", "-kernel", vmlinuz, "-initrd", initramfs,
+           "-append", "console=ttyS0 quiet panic=-1 oops=panic"]
+    results, kernel, trouble, done = {}, None, [], False
+    total = len(tests)
+    t0 = time.monotonic()
+    with open(logpath, "w") as logf:
+        q = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        deadline = t0 + wall_limit
+        for raw in q.stdout:
+            line = raw.decode(errors="replace").replace("\r", "").rstrip("\n")
+            logf.write(line + "\n")
+            at = line.find("KT-")  # after whatever the firmware left on the line
+            if at > 0:
+                line = line[at:]
+            if line.startswith("KT-KERNEL "):
+                kernel = line[10:]
+                log(f"guest up after {time.monotonic() - t0:.0f} s: {kernel}")
+            elif line.startswith("KT-END "):
+                _, name, status, secs = line.split()
+                results[name] = (status, float(secs))
+                log(f"[{len(results)}/{total}] {name}: {status} ({secs} s)")
+            elif line.startswith("  | ") or line.startswith("  : "):
+                print("    " + line[4:], flush=True)
+            elif line == "KT-DONE":
+                done = True
+            elif KERNEL_TROUBLE.search(line):
+                trouble.append(line)
+                print("    guest kernel: " + line, flush=True)
+            if time.monotonic() > deadline:
+                log(f"the guest ran past {wall_limit} s: stopping it")
+                q.kill()
+                break
+        q.wait()
+    return kernel, results, done, trouble
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--guest", action="append", choices=sorted(GUESTS))
+    ap.add_argument("--tests", help="run only the tests whose name matches this regex")
+    ap.add_argument("--exclude", help="leave out the tests whose name matches this regex")
+    ap.add_argument("--cache", default=os.path.join(ROOT, "build-kernel"))
+    ap.add_argument("--wall", type=int, default=7200, help="seconds a guest may run in all")
+    ap.add_argument("--list", action="store_true", help="print the plan and stop")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    if not os.path.isfile(os.path.join(build, "CTestTestfile.cmake")):
+        die(f"{build} is not a built trapkit tree (make build)")
+    for tool in ("qemu-system-x86_64", "busybox", "objcopy", "apt-get", "dpkg-deb"):
+        if not shutil.which(tool):
+            die(f"{tool} is missing: scripts/install-deps.sh kernel-test installs it")
+    tests = ctest_plan(build, a.tests, a.exclude)
+    if not tests:
+        die("no test to run")
+    if a.list:
+        for t in tests:
+            print(t["name"], " ".join(t["command"]))
+        return 0
+    os.makedirs(a.cache, exist_ok=True)
+    cli = os.path.join(build, "trapkit")
+    failed = False
+    for guest in a.guest or sorted(GUESTS):
+        g = GUESTS[guest]
+        log(f"guest {guest}: {g['what']}")
+        pkg, vmlinuz = fetch_kernel(guest, a.cache)
+        initramfs = os.path.join(a.cache, guest + ".cpio.gz")
+        nfiles, nlibs = build_initramfs(initramfs, tests, guest, cli)
+        log(f"{pkg}: {len(tests)} tests, {nfiles} programs and {nlibs} libraries in "
+            f"{os.path.getsize(initramfs) >> 20} MiB")
+        logpath = os.path.join(a.cache, guest + ".log")
+        kernel, results, done, trouble = boot(vmlinuz, initramfs, tests, logpath, a.wall)
+        passed = [n for n, (s, _) in results.items() if s == "pass"]
+        skipped = [n for n, (s, _) in results.items() if s == "skip"]
+        bad = [f"{n} ({s})" for n, (s, _) in results.items() if s not in ("pass", "skip")]
+        missing = [t["name"] for t in tests if t["name"] not in results]
+        print(f"\n== {guest}: {kernel or 'did not boot'} ==")
+        print(f"passed {len(passed)}, skipped {len(skipped)}, failed {len(bad)}, "
+              f"not run {len(missing)} (console log: {logpath})")
+        for n in skipped:
+            print(f"  skipped: {n}")
+        for n in bad:
+            print(f"  FAILED: {n}")
+        for n in missing[:20]:
+            print(f"  NOT RUN: {n}")
+        for t in trouble:
+            print(f"  guest kernel: {t}")
+        if bad or missing or trouble or not done:
+            failed = True
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
