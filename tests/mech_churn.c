@@ -64,11 +64,12 @@ static void *fault_main(void *arg)
     struct faulter *me = arg;
     size_t ps = tk_test_page();
     volatile long *base = tk_region_base(me->r);
-    for (long round = 0; round < ROUNDS; round++) {
+    long rounds = tk_test_scaled(ROUNDS);
+    for (long round = 0; round < rounds; round++) {
         CHECK_OK(tk_protn(me->r, (void *)base, PAGES * ps, TK_PROT_READ));
         for (int p = 0; p < PAGES; p++) base[p * ps / sizeof(long)] += 1;
     }
-    for (int p = 0; p < PAGES; p++) CHECK(base[p * ps / sizeof(long)] == ROUNDS);
+    for (int p = 0; p < PAGES; p++) CHECK(base[p * ps / sizeof(long)] == rounds);
     /* stay alive until the flood has stopped: signalling a thread that has
      * exited and been joined is undefined (its descriptor may be unmapped) */
     atomic_fetch_add(&finished, 1);

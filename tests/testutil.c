@@ -10,6 +10,14 @@ size_t tk_test_page(void)
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
+long tk_test_scaled(long n)
+{
+    const char *env = getenv("TK_TEST_SCALE");
+    long scale = env ? atol(env) : 1;
+    if (scale < 1) scale = 1;
+    return n / scale > 0 ? n / scale : 1;
+}
+
 void tk_test_unavailable(const char *what)
 {
     /* TK_TEST_EXPECT_MECHS names what must be available (the runs that

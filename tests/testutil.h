@@ -55,6 +55,11 @@ tk_region *tk_test_region(enum tk_mech m, size_t npages, unsigned flags, tk_faul
 
 size_t tk_test_page(void);
 
+/* n divided by TK_TEST_SCALE (a whole number, default 1), at least 1: the
+ * rounds, faults and seconds of a long test, made fewer where the machine is
+ * an emulator many times slower (make kernel-test). */
+long tk_test_scaled(long n);
+
 /* A xorshift64 step: reproducible pseudo-random test data. */
 static inline uint64_t tk_test_xorshift(uint64_t *s)
 {
