@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     long faults = 0;
     for (int i = 0; i < FAULTERS; i++) {
         faults += faulters[i].faults;
-        CHECK(faulters[i].faults >= (long)ROUNDS * PAGES);
+        CHECK(faulters[i].faults >= tk_test_scaled(ROUNDS) * PAGES);
         CHECK_OK(tk_region_destroy(faulters[i].r));
     }
     CHECK(made > 0);
