@@ -299,6 +299,7 @@ struct Core::Uop {
     int dst = -1, old = -1;
     int arch_dst = -1;
     bool tlbmiss = false, mispred = false, mem = false, fp_queue = false;
+    bool inl = false; // handler: part of an in-lined handler
     uint64_t vpn = 0;
 };
 
@@ -317,7 +318,7 @@ Core::Uop *Core::new_uop()
     u->ready = NEVER;
     u->src[0] = u->src[1] = u->src[2] = -1;
     u->dst = u->old = u->arch_dst = -1;
-    u->tlbmiss = u->mispred = u->mem = u->fp_queue = false;
+    u->tlbmiss = u->mispred = u->mem = u->fp_queue = u->inl = false;
     u->vpn = 0;
     return u;
 }
@@ -386,7 +387,13 @@ void Core::tlb_fill(uint64_t vpn)
     tlb_index_[vpn] = static_cast<uint32_t>(v);
 }
 
-// ---- a flush: everything in flight goes; fetch will start again at resume_seq
+// ---- a flush: the program's instructions in flight go; fetch will start
+// again at resume_seq.  An earlier in-lined handler still in the ROB stays
+// (the paper's rule 7: a flush the program causes leaves handler
+// instructions in place): it finishes and commits, as its TLB write has
+// already executed.  No handler uop is in the front end here (commit takes
+// no miss while one is), and only handler uops write the k registers, so
+// their renaming survives as it is.
 void Core::flush_all(uint64_t resume_seq)
 {
     st_.flushes++;
@@ -404,20 +411,37 @@ void Core::flush_all(uint64_t resume_seq)
     for (Uop *u : rob_) count(u, false);
     for (Uop *u : fetchq_) count(u, true);
     for (Uop *u : decodeq_) count(u, true);
-    for (Uop *u : rob_) free_uop(u);
+    std::deque<Uop *> kept;
+    for (Uop *u : rob_) {
+        if (u->handler)
+            kept.push_back(u);
+        else
+            free_uop(u);
+    }
     for (Uop *u : fetchq_) free_uop(u);
     for (Uop *u : decodeq_) free_uop(u);
-    rob_.clear();
+    bool kept_eret = false;
+    for (Uop *u : kept) kept_eret |= u->inst->op == TK_ERET;
+    if (kept_eret) st_.inlined_kept++;
+    rob_.swap(kept);
     fetchq_.clear();
     decodeq_.clear();
-    iq_int_.clear();
-    iq_fp_.clear();
-    executing_.clear();
+    auto keep_handler = [](std::vector<Uop *> &v) {
+        v.erase(std::remove_if(v.begin(), v.end(), [](Uop *u) { return !u->handler; }), v.end());
+    };
+    keep_handler(iq_int_);
+    keep_handler(iq_fp_);
+    keep_handler(executing_);
     loads_ = stores_ = 0;
-    // the rename map goes back to the committed one
-    map_ = committed_map_;
+    // the program's registers go back to the committed map; the k
+    // registers keep the kept handler's renaming
+    for (int r = 0; r < 72; r++)
+        if (r < KREG || r >= KREG + 8)
+            map_[static_cast<size_t>(r)] = committed_map_[static_cast<size_t>(r)];
     std::vector<bool> used(preg_ready_.size(), false);
     for (int p : committed_map_) used[static_cast<size_t>(p)] = true;
+    for (Uop *u : rob_)
+        if (u->dst >= 0) used[static_cast<size_t>(u->dst)] = true;
     free_int_.clear();
     free_fp_.clear();
     for (int p = 0; p < n_int_phys_; p++)
@@ -427,6 +451,8 @@ void Core::flush_all(uint64_t resume_seq)
     for (int p : committed_map_) preg_ready_[static_cast<size_t>(p)] = 0;
     waiting_branch_ = nullptr;
     iq_dirty_ = true;
+    prepend_at_ = 0;
+    handler_undispatched_ = 0;
     fetch_seq_ = resume_seq;
 }
 
@@ -444,13 +470,20 @@ void Core::take_miss(Uop &head)
     if (c_.scheme != Scheme::TRADITIONAL) {
         // what must fit before the handler can be in-lined: the user
         // instructions already in the front end (they rename and dispatch
-        // first) and the whole handler
-        int fe = 0, fe_int_dst = 0, fe_fp_dst = 0, fe_iq_int = 0, fe_iq_fp = 0;
+        // first, and may hold what they take until the access at the head
+        // commits) and the whole handler.  Each resource they need is
+        // counted: one left out lets the program's instructions ahead of
+        // the handler wait for ever for room only the head's commit frees.
+        int fe = 0, fe_int_dst = 0, fe_fp_dst = 0, fe_iq_int = 0, fe_iq_fp = 0, fe_ld = 0,
+            fe_st = 0;
         for (auto *q : {&fetchq_, &decodeq_})
             for (Uop *u : *q) {
                 fe++;
-                if (u->inst->rd != NOREG) (is_fp_reg(u->inst->rd) ? fe_fp_dst : fe_int_dst)++;
-                (u->inst->cls == C_FP || u->inst->cls == C_FDIV ? fe_iq_fp : fe_iq_int)++;
+                const Inst &in = *u->inst;
+                if (in.rd != NOREG) (is_fp_reg(in.rd) ? fe_fp_dst : fe_int_dst)++;
+                (in.cls == C_FP || in.cls == C_FDIV ? fe_iq_fp : fe_iq_int)++;
+                if (in.cls == C_LOAD || in.cls == C_AMO) fe_ld++;
+                if (in.cls == C_STORE || in.cls == C_AMO) fe_st++;
             }
         int h_dst = 0;
         for (const Inst &in : h)
@@ -460,7 +493,8 @@ void Core::take_miss(Uop &head)
         int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.size());
         // prepend: the handler dispatches ahead of them (the ROB's tail moves
         // to before its head), so only the handler must fit
-        if (c_.scheme == Scheme::PREPEND) fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = 0;
+        if (c_.scheme == Scheme::PREPEND)
+            fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = fe_ld = fe_st = 0;
         if (rob_free < fe + static_cast<int>(h.size()))
             st_.fallback_rob++;
         else if (iq_int_free < fe_iq_int + 1 || iq_fp_free < fe_iq_fp)
@@ -468,6 +502,8 @@ void Core::take_miss(Uop &head)
         else if (static_cast<int>(free_int_.size()) < fe_int_dst + h_dst ||
                  static_cast<int>(free_fp_.size()) < fe_fp_dst)
             st_.fallback_regs++;
+        else if (c_.load_queue - loads_ < fe_ld || c_.store_queue - stores_ < fe_st)
+            st_.fallback_lsq++;
         else
             inlined = true;
     }
@@ -518,6 +554,10 @@ void Core::commit()
                 (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
             }
             st_.handler_insns++;
+            if (u->inst->op == TK_ERET) {
+                st_.handlers_committed++;
+                if (u->inl) st_.inlined_committed++;
+            }
             rob_.pop_front();
             if (prepend_at_ > 0) prepend_at_--;
             free_uop(u);
@@ -525,8 +565,10 @@ void Core::commit()
             continue;
         }
         if (u->mem && u->seq != tlb_checked_seq_) {
-            // the access's program-order TLB lookup
-            if (handler_active_) return; // one handler at a time
+            // the access's program-order TLB lookup: one handler at a time,
+            // and the last one wholly in the ROB (a flush keeps only the
+            // handler instructions there)
+            if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0) return;
             tlb_checked_seq_ = u->seq;
             if (!tlb_lookup_commit(u->vpn)) {
                 take_miss(*u);
@@ -549,6 +591,10 @@ void Core::commit()
             committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
             (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
         }
+        if (u->inst->cls == C_BRANCH || u->inst->op == JALR) {
+            st_.branches++;
+            if (u->mispred) st_.mispredicts++;
+        }
         st_.user_insns++;
         st_.commit_hash = (st_.commit_hash ^ u->pc) * 0x100000001b3ull; // FNV-1a over the PCs
         rob_.pop_front();
@@ -568,7 +614,14 @@ void Core::rearm(Uop *w)
 {
     w->tlbmiss = false;
     w->st = Uop::ISSUED;
-    w->ready = cycle_ + static_cast<uint64_t>(c_.lat_load);
+    w->ready = cycle_ + static_cast<uint64_t>(w->inst->cls == C_STORE ? c_.lat_int : c_.lat_load);
+    if (w->inst->cls != C_STORE) { // a load reads the D-cache now (a store at commit)
+        st_.l1d_accesses++;
+        if (!l1d_.access(w->addr)) {
+            st_.l1d_misses++;
+            w->ready += static_cast<uint64_t>(c_.mem_latency);
+        }
+    }
     if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
     executing_.push_back(w);
     iq_dirty_ = true;
@@ -608,7 +661,7 @@ void Core::complete()
                     if (w->seq != tlb_checked_seq_) st_.replays++;
                 }
         }
-        if (u->handler && u->inst->op == TK_ERET && !inline_) {
+        if (u->handler && u->inst->op == TK_ERET && !u->inl) {
             // traditional: back to the program at the instruction that missed
             mode_ = Mode::USER;
             fetch_seq_ = resume_seq_;
@@ -758,6 +811,7 @@ void Core::dispatch()
         }
         u->st = Uop::WAIT;
         u->fp_queue = fpq;
+        if (u->handler) handler_frontend_--;
         if (u->handler && inline_ && handler_undispatched_ > 0) handler_undispatched_--;
         if (!u->handler) {
             if (ld) loads_++;
@@ -806,6 +860,8 @@ void Core::fetch()
             if (!fetch_line(pc)) return;
             u = new_uop();
             u->handler = true;
+            u->inl = inline_;
+            handler_frontend_++;
             u->hinst = h[handler_next_];
             u->inst = &u->hinst;
             u->pc = pc;
@@ -853,14 +909,12 @@ void Core::fetch()
         const Inst &in = r.inst;
         bool stop = false;
         if (in.cls == C_BRANCH) {
-            st_.branches++;
             size_t idx = ((pc >> 1) ^ ghist_) & (bpred_.size() - 1);
             bool pred = bpred_[idx] >= 2;
             if (r.taken && bpred_[idx] < 3) bpred_[idx]++;
             if (!r.taken && bpred_[idx] > 0) bpred_[idx]--;
             ghist_ = ((ghist_ << 1) | (r.taken ? 1 : 0)) & (bpred_.size() - 1);
             if (pred != r.taken) {
-                st_.mispredicts++;
                 u->mispred = true;
                 waiting_branch_ = u;
                 return;
@@ -881,9 +935,7 @@ void Core::fetch()
             if (in.rd == 1) ras_.push_back(pc + in.len);
             if (ras_.size() > 32) ras_.erase(ras_.begin());
             btb_target_[(pc >> 1) & (btb_target_.size() - 1)] = r.next_pc;
-            st_.branches++;
             if (predicted != r.next_pc) {
-                st_.mispredicts++;
                 u->mispred = true;
                 waiting_branch_ = u;
                 return;
@@ -965,7 +1017,9 @@ std::string Core::stats_json() const
         "{\"scheme\": \"%s\", \"tlb_entries\": %d, \"tlb_replacement\": \"%s\", "
         "\"cycles\": %llu, \"instructions\": %llu, \"handler_instructions\": %llu, "
         "\"cpi\": %.6f, \"tlb_accesses\": %llu, \"tlb_misses\": %llu, \"inlined\": %llu, "
-        "\"fallback\": {\"rob\": %llu, \"iq\": %llu, \"registers\": %llu}, \"flushes\": %llu, "
+        "\"fallback\": {\"rob\": %llu, \"iq\": %llu, \"registers\": %llu, \"lsq\": %llu}, "
+        "\"handlers_committed\": %llu, \"inlined_committed\": %llu, \"inlined_kept\": %llu, "
+        "\"flushes\": %llu, "
         "\"flushed\": {\"done\": %llu, \"issued\": %llu, \"waiting\": %llu, \"frontend\": "
         "%llu}, \"flushed_per_miss\": %.4f, \"rob_occupancy_at_miss\": %.3f, \"replays\": "
         "%llu, \"branches\": %llu, \"mispredicts\": %llu, \"l1d_accesses\": %llu, "
@@ -981,7 +1035,11 @@ std::string Core::stats_json() const
         static_cast<unsigned long long>(s.fallback_rob),
         static_cast<unsigned long long>(s.fallback_iq),
         static_cast<unsigned long long>(s.fallback_regs),
-        static_cast<unsigned long long>(s.flushes), static_cast<unsigned long long>(s.flushed_done),
+        static_cast<unsigned long long>(s.fallback_lsq),
+        static_cast<unsigned long long>(s.handlers_committed),
+        static_cast<unsigned long long>(s.inlined_committed),
+        static_cast<unsigned long long>(s.inlined_kept), static_cast<unsigned long long>(s.flushes),
+        static_cast<unsigned long long>(s.flushed_done),
         static_cast<unsigned long long>(s.flushed_issued),
         static_cast<unsigned long long>(s.flushed_waiting),
         static_cast<unsigned long long>(s.flushed_frontend),
@@ -1021,15 +1079,24 @@ std::string Core::stats_table() const
     o << b;
     snprintf(b, sizeof b,
              "  DTLB: %llu misses in %llu accesses; in-lined %llu, flushed instead %llu (ROB %llu, "
-             "issue queue %llu, registers %llu)\n",
+             "issue queue %llu, registers %llu, load/store queue %llu)\n",
              static_cast<unsigned long long>(s.tlb_misses),
              static_cast<unsigned long long>(s.tlb_accesses),
              static_cast<unsigned long long>(s.inlined),
              static_cast<unsigned long long>(s.fallback_rob + s.fallback_iq + s.fallback_regs +
+                                             s.fallback_lsq +
                                              (c_.scheme == Scheme::TRADITIONAL ? s.tlb_misses : 0)),
              static_cast<unsigned long long>(s.fallback_rob),
              static_cast<unsigned long long>(s.fallback_iq),
-             static_cast<unsigned long long>(s.fallback_regs));
+             static_cast<unsigned long long>(s.fallback_regs),
+             static_cast<unsigned long long>(s.fallback_lsq));
+    o << b;
+    snprintf(b, sizeof b,
+             "  handlers committed %llu, in-lined %llu of them (%llu kept through a later "
+             "miss's flush)\n",
+             static_cast<unsigned long long>(s.handlers_committed),
+             static_cast<unsigned long long>(s.inlined_committed),
+             static_cast<unsigned long long>(s.inlined_kept));
     o << b;
     snprintf(
         b, sizeof b,

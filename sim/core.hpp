@@ -18,6 +18,15 @@
 // access probes the TLB when it executes (a miss holds it, flagged), and
 // when it reaches the head of the ROB its page is looked up for good (a
 // hit updates the replacement state; a miss runs the handler).
+//
+// A miss the handler cannot be in-lined for (append, prepend) falls back
+// to the traditional flush; the fit check counts every resource the
+// handler and the program's instructions ahead of it need (ROB, issue
+// queues, load and store queues, registers), so in-lining cannot
+// deadlock.  A flush removes the program's instructions only: an
+// in-lined handler still in the ROB finishes and commits (every handler
+// taken commits once).  Branches and mispredictions are counted at
+// commit, so re-fetched ones count once.
 #ifndef TKSIM_CORE_HPP
 #define TKSIM_CORE_HPP
 
@@ -75,15 +84,19 @@ struct Stats {
     uint64_t cycles = 0, user_insns = 0, handler_insns = 0;
     uint64_t tlb_misses = 0;   // handler invocations (program-order misses)
     uint64_t tlb_accesses = 0; // committed user memory accesses
-    uint64_t inlined = 0, fallback_rob = 0, fallback_iq = 0, fallback_regs = 0;
+    uint64_t inlined = 0, fallback_rob = 0, fallback_iq = 0, fallback_regs = 0, fallback_lsq = 0;
+    // handlers whose last instruction committed: all of them, and the
+    // in-lined ones; of those, the in-lined handlers a later miss's flush
+    // found still in flight (the flush keeps them: they commit after it)
+    uint64_t handlers_committed = 0, inlined_committed = 0, inlined_kept = 0;
     uint64_t flushes = 0;
     // instructions flushed, by how far they had got
     uint64_t flushed_done = 0, flushed_issued = 0, flushed_waiting = 0, flushed_frontend = 0;
-    uint64_t rob_occupancy_at_miss = 0;   // summed over misses (ROB entries in use when taken)
-    uint64_t detections = 0;              // accesses whose TLB probe missed when they executed
-    uint64_t rob_occupancy_at_detect = 0; // summed over detections
-    uint64_t replays = 0;                 // accesses re-armed by a TLB fill
-    uint64_t branches = 0, mispredicts = 0;
+    uint64_t rob_occupancy_at_miss = 0;     // summed over misses (ROB entries in use when taken)
+    uint64_t detections = 0;                // accesses whose TLB probe missed when they executed
+    uint64_t rob_occupancy_at_detect = 0;   // summed over detections
+    uint64_t replays = 0;                   // accesses re-armed by a TLB fill
+    uint64_t branches = 0, mispredicts = 0; // committed conditional branches and JALRs
     uint64_t l1d_misses = 0, l1i_misses = 0, l1d_accesses = 0;
     uint64_t commit_hash = 0xcbf29ce484222325ull; // of the committed PCs, in order
     double seconds = 0;
@@ -178,6 +191,7 @@ class Core
     uint64_t resume_seq_ = 0;          // traditional: re-fetch from here after eret
     int prepend_at_ = 0;               // prepend: where the next handler uop goes in the ROB
     int handler_undispatched_ = 0;     // in-lined: handler uops not yet in the ROB
+    int handler_frontend_ = 0;         // handler uops fetched and not yet in the ROB
     bool handler_active_ = false;      // a handler's TLB write has not executed yet
     uint64_t tlb_checked_seq_ = ~0ull; // the access whose program-order lookup is done
 

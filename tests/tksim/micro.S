@@ -4,7 +4,11 @@
  *   KIND 1: N dependent adds            (one a cycle)
  *   KIND 2: N adds in 4 independent chains (four a cycle on 4 units)
  *   KIND 3: N dependent loads, one word  (one every load-to-use latency)
- *   KIND 4: N loads, one in each of N different 8 KiB pages (N TLB misses) */
+ *   KIND 4: N loads, one in each of N different 8 KiB pages (N TLB misses)
+ *   KIND 5: a loop of N steps, each a load from the next 8 KiB page whose
+ *           address depends on the load before (the pages hold zeros):
+ *           ld, add, add, addi, bnez - N TLB misses in a chain, and exactly
+ *           N branches */
         .text
         .globl _start
 _start:
@@ -36,6 +40,15 @@ _start:
         ld      a0, 0(a1)
         add     a1, a1, a2
         .endr
+#elif KIND == 5
+        lla     a1, area
+        li      a2, 8192
+        li      a3, N
+1:      ld      a0, 0(a1)
+        add     a1, a1, a0
+        add     a1, a1, a2
+        addi    a3, a3, -1
+        bnez    a3, 1b
 #endif
         li      a0, 0
         li      a7, 93          /* exit */
@@ -46,4 +59,8 @@ _start:
 cell:   .dword  cell            /* points to itself */
         .bss
         .balign 8192
+#if KIND == 5
+area:   .skip   8192 * (N + 1)
+#else
 area:   .skip   8192 * 200
+#endif
