@@ -9,7 +9,9 @@
  * x87 store) a collection holds back a page whose write is in flight (its
  * fault handled, its instruction not yet completed).  On uffd-thread and
  * pagemap-scan nothing in user space sees the retry, and such a page is
- * reported again after it (region.h); the test counts those pages. */
+ * reported again after it (region.h); the test counts those pages.
+ * soft-dirty cannot be exact under concurrent writers (a write between the
+ * read of the bits and their reset is lost, region.h): skipped there. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -83,6 +85,10 @@ static void collect(uint64_t *bm)
 int main(int argc, char **argv)
 {
     enum tk_mech m = tk_test_mech(argc, argv, TK_REGION_DIRTY);
+    if (m == TK_MECH_SOFT_DIRTY) {
+        printf("SKIP: soft-dirty loses a write racing its collection (by design, region.h)\n");
+        return TK_SKIP;
+    }
     ps = tk_test_page();
     region = tk_test_region(m, NPAGES, TK_REGION_DIRTY, NULL, NULL);
     uint64_t bm[NPAGES / 64];

@@ -294,8 +294,14 @@ int tk_protection(tk_region *r, const void *addr);
  * above; tk_discard'ed pages count as written.  On posix regions, if the
  * kernel cannot split the mapping any further (vm.max_map_count) the
  * interval degrades to reporting every writable page - more than was
- * written, never less - and tk_last_error() says so after this call.  Not
- * async-signal-safe. */
+ * written, never less - and tk_last_error() says so after this call.
+ * soft-dirty (never chosen unless forced) is weaker: the kernel has no atomic
+ * read-and-reset of the bits, so a write racing the collection can be lost
+ * (use it with the writers stopped during tk_dirty); and it may report more
+ * than was written, since the kernel marks a whole mapping soft-dirty when a
+ * new mapping extends it.  Its reset covers the whole process, so trapkit
+ * keeps every soft-dirty region's bits before each one: collecting one region
+ * loses nothing of another's.  Not async-signal-safe. */
 long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits);
 
 /* MAP2.  Maps a second view of the region's memory at another address with

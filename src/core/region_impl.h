@@ -235,6 +235,9 @@ bool tk__dirty_step_done(void *uc);
 /* In a child of fork(): no thread of the child is inside an instruction
  * stepped for DIRTY.  Called by vm/fork.c. */
 void tk__dirty_after_fork_child(struct tk_region *r);
+/* Around fork(): the list of soft-dirty regions is not half-changed. */
+void tk__dirty_before_fork(void);
+void tk__dirty_after_fork(void);
 /* How writes in flight are followed (vm/dirty.c); for benchmarks only. */
 extern int tk__dirty_inflight;
 /* Sets up DIRTY for a new region (all pages clean). */

@@ -49,11 +49,13 @@
  * soft-dirty.  /proc/self/pagemap bit 55, reset for the whole process by
  * writing "4" to /proc/self/clear_refs.  The kernel offers no atomic read and
  * reset, so a write between the two is lost; and resetting clears every
- * soft-dirty user of the process.  Only used when forced.
+ * soft-dirty region of the process, so each collection first keeps all their
+ * bits (sd_keep_all).  Only used when forced.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -287,6 +289,51 @@ void tk__dirty_mark(struct tk_region *r, size_t first, size_t n)
         atomic_fetch_or(&r->rg_dirty[i / 64], (uint64_t)1 << (i % 64));
 }
 
+/* soft-dirty: resetting the bits resets those of the whole process, so a
+ * collection first keeps every soft-dirty region's bits in its rg_dirty.
+ * The regions, under sd_lock (not taken in signal handlers). */
+static pthread_mutex_t sd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tk_region **sd_regions;
+static size_t sd_n, sd_cap;
+static int sd_keep_all(void);
+
+static int sd_add(struct tk_region *r)
+{
+    pthread_mutex_lock(&sd_lock);
+    if (sd_n == sd_cap) {
+        size_t cap = sd_cap ? 2 * sd_cap : 8;
+        struct tk_region **a = realloc(sd_regions, cap * sizeof *a);
+        if (!a) {
+            pthread_mutex_unlock(&sd_lock);
+            return tk__fail(-ENOMEM, "tk_region_create: out of memory for DIRTY");
+        }
+        sd_regions = a;
+        sd_cap = cap;
+    }
+    sd_regions[sd_n++] = r;
+    pthread_mutex_unlock(&sd_lock);
+    return 0;
+}
+
+static void sd_remove(struct tk_region *r)
+{
+    pthread_mutex_lock(&sd_lock);
+    for (size_t i = 0; i < sd_n; i++)
+        if (sd_regions[i] == r) sd_regions[i] = sd_regions[--sd_n];
+    pthread_mutex_unlock(&sd_lock);
+}
+
+/* fork() takes sd_lock across (vm/fork.c): the child's list is whole */
+void tk__dirty_before_fork(void)
+{
+    pthread_mutex_lock(&sd_lock);
+}
+
+void tk__dirty_after_fork(void)
+{
+    pthread_mutex_unlock(&sd_lock);
+}
+
 /* The bitmap, then the in-flight counts, in one mapping. */
 static size_t dirty_bytes(const struct tk_region *r)
 {
@@ -305,6 +352,7 @@ int tk__dirty_alloc(struct tk_region *r)
 
 void tk__dirty_free(struct tk_region *r)
 {
+    if (r->rg_mech == TK_MECH_SOFT_DIRTY && r->rg_dirty) sd_remove(r);
     if (r->rg_dirty) munmap((void *)r->rg_dirty, dirty_bytes(r));
     r->rg_dirty = NULL;
     r->rg_inflight = NULL;
@@ -334,10 +382,21 @@ int tk__dirty_start(struct tk_region *r)
                    : 0;
     }
     case TK_MECH_SOFT_DIRTY: {
-        int err = tk__clear_soft_dirty();
-        return err ? tk__failf(err, "tk_region_create: /proc/self/clear_refs failed: %s",
-                               strerror(-err))
-                   : 0;
+        /* pages tk_discard dropped are reported from the bitmap: the
+         * kernel forgets their soft-dirty bits with the pages */
+        int err = tk__dirty_alloc(r);
+        if (err) return err;
+        if ((err = sd_add(r))) {
+            tk__dirty_free(r);
+            return err;
+        }
+        /* the region starts clean; the others keep theirs (above) */
+        pthread_mutex_lock(&sd_lock);
+        err = sd_keep_all();
+        if (!err) err = tk__clear_soft_dirty();
+        pthread_mutex_unlock(&sd_lock);
+        for (size_t w = 0; w < bitmap_words(r); w++) atomic_store(&r->rg_dirty[w], 0);
+        return err ? tk__failf(err, "tk_region_create: soft-dirty bits: %s", strerror(-err)) : 0;
     }
     default:
         return tk__fail(-EINVAL, "tk_region_create: this mechanism cannot track DIRTY");
@@ -422,21 +481,46 @@ static int collect_pagemap(struct tk_region *r, uint64_t *bm)
     return 0;
 }
 
-static int collect_soft_dirty(struct tk_region *r, uint64_t *bm)
+/* Adds r's soft-dirty bits to its rg_dirty. */
+static int sd_keep(struct tk_region *r)
 {
     size_t hw = (size_t)sysconf(_SC_PAGESIZE), chunk = 4096;
     uint64_t ent[4096];
     for (uintptr_t a = r->rg_start; a < r->rg_end; a += chunk * hw) {
         size_t n = (r->rg_end - a) / hw < chunk ? (r->rg_end - a) / hw : chunk;
         int err = tk__pagemap_read(a, n, ent);
-        if (err)
-            return tk__failf(err, "tk_dirty: reading /proc/self/pagemap failed: %s",
-                             strerror(-err));
+        if (err) return err;
         for (size_t i = 0; i < n; i++)
-            if (ent[i] & ((uint64_t)1 << 55)) set_bits(r, bm, a + i * hw, a + (i + 1) * hw);
+            if (ent[i] & ((uint64_t)1 << 55)) {
+                size_t page = tk__page_index(r, a + i * hw);
+                atomic_fetch_or(&r->rg_dirty[page / 64], (uint64_t)1 << (page % 64));
+            }
     }
-    int err = tk__clear_soft_dirty();
-    return err ? tk__failf(err, "tk_dirty: /proc/self/clear_refs failed: %s", strerror(-err)) : 0;
+    return 0;
+}
+
+/* Every soft-dirty region's bits into its rg_dirty, before a reset.  Under
+ * sd_lock. */
+static int sd_keep_all(void)
+{
+    for (size_t i = 0; i < sd_n; i++) {
+        int err = sd_keep(sd_regions[i]);
+        if (err) return err;
+    }
+    return 0;
+}
+
+static int collect_soft_dirty(struct tk_region *r, uint64_t *bm)
+{
+    pthread_mutex_lock(&sd_lock);
+    int err = sd_keep_all();
+    if (!err) err = tk__clear_soft_dirty();
+    pthread_mutex_unlock(&sd_lock);
+    if (err)
+        return tk__failf(err, "tk_dirty: soft-dirty bits (/proc/self/pagemap, clear_refs): %s",
+                         strerror(-err));
+    for (size_t w = 0; w < bitmap_words(r); w++) bm[w] |= atomic_exchange(&r->rg_dirty[w], 0);
+    return 0;
 }
 
 long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits)

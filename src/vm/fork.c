@@ -94,12 +94,14 @@ static void reestablish(struct tk_region *r)
 static void prepare(void)
 {
     tk__uffd_before_fork();
+    tk__dirty_before_fork();
     lock_all();
 }
 
 static void in_parent(void)
 {
     unlock_all(false);
+    tk__dirty_after_fork();
 }
 
 static void in_child(void)
@@ -111,6 +113,7 @@ static void in_child(void)
         reestablish(fork_regions[i]);
     }
     unlock_all(true);
+    tk__dirty_after_fork();
 }
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;

@@ -94,22 +94,47 @@ int tk__uffd_unregister(int fd, void *addr, size_t len)
     RETURN(0);
 }
 
+/* One UFFDIO_WRITEPROTECT.  EAGAIN: the address space is changing (a
+ * madvise, munmap or mremap waits for its userfaultfd events to be read):
+ * let that finish.  [signal-safe] */
+static int uffd_wp_once(int fd, uintptr_t addr, size_t len, uint64_t mode)
+{
+    struct uffdio_writeprotect w = {.range = {.start = addr, .len = len}, .mode = mode};
+    for (;;) {
+        if (ioctl(fd, UFFDIO_WRITEPROTECT, &w) == 0) return 0;
+        if (errno != EAGAIN && errno != EINTR) return -errno;
+        if (errno == EAGAIN) sched_yield();
+    }
+}
+
+/* Linux 6.1 refuses (ENOENT) a range that spans more than one mapping, even
+ * when all of it is registered, and a region's range may: mprotect splits
+ * it, so does a user's madvise, and a fork child's pieces never merge again.
+ * The range is then done in halves, down to single pages, where ENOENT is a
+ * real error.  (Later kernels take the whole range at once.)  [signal-safe] */
+static int uffd_wp_split(int fd, uintptr_t addr, size_t len, uint64_t mode, size_t ps, int depth)
+{
+    int err = uffd_wp_once(fd, addr, len, mode);
+    if (err != -ENOENT || len <= ps || depth > 64) return err;
+    size_t half = (len / ps / 2) * ps;
+    err = uffd_wp_split(fd, addr, half, mode, ps, depth + 1);
+    return err ? err : uffd_wp_split(fd, addr + half, len - half, mode, ps, depth + 1);
+}
+
 /* [signal-safe]  (The kernel refuses DONTWAKE together with WP.) */
 int tk__uffd_wp(int fd, void *addr, size_t len, bool wp, bool dontwake)
 {
     SAVE_ERRNO;
-    struct uffdio_writeprotect w = {
-        .range = {.start = (uintptr_t)addr, .len = len},
-        .mode = (wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
-                (dontwake && !wp ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0),
-    };
-    /* EAGAIN: the address space is changing (a madvise, munmap or mremap
-     * waits for its userfaultfd events to be read): let that finish */
-    for (;;) {
-        if (ioctl(fd, UFFDIO_WRITEPROTECT, &w) == 0) RETURN(0);
-        if (errno != EAGAIN && errno != EINTR) RETURN(-errno);
-        if (errno == EAGAIN) sched_yield();
+    uint64_t mode = (wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
+                    (dontwake && !wp ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0);
+    int err = uffd_wp_once(fd, (uintptr_t)addr, len, mode);
+    if (err == -ENOENT) {
+        size_t ps = (size_t)getpagesize();
+        /* not registered at all: the first page alone says so */
+        err = uffd_wp_once(fd, (uintptr_t)addr, ps, mode);
+        if (!err) err = uffd_wp_split(fd, (uintptr_t)addr, len, mode, ps, 0);
     }
+    RETURN(err);
 }
 
 /* [signal-safe] */
