@@ -158,6 +158,7 @@ bool Config::set(const std::string &key, const std::string &value, std::string *
         {"tlb_entries", &tlb_entries, 1, 4096},
         {"page_bits", &page_bits, 12, 30},
         {"inject_lost_fill", &inject_lost_fill, 0, 1},
+        {"append_after_frontend", &append_after_frontend, 0, 1},
     };
     for (auto &f : ints)
         if (key == f.name) return num(f.field, f.lo, f.hi);
@@ -491,10 +492,11 @@ void Core::take_miss(Uop &head)
         int rob_free = c_.rob_size - static_cast<int>(rob_.size());
         int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.size());
         int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.size());
-        // prepend: the handler dispatches ahead of them (the ROB's tail moves
-        // to before its head), so only the handler must fit
-        if (c_.scheme == Scheme::PREPEND)
-            fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = fe_ld = fe_st = 0;
+        // The handler dispatches ahead of them - prepend: the ROB's tail
+        // moves to before its head; append, unless append_after_frontend:
+        // the program's dispatch stalls while the handler goes in (the
+        // paper's section 4.1) - so only the handler must fit.
+        if (handler_first()) fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = fe_ld = fe_st = 0;
         if (rob_free < fe + static_cast<int>(h.size()))
             st_.fallback_rob++;
         else if (iq_int_free < fe_iq_int + 1 || iq_fp_free < fe_iq_fp)
@@ -523,17 +525,25 @@ void Core::take_miss(Uop &head)
     mode_ = Mode::FETCH_HANDLER;
 }
 
-// A handler uop being prepended goes ahead of the program's uops in a
-// front-end queue (behind the handler uops already there): the ROB's tail
-// has moved to before its head, so the handler is what dispatches next.
-bool Core::prepending(const Uop *u) const
+// An in-lined handler dispatches before the program's instructions already
+// fetched: always when prepended (the ROB's tail has moved to before its
+// head), and when appended unless append_after_frontend says they go first.
+bool Core::handler_first() const
 {
-    return u->handler && inline_ && c_.scheme == Scheme::PREPEND;
+    return inline_ && (c_.scheme == Scheme::PREPEND || !c_.append_after_frontend);
+}
+
+// Such a handler's uop goes ahead of the program's uops in a front-end
+// queue (behind the handler uops already there), past a full queue: the
+// handler is what dispatches next.
+bool Core::passing(const Uop *u) const
+{
+    return u->handler && handler_first();
 }
 
 void Core::front_push(std::deque<Uop *> &q, Uop *u)
 {
-    if (!prepending(u)) {
+    if (!passing(u)) {
         q.push_back(u);
         return;
     }
@@ -742,7 +752,8 @@ void Core::issue()
     for (size_t i = 0; i < iq_int_.size() && issued < std::min(c_.int_units, c_.issue_width);) {
         Uop *u = iq_int_[i];
         bool is_mem = u->mem;
-        bool serial = u->inst->cls == C_SYSTEM;
+        // serialising: system instructions, and a flushing handler's return
+        bool serial = u->inst->cls == C_SYSTEM || (u->inst->op == TK_ERET && !u->inl);
         if (!ready(u)) {
             i++;
             continue;
@@ -778,10 +789,9 @@ void Core::dispatch()
     for (int n = 0; n < c_.rename_width && !decodeq_.empty(); n++) {
         Uop *u = decodeq_.front();
         if (u->stage_at >= cycle_) return;
-        // the program's uops wait while a prepended handler's go in (the
-        // room the in-lining found is the handler's)
-        if (!u->handler && inline_ && c_.scheme == Scheme::PREPEND && handler_undispatched_ > 0)
-            return;
+        // the program's uops wait while an in-lined handler's go in ahead
+        // of them (the room the in-lining found is the handler's)
+        if (!u->handler && handler_first() && handler_undispatched_ > 0) return;
         const Inst &in = *u->inst;
         if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
         bool fpq = in.cls == C_FP || in.cls == C_FDIV;
@@ -833,7 +843,7 @@ void Core::decode()
     for (int n = 0; n < c_.decode_width && !fetchq_.empty(); n++) {
         Uop *u = fetchq_.front();
         if (u->stage_at >= cycle_) return;
-        if (static_cast<int>(decodeq_.size()) >= c_.decode_queue && !prepending(u)) return;
+        if (static_cast<int>(decodeq_.size()) >= c_.decode_queue && !passing(u)) return;
         fetchq_.pop_front();
         u->stage_at = cycle_;
         front_push(decodeq_, u);
@@ -848,9 +858,9 @@ void Core::fetch()
     // handler may be what the branch is waiting for)
     if (waiting_branch_ && mode_ != Mode::FETCH_HANDLER) return;
     for (int n = 0; n < c_.fetch_width; n++) {
-        // a prepended handler has its own way past full front-end queues
-        bool prepend = mode_ == Mode::FETCH_HANDLER && inline_ && c_.scheme == Scheme::PREPEND;
-        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue && !prepend) return;
+        // a handler dispatching first has its own way past full front-end queues
+        bool pass = mode_ == Mode::FETCH_HANDLER && handler_first();
+        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue && !pass) return;
         if (mode_ == Mode::WAIT_ERET) return;
         uint64_t pc;
         Uop *u;

@@ -69,6 +69,12 @@ struct Config {
     Scheme scheme = Scheme::TRADITIONAL;
     // a cycle count with no commit after which the run stops as stuck
     uint64_t stuck_cycles = 200000;
+    // 1: the program's instructions already fetched dispatch before an
+    // appended handler, so their room (ROB, issue queues, load/store
+    // queues, registers) must be there too before it is in-lined - a rule
+    // stricter than the paper's, where the program's dispatch stalls while
+    // the handler goes in (as with prepend: 0, the default)
+    int append_after_frontend = 0;
     // a test hook: the handler's TLB write is lost, so the access that
     // missed waits for ever (the stuck-pipeline check must catch it)
     int inject_lost_fill = 0;
@@ -147,7 +153,8 @@ class Core
     void front_push(std::deque<Uop *> &q, Uop *u);
     void rearm(Uop *w);
     bool fetch_line(uint64_t pc);
-    bool prepending(const Uop *u) const;
+    bool handler_first() const;
+    bool passing(const Uop *u) const;
 
     Machine &m_;
     Config c_;

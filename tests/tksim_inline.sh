@@ -50,12 +50,17 @@ for scheme in traditional append prepend; do
     check "strings, 16 entries, $scheme: final state" \
         "$(get "$dir/s-$scheme.json" state_hash)" "$(get "$dir/ref.json" state_hash)"
 done
-# ... and any program with a load or store queue of 4
-for scheme in append prepend; do
-    sim q-$scheme --set scheme=$scheme --set load_queue=4 -- "$wdir/qsort" 3000
+# ... and any program with a load or store queue of 4; append also with
+# the stricter rule (the program's fetched instructions dispatch first)
+for scheme in append prepend append_after_frontend; do
+    set_=(--set scheme=$scheme)
+    [[ $scheme == append_after_frontend ]] && set_=(--set scheme=append --set append_after_frontend=1)
+    sim q-$scheme "${set_[@]}" --set load_queue=4 -- "$wdir/qsort" 3000
     check "qsort 3000, load_queue 4, $scheme: exit status" "$rc" 0
-    sim t-$scheme --set scheme=$scheme --set store_queue=4 --set tlb_entries=16 -- "$dir/strings" 100
+    sim t-$scheme "${set_[@]}" --set store_queue=4 --set tlb_entries=16 -- "$dir/strings" 100
     check "strings 100, store_queue 4, $scheme: exit status" "$rc" 0
+    sim u-$scheme "${set_[@]}" --set tlb_entries=16 -- "$dir/strings" 300
+    check "strings 300, 16 entries, $scheme: exit status" "$rc" 0
 done
 
 # 2. Every handler commits: an appended handler still in the ROB when a

@@ -39,6 +39,41 @@ for scheme in traditional append prepend; do
     check "$scheme: DTLB misses touching 100 pages" "$(get tlb_misses)" 100
 done
 
+# The traditional scheme's cost of a miss, as the paper accounts for it
+# (flush, handler, return, re-fetch), on a chain of misses: KIND 5's loop
+# (ld, add, add, addi, bnez; each load's address depends on the one
+# before) over pages that all miss a 16-entry TLB.  Against a perfect TLB
+# (1 GiB pages: 5 cycles a step, the load's 3 and two adds), a miss adds
+#    1  the load issues, misses the TLB, and reaches the head next cycle:
+#       the miss is taken, the ROB and front end flushed
+#  + 3  the handler's first instructions fetched, decoded, renamed; issue
+#  + 11 its critical path to the TLB write: csrr, srli, slli, add (4 x 1),
+#       the page-table entry's load (lat_load 3), srli, slli, or (3 x 1),
+#       tk.tlbwr (1)
+#  + 3  the handler's other instructions commit (4 a cycle) until its
+#       return is at the head, where it executes (1)
+#  + 1  fetch is redirected to the load that missed
+#  + 3  the load fetched, decoded, renamed again; it issues (hits now)
+#  = 22 cycles.  The handler's load is on its critical path: lat_load 5
+# adds 2.  Committing 8 a cycle saves one cycle of the drain.  Flushed
+# with each miss: the instructions fetched from the re-fetch to the next
+# miss (9 cycles of 4 and 1 alternately, as a predicted-taken branch ends
+# a fetch group: 24) less the 5 committed: 19; with lat_load 5 the load
+# and the next one's address take 2 cycles more (5 more fetched): 24.
+flushed() { python3 -c 'import json,sys; print(sum(json.load(open(sys.argv[1]))["flushed"].values()))' "$dir/last.json"; }
+miss_cost() { # miss_cost [--set ...]: cycles each of 800 more misses adds, and instructions it flushes
+    local a b pa pb fa fb
+    run 5 800 --set tlb_entries=16 "$@"; a=$(get cycles); fa=$(flushed)
+    run 5 1600 --set tlb_entries=16 "$@"; b=$(get cycles); fb=$(flushed)
+    run 5 800 --set page_bits=30 "$@"; pa=$(get cycles)
+    run 5 1600 --set page_bits=30 "$@"; pb=$(get cycles)
+    python3 -c 'import sys; a,b,pa,pb,fa,fb=map(int,sys.argv[1:]); print("%g %g" % (((b-a)-(pb-pa))/800, (fb-fa)/800))' \
+        "$a" "$b" "$pa" "$pb" "$fa" "$fb"
+}
+check "traditional: cycles a miss adds, flushed per miss" "$(miss_cost)" "22 19"
+check "traditional, lat_load 5: cycles a miss adds, flushed per miss" "$(miss_cost --set lat_load=5)" "24 24"
+check "traditional, commit 8 a cycle: cycles a miss adds" "$(miss_cost --set commit_width=8 | cut -d' ' -f1)" 21
+
 # the workloads: every scheme commits the same instructions, ends in the
 # same state and takes the misses a reference TLB takes
 while read -r name args; do
