@@ -202,8 +202,9 @@ int main(int argc, char **argv)
 
     long iters = 0;
     bool torn = false;
-    time_t deadline = time(NULL) + tk_test_scaled(120);
-    while ((iters < tk_test_scaled(1000000) || rt_handled < NSEND) && time(NULL) < deadline) {
+    time_t deadline = time(NULL) + 120;
+    while ((iters < tk_test_scaled(1000000) || rt_handled < tk_test_scaled(NSEND)) &&
+           time(NULL) < deadline) {
         if (!round_trip(&incr_main)) torn = true;
         iters++;
 #ifdef TK_ASEQ_UNPROTECTED
