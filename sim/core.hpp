@@ -105,7 +105,7 @@ struct Stats {
     uint64_t branches = 0, mispredicts = 0; // committed conditional branches and JALRs
     uint64_t l1d_misses = 0, l1i_misses = 0, l1d_accesses = 0;
     uint64_t commit_hash = 0xcbf29ce484222325ull; // of the committed PCs, in order
-    double seconds = 0;
+    double seconds = 0, cpu_seconds = 0;          // the run's wall-clock and CPU time (the host's)
 };
 
 class Core
@@ -150,6 +150,7 @@ class Core
     void take_miss(Uop &head);
     void flush_all(uint64_t resume_seq);
     void dump(const char *why) const;
+    void skip_idle();
     void front_push(std::deque<Uop *> &q, Uop *u);
     void rearm(Uop *w);
     bool fetch_line(uint64_t pc);
@@ -222,6 +223,7 @@ class Core
     Uop *new_uop();
     void free_uop(Uop *u);
     uint64_t last_commit_cycle_ = 0;
+    uint64_t events_ = 0; // things done: a cycle that adds none is idle
 };
 
 } // namespace tksim

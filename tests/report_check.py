@@ -90,7 +90,11 @@ EXPECTED = [
     ("gylfason/throw-with-destructors", "trapkit", {"frames": 1}),
     ("gylfason/breakdown", "libgcc", {"part": "search"}),
     ("gylfason/breakdown", "trapkit", {"part": "cleanup"}),
-    ("jaleel-jacob/sim-speed", "tksim", {"workload": "qsort"}),
+    ("jaleel-jacob/sim-speed", "tksim", {"workload": "qsort", "clock": "cpu"}),
+    ("jaleel-jacob/sim-speed", "tksim", {"workload": "hashtab", "clock": "wall"}),
+    ("jaleel-jacob/sweep-cpi", "traditional", {"workload": "hashtab", "knob": "iq_int"}),
+    ("jaleel-jacob/sweep-cpi", "prepend", {"workload": "hashtab", "knob": "rob_size"}),
+    ("jaleel-jacob/sweep-inlined-fraction", "append", {"workload": "hashtab", "knob": "rename_int"}),
     ("analysis/jaleel-jacob-flushed-cut", "prepend", {"workload": "map", "tlb_entries": 16}),
     ("analysis/jaleel-jacob-time-cut", "append", {"workload": "jacobi", "tlb_entries": 64}),
     ("mosberger/breakeven-rate", "hyb-jump", {"versus": "sigprocmask"}),
@@ -112,7 +116,7 @@ for mech in ("trapkit-posix", "uffd-sigbus"):
     for how in ("retry", "single-step", "emulate"):
         EXPECTED.append(("dirty/write-completion", mech, {"completion": how, "fraction": 0.1}))
 for mech in ("traditional", "append", "prepend"):
-    for wl in ("qsort", "map", "jacobi", "matmul"):
+    for wl in ("qsort", "map", "jacobi", "matmul", "hashtab"):
         for n in (16, 64):
             for exp in ("jaleel-jacob/cpi", "jaleel-jacob/tlb-misses", "jaleel-jacob/flushed-per-miss",
                         "jaleel-jacob/inlined-fraction"):
