@@ -1,5 +1,6 @@
 // sim/decode.cpp - RV64GC decoding (The RISC-V Instruction Set Manual,
-// Volume I: RV64I, M, A, F, D, Zicsr, Zifencei and C), plus tksim's two
+// Volume I: RV64I, M, A, F, D, Zicsr, Zifencei and C; Zba and Zbb of the
+// bit-manipulation extension, version 1.0.0), plus tksim's two
 // custom-0 instructions for the TLB-miss handler.  Compressed instructions
 // are expanded to the 32-bit instruction they stand for.
 #include "rv64.hpp"
@@ -99,13 +100,24 @@ Inst decode32(uint32_t w)
         case 7:
             return make(ANDI, C_INT, xr(rd), xr(rs1), NOREG, imm_i);
         case 1:
-            if (bits(w, 31, 26) != 0) break;
-            return make(SLLI, C_INT, xr(rd), xr(rs1), NOREG, bits(w, 25, 20));
+            if (bits(w, 31, 26) == 0)
+                return make(SLLI, C_INT, xr(rd), xr(rs1), NOREG, bits(w, 25, 20));
+            if (f7 == 0x30) { // Zbb's unary operations, told apart by rs2
+                static const Op ops[8] = {CLZ,    CTZ,    CPOP,    ILLEGAL,
+                                          SEXT_B, SEXT_H, ILLEGAL, ILLEGAL};
+                if (rs2 > 7 || ops[rs2] == ILLEGAL) break;
+                return make(ops[rs2], C_INT, xr(rd), xr(rs1), NOREG, 0);
+            }
+            break;
         case 5:
             if (bits(w, 31, 26) == 0)
                 return make(SRLI, C_INT, xr(rd), xr(rs1), NOREG, bits(w, 25, 20));
             if (bits(w, 31, 26) == 0x10)
                 return make(SRAI, C_INT, xr(rd), xr(rs1), NOREG, bits(w, 25, 20));
+            if (bits(w, 31, 26) == 0x18)
+                return make(RORI, C_INT, xr(rd), xr(rs1), NOREG, bits(w, 25, 20));
+            if (bits(w, 31, 20) == 0x287) return make(ORC_B, C_INT, xr(rd), xr(rs1), NOREG, 0);
+            if (bits(w, 31, 20) == 0x6b8) return make(REV8, C_INT, xr(rd), xr(rs1), NOREG, 0);
             break;
         }
         break;
@@ -115,11 +127,18 @@ Inst decode32(uint32_t w)
         case 0:
             return make(ADDIW, C_INT, xr(rd), xr(rs1), NOREG, imm_i);
         case 1:
-            if (f7 != 0) break;
-            return make(SLLIW, C_INT, xr(rd), xr(rs1), NOREG, rs2);
+            if (f7 == 0) return make(SLLIW, C_INT, xr(rd), xr(rs1), NOREG, rs2);
+            if (bits(w, 31, 26) == 0x02)
+                return make(SLLI_UW, C_INT, xr(rd), xr(rs1), NOREG, bits(w, 25, 20));
+            if (f7 == 0x30 && rs2 <= 2) {
+                static const Op ops[3] = {CLZW, CTZW, CPOPW};
+                return make(ops[rs2], C_INT, xr(rd), xr(rs1), NOREG, 0);
+            }
+            break;
         case 5:
             if (f7 == 0) return make(SRLIW, C_INT, xr(rd), xr(rs1), NOREG, rs2);
             if (f7 == 0x20) return make(SRAIW, C_INT, xr(rd), xr(rs1), NOREG, rs2);
+            if (f7 == 0x30) return make(RORIW, C_INT, xr(rd), xr(rs1), NOREG, rs2);
             break;
         }
         break;
@@ -133,9 +152,30 @@ Inst decode32(uint32_t w)
             static const Op ops[8] = {ADD, SLL, SLT, SLTU, XOR, SRL, OR, AND};
             return make(ops[f3], C_INT, xr(rd), xr(rs1), xr(rs2), 0);
         }
-        if (f7 == 0x20 && f3 == 0) return make(SUB, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
-        if (f7 == 0x20 && f3 == 5) return make(SRA, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
-        break;
+        Op op = ILLEGAL;
+        switch (f7) {
+        case 0x20: {
+            static const Op ops[8] = {SUB, ILLEGAL, ILLEGAL, ILLEGAL, XNOR, SRA, ORN, ANDN};
+            op = ops[f3];
+            break;
+        }
+        case 0x10: { // Zba
+            static const Op ops[8] = {ILLEGAL, ILLEGAL, SH1ADD, ILLEGAL,
+                                      SH2ADD,  ILLEGAL, SH3ADD, ILLEGAL};
+            op = ops[f3];
+            break;
+        }
+        case 0x05: { // Zbb's min and max
+            static const Op ops[8] = {ILLEGAL, ILLEGAL, ILLEGAL, ILLEGAL, MIN, MINU, MAX, MAXU};
+            op = ops[f3];
+            break;
+        }
+        case 0x30:
+            op = f3 == 1 ? ROL : f3 == 5 ? ROR : ILLEGAL;
+            break;
+        }
+        if (op == ILLEGAL) break;
+        return make(op, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
     }
     case 0x3b: {
         if (f7 == 0x01) {
@@ -148,6 +188,16 @@ Inst decode32(uint32_t w)
         if (f7 == 0 && f3 == 1) return make(SLLW, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
         if (f7 == 0 && f3 == 5) return make(SRLW, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
         if (f7 == 0x20 && f3 == 5) return make(SRAW, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
+        if (f7 == 0x04 && f3 == 0) return make(ADD_UW, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
+        if (f7 == 0x04 && f3 == 4 && rs2 == 0) // zext.h (the encoding of Zbkb's pack, rs2 = x0)
+            return make(ZEXT_H, C_INT, xr(rd), xr(rs1), NOREG, 0);
+        if (f7 == 0x10 && (f3 == 2 || f3 == 4 || f3 == 6))
+            return make(f3 == 2   ? SH1ADD_UW
+                        : f3 == 4 ? SH2ADD_UW
+                                  : SH3ADD_UW,
+                        C_INT, xr(rd), xr(rs1), xr(rs2), 0);
+        if (f7 == 0x30 && f3 == 1) return make(ROLW, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
+        if (f7 == 0x30 && f3 == 5) return make(RORW, C_INT, xr(rd), xr(rs1), xr(rs2), 0);
         break;
     }
     case 0x0f:
@@ -513,7 +563,12 @@ const char *op_name(Op op)
         "flt.d",     "fle.d",     "fclass.s",  "fclass.d",  "fcvt.w.s",  "fcvt.wu.s", "fcvt.l.s",
         "fcvt.lu.s", "fcvt.s.w",  "fcvt.s.wu", "fcvt.s.l",  "fcvt.s.lu", "fcvt.w.d",  "fcvt.wu.d",
         "fcvt.l.d",  "fcvt.lu.d", "fcvt.d.w",  "fcvt.d.wu", "fcvt.d.l",  "fcvt.d.lu", "fmv.x.w",
-        "fmv.w.x",   "fmv.x.d",   "fmv.d.x",   "tk.tlbwr",  "tk.eret"};
+        "fmv.w.x",   "fmv.x.d",   "fmv.d.x",   "sh1add",    "sh2add",    "sh3add",    "add.uw",
+        "sh1add.uw", "sh2add.uw", "sh3add.uw", "slli.uw",   "andn",      "orn",       "xnor",
+        "clz",       "ctz",       "cpop",      "clzw",      "ctzw",      "cpopw",     "max",
+        "maxu",      "min",       "minu",      "sext.b",    "sext.h",    "zext.h",    "rol",
+        "ror",       "rori",      "rolw",      "rorw",      "roriw",     "orc.b",     "rev8",
+        "tk.tlbwr",  "tk.eret"};
     return op < N_OPS ? names[op] : "?";
 }
 

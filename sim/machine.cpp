@@ -157,6 +157,15 @@ int64_t sext32(uint64_t v)
     return static_cast<int32_t>(static_cast<uint32_t>(v));
 }
 
+uint64_t rotl64(uint64_t v, uint64_t n) // n in [0, 63]
+{
+    return n ? (v << n) | (v >> (64 - n)) : v;
+}
+uint32_t rotl32(uint32_t v, uint64_t n) // n in [0, 31]
+{
+    return n ? (v << n) | (v >> (32 - n)) : v;
+}
+
 } // namespace
 
 Machine::Machine() : map_bits_(SPACE / PAGE / 64), icache_(1u << 16)
@@ -904,6 +913,109 @@ void Machine::step(Step *s)
     case FMV_X_D:
     case FMV_D_X:
         r = a;
+        break;
+    case SH1ADD:
+        r = (a << 1) + b;
+        break;
+    case SH2ADD:
+        r = (a << 2) + b;
+        break;
+    case SH3ADD:
+        r = (a << 3) + b;
+        break;
+    case ADD_UW:
+        r = (a & 0xffffffffull) + b;
+        break;
+    case SH1ADD_UW:
+        r = ((a & 0xffffffffull) << 1) + b;
+        break;
+    case SH2ADD_UW:
+        r = ((a & 0xffffffffull) << 2) + b;
+        break;
+    case SH3ADD_UW:
+        r = ((a & 0xffffffffull) << 3) + b;
+        break;
+    case SLLI_UW:
+        r = (a & 0xffffffffull) << (imm & 63);
+        break;
+    case ANDN:
+        r = a & ~b;
+        break;
+    case ORN:
+        r = a | ~b;
+        break;
+    case XNOR:
+        r = ~(a ^ b);
+        break;
+    case CLZ:
+        r = a ? static_cast<uint64_t>(__builtin_clzll(a)) : 64;
+        break;
+    case CTZ:
+        r = a ? static_cast<uint64_t>(__builtin_ctzll(a)) : 64;
+        break;
+    case CPOP:
+        r = static_cast<uint64_t>(__builtin_popcountll(a));
+        break;
+    case CLZW:
+        r = static_cast<uint32_t>(a)
+                ? static_cast<uint64_t>(__builtin_clz(static_cast<uint32_t>(a)))
+                : 32;
+        break;
+    case CTZW:
+        r = static_cast<uint32_t>(a)
+                ? static_cast<uint64_t>(__builtin_ctz(static_cast<uint32_t>(a)))
+                : 32;
+        break;
+    case CPOPW:
+        r = static_cast<uint64_t>(__builtin_popcount(static_cast<uint32_t>(a)));
+        break;
+    case MAX:
+        r = static_cast<int64_t>(a) > static_cast<int64_t>(b) ? a : b;
+        break;
+    case MAXU:
+        r = std::max(a, b);
+        break;
+    case MIN:
+        r = static_cast<int64_t>(a) < static_cast<int64_t>(b) ? a : b;
+        break;
+    case MINU:
+        r = std::min(a, b);
+        break;
+    case SEXT_B:
+        r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(a)));
+        break;
+    case SEXT_H:
+        r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(a)));
+        break;
+    case ZEXT_H:
+        r = a & 0xffff;
+        break;
+    case ROL:
+        r = rotl64(a, b & 63);
+        break;
+    case ROR:
+        r = rotl64(a, (64 - (b & 63)) & 63);
+        break;
+    case RORI:
+        r = rotl64(a, (64 - (static_cast<uint64_t>(imm) & 63)) & 63);
+        break;
+    case ROLW:
+        r = static_cast<uint64_t>(sext32(rotl32(static_cast<uint32_t>(a), b & 31)));
+        break;
+    case RORW:
+        r = static_cast<uint64_t>(sext32(rotl32(static_cast<uint32_t>(a), (32 - (b & 31)) & 31)));
+        break;
+    case RORIW:
+        r = static_cast<uint64_t>(sext32(
+            rotl32(static_cast<uint32_t>(a), (32 - (static_cast<uint64_t>(imm) & 31)) & 31)));
+        break;
+    case ORC_B:
+        r = 0;
+        for (int k = 0; k < 64; k += 8)
+            if ((a >> k) & 0xff) r |= 0xffull << k;
+        break;
+    case REV8:
+        r = __builtin_bswap64(a);
         break;
     case TK_TLBWR:
     case TK_ERET:

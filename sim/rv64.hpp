@@ -1,7 +1,7 @@
-// sim/rv64.hpp - RV64GC instructions as tksim decodes them: every
-// instruction (compressed ones expanded) becomes one Inst with an
+// sim/rv64.hpp - RV64GC and Zba/Zbb instructions as tksim decodes them:
+// every instruction (compressed ones expanded) becomes one Inst with an
 // operation, register numbers, an immediate and its class for the timing
-// model.
+// model (Zba and Zbb are all C_INT: one-cycle integer ALU operations).
 #ifndef TKSIM_RV64_HPP
 #define TKSIM_RV64_HPP
 
@@ -172,6 +172,40 @@ enum Op : uint16_t {
     FMV_W_X,
     FMV_X_D,
     FMV_D_X,
+    // Zba
+    SH1ADD,
+    SH2ADD,
+    SH3ADD,
+    ADD_UW,
+    SH1ADD_UW,
+    SH2ADD_UW,
+    SH3ADD_UW,
+    SLLI_UW,
+    // Zbb
+    ANDN,
+    ORN,
+    XNOR,
+    CLZ,
+    CTZ,
+    CPOP,
+    CLZW,
+    CTZW,
+    CPOPW,
+    MAX,
+    MAXU,
+    MIN,
+    MINU,
+    SEXT_B,
+    SEXT_H,
+    ZEXT_H,
+    ROL,
+    ROR,
+    RORI,
+    ROLW,
+    RORW,
+    RORIW,
+    ORC_B,
+    REV8,
     // tksim's privileged instructions, for the TLB-miss handler (custom-0)
     TK_TLBWR, // write the TLB entry: rs1 = virtual page, rs2 = PTE
     TK_ERET,  // return from the handler
@@ -180,7 +214,7 @@ enum Op : uint16_t {
 
 // What the timing model needs to know of an operation.
 enum Class : uint8_t {
-    C_INT,    // one-cycle integer
+    C_INT,    // one-cycle integer (RV64I's ALU operations, Zba, Zbb)
     C_MUL,    // integer multiply
     C_DIV,    // integer divide
     C_BRANCH, // conditional branch
