@@ -168,7 +168,7 @@ uint32_t rotl32(uint32_t v, uint64_t n) // n in [0, 31]
 
 } // namespace
 
-Machine::Machine() : map_bits_(SPACE / PAGE / 64), icache_(1u << 16)
+Machine::Machine() : map_bits_(SPACE / PAGE / 64), icache_(DECODE_CACHE_SIZE)
 {
     void *p = mmap(nullptr, SPACE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
@@ -205,10 +205,18 @@ uint8_t *Machine::host(uint64_t addr, uint64_t len, uint64_t pc)
     return base_ + addr;
 }
 
+void Machine::flush_decoded()
+{
+    decode_epoch_ += 1ull << EPOCH_SHIFT;
+    if (decode_epoch_ == 0) // the epochs wrapped: forget every entry for good
+        for (Cached &c : icache_) c.tag = ~0ull;
+}
+
 const Inst &Machine::fetch(uint64_t pc)
 {
-    Cached &c = icache_[(pc >> 1) & (icache_.size() - 1)];
-    if (c.pc != pc) {
+    Cached &c = icache_[(pc >> 1) & (DECODE_CACHE_SIZE - 1)];
+    uint64_t tag = pc | decode_epoch_;
+    if (c.tag != tag || pc >= SPACE) {
         if (pc >= SPACE || !mapped(pc / PAGE))
             throw GuestFault(pc, pc, "fetch from unmapped memory");
         uint32_t w;
@@ -220,7 +228,7 @@ const Inst &Machine::fetch(uint64_t pc)
             w = h;
         }
         c.inst = decode(w);
-        c.pc = pc;
+        c.tag = tag;
     }
     return c.inst;
 }
@@ -533,7 +541,10 @@ void Machine::step(Step *s)
         r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(a) >> (b & 31)));
         break;
     case FENCE:
+        wr = false;
+        break;
     case FENCE_I:
+        flush_decoded();
         wr = false;
         break;
     case ECALL:

@@ -93,6 +93,10 @@ class Machine
 
     // The decoded instruction at pc (cached).
     const Inst &fetch(uint64_t pc);
+    // Forgets every decoded instruction, so code written since runs as
+    // written: fence.i and riscv_flush_icache call it.  It costs an
+    // increment (see decode_epoch_).
+    void flush_decoded();
 
     // Where the program's output goes (default: the simulator's stdout
     // and stderr).
@@ -118,11 +122,21 @@ class Machine
     int exit_code_ = 0;
     uint64_t random_state_ = 0x9e3779b97f4a7c15ull;
 
+    // The decoded-instruction cache: direct-mapped by PC.  An entry's tag
+    // is its PC (below SPACE, 2^38) with the epoch it was decoded in above
+    // bit 38; flush_decoded() starts a new epoch, so every older entry
+    // misses from then on without being touched.  After 2^26 flushes the
+    // epoch wraps to 0 and the tags are cleared (~0 is no PC's tag: PCs
+    // are even).
+    static constexpr size_t DECODE_CACHE_SIZE = 1u << 16; // entries, a power of 2
+    static constexpr unsigned EPOCH_SHIFT = 38;
+    static_assert(SPACE == 1ull << EPOCH_SHIFT, "a PC fits below the epoch");
     struct Cached {
-        uint64_t pc = ~0ull;
+        uint64_t tag = ~0ull;
         Inst inst;
     };
     std::vector<Cached> icache_;
+    uint64_t decode_epoch_ = 0;
 };
 
 } // namespace tksim

@@ -258,6 +258,10 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
     case 226: // mprotect
     case 233: // madvise
         return 0;
+    case 259: // riscv_flush_icache(start, end, flags): all of it, in this one hart
+        if (a2 & ~1ull) return err(EINVAL);
+        flush_decoded();
+        return 0;
     case 261: { // prlimit64
         if (a2) {
             uint64_t lim[2] = {~0ull, ~0ull};
