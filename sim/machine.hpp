@@ -1,6 +1,7 @@
 // sim/machine.hpp - tksim's functional RV64GC machine: guest memory, a
 // static ELF loader with the Linux initial stack, the architectural state,
-// one-instruction execution and the system calls static programs make.
+// one-instruction execution and the system calls static programs make
+// (sim/syscall.cpp says which, and how each is answered).
 //
 // Guest memory is one reserved range of host address space (guest address
 // = offset into it), so a guest access is a bounds check and a host
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "guestfs.hpp"
 #include "rv64.hpp"
 
 namespace tksim
@@ -94,21 +96,37 @@ class Machine
     // The decoded instruction at pc (cached).
     const Inst &fetch(uint64_t pc);
     // Forgets every decoded instruction, so code written since runs as
-    // written: fence.i and riscv_flush_icache call it.  It costs an
-    // increment (see decode_epoch_).
+    // written: fence.i, riscv_flush_icache and changes to the guest's
+    // mappings call it.  It costs an increment (see decode_epoch_).
     void flush_decoded();
 
-    // Where the program's output goes (default: the simulator's stdout
-    // and stderr).
-    int stdout_fd = 1, stderr_fd = 2;
+    // Makes dir the guest's root directory, which it may write in
+    // (GuestFs::set_root); false with a message.
+    bool set_fs_root(const std::string &dir, std::string *err) { return fs_.set_root(dir, err); }
+
     uint64_t syscalls = 0;
 
   private:
     uint64_t syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
                      uint64_t a5);
-    bool guest_path(uint64_t addr, uint64_t pc, std::string *out);
+    uint64_t file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                          uint64_t a4);
+    uint64_t unsupported(uint64_t n); // reported once; -ENOSYS
+    uint64_t memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                            uint64_t a4, uint64_t a5);
+    // A guest buffer of a system call: the host pointer, or Efault (the
+    // call answers -EFAULT) when any of its pages is not mapped.
+    struct Efault {
+    };
+    uint8_t *user(uint64_t addr, uint64_t len);
+    bool guest_path(uint64_t addr, std::string *out);
     uint64_t do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off);
+    uint64_t do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int flags, uint64_t to);
     bool mapped(uint64_t page) const;
+    bool range_mapped(uint64_t addr, uint64_t len) const;
+    bool range_free(uint64_t addr, uint64_t len) const;
+    void unmap(uint64_t addr, uint64_t len); // page-rounded; the contents are dropped
+    uint64_t clock_ns(int clock) const;
 
     uint8_t *base_ = nullptr;
     std::string exe_path_;           // the program's absolute path (/proc/self/exe)
@@ -121,6 +139,34 @@ class Machine
     bool exited_ = false;
     int exit_code_ = 0;
     uint64_t random_state_ = 0x9e3779b97f4a7c15ull;
+
+    // what the system calls keep (sim/syscall.cpp)
+    GuestFs fs_;
+    static constexpr uint64_t NOLIMIT = ~0ull;
+    uint64_t rlimits_[16][2] = {
+        // cur, max: fixed (runs repeat), as a Debian system starts a program
+        {NOLIMIT, NOLIMIT},       // RLIMIT_CPU
+        {NOLIMIT, NOLIMIT},       // RLIMIT_FSIZE
+        {NOLIMIT, NOLIMIT},       // RLIMIT_DATA
+        {STACK_SIZE, NOLIMIT},    // RLIMIT_STACK: the initial stack's size
+        {0, NOLIMIT},             // RLIMIT_CORE
+        {NOLIMIT, NOLIMIT},       // RLIMIT_RSS
+        {63459, 63459},           // RLIMIT_NPROC
+        {1024, 4096},             // RLIMIT_NOFILE (GuestFs::max_fds)
+        {8ull << 20, 8ull << 20}, // RLIMIT_MEMLOCK
+        {NOLIMIT, NOLIMIT},       // RLIMIT_AS
+        {NOLIMIT, NOLIMIT},       // RLIMIT_LOCKS
+        {63459, 63459},           // RLIMIT_SIGPENDING
+        {819200, 819200},         // RLIMIT_MSGQUEUE
+        {0, 0},                   // RLIMIT_NICE
+        {0, 0},                   // RLIMIT_RTPRIO
+        {NOLIMIT, NOLIMIT},       // RLIMIT_RTTIME
+    };
+    uint64_t sigactions_[65][3] = {}; // handler, flags, mask (riscv64's struct sigaction)
+    uint64_t sigmask_ = 0;
+    uint64_t altstack_[3] = {0, 2, 0}; // sp, flags (SS_DISABLE), size
+    uint64_t slept_ns_ = 0;            // the clocks run on by the program's sleeps
+    std::vector<bool> reported_;       // unsupported system calls already reported
 
     // The decoded-instruction cache: direct-mapped by PC.  An entry's tag
     // is its PC (below SPACE, 2^38) with the epoch it was decoded in above

@@ -1,20 +1,45 @@
 // sim/syscall.cpp - the Linux system calls (riscv64, asm-generic numbers)
-// that static programs make, as tksim answers them.  Answers that could
-// differ between runs are fixed (the time is the instruction count, the
-// random bytes are a fixed sequence, the process is pid 1000), so a run
-// repeats exactly; file descriptors are the simulator's own (reads of
-// files the program opens read-only, writes to stdout and stderr).
+// tksim answers, and how.
+//
+// Answers that could differ between runs are fixed, so a run repeats: the
+// clocks advance one nanosecond per instruction (and by what the program
+// sleeps, without waiting), getrandom gives a fixed sequence, the process
+// is pid and tid 1000 with uid and gid 0, uname and the resource limits are
+// fixed.  Files are the host's, through sim/guestfs.hpp: read-only unless
+// tksim was given --fs-root DIR, inside which the program may also create,
+// write, rename and remove.  Where the answer changes the program's path
+// through glibc, it is qemu-riscv64's (set_robust_list and rseq are not
+// offered; /proc/self/exe is the program).
+//
+// Answered: files - openat, close, read, write, readv, writev, pread64,
+// pwrite64, lseek, fstat, newfstatat, statx, getdents64, faccessat,
+// faccessat2, readlinkat, mkdirat, unlinkat, symlinkat, renameat2,
+// ftruncate, fsync, fdatasync, pipe2, dup, dup3, fcntl, ioctl (TCGETS,
+// TCSETS*, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX), getcwd, chdir, fchdir,
+// umask; memory - brk, mmap (anonymous, and private copies of files),
+// munmap, mremap, mprotect (checked, not enforced), madvise; time -
+// clock_gettime, clock_getres, clock_nanosleep, nanosleep, gettimeofday;
+// the process - getpid, getppid, gettid, getuid, geteuid, getgid, getegid,
+// prlimit64, getrlimit, setrlimit, getrandom, sysinfo, uname, sched_yield,
+// rt_sigaction, rt_sigprocmask, sigaltstack (kept; no signal is ever
+// delivered), kill, tkill, tgkill (to itself: the program ends as by the
+// signal, status 128 + N), set_tid_address, set_robust_list and rseq
+// (-ENOSYS), futex (a single thread: nothing to wait for),
+// riscv_flush_icache, exit, exit_group.  Any other call is reported on
+// stderr once ("tksim: unsupported system call N (name)") and answered
+// -ENOSYS: glibc tries newer calls and falls back on ENOSYS, as it must on
+// older kernels.
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/uio.h>
-#include <termios.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <string>
 
@@ -23,13 +48,37 @@
 namespace tksim
 {
 
+const char *syscall_name(uint64_t n); // sim/sysnames.cpp
+
 namespace
 {
 constexpr uint64_t PAGE = 4096;
+constexpr uint64_t PID = 1000;
+constexpr int64_t NS = 1000000000;
+constexpr uint64_t EPOCH_NS = 1700000000ull * 1000000000ull; // CLOCK_REALTIME at the start
+
+// The guest's open flags, struct flock, dirent64, statx and the AT_* flags
+// have the host's layout and values: riscv64 uses asm-generic's, as x86-64
+// does, and tksim passes them through.
+static_assert(O_DIRECTORY == 0200000 && O_NOFOLLOW == 0400000 && O_DIRECT == 040000 &&
+                  O_CLOEXEC == 02000000 && O_PATH == 010000000,
+              "the host's open flags are asm-generic's, as the guest's");
 
 uint64_t err(int e)
 {
     return static_cast<uint64_t>(-static_cast<int64_t>(e));
+}
+uint64_t ret(int64_t r) // a host call's result: r, or -errno when r < 0
+{
+    return r < 0 ? err(errno) : static_cast<uint64_t>(r);
+}
+uint64_t neg(int64_t r) // a result already -errno or a value
+{
+    return static_cast<uint64_t>(r);
+}
+int64_t dirfd_arg(uint64_t a) // the kernel takes an int
+{
+    return static_cast<int32_t>(a);
 }
 
 // struct stat of asm-generic (riscv64), 128 bytes
@@ -66,37 +115,171 @@ guest_stat convert(const struct stat &st)
     g.ctime_ns = st.st_ctim.tv_nsec;
     return g;
 }
+
+// the kernel's struct termios (asm-generic: 19 control characters), 36 bytes
+struct kernel_termios {
+    uint32_t iflag, oflag, cflag, lflag;
+    uint8_t line, cc[19];
+};
+static_assert(sizeof(kernel_termios) == 36, "struct termios of the kernel");
+
+// What the last component of a path is, for the calls that create or
+// remove it (Linux's LAST_NORM, LAST_DOT, LAST_DOTDOT, LAST_ROOT).
+enum Last { NAME, DOT, DOTDOT, ROOT };
+Last last_kind(const std::string &last)
+{
+    if (last == "/") return ROOT;
+    std::string bare = last.substr(0, last.find('/'));
+    return bare == "." ? DOT : bare == ".." ? DOTDOT : NAME;
+}
+
+// closes a host descriptor when it goes
+struct HostFd {
+    int fd;
+    explicit HostFd(int f) : fd(f) {}
+    ~HostFd()
+    {
+        if (fd >= 0) close(fd);
+    }
+    HostFd(const HostFd &) = delete;
+    HostFd &operator=(const HostFd &) = delete;
+};
+
+bool is_regular_or_dir(int fd) // what a read-only mount refuses to write
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 &&
+           (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode));
+}
+
 } // namespace
 
-// A NUL-terminated path in guest memory; false when it is over PATH_MAX.
-bool Machine::guest_path(uint64_t addr, uint64_t pc, std::string *out)
+uint8_t *Machine::user(uint64_t addr, uint64_t len)
+{
+    if (len == 0) return base_; // (never written through)
+    if (addr >= SPACE || len > SPACE - addr || !range_mapped(addr, len)) throw Efault{};
+    return base_ + addr;
+}
+
+// A NUL-terminated path in guest memory; false when it is longer than
+// PATH_MAX (Efault when it runs into unmapped memory).
+bool Machine::guest_path(uint64_t addr, std::string *out)
 {
     out->clear();
     for (uint64_t p = addr;; p++) {
-        char c = static_cast<char>(*host(p, 1, pc));
+        char c = static_cast<char>(*user(p, 1));
         if (!c) return true;
         *out += c;
-        if (out->size() > 4096) return false;
+        if (out->size() >= 4096) return false;
     }
+}
+
+bool Machine::range_mapped(uint64_t addr, uint64_t len) const
+{
+    if (len == 0) return true;
+    if (addr >= SPACE || len > SPACE - addr) return false;
+    for (uint64_t p = addr / PAGE; p <= (addr + len - 1) / PAGE; p++)
+        if (!mapped(p)) return false;
+    return true;
+}
+
+bool Machine::range_free(uint64_t addr, uint64_t len) const
+{
+    if (addr >= SPACE || len > SPACE - addr) return false;
+    for (uint64_t p = addr / PAGE; p < (addr + len + PAGE - 1) / PAGE; p++)
+        if (mapped(p)) return false;
+    return true;
+}
+
+void Machine::unmap(uint64_t addr, uint64_t len)
+{
+    uint64_t lo = addr & ~(PAGE - 1), hi = (addr + len + PAGE - 1) & ~(PAGE - 1);
+    if (hi <= lo) return;
+    // a fresh inaccessible reservation in place: the contents go
+    mmap(base_ + lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+         -1, 0);
+    for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) map_bits_[p / 64] &= ~(1ull << (p % 64));
+    flush_decoded();
+}
+
+uint64_t Machine::clock_ns(int clock) const
+{
+    if (clock == 2 || clock == 3) return instret_; // the process's and thread's CPU time
+    return EPOCH_NS + instret_ + slept_ns_;
 }
 
 uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off)
 {
-    (void)prot;
-    (void)off;
-    if (len == 0) return err(EINVAL);
-    if (!(flags & MAP_ANONYMOUS) || fd != -1) return err(ENODEV); // no file mappings
+    if (len == 0 || (off & (PAGE - 1)) || (flags & 3) == 0 || (prot & ~7)) return err(EINVAL);
     len = (len + PAGE - 1) & ~(PAGE - 1);
+    int hfd = -1;
+    if (!(flags & MAP_ANONYMOUS)) {
+        if ((hfd = fs_.host(fd)) < 0) return err(EBADF);
+        struct stat st;
+        if (fstat(hfd, &st) != 0 || !S_ISREG(st.st_mode)) return err(ENODEV);
+        if ((flags & 3) != MAP_PRIVATE && (prot & PROT_WRITE)) {
+            // the copy below would not write back to the file
+            fprintf(stderr, "tksim: a shared writable file mapping is not supported: -ENODEV\n");
+            return err(ENODEV);
+        }
+    }
     uint64_t at;
-    if (flags & MAP_FIXED) {
-        if (addr & (PAGE - 1)) return err(EINVAL);
+    if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
+        if ((addr & (PAGE - 1)) || addr >= SPACE || len > SPACE - addr) return err(EINVAL);
+        if ((flags & MAP_FIXED_NOREPLACE) && !(flags & MAP_FIXED) && !range_free(addr, len))
+            return err(EEXIST);
         at = addr;
     } else {
         at = mmap_next_;
-        mmap_next_ += len + PAGE; // a hole between mappings
+        while (at + len < STACK_TOP - STACK_SIZE && !range_free(at, len)) at += PAGE;
+        mmap_next_ = at + len + PAGE; // a hole between mappings
     }
-    if (at + len >= STACK_TOP - STACK_SIZE || !map(at, len)) return err(ENOMEM);
+    if (at + len >= STACK_TOP - STACK_SIZE && !(flags & MAP_FIXED)) return err(ENOMEM);
+    if (!map(at, len)) return err(ENOMEM);
     memset(base_ + at, 0, len);
+    if (hfd >= 0) {
+        ssize_t got = pread(hfd, base_ + at, len, static_cast<off_t>(off)); // private: a copy
+        if (got < 0) return err(errno);
+    }
+    flush_decoded();
+    return at;
+}
+
+uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int flags, uint64_t to)
+{
+    if ((old & (PAGE - 1)) || len == 0 || (flags & ~3) || ((flags & MREMAP_FIXED) && !(flags & 1)))
+        return err(EINVAL);
+    old_len = (old_len + PAGE - 1) & ~(PAGE - 1);
+    len = (len + PAGE - 1) & ~(PAGE - 1);
+    if (len <= old_len && !(flags & MREMAP_FIXED)) { // (Linux unmaps the tail, mapped or not)
+        unmap(old + len, old_len - len);
+        return old;
+    }
+    if (old_len == 0 || !range_mapped(old, old_len)) return err(EFAULT);
+    if (flags & MREMAP_FIXED) {
+        if ((to & (PAGE - 1)) || to >= SPACE || len > SPACE - to ||
+            (to < old + old_len && old < to + len))
+            return err(EINVAL);
+    } else if (range_free(old + old_len, len - old_len) &&
+               old + len < STACK_TOP - STACK_SIZE) { // grows in place
+        if (!map(old + old_len, len - old_len)) return err(ENOMEM);
+        memset(base_ + old + old_len, 0, len - old_len);
+        flush_decoded();
+        return old;
+    } else if (!(flags & MREMAP_MAYMOVE)) {
+        return err(ENOMEM);
+    }
+    uint64_t at =
+        flags & MREMAP_FIXED ? to : do_mmap(0, len, 3, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (flags & MREMAP_FIXED) {
+        unmap(to, len);
+        if (!map(to, len)) return err(ENOMEM);
+        memset(base_ + to, 0, len);
+    } else if (static_cast<int64_t>(at) < 0) {
+        return at;
+    }
+    memcpy(base_ + at, base_ + old, std::min(len, old_len));
+    unmap(old, old_len);
     return at;
 }
 
@@ -104,187 +287,603 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                           uint64_t a4, uint64_t a5)
 {
     syscalls++;
-    uint64_t pc = pc_;
+    try {
+        switch (n) {
+        case 17 ... 83:
+        case 166:
+        case 276:
+        case 291:
+        case 439:
+            return file_syscall(n, a0, a1, a2, a3, a4);
+        case 214 ... 216:
+        case 222:
+        case 226:
+        case 233:
+            return memory_syscall(n, a0, a1, a2, a3, a4, a5);
+        case 93: // exit
+        case 94: // exit_group
+            exited_ = true;
+            exit_code_ = static_cast<int>(a0 & 0xff);
+            return 0;
+        case 96: // set_tid_address
+            return PID;
+        case 98: // futex: one thread, nothing to wait for
+            return 0;
+        case 99:  // set_robust_list: not offered (as qemu-riscv64 answers; glibc does without)
+        case 293: // rseq: likewise
+            return err(ENOSYS);
+        case 101:   // nanosleep
+        case 115: { // clock_nanosleep: the clocks run on by the time asked; no waiting
+            int clock = n == 101 ? 0 : static_cast<int>(a0);
+            uint64_t req = n == 101 ? a0 : a2, flags = n == 101 ? 0 : a1;
+            if (clock != 0 && clock != 1 && clock != 2 && clock != 7 && clock != 11)
+                return err(clock >= 4 && clock <= 6 ? EOPNOTSUPP : EINVAL);
+            int64_t ts[2];
+            memcpy(ts, user(req, 16), 16);
+            if (ts[0] < 0 || ts[1] < 0 || ts[1] >= NS) return err(EINVAL);
+            uint64_t want = static_cast<uint64_t>(ts[0]) * NS + static_cast<uint64_t>(ts[1]);
+            if (flags & 1) { // TIMER_ABSTIME
+                uint64_t now = clock_ns(clock);
+                want = want > now ? want - now : 0;
+            }
+            if (clock != 2) slept_ns_ += want; // (CPU time does not pass while asleep)
+            return 0;
+        }
+        case 113:   // clock_gettime
+        case 114: { // clock_getres
+            int clock = static_cast<int>(a0);
+            if (clock < 0 || clock > 11 || clock == 10) return err(EINVAL);
+            uint64_t ns = n == 113 ? clock_ns(clock) : 1;
+            if (a1) {
+                uint64_t ts[2] = {ns / NS, ns % NS};
+                memcpy(user(a1, 16), ts, 16);
+            }
+            return 0;
+        }
+        case 169: { // gettimeofday
+            uint64_t ns = clock_ns(0);
+            if (a0) {
+                uint64_t tv[2] = {ns / NS, ns % NS / 1000};
+                memcpy(user(a0, 16), tv, 16);
+            }
+            if (a1) memset(user(a1, 8), 0, 8); // struct timezone: UTC
+            return 0;
+        }
+        case 124: // sched_yield
+            return 0;
+        case 129:   // kill
+        case 130:   // tkill
+        case 131: { // tgkill: to itself only; the program ends as by the signal
+            uint64_t target = n == 131 ? a1 : a0, sig = n == 131 ? a2 : a1;
+            if (n == 131 && a0 != PID) return err(ESRCH);
+            if (target != PID && !(n == 129 && (target == 0 || static_cast<int64_t>(target) == -1)))
+                return err(ESRCH);
+            if (sig > 64) return err(EINVAL);
+            if (sig == 0) return 0;
+            uint64_t handler = sigactions_[sig][0];
+            bool ignored_by_default = sig == 17 || sig == 18 || sig == 23 || sig == 28;
+            if ((handler == 1 || (handler == 0 && ignored_by_default)) && sig != 9 && sig != 19)
+                return 0; // SIG_IGN, or ignored by default
+            if (handler > 1)
+                fprintf(stderr,
+                        "tksim: signal %llu sent to the program's own handler: tksim does not "
+                        "deliver signals; the program ends as by the signal\n",
+                        static_cast<unsigned long long>(sig));
+            exited_ = true;
+            exit_code_ = 128 + static_cast<int>(sig);
+            return 0;
+        }
+        case 132: { // sigaltstack: kept, never used
+            uint64_t old[3] = {altstack_[0], altstack_[1], altstack_[2]};
+            if (a0) {
+                uint64_t ss[3];
+                memcpy(ss, user(a0, 24), 24);
+                if ((ss[1] & 0xffffffffu) & ~2u) return err(EINVAL);
+                if (!(ss[1] & 2) && ss[2] < 2048) return err(ENOMEM); // MINSIGSTKSZ
+                altstack_[0] = ss[0];
+                altstack_[1] = ss[1] & 0xffffffffu;
+                altstack_[2] = ss[2];
+            }
+            if (a1) memcpy(user(a1, 24), old, 24);
+            return 0;
+        }
+        case 134: { // rt_sigaction: kept, so a program reads back what it set
+            if (a3 != 8 || a0 < 1 || a0 > 64) return err(EINVAL);
+            if (a1 && (a0 == 9 || a0 == 19)) return err(EINVAL); // SIGKILL, SIGSTOP
+            uint64_t old[3] = {sigactions_[a0][0], sigactions_[a0][1], sigactions_[a0][2]};
+            if (a1) memcpy(sigactions_[a0], user(a1, 24), 24);
+            if (a2) memcpy(user(a2, 24), old, 24);
+            return 0;
+        }
+        case 135: { // rt_sigprocmask
+            if (a3 != 8) return err(EINVAL);
+            uint64_t old = sigmask_;
+            if (a1) {
+                uint64_t set;
+                memcpy(&set, user(a1, 8), 8);
+                if (a0 == 0)
+                    sigmask_ |= set; // SIG_BLOCK
+                else if (a0 == 1)
+                    sigmask_ &= ~set; // SIG_UNBLOCK
+                else if (a0 == 2)
+                    sigmask_ = set; // SIG_SETMASK
+                else
+                    return err(EINVAL);
+                sigmask_ &= ~((1ull << (9 - 1)) | (1ull << (19 - 1))); // never SIGKILL, SIGSTOP
+            }
+            if (a2) memcpy(user(a2, 8), &old, 8);
+            return 0;
+        }
+        case 160: { // uname
+            char u[6][65] = {};
+            strcpy(u[0], "Linux");
+            strcpy(u[1], "tksim");
+            strcpy(u[2], "6.1.0");
+            strcpy(u[3], "#1");
+            strcpy(u[4], "riscv64");
+            strcpy(u[5], "(none)");
+            memcpy(user(a0, sizeof u), u, sizeof u);
+            return 0;
+        }
+        case 172: // getpid
+        case 178: // gettid
+            return PID;
+        case 173: // getppid
+            return 1;
+        case 174: // getuid
+        case 175: // geteuid
+        case 176: // getgid
+        case 177: // getegid
+            return 0;
+        case 163:   // getrlimit
+        case 164:   // setrlimit
+        case 261: { // prlimit64(pid, resource, new, old): new is read, then old written
+            uint64_t res = n == 261 ? a1 : a0;
+            uint64_t new_at = n == 261 ? a2 : n == 164 ? a1 : 0;
+            uint64_t old_at = n == 261 ? a3 : n == 163 ? a1 : 0;
+            if (n == 261 && a0 != 0 && a0 != PID) return err(ESRCH);
+            if (res >= 16) return err(EINVAL);
+            uint64_t old[2] = {rlimits_[res][0], rlimits_[res][1]};
+            if (new_at) {
+                uint64_t lim[2];
+                memcpy(lim, user(new_at, 16), 16);
+                if (lim[0] > lim[1]) return err(EINVAL);
+                if (res == 7 && lim[1] > (1u << 20)) return err(EPERM); // fs.nr_open
+                rlimits_[res][0] = lim[0];
+                rlimits_[res][1] = lim[1];
+                if (res == 7) fs_.max_fds = lim[0];
+            }
+            if (old_at) memcpy(user(old_at, 16), old, 16);
+            return 0;
+        }
+        case 179: { // sysinfo: the host's (qsort sizes its buffer by the memory size)
+            struct sysinfo si;
+            if (::sysinfo(&si) != 0) return err(errno);
+            memcpy(user(a0, sizeof si), &si, sizeof si);
+            return 0;
+        }
+        case 259: // riscv_flush_icache(start, end, flags): all of it, in this one hart
+            if (a2 & ~1ull) return err(EINVAL);
+            flush_decoded();
+            return 0;
+        case 278: { // getrandom: a fixed sequence
+            if (a2 & ~7ull) return err(EINVAL);
+            uint8_t *p = user(a0, a1);
+            for (uint64_t i = 0; i < a1; i++) {
+                random_state_ = random_state_ * 6364136223846793005ull + 1442695040888963407ull;
+                p[i] = static_cast<uint8_t>(random_state_ >> 56);
+            }
+            return a1;
+        }
+        default:
+            return unsupported(n);
+        }
+    } catch (const Efault &) {
+        return err(EFAULT);
+    }
+}
+
+uint64_t Machine::memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                                 uint64_t a4, uint64_t a5)
+{
     switch (n) {
-    case 17: { // getcwd
-        if (a1 < 2) return err(ERANGE);
-        memcpy(host(a0, 2, pc), "/", 2);
-        return a0;
-    }
-    case 29: { // ioctl: terminal queries answered from the real descriptor
-        if (a1 == TCGETS) {
-            struct termios t;
-            if (ioctl(static_cast<int>(a0), TCGETS, &t) != 0) return err(errno);
-            memcpy(host(a2, sizeof t, pc), &t, sizeof t);
-            return 0;
-        }
-        if (a1 == TIOCGWINSZ) {
-            struct winsize w;
-            if (ioctl(static_cast<int>(a0), TIOCGWINSZ, &w) != 0) return err(errno);
-            memcpy(host(a2, sizeof w, pc), &w, sizeof w);
-            return 0;
-        }
-        return err(ENOTTY);
-    }
-    case 48: // faccessat
-        return err(ENOENT);
-    case 56: { // openat: read-only opens of the host's files
-        if ((a2 & O_ACCMODE) != O_RDONLY) return err(EACCES);
-        std::string path;
-        if (!guest_path(a1, pc, &path)) return err(ENAMETOOLONG);
-        int fd = openat(AT_FDCWD, path.c_str(), O_RDONLY | O_CLOEXEC);
-        return fd < 0 ? err(errno) : static_cast<uint64_t>(fd);
-    }
-    case 57: // close
-        if (a0 <= 2) return 0;
-        return close(static_cast<int>(a0)) == 0 ? 0 : err(errno);
-    case 62: { // lseek
-        off_t r = lseek(static_cast<int>(a0), static_cast<off_t>(a1), static_cast<int>(a2));
-        return r < 0 ? err(errno) : static_cast<uint64_t>(r);
-    }
-    case 63: { // read
-        if (a2 == 0) return 0;
-        ssize_t r = read(static_cast<int>(a0), host(a1, a2, pc), a2);
-        return r < 0 ? err(errno) : static_cast<uint64_t>(r);
-    }
-    case 64: { // write
-        if (a2 == 0) return 0;
-        int fd = a0 == 1 ? stdout_fd : a0 == 2 ? stderr_fd : -1;
-        if (fd < 0) return err(EBADF);
-        ssize_t r = write(fd, host(a1, a2, pc), a2);
-        return r < 0 ? err(errno) : static_cast<uint64_t>(r);
-    }
-    case 66: { // writev
-        int fd = a0 == 1 ? stdout_fd : a0 == 2 ? stderr_fd : -1;
-        if (fd < 0) return err(EBADF);
-        uint64_t total = 0;
-        for (uint64_t i = 0; i < a2; i++) {
-            uint64_t base = load_mem<uint64_t>(a1 + 16 * i, pc),
-                     len = load_mem<uint64_t>(a1 + 16 * i + 8, pc);
-            if (len == 0) continue;
-            ssize_t r = write(fd, host(base, len, pc), len);
-            if (r < 0) return total ? total : err(errno);
-            total += static_cast<uint64_t>(r);
-        }
-        return total;
-    }
-    case 78: { // readlinkat: /proc/self/exe is the program; nothing else is a link
-        std::string path;
-        if (!guest_path(a1, pc, &path)) return err(ENAMETOOLONG);
-        if (path != "/proc/self/exe") return err(ENOENT);
-        uint64_t n = std::min<uint64_t>(exe_path_.size(), a3);
-        if (n) memcpy(host(a2, n, pc), exe_path_.data(), n);
-        return n;
-    }
-    case 79:   // newfstatat (with AT_EMPTY_PATH: the descriptor itself)
-    case 80: { // fstat
-        struct stat st;
-        int fd = static_cast<int>(a0);
-        if (n == 79) {
-            if (!(a3 & AT_EMPTY_PATH) || *host(a1, 1, pc) != 0) return err(ENOENT);
-        }
-        if (fstat(fd, &st) != 0) return err(errno);
-        guest_stat g = convert(st);
-        memcpy(host(n == 79 ? a2 : a1, sizeof g, pc), &g, sizeof g);
-        return 0;
-    }
-    case 93: // exit
-    case 94: // exit_group
-        exited_ = true;
-        exit_code_ = static_cast<int>(a0 & 0xff);
-        return 0;
-    case 96: // set_tid_address
-        return 1000;
-    case 98: // futex: one thread, nothing to wait for
-        return 0;
-    case 99: // set_robust_list: not offered (as qemu-riscv64 answers; glibc does without)
-        return err(ENOSYS);
-    case 179: { // sysinfo: the host's (qsort sizes its buffer by the memory size)
-        struct sysinfo si;
-        if (::sysinfo(&si) != 0) return err(errno);
-        memcpy(host(a0, sizeof si, pc), &si, sizeof si);
-        return 0;
-    }
-    case 113: { // clock_gettime: 1 ns per instruction from a fixed start
-        uint64_t ns = 1700000000ull * 1000000000ull + instret_;
-        uint64_t ts[2] = {ns / 1000000000ull, ns % 1000000000ull};
-        memcpy(host(a1, 16, pc), ts, 16);
-        return 0;
-    }
-    case 129: // kill
-    case 131: // tgkill: abort()
-        exited_ = true;
-        exit_code_ = 128 + static_cast<int>(n == 131 ? a2 : a1);
-        return 0;
-    case 132: // sigaltstack
-    case 134: // rt_sigaction
-    case 135: // rt_sigprocmask
-        return 0;
-    case 160: { // uname
-        char u[6][65] = {};
-        strcpy(u[0], "Linux");
-        strcpy(u[1], "tksim");
-        strcpy(u[2], "6.1.0");
-        strcpy(u[3], "#1");
-        strcpy(u[4], "riscv64");
-        memcpy(host(a0, sizeof u, pc), u, sizeof u);
-        return 0;
-    }
-    case 172: // getpid
-    case 178: // gettid
-        return 1000;
-    case 173: // getppid
-        return 1;
-    case 174: // getuid
-    case 175: // geteuid
-    case 176: // getgid
-    case 177: // getegid
-        return 0;
     case 214: { // brk: 0 (or anything below the start) asks where it is
         if (a0 < brk_start_) return brk_;
-        uint64_t top = (a0 + PAGE - 1) & ~(PAGE - 1);
+        uint64_t top = (a0 + PAGE - 1) & ~(PAGE - 1), old_top = (brk_ + PAGE - 1) & ~(PAGE - 1);
         if (top >= MMAP_BASE) return brk_;
-        if (a0 > brk_ && !map(brk_start_, top - brk_start_)) return brk_;
+        if (top > old_top) {
+            if (!range_free(old_top, top - old_top) || !map(old_top, top - old_top)) return brk_;
+        } else if (top < old_top) {
+            unmap(top, old_top - top); // grown again later, the pages read as zero
+        }
         brk_ = a0;
         return brk_;
     }
-    case 215: // munmap: the pages stay (a later access is not caught)
-        return (a0 & (PAGE - 1)) ? err(EINVAL) : 0;
-    case 216: // mremap: not offered (glibc's realloc copies instead)
-        return err(ENOSYS);
+    case 215: // munmap
+        if ((a0 & (PAGE - 1)) || a1 == 0 || a0 >= SPACE || a1 > SPACE - a0) return err(EINVAL);
+        unmap(a0, a1);
+        return 0;
+    case 216: // mremap
+        return do_mremap(a0, a1, a2, static_cast<int>(a3), a4);
     case 222: // mmap
-        return do_mmap(a0, a1, static_cast<int>(a2), static_cast<int>(a3), static_cast<int>(a4),
-                       a5);
-    case 226: // mprotect
-    case 233: // madvise
-        return 0;
-    case 259: // riscv_flush_icache(start, end, flags): all of it, in this one hart
-        if (a2 & ~1ull) return err(EINVAL);
-        flush_decoded();
-        return 0;
-    case 261: { // prlimit64
-        if (a2) {
-            uint64_t lim[2] = {~0ull, ~0ull};
-            if (a1 == 3) lim[0] = lim[1] = STACK_SIZE; // RLIMIT_STACK
-            memcpy(host(a2, 16, pc), lim, 16);
+        return do_mmap(a0, a1, static_cast<int>(a2), static_cast<int>(a3),
+                       static_cast<int>(static_cast<int32_t>(a4)), a5);
+    case 226: // mprotect: checked; pages stay readable, writable and executable
+        if ((a0 & (PAGE - 1)) || (a2 & ~(7ull | PROT_GROWSDOWN | PROT_GROWSUP))) return err(EINVAL);
+        return range_mapped(a0, (a1 + PAGE - 1) & ~(PAGE - 1)) ? 0 : err(ENOMEM);
+    case 233: { // madvise: what drops pages zeroes them; the rest are hints
+        if (a0 & (PAGE - 1)) return err(EINVAL);
+        bool known = a2 <= 4 || (a2 >= 8 && a2 <= 23) || a2 == 100 || a2 == 101;
+        if (!known) return err(EINVAL);
+        uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
+        if (!range_mapped(a0, len)) return err(ENOMEM);
+        if (a2 == MADV_DONTNEED || a2 == MADV_FREE || a2 == MADV_REMOVE) {
+            if (len) madvise(base_ + a0, len, MADV_DONTNEED);
         }
         return 0;
     }
-    case 278: { // getrandom: a fixed sequence
-        uint8_t *p = host(a0, a1, pc);
-        for (uint64_t i = 0; i < a1; i++) {
-            random_state_ = random_state_ * 6364136223846793005ull + 1442695040888963407ull;
-            p[i] = static_cast<uint8_t>(random_state_ >> 56);
+    }
+    return unsupported(n);
+}
+
+uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                               uint64_t a4)
+{
+    int fd = fs_.host(static_cast<int32_t>(a0)); // for the calls on a descriptor
+    std::string path, last;
+    // path argument a (guest address) read, or the error returned
+#define PATH_ARG(a)                                                                                \
+    do {                                                                                           \
+        if (!guest_path((a), &path)) return err(ENAMETOOLONG);                                     \
+    } while (0)
+    switch (n) {
+    case 17: { // getcwd: the length, with the NUL
+        std::string cwd;
+        if (int64_t e = fs_.getcwd(&cwd)) return neg(e);
+        if (cwd.size() + 1 > a1) return err(ERANGE);
+        memcpy(user(a0, cwd.size() + 1), cwd.c_str(), cwd.size() + 1);
+        return cwd.size() + 1;
+    }
+    case 23: // dup
+        if (fd < 0) return err(EBADF);
+        return neg(fs_.add(fcntl(fd, F_DUPFD_CLOEXEC, 3), 0, false));
+    case 24: // dup3
+        if (a2 & ~static_cast<uint64_t>(O_CLOEXEC)) return err(EINVAL);
+        if (a0 == a1) return err(EINVAL);
+        return neg(fs_.dup3(static_cast<int32_t>(a0), static_cast<int32_t>(a1), a2 & O_CLOEXEC));
+    case 25: { // fcntl
+        if (fd < 0) return err(EBADF);
+        switch (a1) {
+        case F_DUPFD:
+        case F_DUPFD_CLOEXEC:
+            if (a2 >= fs_.max_fds) return err(EINVAL);
+            return neg(fs_.add(fcntl(fd, F_DUPFD_CLOEXEC, 3), static_cast<int64_t>(a2),
+                               a1 == F_DUPFD_CLOEXEC));
+        case F_GETFD:
+            return neg(fs_.get_cloexec(static_cast<int32_t>(a0)));
+        case F_SETFD:
+            return neg(fs_.set_cloexec(static_cast<int32_t>(a0), a2 & FD_CLOEXEC));
+        case F_GETFL:
+            return ret(fcntl(fd, F_GETFL));
+        case F_SETFL:
+            return ret(fcntl(fd, F_SETFL, static_cast<int>(a2)));
+        case F_GETLK:
+        case F_SETLK:
+        case F_SETLKW:
+        case F_OFD_GETLK:
+        case F_OFD_SETLK:
+        case F_OFD_SETLKW: { // struct flock: the same 32 bytes on both
+            struct flock fl;
+            static_assert(sizeof fl == 32, "struct flock of asm-generic");
+            memcpy(&fl, user(a2, sizeof fl), sizeof fl);
+            if (fcntl(fd, static_cast<int>(a1), &fl) != 0) return err(errno);
+            memcpy(user(a2, sizeof fl), &fl, sizeof fl);
+            return 0;
         }
-        return a1;
+        case F_GETPIPE_SZ:
+        case F_SETPIPE_SZ:
+            return ret(fcntl(fd, static_cast<int>(a1), static_cast<int>(a2)));
+        }
+        return err(EINVAL);
     }
-    case 293: // rseq
-        return err(ENOSYS);
-    default:
-        fprintf(stderr, "tksim: system call %llu is not supported (pc 0x%llx): -ENOSYS\n",
-                static_cast<unsigned long long>(n), static_cast<unsigned long long>(pc));
-        return err(ENOSYS);
+    case 29: { // ioctl: terminal queries and settings, answered by the real descriptor
+        if (fd < 0) return err(EBADF);
+        switch (a1) {
+        case TCGETS: {
+            kernel_termios t;
+            if (ioctl(fd, TCGETS, &t) != 0) return err(errno);
+            memcpy(user(a2, sizeof t), &t, sizeof t);
+            return 0;
+        }
+        case TCSETS:
+        case TCSETSW:
+        case TCSETSF: {
+            kernel_termios t;
+            memcpy(&t, user(a2, sizeof t), sizeof t);
+            return ioctl(fd, a1, &t) == 0 ? 0 : err(errno);
+        }
+        case TIOCGWINSZ: {
+            struct winsize w;
+            if (ioctl(fd, TIOCGWINSZ, &w) != 0) return err(errno);
+            memcpy(user(a2, sizeof w), &w, sizeof w);
+            return 0;
+        }
+        case FIONREAD: {
+            int v;
+            if (ioctl(fd, FIONREAD, &v) != 0) return err(errno);
+            memcpy(user(a2, 4), &v, 4);
+            return 0;
+        }
+        case FIOCLEX:
+        case FIONCLEX:
+            return neg(fs_.set_cloexec(static_cast<int32_t>(a0), a1 == FIOCLEX));
+        }
+        return err(ENOTTY);
     }
+    case 34: { // mkdirat
+        PATH_ARG(a1);
+        HostFd dir(fs_.parent(dirfd_arg(a0), path, &last));
+        if (dir.fd < 0) return neg(dir.fd);
+        if (last_kind(last) != NAME) return err(EEXIST);
+        if (!fs_.writable()) {
+            struct stat st;
+            return fstatat(dir.fd, last.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 ? err(EEXIST)
+                                                                                : err(EROFS);
+        }
+        return ret(mkdirat(dir.fd, last.c_str(), static_cast<mode_t>(a2)));
+    }
+    case 35: { // unlinkat
+        if (a2 & ~static_cast<uint64_t>(AT_REMOVEDIR)) return err(EINVAL);
+        PATH_ARG(a1);
+        HostFd dir(fs_.parent(dirfd_arg(a0), path, &last));
+        if (dir.fd < 0) return neg(dir.fd);
+        bool rmdir = a2 & AT_REMOVEDIR;
+        switch (last_kind(last)) {
+        case DOT:
+            return err(rmdir ? EINVAL : EISDIR);
+        case DOTDOT:
+            return err(rmdir ? ENOTEMPTY : EISDIR);
+        case ROOT:
+            return err(rmdir ? EBUSY : EISDIR);
+        case NAME:
+            break;
+        }
+        if (!fs_.writable()) return err(EROFS); // (before the name is looked up, as Linux)
+        return ret(unlinkat(dir.fd, last.c_str(), static_cast<int>(a2)));
+    }
+    case 36: { // symlinkat(target, newdirfd, linkpath)
+        std::string target;
+        if (!guest_path(a0, &target)) return err(ENAMETOOLONG);
+        PATH_ARG(a2);
+        HostFd dir(fs_.parent(dirfd_arg(a1), path, &last));
+        if (dir.fd < 0) return neg(dir.fd);
+        if (last_kind(last) != NAME) return err(EEXIST);
+        if (target.empty()) return err(ENOENT);
+        if (!fs_.writable()) {
+            struct stat st;
+            return fstatat(dir.fd, last.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 ? err(EEXIST)
+                                                                                : err(EROFS);
+        }
+        return ret(symlinkat(target.c_str(), dir.fd, last.c_str())); // resolved in the root later
+    }
+    case 46: // ftruncate
+        if (fd < 0) return err(EBADF);
+        return ret(ftruncate(fd, static_cast<off_t>(a1)));
+    case 48:    // faccessat(dirfd, path, mode)
+    case 439: { // faccessat2(dirfd, path, mode, flags)
+        int flags = n == 439 ? static_cast<int>(a3) : 0;
+        if ((a2 & ~7ull) || (flags & ~(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)))
+            return err(EINVAL);
+        PATH_ARG(a1);
+        int h;
+        if (path.empty() && (flags & AT_EMPTY_PATH)) {
+            if ((h = fs_.dir_host(dirfd_arg(a0))) < 0) return err(EBADF);
+            h = fcntl(h, F_DUPFD_CLOEXEC, 3);
+        } else {
+            h = fs_.open(dirfd_arg(a0), path,
+                         O_PATH | (flags & AT_SYMLINK_NOFOLLOW ? O_NOFOLLOW : 0), 0);
+        }
+        HostFd f(h);
+        if (f.fd < 0) return neg(f.fd);
+        // a read-only mount refuses W_OK before it looks at the permissions
+        if ((a2 & W_OK) && !fs_.writable() && is_regular_or_dir(f.fd)) return err(EROFS);
+        return ::syscall(SYS_faccessat2, f.fd, "", static_cast<int>(a2),
+                         AT_EMPTY_PATH | (flags & AT_EACCESS)) == 0
+                   ? 0
+                   : err(errno);
+    }
+    case 49:   // chdir
+    case 50: { // fchdir
+        int h;
+        if (n == 49) {
+            PATH_ARG(a0);
+            h = fs_.open(GuestFs::CWD, path, O_PATH | O_DIRECTORY, 0);
+        } else {
+            if (fd < 0) return err(EBADF);
+            h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        }
+        if (h < 0) return neg(h);
+        return neg(fs_.chdir(h));
+    }
+    case 56: { // openat
+        PATH_ARG(a1);
+        int flags = static_cast<int>(a2);
+        bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) ||
+                      (flags & O_TMPFILE) == O_TMPFILE;
+        int h;
+        if (path == "/proc/self/exe" && !writes)
+            h = ::open(exe_path_.c_str(), flags | O_CLOEXEC);
+        else if (writes && !fs_.writable()) {
+            // as a read-only mount answers: the file's own errors first
+            HostFd f(fs_.open(dirfd_arg(a0), path, O_PATH | (flags & O_NOFOLLOW), 0));
+            if (f.fd < 0) {
+                if (f.fd != -ENOENT || !(flags & O_CREAT)) return neg(f.fd);
+                HostFd dir(fs_.parent(dirfd_arg(a0), path, &last));
+                return dir.fd < 0 ? neg(dir.fd) : err(EROFS);
+            }
+            struct stat st;
+            if (fstat(f.fd, &st) != 0) return err(errno);
+            if ((flags & O_CREAT) && (flags & O_EXCL)) return err(EEXIST);
+            bool modifies = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+            if ((flags & O_TMPFILE) == O_TMPFILE) return err(EROFS);
+            if (S_ISDIR(st.st_mode) && modifies) return err(EISDIR);
+            if (modifies && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) return err(EROFS);
+            // read-only after all (O_CREAT of a file that exists), or a device, a FIFO
+            h = fs_.open(dirfd_arg(a0), path, flags & ~(O_CREAT | O_EXCL), 0);
+        } else
+            h = fs_.open(dirfd_arg(a0), path, flags, static_cast<unsigned>(a3));
+        if (h < 0) return neg(h);
+        return neg(fs_.add(h, 0, flags & O_CLOEXEC));
+    }
+    case 57: // close
+        return neg(fs_.close(static_cast<int32_t>(a0)));
+    case 59: { // pipe2
+        if (a1 & ~static_cast<uint64_t>(O_CLOEXEC | O_NONBLOCK | O_DIRECT)) return err(EINVAL);
+        int p[2];
+        user(a0, 8);
+        if (pipe2(p, static_cast<int>(a1) | O_CLOEXEC) != 0) return err(errno);
+        int64_t r = fs_.add(p[0], 0, a1 & O_CLOEXEC);
+        if (r < 0) {
+            close(p[1]);
+            return neg(r);
+        }
+        int64_t w = fs_.add(p[1], 0, a1 & O_CLOEXEC);
+        if (w < 0) {
+            fs_.close(r);
+            return neg(w);
+        }
+        int32_t g[2] = {static_cast<int32_t>(r), static_cast<int32_t>(w)};
+        memcpy(user(a0, 8), g, 8);
+        return 0;
+    }
+    case 61: // getdents64: struct linux_dirent64 is the same on both
+        if (fd < 0) return err(EBADF);
+        return ret(::syscall(SYS_getdents64, fd, user(a1, a2), a2));
+    case 62: // lseek
+        if (fd < 0) return err(EBADF);
+        return ret(lseek(fd, static_cast<off_t>(a1), static_cast<int>(a2)));
+    case 63: // read
+    case 64: // write
+        if (fd < 0) return err(EBADF);
+        if (a2 == 0) return ret(n == 63 ? read(fd, nullptr, 0) : write(fd, nullptr, 0));
+        return ret(n == 63 ? read(fd, user(a1, a2), a2) : write(fd, user(a1, a2), a2));
+    case 65:   // readv
+    case 66: { // writev
+        if (fd < 0) return err(EBADF);
+        if (a2 > 1024) return err(EINVAL);
+        std::vector<iovec> iov(a2);
+        for (uint64_t i = 0; i < a2; i++) {
+            uint64_t v[2];
+            memcpy(v, user(a1 + 16 * i, 16), 16);
+            iov[i] = iovec{user(v[0], v[1]), v[1]};
+        }
+        int cnt = static_cast<int>(a2);
+        return ret(n == 65 ? readv(fd, iov.data(), cnt) : writev(fd, iov.data(), cnt));
+    }
+    case 67: // pread64
+    case 68: // pwrite64
+        if (fd < 0) return err(EBADF);
+        return ret(n == 67 ? pread(fd, user(a1, a2), a2, static_cast<off_t>(a3))
+                           : pwrite(fd, user(a1, a2), a2, static_cast<off_t>(a3)));
+    case 78: { // readlinkat: /proc/self/exe is the program
+        PATH_ARG(a1);
+        if (static_cast<int64_t>(a3) <= 0) return err(EINVAL);
+        if (path == "/proc/self/exe") {
+            uint64_t len = std::min<uint64_t>(exe_path_.size(), a3);
+            memcpy(user(a2, len), exe_path_.data(), len);
+            return len;
+        }
+        HostFd f(fs_.open(dirfd_arg(a0), path, O_PATH | O_NOFOLLOW, 0));
+        if (f.fd < 0) return neg(f.fd);
+        struct stat st;
+        if (fstat(f.fd, &st) != 0) return err(errno);
+        if (!S_ISLNK(st.st_mode)) return err(EINVAL);
+        std::vector<char> buf(a3 < 4096 ? a3 : 4096);
+        ssize_t len = readlinkat(f.fd, "", buf.data(), buf.size());
+        if (len < 0) return err(errno);
+        memcpy(user(a2, static_cast<uint64_t>(len)), buf.data(), static_cast<size_t>(len));
+        return static_cast<uint64_t>(len);
+    }
+    case 79:    // newfstatat
+    case 291: { // statx(dirfd, path, flags, mask, buf)
+        int flags = static_cast<int>(n == 79 ? a3 : a2);
+        int known = AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT |
+                    (n == 291 ? AT_STATX_SYNC_TYPE : 0);
+        if (flags & ~known) return err(EINVAL);
+        if (n == 291 && (a3 & STATX__RESERVED)) return err(EINVAL);
+        PATH_ARG(a1);
+        int h;
+        if (path.empty() && (flags & AT_EMPTY_PATH)) {
+            if ((h = fs_.dir_host(dirfd_arg(a0))) < 0) return err(EBADF);
+            h = fcntl(h, F_DUPFD_CLOEXEC, 3);
+        } else {
+            h = fs_.open(dirfd_arg(a0), path,
+                         O_PATH | (flags & AT_SYMLINK_NOFOLLOW ? O_NOFOLLOW : 0), 0);
+        }
+        HostFd f(h);
+        if (f.fd < 0) return neg(f.fd);
+        if (n == 291) {
+            struct statx stx;
+            static_assert(sizeof stx == 256, "struct statx");
+            if (statx(f.fd, "", AT_EMPTY_PATH | (flags & AT_STATX_SYNC_TYPE),
+                      static_cast<unsigned>(a3), &stx) != 0)
+                return err(errno);
+            memcpy(user(a4, sizeof stx), &stx, sizeof stx);
+            return 0;
+        }
+        struct stat st;
+        if (fstat(f.fd, &st) != 0) return err(errno);
+        guest_stat g = convert(st);
+        memcpy(user(a2, sizeof g), &g, sizeof g);
+        return 0;
+    }
+    case 80: { // fstat
+        if (fd < 0) return err(EBADF);
+        struct stat st;
+        if (fstat(fd, &st) != 0) return err(errno);
+        guest_stat g = convert(st);
+        memcpy(user(a1, sizeof g), &g, sizeof g);
+        return 0;
+    }
+    case 81: // sync
+        return 0;
+    case 82: // fsync
+    case 83: // fdatasync
+        if (fd < 0) return err(EBADF);
+        return ret(n == 82 ? fsync(fd) : fdatasync(fd));
+    case 166: // umask: the guest's is tksim's (which creates no file while the guest runs)
+        return umask(static_cast<mode_t>(a0 & 0777));
+    case 276: { // renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
+        if ((a4 & ~7ull) || ((a4 & 1) && (a4 & 2))) return err(EINVAL);
+        std::string to, to_last;
+        PATH_ARG(a1);
+        if (!guest_path(a3, &to)) return err(ENAMETOOLONG);
+        HostFd from_dir(fs_.parent(dirfd_arg(a0), path, &last));
+        if (from_dir.fd < 0) return neg(from_dir.fd);
+        HostFd to_dir(fs_.parent(dirfd_arg(a2), to, &to_last));
+        if (to_dir.fd < 0) return neg(to_dir.fd);
+        if (last_kind(last) != NAME || last_kind(to_last) != NAME) return err(EBUSY);
+        if (!fs_.writable()) return err(EROFS); // (before the names are looked up, as Linux)
+        return ret(::syscall(SYS_renameat2, from_dir.fd, last.c_str(), to_dir.fd, to_last.c_str(),
+                             static_cast<unsigned>(a4)));
+    }
+    }
+#undef PATH_ARG
+    return unsupported(n); // (a number in file_syscall's ranges it does not answer)
+}
+
+uint64_t Machine::unsupported(uint64_t n)
+{
+    if (reported_.size() <= n) reported_.resize(n + 1);
+    if (!reported_[n]) {
+        reported_[n] = true;
+        fprintf(stderr,
+                "tksim: unsupported system call %llu (%s) at pc 0x%llx: the program gets -ENOSYS "
+                "(reported once)\n",
+                static_cast<unsigned long long>(n), syscall_name(n),
+                static_cast<unsigned long long>(pc_));
+    }
+    return err(ENOSYS);
 }
 
 } // namespace tksim

@@ -3,31 +3,22 @@
 //   tksim [options] PROGRAM [ARGS...]
 //
 // Runs a static RV64GC Linux program on the timing model (sim/core.hpp)
-// and prints its statistics.  Options:
-//   --config FILE      timing parameters, "key = value" lines (sim/configs/)
-//   --set KEY=VALUE    one parameter (after --config; repeatable), e.g.
-//                      --set scheme=prepend --set tlb_entries=32
-//   --functional       the functional machine alone (no timing model)
-//   --tlb-model        with --functional: count data TLB misses with a
-//                      plain model of the configured TLB (size,
-//                      replacement, page size) fed every access in program
-//                      order - the reference the timing model is checked by
-//   --trace-pc FILE    every executed PC, one hexadecimal number per line
-//                      (compare with qemu-riscv64 -singlestep -d nochain,exec)
-//   --max-insns N      stop after N instructions
-//   --stats-json FILE  the run's statistics as JSON
-//   --quiet            no summary on stderr
+// and prints its statistics.  usage() lists the options.
+//
 // The program's stdout and stderr are tksim's; tksim's own summary goes
-// to stderr after the program's output.  Exit status: the program's, or
-// 2 for a usage error, 3 for a program tksim cannot load, 4 for a guest
-// fault (illegal instruction, access to unmapped memory), 5 for a stuck
-// pipeline (its state is printed).
+// to stderr after the program's output.  Exit status: the program's (its
+// exit status, or 128 + N when it ended by signal N), or one of tksim's
+// own, from 100 up (TK_EXIT_*), which tksim always explains on stderr in a
+// line that ends "(exit status N)"; a program that exits with 100-103
+// itself is told apart by that line, or by --stats-json's "exited".
 #include <time.h>
 
+#include <cerrno>
+#include <cstdarg>
 #include <cstdio>
-#include <list>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <string>
 #include <vector>
 
@@ -39,10 +30,47 @@ using namespace tksim;
 namespace
 {
 
+// tksim's own exit statuses, above those programs commonly use
+enum : int {
+    TK_EXIT_USAGE = 100, // a bad command line, configuration or output file
+    TK_EXIT_LOAD = 101,  // not a program tksim runs
+    TK_EXIT_FAULT = 102, // the program faulted: illegal instruction, unmapped memory
+    TK_EXIT_STUCK = 103, // the timing model's pipeline was stuck (its state is printed)
+};
+
 void usage(FILE *f)
 {
-    fprintf(f, "usage: tksim [--config FILE] [--set KEY=VALUE]... [--functional] [--trace-pc FILE] "
-               "[--max-insns N] [--stats-json FILE] [--quiet] PROGRAM [ARGS...]\n");
+    fprintf(f, "usage: tksim [options] PROGRAM [ARGS...]\n"
+               "Runs a static RV64GC (and Zba, Zbb) Linux program on tksim's timing model.\n"
+               "  --config FILE      timing parameters, \"key = value\" lines (sim/configs/)\n"
+               "  --set KEY=VALUE    one parameter (after --config; repeatable)\n"
+               "  --functional       the functional machine alone (no timing model)\n"
+               "  --tlb-model        with --functional: count data TLB misses with a plain model\n"
+               "  --trace-pc FILE    with --functional: every executed PC, one a line\n"
+               "  --max-insns N      stop after N instructions (N >= 1)\n"
+               "  --stats-json FILE  the run's statistics as JSON\n"
+               "  --fs-root DIR      the program sees DIR as / and may create and write files\n"
+               "                     there; without it, it reads the host's files and writes\n"
+               "                     fail with EROFS\n"
+               "  --quiet            no summary on stderr\n"
+               "A system call tksim does not answer gets -ENOSYS, reported once on stderr.\n"
+               "Exit status: the program's (128 + N if signal N ended it), or tksim's own:\n"
+               "  100 usage (bad option, configuration or output file), 101 not a program\n"
+               "  tksim runs, 102 the program faulted, 103 the timing model's pipeline stuck;\n"
+               "  tksim says so on stderr, in a line ending \"(exit status N)\".\n");
+}
+
+// Ends tksim with one of its own statuses, saying why on stderr.
+[[noreturn]] __attribute__((format(printf, 2, 3))) void fail(int status, const char *fmt, ...)
+{
+    fflush(stdout);
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tksim: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (exit status %d)\n", status);
+    exit(status);
 }
 
 double now()
@@ -56,8 +84,8 @@ double now()
 
 int main(int argc, char **argv)
 {
-    const char *trace_path = nullptr, *json_path = nullptr;
-    uint64_t max_insns = 0;
+    const char *trace_path = nullptr, *json_path = nullptr, *fs_root = nullptr;
+    uint64_t max_insns = 0; // 0: no limit
     bool quiet = false, functional = false, tlb_model = false;
     Config cfg;
     std::string cerr;
@@ -65,10 +93,7 @@ int main(int argc, char **argv)
     for (; i < argc && argv[i][0] == '-'; i++) {
         std::string a = argv[i];
         auto value = [&]() -> const char * {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tksim: %s needs a value\n", a.c_str());
-                exit(2);
-            }
+            if (i + 1 >= argc) fail(TK_EXIT_USAGE, "%s needs a value", a.c_str());
             return argv[++i];
         };
         if (a == "--functional")
@@ -76,37 +101,32 @@ int main(int argc, char **argv)
         else if (a == "--tlb-model")
             tlb_model = true;
         else if (a == "--config") {
-            if (!cfg.read(value(), &cerr)) {
-                fprintf(stderr, "tksim: %s\n", cerr.c_str());
-                return 2;
-            }
+            if (!cfg.read(value(), &cerr)) fail(TK_EXIT_USAGE, "%s", cerr.c_str());
         } else if (a == "--set") {
             std::string kv = value();
             size_t eq = kv.find('=');
-            if (eq == std::string::npos || !cfg.set(kv.substr(0, eq), kv.substr(eq + 1), &cerr)) {
-                fprintf(stderr, "tksim: --set %s: %s\n", kv.c_str(),
-                        eq == std::string::npos ? "wants KEY=VALUE" : cerr.c_str());
-                return 2;
-            }
-            if (!cfg.line_ok()) {
-                fprintf(stderr,
-                        "tksim: --set %s: the caches' sizes, ways and line size do not make "
-                        "whole sets\n",
-                        kv.c_str());
-                return 2;
-            }
+            if (eq == std::string::npos || !cfg.set(kv.substr(0, eq), kv.substr(eq + 1), &cerr))
+                fail(TK_EXIT_USAGE, "--set %s: %s", kv.c_str(),
+                     eq == std::string::npos ? "wants KEY=VALUE" : cerr.c_str());
+            if (!cfg.line_ok())
+                fail(TK_EXIT_USAGE,
+                     "--set %s: the caches' sizes, ways and line size do not make whole sets",
+                     kv.c_str());
         } else if (a == "--trace-pc")
             trace_path = value();
         else if (a == "--max-insns") {
-            char *end;
             const char *v = value();
+            char *end;
+            errno = 0;
             max_insns = strtoull(v, &end, 10);
-            if (*end || !*v) {
-                fprintf(stderr, "tksim: --max-insns wants a number, not '%s'\n", v);
-                return 2;
-            }
+            // (strtoull takes "-1" as 2^64 - 1: only digits are a count)
+            if (*v < '0' || *v > '9' || *end || errno == ERANGE || max_insns == 0)
+                fail(TK_EXIT_USAGE, "--max-insns wants a number of instructions from 1, not '%s'",
+                     v);
         } else if (a == "--stats-json")
             json_path = value();
+        else if (a == "--fs-root")
+            fs_root = value();
         else if (a == "--quiet")
             quiet = true;
         else if (a == "--help" || a == "-h") {
@@ -116,32 +136,27 @@ int main(int argc, char **argv)
             i++;
             break;
         } else {
-            fprintf(stderr, "tksim: unknown option %s\n", a.c_str());
             usage(stderr);
-            return 2;
+            fail(TK_EXIT_USAGE, "unknown option %s", a.c_str());
         }
     }
     if (i >= argc) {
         usage(stderr);
-        return 2;
+        fail(TK_EXIT_USAGE, "no program given");
     }
+    if (!functional && trace_path) fail(TK_EXIT_USAGE, "--trace-pc goes with --functional");
+    // the output files are opened before the run, so a bad one stops it now
+    FILE *trace = nullptr, *json = nullptr;
+    if (trace_path && !(trace = fopen(trace_path, "w")))
+        fail(TK_EXIT_USAGE, "--trace-pc %s: %s", trace_path, strerror(errno));
+    if (json_path && !(json = fopen(json_path, "w")))
+        fail(TK_EXIT_USAGE, "--stats-json %s: %s", json_path, strerror(errno));
     std::vector<std::string> args(argv + i, argv + argc);
     Machine m;
     std::string err;
-    if (!m.load(args[0], args, {}, &err)) {
-        fprintf(stderr, "tksim: %s\n", err.c_str());
-        return 3;
-    }
-    FILE *trace = nullptr;
-    if (trace_path && !(trace = fopen(trace_path, "w"))) {
-        perror(trace_path);
-        return 2;
-    }
+    if (fs_root && !m.set_fs_root(fs_root, &err)) fail(TK_EXIT_USAGE, "%s", err.c_str());
+    if (!m.load(args[0], args, {}, &err)) fail(TK_EXIT_LOAD, "%s", err.c_str());
     if (!functional) {
-        if (trace_path) {
-            fprintf(stderr, "tksim: --trace-pc goes with --functional\n");
-            return 2;
-        }
         Core core(m, cfg);
         int rc = 0;
         bool ok = true;
@@ -149,28 +164,25 @@ int main(int argc, char **argv)
             ok = core.run(max_insns);
             rc = m.exited() ? m.exit_code() : 0;
         } catch (const GuestFault &f) {
-            fflush(stdout);
-            fprintf(stderr, "tksim: guest fault at pc 0x%llx: %s (0x%llx)\n",
-                    static_cast<unsigned long long>(f.pc), f.what,
-                    static_cast<unsigned long long>(f.addr));
-            return 4;
+            fail(TK_EXIT_FAULT, "guest fault at pc 0x%llx: %s (0x%llx)",
+                 static_cast<unsigned long long>(f.pc), f.what,
+                 static_cast<unsigned long long>(f.addr));
         }
         fflush(stdout);
         if (!quiet) fprintf(stderr, "tksim: %s\n%s", args[0].c_str(), core.stats_table().c_str());
-        if (json_path) {
-            FILE *j = fopen(json_path, "w");
-            if (!j) {
-                perror(json_path);
-                return 2;
-            }
+        if (json) {
             std::string js = core.stats_json();
             js.pop_back(); // the closing brace: the machine's part follows
-            fprintf(j, "%s, \"program\": \"%s\", \"exit_code\": %d, \"state_hash\": \"%016llx\"}\n",
-                    js.c_str(), args[0].c_str(), m.exit_code(),
+            fprintf(json,
+                    "%s, \"program\": \"%s\", \"exit_code\": %d, \"exited\": %s, "
+                    "\"state_hash\": \"%016llx\"}\n",
+                    js.c_str(), args[0].c_str(), m.exit_code(), m.exited() ? "true" : "false",
                     static_cast<unsigned long long>(m.state_hash()));
-            fclose(j);
+            if (fclose(json) != 0)
+                fail(TK_EXIT_USAGE, "--stats-json %s: %s", json_path, strerror(errno));
         }
-        return ok ? rc : 5;
+        if (!ok) fail(TK_EXIT_STUCK, "the timing model's pipeline was stuck (its state is above)");
+        return rc;
     }
     // the reference TLB: a list of pages, most recently used first (LRU),
     // or a ring with a next-victim index (round-robin)
@@ -211,11 +223,13 @@ int main(int argc, char **argv)
         rc = m.exited() ? m.exit_code() : 0;
     } catch (const GuestFault &f) {
         fflush(stdout);
-        fprintf(stderr, "tksim: guest fault at pc 0x%llx: %s (0x%llx) after %llu instructions\n",
+        fprintf(stderr,
+                "tksim: guest fault at pc 0x%llx: %s (0x%llx) after %llu instructions (exit "
+                "status %d)\n",
                 static_cast<unsigned long long>(f.pc), f.what,
                 static_cast<unsigned long long>(f.addr),
-                static_cast<unsigned long long>(m.instret()));
-        rc = 4;
+                static_cast<unsigned long long>(m.instret()), TK_EXIT_FAULT);
+        rc = TK_EXIT_FAULT;
     }
     double secs = now() - t0;
     if (trace) fclose(trace);
@@ -226,13 +240,8 @@ int main(int argc, char **argv)
                 static_cast<unsigned long long>(m.instret()),
                 static_cast<unsigned long long>(m.syscalls), secs, mips,
                 m.exited() ? "" : ", stopped before the program's end");
-    if (json_path) {
-        FILE *j = fopen(json_path, "w");
-        if (!j) {
-            perror(json_path);
-            return 2;
-        }
-        fprintf(j,
+    if (json) {
+        fprintf(json,
                 "{\"program\": \"%s\", \"instructions\": %llu, \"syscalls\": %llu, "
                 "\"exit_code\": %d, \"exited\": %s, \"state_hash\": \"%016llx\", "
                 "\"tlb_accesses\": %llu, \"tlb_misses\": %llu, \"seconds\": %.6f, "
@@ -242,7 +251,8 @@ int main(int argc, char **argv)
                 m.exited() ? "true" : "false", static_cast<unsigned long long>(m.state_hash()),
                 static_cast<unsigned long long>(tlb_accesses),
                 static_cast<unsigned long long>(tlb_misses), secs, mips * 1e6);
-        fclose(j);
+        if (fclose(json) != 0)
+            fail(TK_EXIT_USAGE, "--stats-json %s: %s", json_path, strerror(errno));
     }
     return rc;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tksim on the benchmark's inputs where TLB misses are densest (a 16-entry
 # TLB, std::map and Jacobi), every scheme: each run must finish (a stuck
-# pipeline exits 5 with its state) with the reference TLB model's misses.
+# pipeline exits 103 with its state) with the reference TLB model's misses.
 # Usage: tksim_stress.sh TKSIM WORKLOAD_DIR
 set -euo pipefail
 tksim=$1 wdir=$2
