@@ -298,8 +298,7 @@ bool Core::Cache::access(uint64_t addr)
 struct Core::Uop {
     uint64_t seq = 0; // user: position in the instruction stream
     bool handler = false;
-    Inst hinst; // the instruction (inst points here)
-    const Inst *inst = nullptr;
+    const Inst *inst = nullptr; // in the stream, or the handler's code
     uint64_t pc = 0, next_pc = 0, addr = 0;
     bool taken = false;
     enum State { FRONT, WAIT, ISSUED, DONE } st = FRONT;
@@ -351,6 +350,13 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
     for (int p = 32; p < n_fp_phys; p++) free_fp_.push_back(n_int_phys_ + p);
     preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys), 0);
     tlb_.assign(static_cast<size_t>(c.tlb_entries), TlbEntry());
+    size_t slots = 8;
+    tlb_shift_ = 61;
+    while (slots < 4 * tlb_.size()) {
+        slots *= 2;
+        tlb_shift_--;
+    }
+    tlb_hash_.assign(slots, -1);
     l1i_.init(c.l1i_size, c.l1i_assoc, c.line);
     l1d_.init(c.l1d_size, c.l1d_assoc, c.line);
     bpred_.assign(1u << c.bpred_bits, 1);
@@ -367,17 +373,33 @@ Core::~Core()
 }
 
 // ---- the TLB ----
+// Its index: an open-addressed table (linear probing) of entry numbers,
+// -1 for an empty slot, at least four slots an entry.
+size_t Core::tlb_home(uint64_t vpn) const
+{
+    return static_cast<size_t>((vpn * 0x9e3779b97f4a7c15ull) >> tlb_shift_);
+}
+
+int Core::tlb_find(uint64_t vpn) const
+{
+    size_t mask = tlb_hash_.size() - 1;
+    for (size_t i = tlb_home(vpn);; i = (i + 1) & mask) {
+        int e = tlb_hash_[i];
+        if (e < 0 || tlb_[static_cast<size_t>(e)].vpn == vpn) return e;
+    }
+}
+
 bool Core::tlb_probe(uint64_t vpn) const
 {
-    return tlb_index_.count(vpn) != 0;
+    return tlb_find(vpn) >= 0;
 }
 
 bool Core::tlb_lookup_commit(uint64_t vpn)
 {
     st_.tlb_accesses++;
-    auto it = tlb_index_.find(vpn);
-    if (it == tlb_index_.end()) return false;
-    tlb_[it->second].used = ++tlb_clock_;
+    int e = tlb_find(vpn);
+    if (e < 0) return false;
+    tlb_[static_cast<size_t>(e)].used = ++tlb_clock_;
     return true;
 }
 
@@ -391,10 +413,27 @@ void Core::tlb_fill(uint64_t vpn)
         for (size_t i = 0; i < tlb_.size(); i++)
             if (tlb_[i].used < tlb_[v].used) v = i;
     }
-    if (tlb_[v].vpn != NEVER) tlb_index_.erase(tlb_[v].vpn);
+    size_t mask = tlb_hash_.size() - 1;
+    if (tlb_[v].vpn != NEVER) { // out of the index: backward-shift deletion
+        size_t i = tlb_home(tlb_[v].vpn);
+        while (tlb_hash_[i] != static_cast<int>(v)) i = (i + 1) & mask;
+        for (size_t j = (i + 1) & mask; tlb_hash_[j] >= 0; j = (j + 1) & mask) {
+            size_t k = tlb_home(tlb_[static_cast<size_t>(tlb_hash_[j])].vpn);
+            // the entry at j may fill the hole at i unless its home lies
+            // cyclically in (i, j]
+            bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
+            if (!stays) {
+                tlb_hash_[i] = tlb_hash_[j];
+                i = j;
+            }
+        }
+        tlb_hash_[i] = -1;
+    }
     tlb_[v].vpn = vpn;
     tlb_[v].used = ++tlb_clock_;
-    tlb_index_[vpn] = static_cast<uint32_t>(v);
+    size_t i = tlb_home(vpn);
+    while (tlb_hash_[i] >= 0) i = (i + 1) & mask;
+    tlb_hash_[i] = static_cast<int>(v);
 }
 
 // ---- a flush: the program's instructions in flight go; fetch will start
@@ -421,7 +460,8 @@ void Core::flush_all(uint64_t resume_seq)
     for (Uop *u : rob_) count(u, false);
     for (Uop *u : fetchq_) count(u, true);
     for (Uop *u : decodeq_) count(u, true);
-    std::deque<Uop *> kept;
+    Ring<Uop *> &kept = kept_;
+    kept.clear();
     for (Uop *u : rob_) {
         if (u->handler)
             kept.push_back(u);
@@ -436,8 +476,9 @@ void Core::flush_all(uint64_t resume_seq)
     rob_.swap(kept);
     fetchq_.clear();
     decodeq_.clear();
-    auto keep_handler = [](std::vector<Uop *> &v) {
-        v.erase(std::remove_if(v.begin(), v.end(), [](Uop *u) { return !u->handler; }), v.end());
+    auto keep_handler = [](auto &v) {
+        v.erase(std::remove_if(v.begin(), v.end(), [](const auto &e) { return !e.u->handler; }),
+                v.end());
     };
     keep_handler(iq_int_);
     keep_handler(iq_fp_);
@@ -550,15 +591,15 @@ bool Core::passing(const Uop *u) const
     return u->handler && handler_first();
 }
 
-void Core::front_push(std::deque<Uop *> &q, Uop *u)
+void Core::front_push(Ring<Uop *> &q, Uop *u)
 {
     if (!passing(u)) {
         q.push_back(u);
         return;
     }
-    auto it = q.begin();
-    while (it != q.end() && (*it)->handler) ++it;
-    q.insert(it, u);
+    size_t at = 0;
+    while (at < q.size() && q[at]->handler) at++;
+    q.insert(at, u);
 }
 
 // ---- stages ----
@@ -644,8 +685,16 @@ void Core::rearm(Uop *w)
             w->ready += static_cast<uint64_t>(c_.mem_latency);
         }
     }
-    if (w->dst >= 0) preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
-    executing_.push_back(w);
+    if (w->dst >= 0) {
+        // an access that had executed (its page left the TLB before its
+        // program-order lookup) delivers its value again, later: readers
+        // waiting in the issue queues look again
+        if (preg_ready_[static_cast<size_t>(w->dst)] != NEVER)
+            for (auto *q : {&iq_int_, &iq_fp_})
+                for (IqEntry &e : *q) e.ready = NEVER;
+        preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
+    }
+    executing_.push_back({w->ready, w});
     events_++;
     iq_dirty_ = true;
 }
@@ -665,11 +714,11 @@ bool Core::fetch_line(uint64_t pc)
 void Core::complete()
 {
     for (size_t i = 0; i < executing_.size();) {
-        Uop *u = executing_[i];
-        if (u->ready > cycle_) {
+        if (executing_[i].ready > cycle_) {
             i++;
             continue;
         }
+        Uop *u = executing_[i].u;
         executing_[i] = executing_.back();
         executing_.pop_back();
         u->st = Uop::DONE;
@@ -699,6 +748,17 @@ void Core::complete()
     }
 }
 
+// The cycle u's operands are all ready: NEVER while a producer has not
+// issued.  Once known it stays (a register's ready cycle is set once, when
+// its producer issues, and it is not reused while a reader waits).
+uint64_t Core::operands_ready(const Uop *u) const
+{
+    uint64_t at = 0;
+    for (int s : u->src)
+        if (s >= 0) at = std::max(at, preg_ready_[static_cast<size_t>(s)]);
+    return at;
+}
+
 void Core::issue()
 {
     // Nothing can issue before the earliest time a waiting uop's operands
@@ -707,12 +767,10 @@ void Core::issue()
     if (!iq_dirty_ && cycle_ < iq_next_) return;
     iq_dirty_ = false;
     iq_next_ = NEVER;
-    auto ready = [this](Uop *u) {
-        uint64_t at = 0;
-        for (int s : u->src)
-            if (s >= 0) at = std::max(at, preg_ready_[static_cast<size_t>(s)]);
-        if (at > cycle_) {
-            iq_next_ = std::min(iq_next_, at); // NEVER until its producer issues
+    auto ready = [this](IqEntry &e) {
+        if (e.ready == NEVER) e.ready = operands_ready(e.u);
+        if (e.ready > cycle_) {
+            iq_next_ = std::min(iq_next_, e.ready); // NEVER until a producer issues
             return false;
         }
         return true;
@@ -760,21 +818,20 @@ void Core::issue()
         u->st = Uop::ISSUED;
         u->ready = cycle_ + lat;
         if (u->dst >= 0) preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
-        executing_.push_back(u);
+        executing_.push_back({u->ready, u});
     };
     // integer queue: int_units a cycle, mem_ports of them for memory;
     // serialising instructions only at the head of the ROB
     int issued = 0, mem = 0;
     for (size_t i = 0; i < iq_int_.size() && issued < std::min(c_.int_units, c_.issue_width);) {
-        Uop *u = iq_int_[i];
-        bool is_mem = u->mem;
-        // serialising: system instructions, and a flushing handler's return
-        bool serial = u->inst->cls == C_SYSTEM || (u->inst->op == TK_ERET && !u->inl);
-        if (!ready(u)) {
+        IqEntry &e = iq_int_[i];
+        if (!ready(e)) {
             i++;
             continue;
         }
-        if ((is_mem && mem >= c_.mem_ports) || (serial && rob_.front() != u)) {
+        Uop *u = e.u;
+        bool is_mem = e.mem;
+        if ((is_mem && mem >= c_.mem_ports) || (e.serial && rob_.front() != u)) {
             iq_dirty_ = true; // ready, but held: look again next cycle
             i++;
             continue;
@@ -787,11 +844,11 @@ void Core::issue()
     if (issued == std::min(c_.int_units, c_.issue_width)) iq_dirty_ = true; // more may be ready
     int fp = 0;
     for (size_t i = 0; i < iq_fp_.size() && fp < c_.fp_units;) {
-        Uop *u = iq_fp_[i];
-        if (!ready(u)) {
+        if (!ready(iq_fp_[i])) {
             i++;
             continue;
         }
+        Uop *u = iq_fp_[i].u;
         iq_fp_.erase(iq_fp_.begin() + static_cast<long>(i));
         start(u);
         fp++;
@@ -844,10 +901,12 @@ void Core::dispatch()
             if (ld) loads_++;
             if (stq) stores_++;
         }
-        (fpq ? iq_fp_ : iq_int_).push_back(u);
+        // serialising: system instructions, and a flushing handler's return
+        bool serial = in.cls == C_SYSTEM || (in.op == TK_ERET && !u->inl);
+        (fpq ? iq_fp_ : iq_int_).push_back({operands_ready(u), u, u->mem, serial});
         iq_dirty_ = true;
         if (u->handler && inline_ && c_.scheme == Scheme::PREPEND) {
-            rob_.insert(rob_.begin() + prepend_at_, u);
+            rob_.insert(static_cast<size_t>(prepend_at_), u);
             prepend_at_++;
         } else {
             rob_.push_back(u);
@@ -890,8 +949,7 @@ void Core::fetch()
             u->handler = true;
             u->inl = inline_;
             handler_frontend_++;
-            u->hinst = h[handler_next_];
-            u->inst = &u->hinst;
+            u->inst = &h[handler_next_];
             u->pc = pc;
             u->seq = handler_next_;
             // the handler's memory: the PTE, and the counter below the table
@@ -925,8 +983,7 @@ void Core::fetch()
         if (!fetch_line(pc)) return;
         u = new_uop();
         u->seq = fetch_seq_++;
-        u->hinst = r.inst;
-        u->inst = &u->hinst;
+        u->inst = &r.inst; // the stream keeps it until the uop commits
         u->pc = r.pc;
         u->next_pc = r.next_pc;
         u->addr = r.addr;
@@ -1014,7 +1071,7 @@ void Core::skip_idle()
 {
     if (iq_dirty_) return;
     uint64_t next = iq_next_;
-    for (const Uop *u : executing_) next = std::min(next, u->ready);
+    for (const Executing &e : executing_) next = std::min(next, e.ready);
     if (fetch_stall_until_ > cycle_) next = std::min(next, fetch_stall_until_);
     if (next == NEVER) // stuck: go straight to the check
         next = std::max(cycle_ + 1, last_commit_cycle_ + c_.stuck_cycles + 1);

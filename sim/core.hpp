@@ -33,7 +33,6 @@
 #include <cstdint>
 #include <deque>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "machine.hpp"
@@ -108,6 +107,68 @@ struct Stats {
     double seconds = 0, cpu_seconds = 0;          // the run's wall-clock and CPU time (the host's)
 };
 
+// A queue in a ring of power-of-two size that doubles when full: pushes
+// at the back, pops at the front, and now and then an insertion inside.
+template <class T> class Ring
+{
+  public:
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    T &operator[](size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    const T &operator[](size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    T &front() { return (*this)[0]; }
+    const T &front() const { return (*this)[0]; }
+    void push_back(const T &v)
+    {
+        if (n_ == buf_.size()) grow();
+        buf_[(head_ + n_++) & (buf_.size() - 1)] = v;
+    }
+    void pop_front()
+    {
+        head_ = (head_ + 1) & (buf_.size() - 1);
+        n_--;
+    }
+    void insert(size_t at, const T &v)
+    {
+        push_back(v);
+        for (size_t k = n_ - 1; k > at; k--) (*this)[k] = (*this)[k - 1];
+        (*this)[at] = v;
+    }
+    void clear() { head_ = n_ = 0; }
+    void swap(Ring &o)
+    {
+        buf_.swap(o.buf_);
+        std::swap(head_, o.head_);
+        std::swap(n_, o.n_);
+    }
+    template <class R, class V> struct Iter {
+        R *r;
+        size_t i;
+        V &operator*() const { return (*r)[i]; }
+        Iter &operator++()
+        {
+            i++;
+            return *this;
+        }
+        bool operator!=(const Iter &o) const { return i != o.i; }
+    };
+    Iter<Ring, T> begin() { return {this, 0}; }
+    Iter<Ring, T> end() { return {this, n_}; }
+    Iter<const Ring, const T> begin() const { return {this, 0}; }
+    Iter<const Ring, const T> end() const { return {this, n_}; }
+
+  private:
+    void grow()
+    {
+        std::vector<T> b(buf_.empty() ? 16 : 2 * buf_.size());
+        for (size_t i = 0; i < n_; i++) b[i] = (*this)[i];
+        buf_.swap(b);
+        head_ = 0;
+    }
+    std::vector<T> buf_;
+    size_t head_ = 0, n_ = 0;
+};
+
 class Core
 {
   public:
@@ -151,7 +212,8 @@ class Core
     void flush_all(uint64_t resume_seq);
     void dump(const char *why) const;
     void skip_idle();
-    void front_push(std::deque<Uop *> &q, Uop *u);
+    uint64_t operands_ready(const Uop *u) const;
+    void front_push(Ring<Uop *> &q, Uop *u);
     void rearm(Uop *w);
     bool fetch_line(uint64_t pc);
     bool handler_first() const;
@@ -174,9 +236,22 @@ class Core
     uint64_t stream_base_ = 0, fetch_seq_ = 0;
     bool program_ended_ = false;
 
-    std::deque<Uop *> fetchq_, decodeq_, rob_;
-    std::vector<Uop *> iq_int_, iq_fp_;
-    std::vector<Uop *> executing_;
+    Ring<Uop *> fetchq_, decodeq_, rob_;
+    Ring<Uop *> kept_; // flush_all's: the handler uops it keeps
+    // the issue queues: in the order uops came in, each with the cycle its
+    // operands are ready (NEVER: not known yet) - the scan reads no uop
+    // that cannot issue
+    struct IqEntry {
+        uint64_t ready;
+        Uop *u;
+        bool mem, serial;
+    };
+    std::vector<IqEntry> iq_int_, iq_fp_;
+    struct Executing {
+        uint64_t ready; // the cycle it finishes
+        Uop *u;
+    };
+    std::vector<Executing> executing_;
     bool iq_dirty_ = true; // the issue queues changed since they were last scanned
     uint64_t iq_next_ = 0; // the earliest cycle a waiting uop's operands are ready
     int loads_ = 0, stores_ = 0;
@@ -209,7 +284,10 @@ class Core
         uint64_t used = 0;
     };
     std::vector<TlbEntry> tlb_;
-    std::unordered_map<uint64_t, uint32_t> tlb_index_; // page -> entry
+    std::vector<int> tlb_hash_; // page -> entry (tlb_find)
+    int tlb_shift_ = 0;
+    size_t tlb_home(uint64_t vpn) const;
+    int tlb_find(uint64_t vpn) const;
     uint64_t tlb_clock_ = 0;
     size_t tlb_rr_ = 0;
 
