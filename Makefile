@@ -3,10 +3,11 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build asan test report kernel-test format format-check clean
+.PHONY: all deps build asan tsan test report kernel-test format format-check clean
 
 all: build
 
@@ -21,12 +22,20 @@ asan: deps
 	@cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTK_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# Every test, in the normal build and again in the ASan+UBSan build.
-test: build asan format-check
+# ThreadSanitizer: the library and the tests where threads meet (label tsan).
+tsan: deps
+	@cmake -S . -B $(TSAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DTK_TSAN=ON >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS)
+
+# Every test, in the normal build and again in the ASan+UBSan build; the
+# threaded ones again under TSan.
+test: build asan tsan format-check
 	@echo "== tests (RelWithDebInfo) =="
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	@echo "== tests (ASan + UBSan) =="
 	@ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+	@echo "== tests (TSan, threaded tests) =="
+	@ctest --test-dir $(TSAN_BUILD) --output-on-failure -j $(JOBS) -L tsan
 
 # The benchmark suite: report/results.json, report/index.html, docs/results.md.
 report: build
@@ -46,4 +55,4 @@ format-check: deps
 	  (echo "format-check: run 'make format'"; exit 1)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-kernel
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-kernel

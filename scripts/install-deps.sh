@@ -12,6 +12,7 @@ PKGS=(
     libzydis-dev           # x86-64 decoder: the atomic sequences' safety check
     libunwind-14           # LLVM's unwinder, compared with GCC's in the C++ exception benchmark
     libasan8 libubsan1     # the sanitizer build inside `make test`
+    libtsan2               # the ThreadSanitizer build inside `make test` (gcc 12's runtime)
     clang-format           # `make format` / the formatting check
     python3                # tests that read JSON; the report generator
     python3-matplotlib     # the report's plots

@@ -75,7 +75,7 @@ __attribute__((noinline)) static void call_undefined()
 
 // noipa: otherwise the compiler proves it cannot throw (stack accesses do
 // not trap, as far as it knows) and drops the handlers around its call
-__attribute__((noipa)) static int recurse(int n)
+[[maybe_unused]] __attribute__((noipa)) static int recurse(int n)
 {
     volatile char pad[512];
     pad[0] = static_cast<char>(n);
@@ -212,9 +212,13 @@ int main()
         for (int i = 0; i < 4; i++) pthread_join(th[i], nullptr);
         for (int i = 0; i < 4; i++) CHECK(caught[i] == 1000);
     }
-    // stack overflow, then the program goes on
+    // stack overflow, then the program goes on.  (Not under ThreadSanitizer:
+    // its instrumentation gives every frame a cleanup, __tsan_func_exit, so
+    // unwinding runs code in the innermost frames, on the exhausted stack;
+    // that faults again during the throw, and std::terminate follows.)
     {
         tk::fault_scope scope;
+#ifndef __SANITIZE_THREAD__
         bool caught = false;
         try {
             recurse(0);
@@ -222,6 +226,7 @@ int main()
             caught = true;
         }
         CHECK(caught);
+#endif
         trail.clear();
         try {
             read_at(null_ptr);

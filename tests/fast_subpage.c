@@ -336,8 +336,9 @@ static tk_action wait_open(const tk_fault *f, void *arg)
 
 static void *race_writer(void *arg)
 {
-    volatile long *x = arg;
-    for (long i = 1; !atomic_load(&race_stop); i++) *x = i;
+    _Atomic long *x = arg; /* racing with the reads below on purpose: relaxed atomics */
+    for (long i = 1; !atomic_load(&race_stop); i++)
+        atomic_store_explicit(x, i, memory_order_relaxed);
     return NULL;
 }
 
@@ -354,9 +355,9 @@ static void test_protect_race(void)
     long late = 0;
     for (long k = 0; k < 100000; k++) {
         CHECK_OK(tk_protect(r, b + 64, 64, TK_PROT_READ));
-        long v1 = *(volatile long *)(b + 64);
+        long v1 = atomic_load_explicit((_Atomic long *)(b + 64), memory_order_relaxed);
         for (int s = 0; s < 100; s++) __builtin_ia32_pause();
-        long v2 = *(volatile long *)(b + 64);
+        long v2 = atomic_load_explicit((_Atomic long *)(b + 64), memory_order_relaxed);
         late += v1 != v2;
         CHECK_OK(tk_unprot(r, b + 64, 64));
     }

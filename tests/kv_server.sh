@@ -9,17 +9,31 @@ for t in redis-cli redis-benchmark python3; do
 done
 dir=$(mktemp -d)
 pid=
-cleanup() { [[ -n $pid ]] && kill -9 $pid 2>/dev/null; rm -rf "$dir"; }
+cleanup() {
+    local rc=$?
+    [[ -n $pid ]] && kill -9 $pid 2>/dev/null
+    if ((rc != 0)) && [[ -s $dir/err ]]; then echo "kv-server's stderr:"; cat "$dir/err"; fi
+    rm -rf "$dir"
+}
 trap cleanup EXIT
 trap 'echo "kv_server.sh ($mech): failed at line $LINENO" >&2' ERR
 
+# A sanitizer build's server stops at its first report; one that came just
+# before the server was killed is caught here.
+check_log() {
+    if grep -q 'Sanitizer' "$dir/err" 2>/dev/null; then
+        cat "$dir/err"; echo "kv-server: a sanitizer reported an error"; exit 1
+    fi
+}
+
 start() {
+    check_log
     # a new server writes new files: a restarted server's log must not be
     # read before the shell has truncated the previous one
     rm -f "$dir/out" "$dir/err"
     "$server" --port 0 --dir "$dir" --memory 256m --mechanism "$mech" >"$dir/out" 2>"$dir/err" &
     pid=$!
-    for _ in $(seq 100); do
+    for _ in $(seq 600); do # 30 s: loading the image takes a while in a sanitizer build
         port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/out" 2>/dev/null || true)
         [[ -n $port ]] && return 0
         kill -0 $pid 2>/dev/null || { cat "$dir/err"; echo "kv-server did not start"; exit 1; }
@@ -406,4 +420,6 @@ expect PONG PING
 kill -TERM $pid; wait $pid 2>/dev/null || true; pid=
 start
 expect v3 GET k1
+kill -TERM $pid; wait $pid 2>/dev/null || true; pid=
+check_log
 echo "kv-server ($mech): ok"

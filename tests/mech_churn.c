@@ -22,7 +22,7 @@ static atomic_long misrouted, signals_seen, lookups_ok;
 struct faulter {
     int id;
     tk_region *r;
-    long faults;
+    atomic_long faults; /* on uffd-thread, counted on trapkit's threads */
     pthread_t th;
 };
 

@@ -3,12 +3,14 @@
  * ones split a VMA per change and reach vm.max_map_count, where trapkit must
  * fail with -ENOMEM and a message that says why and what to use instead,
  * keeping every protection made before. */
+#include <stdatomic.h>
 #include <string.h>
 #include "testutil.h"
 
 #define NPAGES (1u << 20)
 
-static volatile long faults;
+/* atomic: on uffd-thread the handler runs on trapkit's thread */
+static atomic_long faults;
 
 static tk_action on_fault(const tk_fault *f, void *arg)
 {

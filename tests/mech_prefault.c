@@ -4,12 +4,14 @@
  * kernel waits for trapkit's handler thread, which resolves it.  Either way
  * nothing is lost, and after tk_prefault() the call succeeds everywhere with
  * the region's handler having seen each page. */
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "testutil.h"
 
-static volatile int faults;
+/* atomic: on uffd-thread the handler runs on trapkit's thread */
+static atomic_int faults;
 
 static tk_action on_fault(const tk_fault *f, void *arg)
 {

@@ -1,6 +1,9 @@
 /* Fault storm: 8 threads write to pages a ninth thread keeps re-protecting,
  * until 100,000 faults have been handled or 150 s have passed (a slow
- * mechanism on a slow machine); at least 10,000 must have been.  Many threads fault on the same
+ * mechanism on a slow machine); at least 10,000 must have been (a tenth of the
+ * target, which TK_TEST_STORM_FAULTS lowers for the ThreadSanitizer build,
+ * where a fault costs a hundred times more; the counts of flagged faults
+ * below are required of a full run only).  Many threads fault on the same
  * page at once; each must resume correctly (its write lands), and the handler must see
  * TK_FAULT_RESOLVED when another thread got there first: with 8 threads crowding onto 8 pages
  * some faults must have been flagged so over the run, and a fault flagged so must find the page
@@ -23,8 +26,7 @@
 
 #define THREADS 8
 #define NPAGES 64
-#define TARGET_FAULTS 100000
-#define MIN_FAULTS 10000
+#define TARGET_FAULTS 100000L
 
 static atomic_long faults, resolved, unprotects;
 static atomic_int stop;
@@ -117,6 +119,9 @@ static long ms_since(const struct timespec *t0)
 int main(int argc, char **argv)
 {
     enum tk_mech m = tk_test_mech(argc, argv, 0);
+    long target = TARGET_FAULTS;
+    const char *env = getenv("TK_TEST_STORM_FAULTS");
+    if (env && atol(env) > 0 && atol(env) < target) target = atol(env);
     size_t ps = tk_test_page();
     region = tk_test_region(m, NPAGES, 0, on_fault, NULL);
     void *base = tk_region_base(region);
@@ -132,7 +137,7 @@ int main(int argc, char **argv)
     struct timespec busy_from;
     clock_gettime(CLOCK_MONOTONIC, &busy_from);
     time_t deadline = time(NULL) + 150;
-    while (atomic_load(&faults) < TARGET_FAULTS && time(NULL) < deadline) {
+    while (atomic_load(&faults) < target && time(NULL) < deadline) {
         atomic_fetch_add(&reprotect_seq, 1);
         atomic_thread_fence(memory_order_seq_cst);
         CHECK_OK(tk_protn(region, base, NPAGES * ps, TK_PROT_READ));
@@ -162,9 +167,12 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    CHECK(atomic_load(&faults) >= MIN_FAULTS);
-    /* Eight threads on eight pages: another thread got there first at least once. */
-    if (atomic_load(&resolved) == 0) {
+    CHECK(atomic_load(&faults) >= target / 10);
+    /* Eight threads on eight pages: another thread got there first at least
+     * once (over a full run: a shortened one may see none on the uffd
+     * mechanisms, where it is rarer). */
+    bool full = target == TARGET_FAULTS;
+    if (atomic_load(&resolved) == 0 && full) {
         fprintf(stderr, "FAIL: %ld faults, none flagged TK_FAULT_RESOLVED\n", atomic_load(&faults));
         return 1;
     }
@@ -177,7 +185,7 @@ int main(int argc, char **argv)
         return 1;
     }
     /* (the quiet spells make sure the look above was taken) */
-    if (atomic_load(&resolved_checked) == 0) {
+    if (atomic_load(&resolved_checked) == 0 && full) {
         fprintf(stderr, "FAIL: %ld faults flagged TK_FAULT_RESOLVED, none checked\n",
                 atomic_load(&resolved));
         return 1;

@@ -61,7 +61,7 @@ static struct {
     bool bgsave;
     time_t lastsave, bgsave_start;
     const char *last_status;
-    uint64_t changes;
+    uint64_t changes, changes_at_save; /* changes_at_save: at the running save's instant */
     long last_bgsave_ms;
     tk_ckpt_stats last_stats;
     enum tk_ckpt_mech mech;
@@ -119,8 +119,10 @@ static int open_tmp(void)
     return open(S.tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 }
 
-/* The image is complete: make it the current one. */
-static void commit_save(int err, const tk_ckpt_stats *st)
+/* The image in fd is complete (unless err): make it the current one, or
+ * remove it.  Touches only the file system and fd, so the helper thread
+ * below may run it while the event loop goes on; returns the error. */
+static int publish_image(int err, int fd)
 {
     if (!err && rename(S.tmp_path, S.path) < 0) err = -errno;
     if (!err) {
@@ -129,27 +131,45 @@ static void commit_save(int err, const tk_ckpt_stats *st)
             fsync(d);
             close(d);
         }
-        S.lastsave = time(NULL);
-        S.changes = 0;
-        S.last_status = "ok";
     } else {
         unlink(S.tmp_path);
-        S.last_status = "err";
         fprintf(stderr, "kv-server: saving failed: %s\n", strerror(-err));
     }
+    close(fd);
+    return err;
+}
+
+/* The save has ended: what INFO and LASTSAVE report.  The event loop's
+ * thread only (it owns S).  The changes made since the save's instant are
+ * still unsaved. */
+static void note_save(int err, const tk_ckpt_stats *st)
+{
+    if (!err) {
+        S.lastsave = time(NULL);
+        S.changes -= S.changes_at_save;
+        S.last_status = "ok";
+    } else {
+        S.last_status = "err";
+    }
+    S.changes_at_save = 0;
     if (st) {
         S.last_stats = *st;
         S.last_bgsave_ms = (long)(st->duration_ns / 1000000);
     }
-    close(S.save_fd);
     S.save_fd = -1;
 }
 
+static void commit_save(int err, const tk_ckpt_stats *st)
+{
+    note_save(publish_image(err, S.save_fd), st);
+}
+
 /* The rename and the directory's fsync can take a journal commit: a
- * helper thread does them, so the event loop does not wait. */
+ * helper thread does them, so the event loop does not wait; the event loop
+ * notes the result once it has joined the thread. */
 static struct {
     pthread_t thread;
-    int err;
+    int err, fd;
     tk_ckpt_stats st;
     atomic_bool done, live;
 } commit;
@@ -157,25 +177,31 @@ static struct {
 static void *commit_thread(void *arg)
 {
     (void)arg;
-    commit_save(commit.err, &commit.st);
+    commit.err = publish_image(commit.err, commit.fd);
     atomic_store(&commit.done, true);
     return NULL;
+}
+
+static void join_commit(void)
+{
+    pthread_join(commit.thread, NULL);
+    atomic_store(&commit.live, false);
+    note_save(commit.err, &commit.st);
+    S.bgsave = false;
 }
 
 static void poll_bgsave(void)
 {
     if (!S.bgsave) return;
     if (atomic_load(&commit.live)) {
-        if (!atomic_load(&commit.done)) return;
-        pthread_join(commit.thread, NULL);
-        atomic_store(&commit.live, false);
-        S.bgsave = false;
+        if (atomic_load(&commit.done)) join_commit();
         return;
     }
     tk_ckpt_stats st;
     if (tk_ckpt_poll(S.ckpt, &st) == 1) return;
     int err = tk_ckpt_wait(S.ckpt, &st);
     commit.err = err;
+    commit.fd = S.save_fd;
     commit.st = st;
     atomic_store(&commit.done, false);
     if (pthread_create(&commit.thread, NULL, commit_thread, NULL) == 0) {
@@ -343,6 +369,7 @@ static void execute(struct conn *c, struct arg *a, size_t argc)
         }
         S.bgsave = true;
         S.bgsave_start = time(NULL);
+        S.changes_at_save = S.changes;
         out_str(c, "+Background saving started\r\n");
     } else if (is(cmd, "SAVE")) {
         if (S.bgsave) return out_str(c, "-ERR Background save already in progress\r\n");
@@ -350,6 +377,7 @@ static void execute(struct conn *c, struct arg *a, size_t argc)
         if (S.save_fd < 0)
             return out_fmt(c, "-ERR cannot open %s: %s\r\n", S.tmp_path, strerror(errno));
         tk_ckpt_stats st;
+        S.changes_at_save = S.changes;
         int err = tk_ckpt_snapshot(S.ckpt, S.save_fd, 0, &st);
         commit_save(err, &st);
         if (err) return out_fmt(c, "-ERR %s\r\n", tk_last_error());
@@ -733,10 +761,7 @@ int main(int argc, char **argv)
         }
         poll_bgsave();
     }
-    if (atomic_load(&commit.live)) {
-        pthread_join(commit.thread, NULL);
-        S.bgsave = false;
-    }
+    if (atomic_load(&commit.live)) join_commit();
     if (S.bgsave) {
         tk_ckpt_stats fin;
         int err = tk_ckpt_wait(S.ckpt, &fin);

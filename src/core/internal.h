@@ -15,15 +15,40 @@
 #define TK_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* Internal invariants, checked in debug builds (the ASan build of make test)
- * and compiled out otherwise.  A failure writes the condition and where to
- * stderr and aborts.  [signal-safe] */
+/* Internal invariants, checked in debug builds (the ASan and TSan builds of
+ * make test) and compiled out otherwise.  A failure writes the condition and
+ * where to stderr and aborts.  [signal-safe] */
 #ifdef NDEBUG
 #define TK_ASSERT(cond) ((void)0)
 #else
 #define TK_ASSERT(cond) (TK_LIKELY(cond) ? (void)0 : tk__assert_fail(#cond, __FILE__, __LINE__))
 #endif
 _Noreturn void tk__assert_fail(const char *cond, const char *file, int line);
+
+/* In a ThreadSanitizer build: TSan neither records nor checks the calling
+ * thread's memory accesses between TK_TSAN_IGNORE_BEGIN() and _END() (its
+ * synchronization still counts).  For reads ordered after other threads'
+ * writes by page protection, which is no operation of TSan's model: a page
+ * read while it is write-protected follows every write made before the
+ * protection (mprotect or userfaultfd write-protect, with its TLB
+ * shootdown), and a write after it faults and waits.  Each use says why it
+ * is one.  Nothing in other builds.  [signal-safe] */
+#if defined(__SANITIZE_THREAD__)
+#define TK_TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TK_TSAN_BUILD 1
+#endif
+#endif
+#ifdef TK_TSAN_BUILD
+void AnnotateIgnoreReadsBegin(const char *file, int line); /* TSan's runtime */
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define TK_TSAN_IGNORE_BEGIN() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
+#define TK_TSAN_IGNORE_END() AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
+#else
+#define TK_TSAN_IGNORE_BEGIN() ((void)0)
+#define TK_TSAN_IGNORE_END() ((void)0)
+#endif
 
 /* ---- errors (error.c) ---------------------------------------------------
  * tk__fail records msg as the calling thread's last error and returns err.

@@ -224,11 +224,16 @@ static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
 
 /* Writes n pages to the image at off, with direct I/O where the file
  * allows it (no page-cache copy, no write-back thread), else buffered.
- * [signal-safe] */
+ * The pages are the program's, read in place while write-protected
+ * (COPYING; a writer that takes one over meanwhile may write it during the
+ * call, and its own copy is written after, over this one): TSan is told to
+ * ignore the reads (core/internal.h).  [signal-safe] */
 static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off)
 {
     while (n > 0) {
+        TK_TSAN_IGNORE_BEGIN();
         ssize_t w = pwritev(c->dfd, iov, n, (off_t)off);
+        TK_TSAN_IGNORE_END();
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && errno == EINVAL && c->dfd != c->fd) {
             close(c->dfd); /* this file system refuses these direct writes */
@@ -274,7 +279,11 @@ static void buffer_page(struct tk_ckpt *c, size_t idx)
 {
     uint64_t q = atomic_fetch_add(&c->queue_tail, 1); /* one slot per page at most */
     unsigned char *dst = c->pool + q * c->ps;
+    /* the page is still write-protected (TAKEN): ordered after the writes
+     * before the protection, which TSan cannot see (core/internal.h) */
+    TK_TSAN_IGNORE_BEGIN();
     memcpy(dst, page_addr(c, idx), c->ps); /* the CRC is the background thread's */
+    TK_TSAN_IGNORE_END();
     atomic_store_explicit(&c->queue[q], (uint32_t)idx, memory_order_release);
 }
 
@@ -529,6 +538,19 @@ static void release_batch(struct tk_ckpt *c, size_t from, size_t to)
     }
 }
 
+/* The CRC-32C of page idx read where it is, by the background thread while
+ * the page is COPYING: write-protected, so no write changes it meanwhile,
+ * unless a writer takes the page over (TAKEN), opens it and writes; the
+ * caller then drops this result.  TSan is told to ignore the reads
+ * (core/internal.h). */
+static uint32_t crc_in_place(const struct tk_ckpt *c, size_t idx)
+{
+    TK_TSAN_IGNORE_BEGIN();
+    uint32_t crc = tk__crc32c((uint32_t)idx, page_addr(c, idx), c->ps);
+    TK_TSAN_IGNORE_END();
+    return crc;
+}
+
 /* The background thread's run of up to BATCH saved pages, consecutive in
  * the image. */
 struct batch {
@@ -560,7 +582,7 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
         }
         for (size_t j = k; j < e; j++) {
             size_t idx = b->idx[j];
-            uint32_t crc = tk__crc32c((uint32_t)idx, page_addr(c, idx), c->ps);
+            uint32_t crc = crc_in_place(c, idx);
             uint8_t st = ST_COPYING;
             if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_CLEAN)) continue;
             c->crc[idx] = crc; /* the page did not change since it was written */
