@@ -168,6 +168,7 @@ bool Config::set(const std::string &key, const std::string &value, std::string *
         {"page_bits", &page_bits, 12, 30},
         {"inject_lost_fill", &inject_lost_fill, 0, 1},
         {"append_after_frontend", &append_after_frontend, 0, 1},
+        {"handler_iq", &handler_iq, 0, 1},
     };
     for (auto &f : ints)
         if (key == f.name) return num(f.field, f.lo, f.hi);
@@ -310,6 +311,12 @@ struct Core::Uop {
     bool tlbmiss = false, mispred = false, mem = false, fp_queue = false;
     bool inl = false; // handler: part of an in-lined handler
     uint64_t vpn = 0;
+    // branch prediction: the global history before this uop was fetched,
+    // the counter it was predicted by, and what it did to the return stack
+    // (undone if it is flushed)
+    uint64_t ghist = 0, ras_pop = NEVER, ras_drop = NEVER;
+    uint32_t bp_idx = 0;
+    bool ras_push = false;
 };
 
 Core::Uop *Core::new_uop()
@@ -327,8 +334,9 @@ Core::Uop *Core::new_uop()
     u->ready = NEVER;
     u->src[0] = u->src[1] = u->src[2] = -1;
     u->dst = u->old = u->arch_dst = -1;
-    u->tlbmiss = u->mispred = u->mem = u->fp_queue = u->inl = false;
+    u->tlbmiss = u->mispred = u->mem = u->fp_queue = u->inl = u->ras_push = false;
     u->vpn = 0;
+    u->ras_pop = u->ras_drop = NEVER;
     return u;
 }
 
@@ -460,6 +468,22 @@ void Core::flush_all(uint64_t resume_seq)
     for (Uop *u : rob_) count(u, false);
     for (Uop *u : fetchq_) count(u, true);
     for (Uop *u : decodeq_) count(u, true);
+    // The branch predictor forgets what the flushed uops did to it at
+    // fetch: the return stack's pushes and pops are undone, youngest first,
+    // and the global history goes back to where the oldest found it.  (Its
+    // counters and targets learn when a branch executes, not at fetch: a
+    // branch flushed before it executed is predicted again as it was.)
+    const Uop *oldest = nullptr;
+    for (auto *q : {&fetchq_, &decodeq_, &rob_})
+        for (size_t i = q->size(); i-- > 0;) {
+            const Uop *u = (*q)[i];
+            if (u->handler) continue;
+            oldest = u;
+            if (u->ras_push) ras_.pop_back();
+            if (u->ras_drop != NEVER) ras_.insert(ras_.begin(), u->ras_drop);
+            if (u->ras_pop != NEVER) ras_.push_back(u->ras_pop);
+        }
+    if (oldest) ghist_ = oldest->ghist;
     Ring<Uop *> &kept = kept_;
     kept.clear();
     for (Uop *u : rob_) {
@@ -540,16 +564,17 @@ void Core::take_miss(Uop &head)
         for (const Inst &in : h)
             if (in.rd != NOREG) h_dst++;
         int rob_free = c_.rob_size - static_cast<int>(rob_.size());
-        int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.size());
+        int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.size() - iq_handler_);
         int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.size());
         // The handler dispatches ahead of them - prepend: the ROB's tail
         // moves to before its head; append, unless append_after_frontend:
         // the program's dispatch stalls while the handler goes in (the
         // paper's section 4.1) - so only the handler must fit.
-        if (handler_first()) fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = fe_ld = fe_st = 0;
+        if (c_.scheme == Scheme::PREPEND || !c_.append_after_frontend)
+            fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = fe_ld = fe_st = 0;
         if (rob_free < fe + static_cast<int>(h.size()))
             st_.fallback_rob++;
-        else if (iq_int_free < fe_iq_int + 1 || iq_fp_free < fe_iq_fp)
+        else if (iq_int_free < fe_iq_int + (c_.handler_iq ? 1 : 0) || iq_fp_free < fe_iq_fp)
             st_.fallback_iq++;
         else if (static_cast<int>(free_int_.size()) < fe_int_dst + h_dst ||
                  static_cast<int>(free_fp_.size()) < fe_fp_dst)
@@ -741,6 +766,13 @@ void Core::complete()
             fetch_seq_ = resume_seq_;
             fetch_stall_until_ = cycle_ + 1;
         }
+        if (!u->handler && u->inst->cls == C_BRANCH) { // train the counter
+            uint8_t &ctr = bpred_[u->bp_idx];
+            if (u->taken && ctr < 3) ctr++;
+            if (!u->taken && ctr > 0) ctr--;
+        }
+        if (!u->handler && u->inst->op == JALR)
+            btb_target_[(u->pc >> 1) & (btb_target_.size() - 1)] = u->next_pc;
         if (u == waiting_branch_) {
             waiting_branch_ = nullptr;
             fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mispredict_penalty);
@@ -837,6 +869,7 @@ void Core::issue()
             continue;
         }
         iq_int_.erase(iq_int_.begin() + static_cast<long>(i));
+        if (u->handler && !c_.handler_iq) iq_handler_--;
         start(u);
         issued++;
         if (is_mem) mem++;
@@ -868,8 +901,10 @@ void Core::dispatch()
         const Inst &in = *u->inst;
         if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
         bool fpq = in.cls == C_FP || in.cls == C_FDIV;
+        // (with handler_iq = 0 the handler's uops wait beside the queue)
+        bool own_queue = u->handler && !c_.handler_iq;
         if (fpq ? static_cast<int>(iq_fp_.size()) >= c_.iq_fp
-                : static_cast<int>(iq_int_.size()) >= c_.iq_int)
+                : !own_queue && static_cast<int>(iq_int_.size() - iq_handler_) >= c_.iq_int)
             return;
         bool ld = in.cls == C_LOAD || in.cls == C_AMO, stq = in.cls == C_STORE || in.cls == C_AMO;
         if (!u->handler && ((ld && loads_ >= c_.load_queue) || (stq && stores_ >= c_.store_queue)))
@@ -904,6 +939,7 @@ void Core::dispatch()
         // serialising: system instructions, and a flushing handler's return
         bool serial = in.cls == C_SYSTEM || (in.op == TK_ERET && !u->inl);
         (fpq ? iq_fp_ : iq_int_).push_back({operands_ready(u), u, u->mem, serial});
+        if (own_queue) iq_handler_++;
         iq_dirty_ = true;
         if (u->handler && inline_ && c_.scheme == Scheme::PREPEND) {
             rob_.insert(static_cast<size_t>(prepend_at_), u);
@@ -996,11 +1032,11 @@ void Core::fetch()
         // branch prediction
         const Inst &in = r.inst;
         bool stop = false;
+        u->ghist = ghist_;
         if (in.cls == C_BRANCH) {
             size_t idx = ((pc >> 1) ^ ghist_) & (bpred_.size() - 1);
             bool pred = bpred_[idx] >= 2;
-            if (r.taken && bpred_[idx] < 3) bpred_[idx]++;
-            if (!r.taken && bpred_[idx] > 0) bpred_[idx]--;
+            u->bp_idx = static_cast<uint32_t>(idx);
             ghist_ = ((ghist_ << 1) | (r.taken ? 1 : 0)) & (bpred_.size() - 1);
             if (pred != r.taken) {
                 u->mispred = true;
@@ -1009,20 +1045,29 @@ void Core::fetch()
             }
             stop = r.taken;
         } else if (in.op == JAL) {
-            if (in.rd == 1) ras_.push_back(pc + in.len);
+            if (in.rd == 1) {
+                ras_.push_back(pc + in.len);
+                u->ras_push = true;
+            }
             stop = true;
         } else if (in.op == JALR) {
             uint64_t predicted;
             bool is_return = in.rd == NOREG && in.rs1 == 1 && in.imm == 0;
             if (is_return && !ras_.empty()) {
                 predicted = ras_.back();
+                u->ras_pop = predicted;
                 ras_.pop_back();
             } else {
                 predicted = btb_target_[(pc >> 1) & (btb_target_.size() - 1)];
             }
-            if (in.rd == 1) ras_.push_back(pc + in.len);
-            if (ras_.size() > 32) ras_.erase(ras_.begin());
-            btb_target_[(pc >> 1) & (btb_target_.size() - 1)] = r.next_pc;
+            if (in.rd == 1) {
+                ras_.push_back(pc + in.len);
+                u->ras_push = true;
+            }
+            if (ras_.size() > 32) {
+                u->ras_drop = ras_.front();
+                ras_.erase(ras_.begin());
+            }
             if (predicted != r.next_pc) {
                 u->mispred = true;
                 waiting_branch_ = u;

@@ -74,6 +74,12 @@ struct Config {
     // stricter than the paper's, where the program's dispatch stalls while
     // the handler goes in (as with prepend: 0, the default)
     int append_after_frontend = 0;
+    // 1: the handler's instructions take integer issue-queue entries like
+    // any others (the paper's section 4.1, and a 21264): in-lining needs
+    // one free; 0: they wait beside the queue and issue from there, oldest
+    // first with the rest (the paper's section 3, where an instruction's
+    // state is all in its ROB entry): the queue's room does not matter
+    int handler_iq = 1;
     // a test hook: the handler's TLB write is lost, so the access that
     // missed waits for ever (the stuck-pipeline check must catch it)
     int inject_lost_fill = 0;
@@ -247,6 +253,7 @@ class Core
         bool mem, serial;
     };
     std::vector<IqEntry> iq_int_, iq_fp_;
+    size_t iq_handler_ = 0; // handler uops in iq_int_ beside its room (handler_iq = 0)
     struct Executing {
         uint64_t ready; // the cycle it finishes
         Uop *u;
