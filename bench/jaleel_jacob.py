@@ -6,11 +6,18 @@ Jacobi relaxation, a matrix multiply, a chained hash table far larger than
 any of the TLBs reach) on tksim with data TLBs of 16, 32, 64 and 128 entries
 and each way of taking a miss (traditional, append, prepend), and once with
 1 GiB pages (a handful of misses in the whole run: the "perfect TLB" of
-Figure 5).  Then, for the hash table with a 64-entry TLB, a sweep of the
-three resources an in-lined handler needs - integer issue-queue entries,
-ROB entries, renaming registers - one at a time around the 21264-like
-configuration.  The simulator is deterministic, so each configuration runs
-once (n = 1); two runs go at a time on two cores.  tksim's speed is
+Figure 5).  Then the sweep: for the hash table (64-entry TLB) and Jacobi
+(16 entries), the resources an in-lined handler needs - integer issue-queue
+entries, ROB entries, renaming registers - one at a time around the
+21264-like configuration, all of them together ("window": ROB, issue
+queues, renaming registers and load/store queues scaled by one factor),
+the handler's instructions needing no issue-queue entry (handler_iq = 0),
+and the latency of the memory behind the caches, which sets how much of the
+run the TLB's misses are.  Every sweep point also runs with a perfect TLB,
+so the share of the run the misses take, and the share of that in-lining
+removes, can be told apart.  The simulator is deterministic, so each
+configuration runs once (n = 1; a configuration the figures and the sweep
+share runs once); two runs go at a time on two cores.  tksim's speed is
 reported per workload, in simulated instructions per second of its own CPU
 time (getrusage) and of wall-clock time, over all of the workload's runs.
 
@@ -38,11 +45,42 @@ WORKLOADS = {
     "matmul": (["160"], ["40"]),
     "hashtab": (["100000"], ["20000"]),
 }
-# the sweep: (configuration key, its values), the 21264-like value among them
-SWEEP_WORKLOAD, SWEEP_TLB = "hashtab", 64
-SWEEP = [("iq_int", [10, 20, 40, 80]), ("rob_size", [40, 80, 160, 320]),
-         ("rename_int", [20, 41, 82, 164])]
-SWEEP_QUICK = [("iq_int", [20, 80]), ("rob_size", [80, 320]), ("rename_int", [41, 164])]
+# the sweep: (workload, TLB entries, configuration key, its values), the
+# 21264-like value among them; "window" scales every structure that holds
+# instructions in flight (WINDOW_KEYS) by its value
+SWEEP = [("hashtab", 64, "iq_int", [10, 20, 40, 80]),
+         ("hashtab", 64, "rob_size", [40, 80, 160, 320]),
+         ("hashtab", 64, "rename_int", [20, 41, 82, 164]),
+         ("hashtab", 64, "handler_iq", [0, 1]),
+         ("hashtab", 64, "window", [0.5, 1, 2, 4]),
+         ("hashtab", 64, "mem_latency", [0, 20, 60, 120]),
+         ("jacobi", 16, "rob_size", [40, 80, 160, 320]),
+         ("jacobi", 16, "rename_int", [20, 41, 82, 164]),
+         ("jacobi", 16, "window", [0.5, 1, 2, 4]),
+         ("jacobi", 16, "mem_latency", [0, 20, 60, 120])]
+SWEEP_QUICK = [("hashtab", 64, "rename_int", [20, 41]), ("hashtab", 64, "handler_iq", [0, 1]),
+               ("jacobi", 16, "window", [1, 2]), ("jacobi", 16, "mem_latency", [20, 60])]
+WINDOW_KEYS = ["rob_size", "iq_int", "iq_fp", "rename_int", "rename_fp", "load_queue",
+               "store_queue"]
+
+
+def config_values():
+    """The configuration file's "key = value" lines."""
+    vals = {}
+    with open(CONFIG) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if "=" in line:
+                k, v = (x.strip() for x in line.split("=", 1))
+                vals[k] = v
+    return vals
+
+
+def sweep_sets(key, value, base):
+    """The --set arguments for one sweep point."""
+    if key != "window":
+        return [f"{key}={value}"]
+    return [f"{k}={max(1, round(int(base[k]) * value))}" for k in WINDOW_KEYS]
 
 
 def emit(exp, mech, params, metric, unit, value, reason=None):
@@ -86,29 +124,41 @@ def main():
         for n in sizes:
             for s in SCHEMES:
                 jobs.append((w, args, s, n, [f"scheme={s}", f"tlb_entries={n}"]))
-    sargs = WORKLOADS[SWEEP_WORKLOAD][1 if a.quick else 0]
-    for key, values in (SWEEP_QUICK if a.quick else SWEEP):
+    base = config_values()
+    for w, entries, key, values in (SWEEP_QUICK if a.quick else SWEEP):
+        args = WORKLOADS[w][1 if a.quick else 0]
         for v in values:
+            sets = sweep_sets(key, v, base)
+            jobs.append((w, args, "perfect-tlb", (entries, key, v), ["page_bits=30"] + sets))
             for s in SCHEMES:
-                jobs.append((SWEEP_WORKLOAD, sargs, s, (SWEEP_TLB, key, v),
-                             [f"scheme={s}", f"tlb_entries={SWEEP_TLB}", f"{key}={v}"]))
+                jobs.append((w, args, s, (entries, key, v),
+                             [f"scheme={s}", f"tlb_entries={entries}"] + sets))
+    # a configuration the figures and the sweep share (the 21264-like point
+    # of each knob) runs once: the same settings less those equal to the
+    # configuration file's give the same run
+    def same_run(w, args, sets):
+        return (w, tuple(args), tuple(sorted(x for x in sets
+                                             if base.get(x.split("=")[0]) != x.split("=")[1])))
+    unique = {}
+    for w, args, s, n, sets in jobs:
+        unique.setdefault(same_run(w, args, sets), (w, args, sets))
     t0 = time.time()
-    results = {}
+    runs = {}
     # two simulations at once, never more than CPUs (each keeps one busy)
     workers = max(1, min(2, len(os.sched_getaffinity(0))))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        futs = {ex.submit(run, a.tksim, a.workloads, w, args, sets): (w, s, n)
-                for w, args, s, n, sets in jobs}
+        futs = {ex.submit(run, a.tksim, a.workloads, w, args, sets): k
+                for k, (w, args, sets) in unique.items()}
         for i, f in enumerate(concurrent.futures.as_completed(futs), 1):
-            w, s, n = futs[f]
+            k = futs[f]
             d = f.result()
-            results[(w, s, n)] = d
-            what = n if not isinstance(n, tuple) else f"{n[0]}, {n[1]} = {n[2]}"
-            print(f"jaleel-jacob: [{i}/{len(jobs)}] {w} {s} {what or ''}: CPI {d['cpi']:.3f}, "
-                  f"{d['tlb_misses']} misses, {d['inlined']} in-lined, "
+            runs[k] = d
+            print(f"jaleel-jacob: [{i}/{len(futs)}] {k[0]} {' '.join(k[2]) or '21264-like'}: "
+                  f"CPI {d['cpi']:.3f}, {d['tlb_misses']} misses, {d['inlined']} in-lined, "
                   f"{d['flushed_per_miss']:.1f} flushed per miss, "
                   f"{d['cpu_ips'] / 1e6:.2f} M instructions/s of CPU ({time.time() - t0:.0f} s)",
                   file=sys.stderr, flush=True)
+    results = {(w, s, n): runs[same_run(w, args, sets)] for w, args, s, n, sets in jobs}
 
     for (w, s, n), d in results.items():
         if not isinstance(n, tuple):
@@ -116,7 +166,7 @@ def main():
         entries, key, v = n
         p = {"workload": w, "tlb_entries": entries, "knob": key, "value": v}
         emit("jaleel-jacob/sweep-cpi", s, p, "cpi", "cycles/instruction", d["cpi"])
-        if s != "traditional":
+        if s not in ("traditional", "perfect-tlb"):
             emit("jaleel-jacob/sweep-inlined-fraction", s, p, "fraction", "ratio",
                  d["inlined"] / d["tlb_misses"] if d["tlb_misses"] else None, "no TLB miss")
     figures = {k: d for k, d in results.items() if not isinstance(k[2], tuple)}
@@ -156,8 +206,8 @@ def main():
     # (two runs share the two cores, and other work may share them too)
     for clock, key in (("cpu", "cpu_ips"), ("wall", "ips")):
         by_w = {}
-        for (w, s, n), d in results.items():
-            by_w.setdefault(w, []).append(d[key])
+        for k, d in runs.items():
+            by_w.setdefault(k[0], []).append(d[key])
         for w, v in sorted(by_w.items()):
             v.sort()
             r = {"experiment": "jaleel-jacob/sim-speed", "mechanism": "tksim",
