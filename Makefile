@@ -41,6 +41,13 @@ test: build asan tsan format-check
 report: build
 	@$(BUILD)/trapkit report
 
+# The checkpoint benchmark's whole matrix: every kv-server mechanism and
+# redis-server at 25%, 50% and 75% load, 1 and 4 GiB (hours, not part of
+# `make report`), written to $(BUILD)/report-full/.
+.PHONY: bench-full
+bench-full: build
+	@TK_BENCH_FULL=1 $(BUILD)/trapkit report --only checkpoint --out $(BUILD)/report-full --docs ''
+
 # The tests again inside other kernels (Debian 12's own 6.1 first), booted
 # under qemu-system-x86_64; not part of `make test`.  See scripts/kernel-test.py.
 kernel-test: build

@@ -1,28 +1,60 @@
 #!/usr/bin/python3
 """bench/checkpoint.py - examples/kv-server's BGSAVE by each checkpoint
-mechanism, and a real redis-server's own BGSAVE, under redis-benchmark load.
+mechanism, and a real redis-server's own BGSAVE, under open-loop load.
 
-For each data size and mechanism: load the data (keys key:%012d, 984-byte
-random values: 1 KiB per entry in the server), run redis-benchmark (SET and
-GET, random keys, 50 clients, without and with pipelining) in steady state,
-then again while a BGSAVE runs, and sample the memory of the server and its
-children (PSS) during the snapshot.  Latency percentiles come from
-redis-benchmark's own distribution.  Results are JSON lines on stdout
-(BENCHMARKING.md), progress on stderr.
+The protocol, for each data size (1 and 4 GiB; 64 MiB with --quick):
 
-Experiments: checkpoint/p50-steady, p99-steady, p99.9-steady, max-steady,
-ops-steady and the same -during-snapshot, checkpoint/snapshot-duration,
-checkpoint/extra-memory (bytes), with params size_gib, pipeline, command.
-Mechanisms: uffd-thread, uffd-sigbus, posix, fork, stop-the-world (kv-server)
-and redis-fork (redis-server).
+1. Fill.  kv-server and redis-server are each filled to the size with their
+   own SET command (keys key:%012d, 984-byte random values: 1 KiB per entry
+   in kv-server; tk-loadgen --mode fill), then SAVE writes a seed image.
+   Only one server runs at a time; every later run starts from the seed
+   image (hard-linked: a BGSAVE writes a new file and renames it), so each
+   run's BGSAVE is the first one after a fresh start on the same data.
+2. Capacity.  Each system (kv-server per mechanism, redis-server) is started
+   once and driven closed-loop by tk-loadgen --mode closed (16 connections,
+   one request outstanding on each, the same SET/GET mix): three runs after
+   a warm-up; checkpoint/capacity is their median [min, max].  The base
+   rate is the slower system's median capacity.
+3. Snapshot runs.  At each offered load (a fraction of the base rate: one
+   absolute rate, the same for every system), tk-loadgen sends open-loop
+   (Poisson arrivals, 16 connections, 50% SET / 50% GET on random keys,
+   latency from each request's scheduled send time) through: a warm-up
+   (left out), a steady phase (5 s), BGSAVE until INFO says it is complete
+   (the during-snapshot phase; it starts just before BGSAVE is sent, so a
+   fork pause is inside it), then 5 s after.  A request belongs to the phase
+   in which it was scheduled.  The memory of the server and its children
+   (PSS) is sampled every 250 ms during the snapshot.
+4. Repetitions: n (3) rounds; in each round every system runs once at each
+   load, the systems' order rotated from round to round.  Each figure is the
+   median of the n runs with their min and max; ratios (snapshot over
+   steady, trapkit over redis-server) are paired per round (same round,
+   adjacent in time) and their median [min, max] is given.
+
+Report mode (the default, run by `make report`): the best trapkit mechanism
+(the probe's choice for TRAP, uffd-sigbus here), fork and redis-server at 50%
+load.  --full (`make bench-full`): every mechanism at 25%, 50% and 75%.
+--quick: 64 MiB, short phases (the tests use it).
+
+Results are JSON lines on stdout (BENCHMARKING.md); progress on stderr.
+Experiments (params size_gib, offered_load, command set|get):
+checkpoint/{p50,p99,p99.9,max}-{steady,during-snapshot} and
+checkpoint/{p99.9,max}-after-snapshot (ns), the paired ratios
+checkpoint/p99.9-snapshot-over-steady, checkpoint/p99.9-snapshot-over-redis,
+checkpoint/max-snapshot-over-redis; checkpoint/capacity (params size_gib),
+checkpoint/offered-rate, checkpoint/snapshot-duration (with one run's
+per-interval latency timeline), checkpoint/lateness-p99 and lateness-max
+(tk-loadgen's own send lateness), checkpoint/extra-memory and
+checkpoint/pages-by-writers (params size_gib, offered_load).  Mechanisms:
+uffd-thread, uffd-sigbus, posix, fork, stop-the-world (kv-server) and
+redis-fork (redis-server).
 """
 import argparse
 import glob
 import json
 import os
-import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,26 +62,43 @@ import threading
 import time
 
 MECHS = ["uffd-thread", "uffd-sigbus", "posix", "fork", "stop-the-world"]
+TRAPKIT_MECHS = ["uffd-sigbus", "uffd-thread", "posix"]
+REDIS = "redis-fork"
 VSIZE = 984
-KEY = "key:%012d"
+ENTRY = 1024  # bytes per entry in kv-server (16-byte key, 984-byte value, header)
+CONNS = 16
+SET_RATIO = 0.5
+LATE_WARN_US = 1000  # tk-loadgen's p99 send lateness above this is noted beside a figure
 
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def emit(exp, mech, params, metric, unit, value, reason=None):
-    r = {"experiment": exp, "mechanism": mech, "params": params, "metric": metric, "unit": unit,
-         "median": value, "min": value, "max": value, "n": 1 if value is not None else 0}
-    if value is None:
-        r["reason"] = reason or "not measured"
+def out(r):
     print(json.dumps(r), flush=True)
+
+
+def emit(exp, mech, params, metric, unit, values, reason=None, note=None, extra=None):
+    """One figure from the runs' values: median with min and max, n runs;
+    null with a reason when no run gave one."""
+    vals = [v for v in values if v is not None]
+    r = {"experiment": exp, "mechanism": mech, "params": params, "metric": metric, "unit": unit}
+    if vals:
+        r.update(median=statistics.median(vals), min=min(vals), max=max(vals), n=len(vals))
+    else:
+        r.update(median=None, min=None, max=None, n=0, reason=reason or "not measured")
+    if note and vals:
+        r["note"] = note
+    if extra:
+        r.update(extra)
+    out(r)
 
 
 # ---------------------------------------------------------------- RESP
 class Client:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=600)
+    def __init__(self, port, timeout=600):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
 
     def _line(self):
@@ -75,7 +124,10 @@ class Client:
             if n < 0:
                 return None
             while len(self.buf) < n + 2:
-                self.buf += self.s.recv(1 << 20)
+                d = self.s.recv(1 << 20)
+                if not d:
+                    raise ConnectionError("server closed the connection")
+                self.buf += d
             v, self.buf = self.buf[:n], self.buf[n + 2:]
             return v
         if t == b"*":
@@ -83,80 +135,20 @@ class Client:
         raise RuntimeError(f"bad reply {line!r}")
 
     def cmd(self, *args):
-        self.s.sendall(encode(args))
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.s.sendall(b"".join(out))
         return self.reply()
 
-
-def encode(args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+    def close(self):
+        self.s.close()
 
 
-def load(port, nkeys):
-    """SET nkeys keys with random values, pipelined."""
-    c = Client(port)
-    pool = os.urandom(VSIZE * 64 + 4096)
-    batch = 2000
-    t0 = time.time()
-    for start in range(0, nkeys, batch):
-        n = min(batch, nkeys - start)
-        parts = []
-        for i in range(start, start + n):
-            off = (i * 7919) % (len(pool) - VSIZE)
-            k = (KEY % i).encode()
-            parts.append(b"*3\r\n$3\r\nSET\r\n$16\r\n%s\r\n$%d\r\n%s\r\n" %
-                         (k, VSIZE, pool[off:off + VSIZE]))
-        c.s.sendall(b"".join(parts))
-        for _ in range(n):
-            c.reply()
-        if start // batch % 200 == 0:
-            log(f"      loaded {start + n:,} of {nkeys:,} keys ({time.time() - t0:.0f} s)")
-    c.s.close()
-
-
-def info(port):
-    c = Client(port)
+def info(c):
     txt = c.cmd("INFO", "persistence").decode()
-    c.s.close()
-    return dict(l.split(":", 1) for l in txt.splitlines() if ":" in l)
-
-
-# ---------------------------------------------------------------- redis-benchmark
-def parse_benchmark(out):
-    """{command: {p50, p99, p99.9, max (ms), ops}} from redis-benchmark's report."""
-    res = {}
-    parts = re.split(r"====== ([\w ]+) ======", out)
-    for name, body in zip(parts[1::2], parts[2::2]):
-        rows = [(float(p), float(ms)) for p, ms in
-                re.findall(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds", body, re.M)]
-        rps = re.search(r"throughput summary: ([\d.]+) requests per second", body)
-        if not rows or not rps:
-            continue
-        # the percentile distribution comes first; stop at the cumulative one
-        pct = []
-        for p, ms in rows:
-            if pct and p < pct[-1][0]:
-                break
-            pct.append((p, ms))
-
-        def at(q):
-            for p, ms in pct:
-                if p >= q:
-                    return ms
-            return pct[-1][1]
-        res[name.strip().lower()] = {"p50": at(50.0), "p99": at(99.0), "p99.9": at(99.9),
-                                     "max": pct[-1][1], "ops": float(rps.group(1))}
-    return res
-
-
-def run_benchmark(port, n, keys, pipeline):
-    cmd = ["redis-benchmark", "-p", str(port), "-t", "set,get", "-n", str(int(n)), "-r",
-           str(keys), "-d", str(VSIZE), "-P", str(pipeline), "-c", "50"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800).stdout
-    return parse_benchmark(out.replace("\r", "\n"))
+    return dict(l.strip().split(":", 1) for l in txt.splitlines() if ":" in l)
 
 
 # ---------------------------------------------------------------- memory
@@ -184,178 +176,493 @@ def pss(pid):
 
 
 class Sampler(threading.Thread):
-    def __init__(self, pid):
+    def __init__(self, pid, period=0.25):
         super().__init__(daemon=True)
-        self.pid, self.peak, self.stop = pid, 0, False
+        self.pid, self.period, self.peak, self.stop = pid, period, 0, False
 
     def run(self):
         while not self.stop:
             self.peak = max(self.peak, pss(self.pid))
-            time.sleep(0.05)
+            time.sleep(self.period)
+
+
+def mem_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 # ---------------------------------------------------------------- servers
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 class Server:
-    def __init__(self, kind, mech, workdir, mem, kv):
-        self.kind, self.mech, self.dir = kind, mech, workdir
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        self.port = s.getsockname()[1]
-        s.close()
-        if kind == "kv":
-            cmd = [kv, "--port", str(self.port), "--dir", workdir, "--memory", f"{mem >> 20}m",
-                   "--mechanism", mech]
-        else:
+    """kv-server (by mechanism) or redis-server, started in workdir, where
+    its image (dump.tkimg or dump.rdb) is loaded from if present."""
+
+    def __init__(self, system, workdir, mem, kv):
+        self.system, self.dir = system, workdir
+        self.port = free_port()
+        self.err = os.path.join(workdir, "server.err")
+        if system == REDIS:
             cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                    "--appendonly", "no", "--dir", workdir, "--dbfilename", "dump.rdb",
                    "--daemonize", "no", "--logfile", os.path.join(workdir, "redis.log")]
-        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                                  stderr=open(os.path.join(workdir, f"{kind}.err"), "w"))
-        for _ in range(2400):
+        else:
+            cmd = [kv, "--port", str(self.port), "--dir", workdir, "--memory", f"{mem >> 20}m",
+                   "--mechanism", system]
+        t0 = time.time()
+        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.err, "w"))
+        deadline = time.time() + 900
+        while time.time() < deadline:
             try:
-                Client(self.port).cmd("PING")
-                return
+                c = Client(self.port, timeout=30)
+                try:
+                    if c.cmd("PING") == "PONG" and info(c).get("loading", "0") == "0":
+                        self.start_s = time.time() - t0
+                        return
+                finally:
+                    c.close()
             except (OSError, RuntimeError):
-                if self.p.poll() is not None:
-                    raise RuntimeError(f"{kind} server exited: " +
-                                       open(os.path.join(workdir, f"{kind}.err")).read())
-                time.sleep(0.05)
-        raise RuntimeError("server did not start")
+                pass
+            if self.p.poll() is not None:
+                raise RuntimeError(f"{system} server exited: " + open(self.err).read()[-2000:])
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{system} server did not start within 900 s")
 
-    def bgsave(self):
-        """Starts a BGSAVE; returns the time it was started."""
-        c = Client(self.port)
-        t = time.time()
-        c.cmd("BGSAVE")
-        c.s.close()
-        return t
-
-    def wait_save(self, t0):
-        while True:
-            i = info(self.port)
-            if i.get("rdb_bgsave_in_progress", "0").strip() == "0":
-                if i.get("rdb_last_bgsave_status", "ok").strip() != "ok":
-                    raise RuntimeError("BGSAVE failed")
-                return time.time() - t0
-            time.sleep(0.01)
+    def client(self):
+        return Client(self.port)
 
     def stop(self):
-        self.p.kill()
+        if self.p.poll() is None:
+            self.p.kill()
         self.p.wait()
 
 
-def measure(srv, size_gib, keys, pipelines, quick):
-    mech = srv.mech if srv.kind == "kv" else "redis-fork"
-    est = None
-    for pl in pipelines:
-        params = {"size_gib": size_gib, "pipeline": pl}
-        n_steady = (20000 if quick else 200000) * (4 if pl > 1 else 1)
-        steady = run_benchmark(srv.port, n_steady, keys, pl)
-        if est is None:
-            est = 2.5 * size_gib  # about what 1 GiB takes here; measured from then on
-        # a run sized to last about as long as the snapshot (at most 10 s)
-        ops = min(v["ops"] for v in steady.values()) if steady else 50000
-        n = max(5000, int(ops * min(est, 10.0) / 2))
-        base = pss(srv.p.pid)
-        sampler = Sampler(srv.p.pid)
-        sampler.start()
-        # the load starts first, so the pause at the start of the snapshot is in it
-        box = {}
-        bench = threading.Thread(target=lambda: box.update(r=run_benchmark(srv.port, n, keys, pl)))
-        bench.start()
-        time.sleep(0.05)
-        t0 = srv.bgsave()
-        dur = srv.wait_save(t0)
-        bench.join()
-        during = box.get("r", {})
-        sampler.stop = True
-        sampler.join()
-        est = dur
-        for cmd in ("set", "get"):
-            p = dict(params, command=cmd)
-            for phase, res in (("steady", steady), ("during-snapshot", during)):
-                r = res.get(cmd)
-                for stat in ("p50", "p99", "p99.9", "max"):
-                    emit(f"checkpoint/{stat}-{phase}", mech, p, "time", "ns",
-                         r[stat] * 1e6 if r else None, "redis-benchmark gave no figure")
-                emit(f"checkpoint/ops-{phase}", mech, p, "throughput", "ops_per_s",
-                     r["ops"] if r else None, "redis-benchmark gave no figure")
-        emit("checkpoint/snapshot-duration", mech, params, "time", "ns", dur * 1e9)
-        if srv.kind == "kv":
-            by_writers = int(info(srv.port).get("trapkit_last_pages_by_writers", "0"))
-            emit("checkpoint/pages-by-writers", mech, params, "count", "pages", by_writers)
-        emit("checkpoint/extra-memory", mech, params, "memory", "bytes",
-             max(0, sampler.peak - base))
-        log(f"    {mech:15s} {size_gib:g} GiB, pipeline {pl:2d}: snapshot {dur:.2f} s, "
-            f"SET p99.9 {steady.get('set', {}).get('p99.9', 0):.2f} -> "
-            f"{during.get('set', {}).get('p99.9', 0):.2f} ms, extra memory "
-            f"{max(0, sampler.peak - base) / 2**20:.0f} MiB")
+# ---------------------------------------------------------------- tk-loadgen
+class Loadgen:
+    def __init__(self, exe, port, args):
+        self.p = subprocess.Popen([exe, "--port", str(port)] + [str(a) for a in args],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        self.err = []
+        self.t = threading.Thread(target=self._stderr, daemon=True)
+        self.t.start()
+
+    def _stderr(self):
+        for line in self.p.stderr:
+            self.err.append(line.rstrip())
+
+    def next(self, t=None):
+        """The next phase (--control), from instant t (time.monotonic(),
+        CLOCK_MONOTONIC: tk-loadgen draws the boundary there even if it reads
+        the line late)."""
+        self.p.stdin.write(f"next {time.monotonic() if t is None else t:.6f}\n")
+        self.p.stdin.flush()
+
+    def result(self, timeout=600):
+        if self.p.stdin and not self.p.stdin.closed:
+            self.p.stdin.close()
+        out = self.p.stdout.read()
+        self.p.wait(timeout=timeout)
+        self.t.join()
+        if self.p.returncode != 0:
+            raise RuntimeError(f"tk-loadgen exited with {self.p.returncode}: "
+                               + " / ".join(self.err[-5:]))
+        return json.loads(out)
+
+
+def fill(lg, port, keys):
+    t0 = time.time()
+    p = subprocess.Popen([lg, "--port", str(port), "--mode", "fill", "--keys", str(keys),
+                          "--connections", "4", "--depth", "64", "--value-size", str(VSIZE),
+                          "--progress", "--quiet"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    last = 0.0
+    for line in p.stderr:
+        if time.time() - last >= 10:
+            last = time.time()
+            log(f"      {line.strip()}")
+    d = json.loads(p.stdout.read())
+    p.wait()
+    if p.returncode or d["errors"] or d["answered"] != keys:
+        raise RuntimeError(f"filling failed: {d['answered']} of {keys} SETs answered, "
+                           f"{d['errors']} errors")
+    return time.time() - t0
+
+
+def capacity(lg, port, keys, quick):
+    """Closed-loop throughput (ops/s), three runs after a warm-up."""
+    runs = []
+    for i in range(3):
+        d = Loadgen(lg, port, ["--mode", "closed", "--connections", CONNS, "--depth", 1,
+                               "--duration", (0.8 if quick else 3.0) + (0.3 if i == 0 else 0),
+                               "--warmup", 0.3 if i == 0 else 0, "--keys", keys,
+                               "--value-size", VSIZE, "--set-ratio", SET_RATIO, "--interval", 0,
+                               "--quiet"]).result()
+        if d["errors"]:
+            raise RuntimeError(f"capacity run: {d['errors']} errors")
+        runs.append(d["total"]["ops_per_s"])
+    return runs
+
+
+# ---------------------------------------------------------------- one snapshot run
+PHASES = ["steady", "during-snapshot", "after-snapshot"]
+
+
+def snapshot_run(a, system, seed, size, keys, mem, rate, rng_seed):
+    """Starts the system from its seed image, runs the load through the
+    phases with one BGSAVE; returns a dict of what was measured."""
+    run = tempfile.mkdtemp(prefix=f"run-{system}-", dir=a.work)
+    img = "dump.rdb" if system == REDIS else "dump.tkimg"
+    seed_img = os.path.join(seed, img)
+    st = os.stat(seed_img)
+    os.link(seed_img, os.path.join(run, img))
+    srv = lg = c = None
+    try:
+        srv = Server(system, run, mem, a.kv_server)
+        lg = Loadgen(a.loadgen, srv.port,
+                     ["--rate", f"{rate:.1f}", "--connections", CONNS, "--keys", keys,
+                      "--value-size", VSIZE, "--set-ratio", SET_RATIO, "--warmup", a.warmup,
+                      "--phases", ",".join(PHASES), "--interval", 100, "--control",
+                      "--warn-lateness", LATE_WARN_US, "--drain", 120, "--seed", rng_seed])
+        try:
+            time.sleep(a.warmup + a.before)
+            c = srv.client()
+            base = pss(srv.p.pid)
+            sampler = Sampler(srv.p.pid)
+            sampler.start()
+            t0 = time.monotonic()
+            lg.next(t0)  # -> during-snapshot, just before BGSAVE is sent
+            c.cmd("BGSAVE")
+            deadline = t0 + a.save_timeout
+            while True:
+                i = info(c)
+                if i.get("rdb_bgsave_in_progress", "0") == "0":
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"BGSAVE still running after {a.save_timeout:.0f} s")
+                time.sleep(0.02)
+            t1 = time.monotonic()
+            dur = t1 - t0
+            lg.next(t1)  # -> after-snapshot
+            sampler.stop = True
+            sampler.join()
+            if i.get("rdb_last_bgsave_status", "ok") != "ok":
+                raise RuntimeError("BGSAVE failed: " + open(srv.err).read()[-500:])
+            writers = (int(i["trapkit_last_pages_by_writers"])
+                       if "trapkit_last_pages_by_writers" in i else None)
+            time.sleep(a.after)
+            lg.next()  # the end
+            d = lg.result()
+        finally:
+            if lg.p.poll() is None:
+                lg.p.kill()
+                lg.p.wait()
+    finally:
+        if c:
+            c.close()
+        if srv:
+            srv.stop()
+        shutil.rmtree(run, ignore_errors=True)
+    st2 = os.stat(seed_img)
+    if (st2.st_size, st2.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
+        raise RuntimeError(f"{system} changed its image in place; the benchmark links the seed "
+                           "image into each run and needs it unchanged")
+    ph = {p["name"]: p for p in d["phases"]}
+    if list(ph) != ["warmup"] + PHASES:
+        raise RuntimeError(f"tk-loadgen phases {list(ph)}")
+    res = {"duration": dur, "extra_memory": max(0, sampler.peak - base), "writers": writers,
+           "start_s": srv.start_s, "errors": d["errors"], "lateness": d["lateness"],
+           "warnings": [l for l in lg.err if "warning" in l], "phases": ph}
+    # the per-interval timeline, from the start of the steady phase
+    iv, w = d["intervals"], d["interval_s"]
+    first = int(round(ph["steady"]["start_s"] / w))
+    res["timeline"] = {
+        "interval_s": w,
+        "snapshot_s": [round(ph["during-snapshot"]["start_s"] - ph["steady"]["start_s"], 3),
+                       round(ph["during-snapshot"]["end_s"] - ph["steady"]["start_s"], 3)],
+        "n": iv["n"][first:], "p99_us": [round(x) for x in iv["p99_us"][first:]],
+        "max_us": [round(x) for x in iv["max_us"][first:]],
+        "late_max_us": [round(x) for x in iv["late_max_us"][first:]]}
+    return res
+
+
+# ---------------------------------------------------------------- one size
+def prepare_seed(a, system, size, keys, mem):
+    """Fills a server of the kind and saves its seed image; returns the dir."""
+    kind = "redis" if system == REDIS else "kv"
+    seed = os.path.join(a.work, f"seed-{kind}")
+    shutil.rmtree(seed, ignore_errors=True)
+    os.makedirs(seed)
+    srv = Server(system, seed, mem, a.kv_server)
+    try:
+        t = fill(a.loadgen, srv.port, keys)
+        c = srv.client()
+        n = c.cmd("DBSIZE")
+        if n != keys:
+            raise RuntimeError(f"{kind} holds {n} keys after filling {keys}")
+        t1 = time.time()
+        c.cmd("SAVE")
+        c.close()
+        log(f"    {kind}: filled {keys:,} keys in {t:.0f} s, saved in {time.time() - t1:.0f} s")
+    finally:
+        srv.stop()
+    return seed
+
+
+def null_size(systems, size, loads, reason):
+    for s in systems:
+        emit("checkpoint/capacity", s, {"size_gib": size}, "throughput", "ops_per_s", [],
+             reason)
+        for load in loads:
+            for cmd in ("set", "get"):
+                p = {"size_gib": size, "offered_load": load, "command": cmd}
+                for exp in ("p99.9-steady", "p99.9-during-snapshot", "max-during-snapshot"):
+                    emit(f"checkpoint/{exp}", s, p, "time", "ns", [], reason)
+
+
+def run_size(a, systems, size, loads):
+    keys = int(size * 2**30) // ENTRY
+    mem = (int(keys * ENTRY * 1.3) + (64 << 20)) & ~((1 << 20) - 1)
+    # one server at a time: kv-server's area, or redis-server's heap (about
+    # 1.1x the data), each up to doubled by a fork child's copies
+    need = 2 * max(mem, int(keys * ENTRY * 1.25)) + (1 << 30)
+    avail = mem_available()
+    if avail < need:
+        reason = (f"not enough memory here for {size:g} GiB: {need / 2**30:.1f} GiB needed "
+                  f"(the server and a fork's copies), {avail / 2**30:.1f} GiB available")
+        log(f"  checkpoint: {size:g} GiB skipped: {reason}")
+        null_size(systems, size, loads, reason)
+        return
+    disk = shutil.disk_usage(a.work).free
+    if disk < 3 * keys * ENTRY * 1.5:
+        reason = f"not enough disk for the images of {size:g} GiB ({disk / 2**30:.1f} GiB free)"
+        log(f"  checkpoint: {size:g} GiB skipped: {reason}")
+        null_size(systems, size, loads, reason)
+        return
+
+    log(f"  checkpoint: {size:g} GiB ({keys:,} keys), systems {', '.join(systems)}, "
+        f"loads {', '.join(f'{x:g}' for x in loads)}, {a.reps} rounds")
+    seeds = {}
+    if any(s != REDIS for s in systems):
+        seeds["kv"] = prepare_seed(a, next(s for s in systems if s != REDIS), size, keys, mem)
+    if REDIS in systems:
+        seeds["redis"] = prepare_seed(a, REDIS, size, keys, mem)
+
+    def seed_of(s):
+        return seeds["redis" if s == REDIS else "kv"]
+
+    # capacity of each system, the base rate from the slower one
+    cap = {}
+    for s in systems:
+        run = tempfile.mkdtemp(prefix=f"cap-{s}-", dir=a.work)
+        img = "dump.rdb" if s == REDIS else "dump.tkimg"
+        os.link(os.path.join(seed_of(s), img), os.path.join(run, img))
+        srv = Server(s, run, mem, a.kv_server)
+        try:
+            cap[s] = capacity(a.loadgen, srv.port, keys, a.quick)
+        finally:
+            srv.stop()
+            shutil.rmtree(run, ignore_errors=True)
+        log(f"    capacity {s:15s} {statistics.median(cap[s]):9,.0f} ops/s "
+            f"[{min(cap[s]):,.0f}-{max(cap[s]):,.0f}] (closed loop, {CONNS} connections)")
+        emit("checkpoint/capacity", s, {"size_gib": size}, "throughput", "ops_per_s", cap[s],
+             note=f"closed loop: {CONNS} connections with one request outstanding each, "
+                  f"{SET_RATIO:.0%} SET; 3 runs in one server start")
+    slower = min(cap, key=lambda s: statistics.median(cap[s]))
+    base = statistics.median(cap[slower])
+    log(f"    base rate: {base:,.0f} ops/s ({slower}'s capacity)")
+
+    # the rounds: every system at every load, rotated
+    runs = {(s, l): [None] * a.reps for s in systems for l in loads}
+    fails = {}
+    t_start = time.time()
+    for rnd in range(a.reps):
+        order = systems[rnd % len(systems):] + systems[:rnd % len(systems)]
+        for li, load in enumerate(loads):
+            rate = load * base
+            for s in order:
+                try:
+                    # the same request sequence for every system in a round
+                    r = snapshot_run(a, s, seed_of(s), size, keys, mem, rate,
+                                     1 + rnd * len(loads) + li)
+                except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as e:
+                    fails.setdefault((s, load), []).append(str(e))
+                    log(f"    round {rnd + 1}/{a.reps} {s:15s} {size:g} GiB at {load:.0%}: "
+                        f"FAILED: {e}")
+                    continue
+                runs[(s, load)][rnd] = r
+                st, du = r["phases"]["steady"]["set"], r["phases"]["during-snapshot"]["set"]
+                log(f"    round {rnd + 1}/{a.reps} {s:15s} {size:g} GiB at {load:.0%} "
+                    f"({rate:,.0f}/s): snapshot {r['duration']:.1f} s; SET p99.9 "
+                    f"{st['p99_9_us'] / 1e3:.2f} ms steady -> {du['p99_9_us'] / 1e3:.2f} ms "
+                    f"during, max {du['max_us'] / 1e3:.1f} ms; send lateness p99 "
+                    f"{r['lateness']['p99_us'] / 1e3:.2f} ms"
+                    + (f"; {r['errors']} errors" if r["errors"] else "")
+                    + f" ({time.time() - t_start:.0f} s)")
+                for w in r["warnings"]:
+                    log(f"      {w}")
+
+    # the figures
+    for load in loads:
+        rate = load * base
+        emit("checkpoint/offered-rate", "tk-loadgen", {"size_gib": size, "offered_load": load},
+             "throughput", "ops_per_s", [rate],
+             note=f"{load:g} of {slower}'s capacity (the slower system), the same for every "
+                  "system; Poisson arrivals")
+        for s in systems:
+            rs = runs[(s, load)]
+            ok = [r for r in rs if r]
+            reason = ("every run failed: " + "; ".join(fails.get((s, load), [])[:2])) \
+                if not ok else None
+            pp = {"size_gib": size, "offered_load": load}
+            late = max((r["lateness"]["p99_us"] for r in ok), default=0)
+            note = (f"tk-loadgen's p99 send lateness reached {late / 1e3:.2f} ms in a run: the "
+                    "generator fell behind its schedule (those latencies include it)"
+                    if late > LATE_WARN_US else None)
+            errs = sum(r["errors"] for r in ok)
+            if errs:
+                note = ((note + "; ") if note else "") + f"{errs} error replies or lost requests"
+            failed = len(fails.get((s, load), []))
+            if failed and ok:
+                note = ((note + "; ") if note else "") + \
+                    f"{failed} of {a.reps} runs failed: {fails[(s, load)][0]}"
+            for cmd in ("set", "get"):
+                p = dict(pp, command=cmd)
+                for phase, pname in (("steady", "steady"), ("during-snapshot", "during-snapshot"),
+                                     ("after-snapshot", "after-snapshot")):
+                    stats = (("p50", "p50_us"), ("p99", "p99_us"), ("p99.9", "p99_9_us"),
+                             ("max", "max_us"))
+                    if phase == "after-snapshot":
+                        stats = stats[2:]
+                    for stat, key in stats:
+                        emit(f"checkpoint/{stat}-{phase}", s, p, "time", "ns",
+                             [r["phases"][pname][cmd][key] * 1e3 for r in ok], reason, note)
+                # paired per round: the snapshot against the same run's steady phase
+                emit("checkpoint/p99.9-snapshot-over-steady", s, p, "ratio", "x",
+                     [r["phases"]["during-snapshot"][cmd]["p99_9_us"]
+                      / r["phases"]["steady"][cmd]["p99_9_us"]
+                      for r in ok if r["phases"]["steady"][cmd]["p99_9_us"] > 0], reason, note,
+                     {"derived": True, "derived_from": [
+                         "checkpoint/p99.9-during-snapshot", "checkpoint/p99.9-steady"],
+                      "paired": "each run's own steady phase"})
+                if s != REDIS and REDIS in systems:
+                    red = runs[(REDIS, load)]
+                    for exp, key in (("p99.9-snapshot-over-redis", "p99_9_us"),
+                                     ("max-snapshot-over-redis", "max_us")):
+                        vals = [r["phases"]["during-snapshot"][cmd][key]
+                                / q["phases"]["during-snapshot"][cmd][key]
+                                for r, q in zip(rs, red)
+                                if r and q and q["phases"]["during-snapshot"][cmd][key] > 0]
+                        emit(f"checkpoint/{exp}", s, p, "ratio", "x", vals,
+                             reason or "no round with both this system's and redis-server's run",
+                             note, {"derived": True, "derived_from": [
+                                 f"checkpoint/{exp.split('-')[0]}-during-snapshot"],
+                                 "paired": "redis-server's run in the same round"})
+            # one representative run's timeline: the median run by SET p99.9
+            # during the snapshot
+            tl = None
+            if ok:
+                srt = sorted(ok, key=lambda r: r["phases"]["during-snapshot"]["set"]["p99_9_us"])
+                pick = srt[(len(srt) - 1) // 2]
+                tl = dict(pick["timeline"], round=rs.index(pick) + 1, rate=round(rate, 1))
+            emit("checkpoint/snapshot-duration", s, pp, "time", "ns",
+                 [r["duration"] * 1e9 for r in ok], reason, None,
+                 {"timeline": tl} if tl else None)
+            emit("checkpoint/lateness-p99", s, pp, "time", "ns",
+                 [r["lateness"]["p99_us"] * 1e3 for r in ok], reason)
+            emit("checkpoint/lateness-max", s, pp, "time", "ns",
+                 [r["lateness"]["max_us"] * 1e3 for r in ok], reason)
+            emit("checkpoint/extra-memory", s, pp, "memory", "bytes",
+                 [r["extra_memory"] for r in ok], reason,
+                 "peak PSS of the server and its children during the snapshot, sampled every "
+                 "250 ms, less the PSS before it")
+            if s != REDIS:
+                emit("checkpoint/pages-by-writers", s, pp, "count", "pages",
+                     [r["writers"] for r in ok], reason)
+
+
+def best_mechanism(trapkit):
+    """The probe's choice for TRAP when kv-server offers it, else uffd-sigbus."""
+    try:
+        d = json.loads(subprocess.run([trapkit, "probe", "--json"], capture_output=True,
+                                      text=True, timeout=60, check=True).stdout)
+        if d.get("mech_trap") in TRAPKIT_MECHS:
+            return d["mech_trap"], f"the probe's choice for TRAP ({d['mech_trap']})"
+        return "uffd-sigbus", f"the probe chose {d.get('mech_trap')}, which kv-server lacks"
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return "uffd-sigbus", f"no probe ({e})"
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kv-server", required=True)
+    ap.add_argument("--loadgen", required=True, help="tk-loadgen")
+    ap.add_argument("--trapkit", default=None, help="the trapkit command (its probe picks the "
+                    "best mechanism)")
+    ap.add_argument("--quick", action="store_true", help="64 MiB, short phases")
+    ap.add_argument("--full", action="store_true",
+                    help="every mechanism at 25%%, 50%% and 75%% load (also TK_BENCH_FULL=1)")
     ap.add_argument("--sizes", default=None, help="GiB, comma-separated")
-    ap.add_argument("--pipelines", default="1,16", help="redis-benchmark -P values, comma-separated")
-    ap.add_argument("--mechanisms", default=",".join(MECHS + ["redis-fork"]),
-                    help="comma-separated, of: " + ", ".join(MECHS + ["redis-fork"]))
+    ap.add_argument("--loads", default=None, help="fractions of capacity, comma-separated")
+    ap.add_argument("--mechanisms", default=None,
+                    help="comma-separated, of: " + ", ".join(MECHS + [REDIS]))
+    ap.add_argument("--reps", type=int, default=3, help="rounds (3)")
+    ap.add_argument("--before", type=float, default=None, help="steady seconds before (5)")
+    ap.add_argument("--after", type=float, default=None, help="seconds after (5)")
+    ap.add_argument("--save-timeout", type=float, default=1200)
     a = ap.parse_args()
-    chosen = a.mechanisms.split(",")
-    for m in chosen:
-        if m not in MECHS + ["redis-fork"]:
-            ap.error(f"unknown mechanism {m!r}")
+    a.full = a.full or os.environ.get("TK_BENCH_FULL") == "1"
+    if a.quick and a.full:
+        ap.error("--quick and --full exclude each other")
+    if a.reps < 1:
+        ap.error("--reps must be at least 1")
+    a.warmup = 0.5 if a.quick else 1.0
+    if a.before is None:
+        a.before = 1.0 if a.quick else 5.0
+    if a.after is None:
+        a.after = 1.0 if a.quick else 5.0
     sizes = [float(x) for x in a.sizes.split(",")] if a.sizes else \
         ([1 / 16] if a.quick else [1.0, 4.0])
-    pipelines = [int(x) for x in a.pipelines.split(",")]
-    have_redis = shutil.which("redis-server") and shutil.which("redis-benchmark")
-    if not shutil.which("redis-benchmark"):
+    loads = [float(x) for x in a.loads.split(",")] if a.loads else \
+        ([0.25, 0.5, 0.75] if a.full else [0.5])
+    if a.mechanisms:
+        systems = a.mechanisms.split(",")
+        for m in systems:
+            if m not in MECHS + [REDIS]:
+                ap.error(f"unknown mechanism {m!r}")
+        why = "chosen on the command line"
+    elif a.full:
+        systems, why = MECHS + [REDIS], "every mechanism (--full)"
+    else:
+        best, why = best_mechanism(a.trapkit) if a.trapkit else ("uffd-sigbus", "no probe")
+        systems = [best, "fork", REDIS]
+        why = f"{best} ({why}), fork and redis-server"
+    if REDIS in systems and not shutil.which("redis-server"):
         for s in sizes:
-            emit("checkpoint/snapshot-duration", "uffd-thread", {"size_gib": s}, "time", "ns", None,
-                 "redis-benchmark is not installed (scripts/install-deps.sh installs it)")
-        return
-    work = tempfile.mkdtemp(prefix="tk-ckpt-bench-")
+            null_size([REDIS], s, loads,
+                      "redis-server is not installed (scripts/install-deps.sh installs it)")
+        systems.remove(REDIS)
+    log(f"  checkpoint: {why}; {'quick' if a.quick else 'full' if a.full else 'report'} mode, "
+        f"{a.before:g} s steady before and {a.after:g} s after each BGSAVE")
+    a.work = tempfile.mkdtemp(prefix="tk-ckpt-bench-")
+    t0 = time.time()
     try:
         for size in sizes:
-            data = int(size * 2**30)
-            keys = data // 1024
-            mem = (int(data * 1.3) + (64 << 20)) & ~((1 << 20) - 1)
-            log(f"  checkpoint: {size:g} GiB ({keys:,} keys)")
-            # load once into kv-server and save; each mechanism starts from the image
-            seed_dir = os.path.join(work, "seed")
-            os.makedirs(seed_dir, exist_ok=True)
-            srv = Server("kv", "uffd-thread", seed_dir, mem, a.kv_server)
-            load(srv.port, keys)
-            Client(srv.port).cmd("SAVE")
-            srv.stop()
-            for mech in [m for m in MECHS if m in chosen]:
-                d = os.path.join(work, mech)
-                os.makedirs(d, exist_ok=True)
-                shutil.copy(os.path.join(seed_dir, "dump.tkimg"), os.path.join(d, "dump.tkimg"))
-                srv = Server("kv", mech, d, mem, a.kv_server)
-                try:
-                    measure(srv, size, keys, pipelines, a.quick)
-                finally:
-                    srv.stop()
-                    shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(seed_dir, ignore_errors=True)
-            if "redis-fork" not in chosen:
-                pass
-            elif have_redis:
-                d = os.path.join(work, "redis")
-                os.makedirs(d, exist_ok=True)
-                srv = Server("redis", None, d, mem, a.kv_server)
-                try:
-                    load(srv.port, keys)
-                    measure(srv, size, keys, pipelines, a.quick)
-                finally:
-                    srv.stop()
-                    shutil.rmtree(d, ignore_errors=True)
-            else:
-                emit("checkpoint/snapshot-duration", "redis-fork", {"size_gib": size}, "time", "ns",
-                     None, "redis-server is not installed (scripts/install-deps.sh installs it)")
+            if systems:
+                run_size(a, systems, size, loads)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(a.work, ignore_errors=True)
+    log(f"  checkpoint: done in {time.time() - t0:.0f} s")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,11 @@
  *
  * Phases: --phases a,b,c names the phases of a run; SIGUSR1 starts the next
  * one (after the last one it ends the run), SIGTERM or SIGINT ends the run.
- * A request belongs to the phase and to the --interval window (default
- * 100 ms) in which it was scheduled.  --warmup S puts the first S seconds
+ * With --control, lines on standard input do the same and may name the
+ * instant (CLOCK_MONOTONIC) the phase began, so a generator that was not
+ * scheduled at that moment still draws the boundary where it was.  A request
+ * belongs to the phase and to the --interval window (default 100 ms) in
+ * which it was scheduled.  --warmup S puts the first S seconds
  * into a phase "warmup" that the totals leave out.
  *
  * Latencies go into log-linear histograms (128 sub-buckets per power of two:
@@ -165,7 +168,7 @@ static struct {
     char *phase_names[32];
     int nphase_names;
     uint64_t seed;
-    bool quiet, progress;
+    bool quiet, progress, control;
 } O = {
     .host = "127.0.0.1",
     .port = -1,
@@ -206,6 +209,9 @@ static void usage(FILE *f)
             "  --warmup S            the first S seconds form phase 'warmup', left out of totals\n"
             "  --phases A,B,...      phase names (run); SIGUSR1 starts the next phase, and\n"
             "                        after the last one ends the run\n"
+            "  --control             also read phase changes from standard input: lines\n"
+            "                        'next [T]' and 'stop [T]', T the instant on\n"
+            "                        CLOCK_MONOTONIC in seconds (default: when read)\n"
             "  --interval MS         per-interval records every MS milliseconds (100; 0: none)\n"
             "  --keys N              key space: keys PREFIX%%0Dd for 0..N-1 (100000)\n"
             "  --key-prefix P        (key:)   --key-digits D (12)\n"
@@ -265,22 +271,36 @@ static void parse(int argc, char **argv)
         O_DRAIN,
         O_SEED,
         O_PROGRESS,
+        O_CONTROL,
         O_QUIET,
         O_HELP
     };
     static const struct option lo[] = {
-        {"host", 1, 0, O_HOST},         {"port", 1, 0, O_PORT},
-        {"mode", 1, 0, O_MODE},         {"rate", 1, 0, O_RATE},
-        {"arrival", 1, 0, O_ARRIVAL},   {"connections", 1, 0, O_CONNS},
-        {"depth", 1, 0, O_DEPTH},       {"duration", 1, 0, O_DURATION},
-        {"warmup", 1, 0, O_WARMUP},     {"phases", 1, 0, O_PHASES},
-        {"interval", 1, 0, O_INTERVAL}, {"keys", 1, 0, O_KEYS},
-        {"key-prefix", 1, 0, O_PREFIX}, {"key-digits", 1, 0, O_DIGITS},
-        {"value-size", 1, 0, O_VSIZE},  {"set-ratio", 1, 0, O_SETRATIO},
-        {"slow", 1, 0, O_SLOW},         {"warn-lateness", 1, 0, O_WARNLATE},
-        {"drain", 1, 0, O_DRAIN},       {"seed", 1, 0, O_SEED},
-        {"progress", 0, 0, O_PROGRESS}, {"quiet", 0, 0, O_QUIET},
-        {"help", 0, 0, O_HELP},         {0, 0, 0, 0},
+        {"host", 1, 0, O_HOST},
+        {"port", 1, 0, O_PORT},
+        {"mode", 1, 0, O_MODE},
+        {"rate", 1, 0, O_RATE},
+        {"arrival", 1, 0, O_ARRIVAL},
+        {"connections", 1, 0, O_CONNS},
+        {"depth", 1, 0, O_DEPTH},
+        {"duration", 1, 0, O_DURATION},
+        {"warmup", 1, 0, O_WARMUP},
+        {"phases", 1, 0, O_PHASES},
+        {"interval", 1, 0, O_INTERVAL},
+        {"keys", 1, 0, O_KEYS},
+        {"key-prefix", 1, 0, O_PREFIX},
+        {"key-digits", 1, 0, O_DIGITS},
+        {"value-size", 1, 0, O_VSIZE},
+        {"set-ratio", 1, 0, O_SETRATIO},
+        {"slow", 1, 0, O_SLOW},
+        {"warn-lateness", 1, 0, O_WARNLATE},
+        {"drain", 1, 0, O_DRAIN},
+        {"seed", 1, 0, O_SEED},
+        {"progress", 0, 0, O_PROGRESS},
+        {"control", 0, 0, O_CONTROL},
+        {"quiet", 0, 0, O_QUIET},
+        {"help", 0, 0, O_HELP},
+        {0, 0, 0, 0},
     };
     char *phases = NULL;
     opterr = 0;
@@ -362,6 +382,9 @@ static void parse(int argc, char **argv)
         case O_SEED:
             O.seed = (uint64_t)num_arg("--seed", a, 0, 1e18);
             break;
+        case O_CONTROL:
+            O.control = true;
+            break;
         case O_PROGRESS:
             O.progress = true;
             break;
@@ -416,7 +439,8 @@ static void parse(int argc, char **argv)
 /* ------------------------------------------------------------ state */
 struct req {
     int64_t sched; /* ns since the start */
-    uint8_t cmd, phase;
+    int64_t late;  /* how long after sched it was handed to the kernel */
+    uint8_t cmd;
 };
 
 struct conn {
@@ -592,11 +616,9 @@ static void send_one(struct conn *c, int64_t sched, int64_t now, uint64_t key)
     enum cmd cmd = rnd01() < O.set_ratio ? CMD_SET : CMD_GET;
     if (O.mode == MODE_FILL) cmd = CMD_SET;
     put_request(c, cmd, key);
-    int ph = phase_of(sched);
-    q_push(c, (struct req){.sched = sched, .cmd = (uint8_t)cmd, .phase = (uint8_t)ph});
-    P[ph].sent++;
+    int64_t late = O.mode == MODE_OPEN && now > sched ? now - sched : 0;
+    q_push(c, (struct req){.sched = sched, .late = late, .cmd = (uint8_t)cmd});
     if (O.mode == MODE_OPEN) {
-        hist_add(&P[ph].late, (uint64_t)(now > sched ? now - sched : 0));
         struct interval *v = interval_of(sched);
         if (v) {
             double l = (double)(now > sched ? now - sched : 0);
@@ -607,11 +629,15 @@ static void send_one(struct conn *c, int64_t sched, int64_t now, uint64_t key)
     c->want_out = true;
 }
 
+/* A request is counted in its phase when it completes: a phase change
+ * given with an earlier instant (--control) still places it right. */
 static void complete(struct req r, int64_t now, bool err)
 {
-    struct phase *p = &P[r.phase];
+    struct phase *p = &P[phase_of(r.sched)];
     struct interval *v = interval_of(r.sched);
     total_done++;
+    p->sent++;
+    if (O.mode == MODE_OPEN) hist_add(&p->late, (uint64_t)r.late);
     if (err) {
         p->errors++;
         total_errors++;
@@ -630,6 +656,8 @@ static void complete(struct req r, int64_t now, bool err)
 
 /* ------------------------------------------------------------ network */
 static int ep;
+#define ID_SIGNAL UINT32_MAX
+#define ID_CONTROL (UINT32_MAX - 1)
 
 static int connect_one(void)
 {
@@ -784,6 +812,71 @@ static void read_conn(struct conn *c)
 /* ------------------------------------------------------------ run */
 static volatile bool stopping;
 static int64_t stop_at = INT64_MAX; /* when sending stops */
+static int64_t warm_end = -1;       /* when the warm-up phase ends by itself */
+
+/* The next phase (or the end, after the last) from instant t (ns since the
+ * start; not in the future, not before the current phase began). */
+static void advance(int64_t t, int64_t now)
+{
+    if (stopping) return;
+    if (t > now) t = now;
+    if (t < P[cur_phase].start) t = P[cur_phase].start;
+    if (warm_end >= 0 && cur_phase == 0) warm_end = -1;
+    if (cur_phase + 1 < nphases) {
+        P[cur_phase].end = t;
+        P[++cur_phase].start = t;
+    } else {
+        stopping = true;
+        stop_at = t;
+    }
+}
+
+/* The end of the run at instant t (as advance()). */
+static void stop_run(int64_t t, int64_t now)
+{
+    if (stopping) return;
+    if (t > now) t = now;
+    if (t < P[cur_phase].start) t = P[cur_phase].start;
+    stopping = true;
+    stop_at = t;
+}
+
+/* --control: lines "next [T]" and "stop [T]" on standard input, T being
+ * the instant on CLOCK_MONOTONIC in seconds (default: now). */
+static char ctl_buf[4096];
+static size_t ctl_len;
+
+static bool control_input(int fd)
+{
+    for (;;) {
+        ssize_t n = read(fd, ctl_buf + ctl_len, sizeof ctl_buf - 1 - ctl_len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+        if (n <= 0) return false; /* end of input: no more commands */
+        ctl_len += (size_t)n;
+        char *nl;
+        while ((nl = memchr(ctl_buf, '\n', ctl_len))) {
+            *nl = 0;
+            char word[16];
+            double t = -1;
+            int got = sscanf(ctl_buf, "%15s %lf", word, &t);
+            int64_t now = now_ns();
+            int64_t at = now;
+            if (got == 2) at = (int64_t)((t - (double)t0.tv_sec - t0.tv_nsec / 1e9) * 1e9);
+            if (got >= 1 && !strcmp(word, "next")) {
+                advance(at, now);
+            } else if (got >= 1 && !strcmp(word, "stop")) {
+                stop_run(at, now);
+            } else if (got >= 1) {
+                fprintf(stderr, "tk-loadgen: --control: unknown command '%s'\n", ctl_buf);
+            }
+            size_t used = (size_t)(nl - ctl_buf) + 1;
+            memmove(ctl_buf, nl + 1, ctl_len - used);
+            ctl_len -= used;
+        }
+        if (ctl_len == sizeof ctl_buf - 1) ctl_len = 0; /* an overlong line */
+    }
+}
 
 static void after_reply(struct conn *c, int64_t now)
 {
@@ -887,8 +980,17 @@ int main(int argc, char **argv)
         perror("tk-loadgen: signalfd/epoll");
         return 1;
     }
-    struct epoll_event sev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
+    struct epoll_event sev = {.events = EPOLLIN, .data.u32 = ID_SIGNAL};
     epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &sev);
+    if (O.control) {
+        fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+        struct epoll_event cev = {.events = EPOLLIN, .data.u32 = ID_CONTROL};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, 0, &cev) != 0) {
+            fprintf(stderr, "tk-loadgen: --control: standard input cannot be watched: %s\n",
+                    strerror(errno));
+            return 1;
+        }
+    }
 
     int nconns = O.conns;
     C = xcalloc((size_t)nconns, sizeof *C);
@@ -902,7 +1004,7 @@ int main(int argc, char **argv)
     int64_t now = 0;
     P[0].start = 0;
     cur_phase = 0;
-    int64_t warm_end = O.warmup > 0 ? (int64_t)(O.warmup * 1e9) : -1;
+    warm_end = O.warmup > 0 ? (int64_t)(O.warmup * 1e9) : -1;
     if (O.duration > 0) stop_at = (int64_t)(O.duration * 1e9);
     double next = 0; /* the next scheduled send, ns */
     uint64_t nscheduled = 0;
@@ -1011,28 +1113,26 @@ int main(int argc, char **argv)
             perror("tk-loadgen: epoll");
             return 1;
         }
+        /* phase changes first, so replies read in the same turn count in
+         * the phase their requests were scheduled in */
         for (int i = 0; i < n; i++) {
             uint32_t id = evs[i].data.u32;
-            if (id == UINT32_MAX) {
+            if (id == ID_SIGNAL) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof si) == sizeof si) {
                     int64_t t = now_ns();
-                    if (si.ssi_signo == SIGUSR1 && !stopping) {
-                        if (warm_end >= 0 && cur_phase == 0) warm_end = -1;
-                        if (cur_phase + 1 < nphases) {
-                            P[cur_phase].end = t;
-                            P[++cur_phase].start = t;
-                        } else {
-                            stopping = true;
-                            stop_at = t;
-                        }
-                    } else if (si.ssi_signo != SIGUSR1 && !stopping) {
-                        stopping = true;
-                        stop_at = t;
-                    }
+                    if (si.ssi_signo == SIGUSR1)
+                        advance(t, t);
+                    else
+                        stop_run(t, t);
                 }
-                continue;
+            } else if (id == ID_CONTROL) {
+                if (!control_input(0)) epoll_ctl(ep, EPOLL_CTL_DEL, 0, NULL);
             }
+        }
+        for (int i = 0; i < n; i++) {
+            uint32_t id = evs[i].data.u32;
+            if (id == ID_SIGNAL || id == ID_CONTROL) continue;
             struct conn *c = &C[id];
             if (c->dead) continue;
             if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) read_conn(c);
@@ -1045,7 +1145,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nconns; i++) {
         while (C[i].q_len) {
             struct req r = q_pop(&C[i]);
-            P[r.phase].unanswered++;
+            P[phase_of(r.sched)].unanswered++;
             unanswered++;
             complete(r, now, true);
         }

@@ -26,8 +26,8 @@ BENCHES = [
     ("appel_li", "Appel & Li Table 1 and threads/trap+prot1+unprot"),
     ("thekkath_levy", "Thekkath & Levy Tables 1-2: exception delivery and return"),
     ("fast", "fast paths: sub-page delivery and completion, eager amplification"),
-    ("checkpoint", "checkpoint: kv-server BGSAVE by each mechanism and redis-server's, "
-                   "under redis-benchmark"),
+    ("checkpoint", "checkpoint: kv-server's BGSAVE (trapkit's best mechanism and fork) and "
+                   "redis-server's, under open-loop load (tk-loadgen)"),
     ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages, populated and untouched, "
               "1 and 2 threads"),
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
@@ -249,6 +249,58 @@ def md_table(results, exp):
 
 
 # ---------------------------------------------------------------- plots
+def checkpoint_plots(results, outdir):
+    """Latency over time through one BGSAVE per system (bench/checkpoint.py
+    keeps one run's per-interval records with checkpoint/snapshot-duration),
+    one figure per size at 50% load (or the load nearest it)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results if r["experiment"] == "checkpoint/snapshot-duration"
+            and r.get("timeline")]
+    plots = []
+    for size in sorted({r["params"]["size_gib"] for r in rows}):
+        loads = sorted({r["params"]["offered_load"] for r in rows
+                        if r["params"]["size_gib"] == size})
+        load = min(loads, key=lambda x: abs(x - 0.5))
+        sel = sorted([r for r in rows if r["params"]["size_gib"] == size
+                      and r["params"]["offered_load"] == load],
+                     key=lambda r: mech_sort(r["mechanism"]))
+        fig, axes = plt.subplots(len(sel), 1, figsize=(10, 2.3 * len(sel) + 0.6), sharey=True,
+                                 squeeze=False)
+        rate = sel[0]["timeline"].get("rate", 0)
+        for ax, r in zip(axes[:, 0], sel):
+            tl = r["timeline"]
+            w = tl["interval_s"]
+            t = [i * w for i in range(len(tl["max_us"]))]
+            ax.axvspan(tl["snapshot_s"][0], tl["snapshot_s"][1], color="tab:orange", alpha=0.15,
+                       label="BGSAVE")
+            ax.plot(t, [max(v, 1) / 1e3 for v in tl["max_us"]], lw=0.8, color="tab:red",
+                    label="max per 100 ms")
+            ax.plot(t, [max(v, 1) / 1e3 for v in tl["p99_us"]], lw=0.8, color="tab:blue",
+                    label="p99 per 100 ms")
+            ax.set_yscale("log")
+            ax.set_ylabel("latency (ms)")
+            ax.set_title(f"{r['mechanism']} (round {tl.get('round', '?')}): snapshot "
+                         f"{r['median'] / 1e9:.1f} s median of the rounds", fontsize=9)
+            ax.legend(fontsize=7, loc="upper right")
+        axes[-1, 0].set_xlabel("seconds from the start of the steady phase")
+        fig.suptitle(f"Latency through a BGSAVE: {size:g} GiB, open loop at {rate:,.0f} "
+                     f"requests/s ({load:.0%} of the slower system's capacity)", fontsize=10)
+        fig.tight_layout()
+        fname = f"checkpoint-timeline-{size:g}gib.png"
+        fig.savefig(os.path.join(outdir, fname), dpi=100)
+        plt.close(fig)
+        plots.append((fname, f"Checkpointing {size:g} GiB under open-loop load ({rate:,.0f} "
+                      "requests/s, the same for every system): the max and p99 latency of the "
+                      "requests scheduled in each 100 ms, counted from their scheduled send time, "
+                      "in one run per system (the round whose SET p99.9 during the snapshot is "
+                      "the median); the shaded band is the BGSAVE, from the command until INFO "
+                      "reports it complete. Log scale."))
+    return plots
+
+
 def make_plots(results, seeds, outdir):
     """Returns [(file, caption)]."""
     import matplotlib
@@ -601,12 +653,16 @@ SECTIONS = [
         "thekkath-levy/round-trip", "thekkath-levy/round-trip-ratio",
         "thekkath-levy/null-syscall"]),
     ("Fast paths", ["subpage/open-access", "eager/trap+record"]),
-    ("Checkpointing (examples/kv-server under redis-benchmark)", [
+    ("Checkpointing (examples/kv-server and redis-server under open-loop load)", [
         "checkpoint/p99.9-steady", "checkpoint/p99.9-during-snapshot",
-        "checkpoint/max-during-snapshot", "checkpoint/ops-during-snapshot",
-        "checkpoint/snapshot-duration", "checkpoint/extra-memory",
+        "checkpoint/max-during-snapshot", "checkpoint/p99.9-snapshot-over-steady",
+        "checkpoint/p99.9-snapshot-over-redis", "checkpoint/max-snapshot-over-redis",
+        "checkpoint/capacity", "checkpoint/offered-rate", "checkpoint/snapshot-duration",
+        "checkpoint/lateness-p99", "checkpoint/lateness-max",
+        "checkpoint/p50-steady", "checkpoint/p99-steady", "checkpoint/max-steady",
         "checkpoint/p50-during-snapshot", "checkpoint/p99-during-snapshot",
-        "checkpoint/ops-steady", "checkpoint/pages-by-writers"]),
+        "checkpoint/p99.9-after-snapshot", "checkpoint/max-after-snapshot",
+        "checkpoint/extra-memory", "checkpoint/pages-by-writers"]),
     ("DIRTY", ["dirty/per-page", "dirty/write-completion"]),
     ("Mosberger, Druschel & Peterson, Table 1 (cycles of the time-stamp counter)", [
         "mosberger/null", "mosberger/lifo", "mosberger/fifo", "mosberger/signal",
@@ -640,6 +696,32 @@ SECTION_TEXT = {
         "in-lining rules with the paper's and explains where the paper's bands appear. "
         "jaleel-jacob/sim-speed: simulated instructions per second of tksim's CPU time "
         "(clock=cpu) and of wall-clock time (clock=wall), median over the workload's runs.",
+    "Checkpointing (examples/kv-server and redis-server under open-loop load)":
+        "Columns are kv-server checkpointing by each trapkit mechanism (the report runs the "
+        "probe's choice for TRAP and fork; make bench-full runs all five at 25%, 50% and 75% "
+        "load) and redis-fork, a real redis-server doing its own BGSAVE. Both are filled to "
+        "size_gib with 1 KiB entries by their own SET, saved, and every run starts from that "
+        "image. tk-loadgen (bench/loadgen.c) sends requests open loop: Poisson arrivals at one "
+        "absolute rate for every system, offered_load times the slower system's capacity "
+        "(checkpoint/offered-rate), over 16 connections, half SET and half GET on random keys; "
+        "a request's latency runs from its scheduled send time to its reply, so a stall counts "
+        "for every request it delays. Each run has a warm-up (left out), 5 s steady (the "
+        "-steady figures), the BGSAVE from the instant the command is sent until INFO (polled "
+        "every 20 ms) says it is complete (-during-snapshot; a fork pause is inside it) and 5 s "
+        "after (-after-snapshot); a request counts in the phase in which it was scheduled "
+        "(--quick: 64 MiB, 1 s steady and after). Latency figures are of that "
+        "phase's requests of the given command; each is the median of 3 runs (rounds, the "
+        "systems' order rotated each round) with [min, max] over the runs. The -over- ratios "
+        "are paired: each run's snapshot against its own steady phase, and against "
+        "redis-server's run of the same round; their median [min, max] is over the rounds. "
+        "checkpoint/capacity is closed loop (16 connections, one request outstanding each, "
+        "the same mix): the median of 3 consecutive runs in one server start, not interleaved. "
+        "checkpoint/lateness-p99 and -max are tk-loadgen's own delay in sending against its "
+        "schedule over a whole run: when it is large the generator (sharing 2 CPUs with the "
+        "server) fell behind and the latencies include that delay (a note says so). "
+        "snapshot-duration is BGSAVE to completion; extra-memory the peak PSS of the server "
+        "and its children during it (sampled every 250 ms) less before; pages-by-writers the "
+        "pages the server's own writes copied.",
     "The region lock's signal deferral":
         "Every change of protection (tk_protect, tk_prot1, tk_unprot and the fault path's own) "
         "holds its region's lock, which defers the thread's asynchronous signals while held (two "
@@ -771,7 +853,8 @@ def write_md(path, doc, goals, seeds_md=()):
         f"Generated {doc['generated']} on {m.get('CPU', '?')}, {m.get('CPUs', '?')} CPUs, Linux "
         f"{m.get('kernel release', '?')}{' — quick run, rough figures' if doc['quick'] else ''}"
         f"{mask_note(doc)}. "
-        "Each figure is the median of interleaved repetitions followed by [min, max]; `posix` is "
+        "Each figure is the median of its repetitions followed by [min, max] (interleaved unless "
+        "its section says otherwise); `posix` is "
         "the hand-made baseline (sigaction + mprotect, as libsigsegv and Boehm GC do it). Figures "
         "computed from other figures are marked (derived); the seeds' own figures are only in "
         "their own tables at the end, never rows for this machine.",
@@ -844,7 +927,7 @@ def main():
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     log("plots ...")
-    plots = make_plots(results, seeds, a.out)
+    plots = make_plots(results, seeds, a.out) + checkpoint_plots(results, a.out)
     write_html(os.path.join(a.out, "index.html"), doc, plots, goals,
                analysis.seeds_html(seeds))
     if a.docs:

@@ -209,6 +209,48 @@ def stall_test():
     dur = ph["after"]["end_s"]
     check(0.85 * rate * dur <= n <= 1.15 * rate * dur, f"{n} sent in {dur:.2f} s at {rate}/s")
 
+    # --control: a phase change named by its instant, written when the phase
+    # begins but read late because the generator was not running (stopped
+    # here for 0.1 s): the boundary is where the line says, the stall falls
+    # wholly in its phase, and the generator's lateness shows the gap
+    p = subprocess.Popen([LG, "--port", str(srv.port), "--rate", str(rate), "--connections", "8",
+                          "--keys", "1000", "--value-size", "100", "--control", "--quiet",
+                          "--phases", "before,stall,after", "--slow", str(slow_ms * 1000),
+                          "--warn-lateness", "1000000"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGSTOP)
+    t_stall = time.monotonic()
+    p.stdin.write(f"next {t_stall:.6f}\n")
+    p.stdin.flush()
+    th = threading.Thread(target=command, args=(srv.port, "DEBUG", "SLEEP", str(stall)))
+    th.start()
+    time.sleep(0.1)
+    p.send_signal(signal.SIGCONT)
+    th.join()
+    time.sleep(0.3)
+    p.stdin.write(f"next {time.monotonic():.6f}\n")
+    p.stdin.flush()
+    time.sleep(0.5)
+    p.stdin.write("stop\n")
+    p.stdin.flush()
+    d = json.loads(p.communicate(timeout=60)[0])
+    ph = {x["name"]: x for x in d["phases"]}
+    t0 = d["t0_monotonic_s"]
+    check(abs(ph["stall"]["start_s"] - (t_stall - t0)) < 0.001,
+          f"--control: the stall phase starts at the instant given "
+          f"({ph['stall']['start_s']:.3f} s vs {t_stall - t0:.3f} s)")
+    check(ph["stall"]["all"]["max_us"] >= stall * 1e6 and ph["before"]["all"]["max_us"] < stall *
+          1e6 / 2, f"--control: the stall is in its phase (max {ph['stall']['all']['max_us'] / 1e3:.0f}"
+          f" ms), not before it ({ph['before']['all']['max_us'] / 1e3:.1f} ms)")
+    check(ph["stall"]["lateness"]["max_us"] >= 70000,
+          f"--control: the stopped generator's lateness shows "
+          f"({ph['stall']['lateness']['max_us'] / 1e3:.0f} ms)")
+    expect = rate * (stall - slow_ms / 1e3)
+    check(0.75 * expect <= ph["stall"]["all"]["slow"] <= 1.25 * expect + 30,
+          f"--control: {ph['stall']['all']['slow']} slow requests in the stall phase, expected "
+          f"about {expect:.0f}")
+
     # a fixed-duration run through the same stall, closed loop: the stall
     # shows as one slow request per connection only (what open loop avoids)
     p = subprocess.Popen([LG, "--port", str(srv.port), "--mode", "closed", "--connections", "4",
