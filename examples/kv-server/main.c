@@ -4,16 +4,41 @@
  * loaded at start.
  *
  *   kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename NAME]
- *             [--memory SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
+ *             [--memory SIZE] [--save "SECONDS CHANGES [SECONDS CHANGES ...]"]
+ *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
  *
  * Commands: GET SET DEL EXISTS INCR DBSIZE PING ECHO FLUSHALL SAVE BGSAVE
- * LASTSAVE INFO [persistence] CONFIG GET (an empty list) SELECT 0 QUIT, and
- * COMMAND (an empty list) for redis-cli.  It works with the unmodified
- * redis-cli and redis-benchmark.  Malformed input gets a RESP error; a
- * protocol error closes that connection after the error is sent.
+ * LASTSAVE SHUTDOWN [SAVE|NOSAVE] INFO CONFIG GET (save, appendonly, dir,
+ * dbfilename, port, maxmemory, databases) SELECT 0 QUIT, and COMMAND (an
+ * empty list) for redis-cli.  It works with the unmodified redis-cli and
+ * redis-benchmark.  Malformed input gets a RESP error; a protocol error
+ * closes that connection after the error is sent.
  *
- * BGSAVE writes DIR/NAME.tmp and renames it to DIR/NAME when complete, so
- * a crash (kill -9) during BGSAVE leaves the previous image as it was.
+ * Persistence, as Redis does it:
+ * - An image holds the data as it was at its snapshot instant: inside
+ *   BGSAVE or SAVE, after the commands executed before it and before any
+ *   executed after (INFO: trapkit_last_snapshot_instant_ms).  BGSAVE writes
+ *   DIR/NAME.tmp and renames it to DIR/NAME when complete, so a crash
+ *   (kill -9) during BGSAVE leaves the previous image as it was.
+ * - LASTSAVE (INFO rdb_last_save_time) is the time the last successful save
+ *   completed; at start, the start time.  rdb_changes_since_last_save counts
+ *   the writes made since the last successful save's snapshot instant, so
+ *   writes made while a BGSAVE runs still count after it completes.
+ * - --save takes Redis's save points: a BGSAVE starts once SECONDS have
+ *   passed since the last save and at least CHANGES writes were made.  The
+ *   default is none (redis-server --save "").
+ * - SIGTERM and SIGINT shut down as SHUTDOWN does: with save points
+ *   configured the data set is saved first (synchronously); SHUTDOWN SAVE
+ *   always saves, SHUTDOWN NOSAVE never.  If that save fails the server
+ *   says so on stderr and keeps running (SHUTDOWN replies with an error).
+ *   A BGSAVE still running is waited for if an image is to be written, and
+ *   abandoned otherwise.
+ * - At start, an image that exists but cannot be opened or read stops the
+ *   server with an error (exit status 1): starting empty would let the next
+ *   save replace it.  Only a missing image (ENOENT) starts an empty store.
+ * - The fork mechanism's child closes the server's sockets (pthread_atfork),
+ *   so a server restarted while the child of a killed one still writes can
+ *   listen on the same port.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +56,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <arpa/inet.h>
 #include <time.h>
 #include <trapkit/checkpoint.h>
@@ -44,6 +70,7 @@
 #define MAX_INLINE (64u << 10) /* longest inline command or length line */
 
 struct conn {
+    struct conn *prev, *next; /* every open connection */
     int fd;
     char *in;
     size_t in_len, in_cap;
@@ -51,6 +78,8 @@ struct conn {
     size_t out_len, out_cap, out_sent;
     bool closing; /* close once the output is sent */
 };
+
+enum shutdown_mode { SHUTDOWN_DEFAULT, SHUTDOWN_SAVE, SHUTDOWN_NOSAVE };
 
 static struct {
     struct kv_store *kv;
@@ -66,8 +95,26 @@ static struct {
     tk_ckpt_stats last_stats;
     enum tk_ckpt_mech mech;
     size_t mem;
+    int64_t last_instant_ms; /* the snapshot instant of the image last saved or loaded */
+    int64_t save_instant_ms; /* the running save's */
+    time_t start_time;
+    struct save_point {
+        long seconds, changes;
+    } save_points[16];
+    int nsave_points;
+    time_t last_bgsave_try;
+    int listen_fd, port;
+    char save_error[PATH_MAX + 256];
+    struct conn *conns;
     volatile sig_atomic_t stop;
-} S = {.save_fd = -1, .last_status = "ok", .dbfile = "dump.tkimg", .dir = "."};
+} S = {.save_fd = -1, .last_status = "ok", .dbfile = "dump.tkimg", .dir = ".", .listen_fd = -1};
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- output ------------------------------------------------------------ */
 static void out_raw(struct conn *c, const void *p, size_t n)
@@ -147,6 +194,7 @@ static void note_save(int err, const tk_ckpt_stats *st)
     if (!err) {
         S.lastsave = time(NULL);
         S.changes -= S.changes_at_save;
+        S.last_instant_ms = S.save_instant_ms;
         S.last_status = "ok";
     } else {
         S.last_status = "err";
@@ -217,6 +265,121 @@ static void poll_bgsave(void)
             st.pause_ns / 1e6, (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
 }
 
+/* Starts a background save: the snapshot instant is inside tk_ckpt_start,
+ * between the last command executed before and the next. */
+static int start_bgsave(void)
+{
+    S.save_fd = open_tmp();
+    if (S.save_fd < 0) {
+        snprintf(S.save_error, sizeof S.save_error, "cannot open %s: %s", S.tmp_path,
+                 strerror(errno));
+        return -1;
+    }
+    S.last_bgsave_try = time(NULL);
+    int err = tk_ckpt_start(S.ckpt, S.save_fd, 0);
+    if (err) {
+        snprintf(S.save_error, sizeof S.save_error, "%s", tk_last_error());
+        close(S.save_fd);
+        S.save_fd = -1;
+        unlink(S.tmp_path);
+        S.last_status = "err";
+        return -1;
+    }
+    S.save_instant_ms = wall_ms();
+    S.bgsave = true;
+    S.bgsave_start = time(NULL);
+    S.changes_at_save = S.changes;
+    return 0;
+}
+
+/* SAVE: the image is complete and published when it returns 0. */
+static int save_sync(void)
+{
+    S.save_fd = open_tmp();
+    if (S.save_fd < 0) {
+        snprintf(S.save_error, sizeof S.save_error, "cannot open %s: %s", S.tmp_path,
+                 strerror(errno));
+        fprintf(stderr, "kv-server: saving failed: %s\n", S.save_error);
+        S.last_status = "err";
+        return -1;
+    }
+    tk_ckpt_stats st;
+    S.changes_at_save = S.changes;
+    int err = tk_ckpt_start(S.ckpt, S.save_fd, 0);
+    S.save_instant_ms = wall_ms();
+    if (!err) err = tk_ckpt_wait(S.ckpt, &st);
+    if (err) snprintf(S.save_error, sizeof S.save_error, "%s", tk_last_error());
+    err = publish_image(err, S.save_fd);
+    note_save(err, err ? NULL : &st);
+    if (err && !S.save_error[0])
+        snprintf(S.save_error, sizeof S.save_error, "saving failed: %s", strerror(-err));
+    return err ? -1 : 0;
+}
+
+/* A background save still running: wait for it and publish its image. */
+static void finish_bgsave(void)
+{
+    if (!S.bgsave) return;
+    if (!atomic_load(&commit.live)) {
+        tk_ckpt_stats fin;
+        int err = tk_ckpt_wait(S.ckpt, &fin);
+        commit_save(err, &fin);
+        S.bgsave = false;
+        return;
+    }
+    join_commit();
+}
+
+/* The save points (--save): a background save starts once `seconds` have
+ * passed since the last successful save and `changes` writes were made;
+ * after a failed one, not before 5 seconds (as Redis does). */
+static void check_save_points(void)
+{
+    if (S.bgsave || S.stop) return;
+    time_t now = time(NULL);
+    for (int i = 0; i < S.nsave_points; i++) {
+        const struct save_point *sp = &S.save_points[i];
+        if (S.changes >= (uint64_t)sp->changes && now - S.lastsave > sp->seconds &&
+            (strcmp(S.last_status, "ok") == 0 || now - S.last_bgsave_try >= 5)) {
+            fprintf(stderr, "kv-server: %ld changes in %ld seconds: saving\n", (long)S.changes,
+                    (long)sp->seconds);
+            start_bgsave();
+            return;
+        }
+    }
+}
+
+/* SHUTDOWN and SIGTERM/SIGINT.  Saves if asked to (SAVE) or, by default,
+ * if save points are configured - as Redis does - and refuses to exit if
+ * that save fails.  A background save still running is waited for when an
+ * image is to be written anyway, else abandoned (its file removed).
+ * Returns -1 if the server must keep running; else does not return. */
+static int shutdown_server(enum shutdown_mode mode)
+{
+    bool save = mode == SHUTDOWN_SAVE || (mode == SHUTDOWN_DEFAULT && S.nsave_points > 0);
+    fprintf(stderr, "kv-server: shutting down%s\n", save ? ", saving first" : "");
+    if (save) {
+        finish_bgsave();
+        if (save_sync() < 0) {
+            fprintf(stderr, "kv-server: error trying to save the data set, cannot exit: %s\n",
+                    S.save_error);
+            return -1;
+        }
+    } else if (S.bgsave) {
+        fprintf(stderr, "kv-server: a background save is running: abandoning it\n");
+        if (atomic_load(&commit.live)) {
+            join_commit();
+        } else {
+            unlink(S.tmp_path);
+            fflush(NULL);
+            _exit(0); /* the snapshot's thread (or fork child) stops with the process */
+        }
+    }
+    tk_ckpt_destroy(S.ckpt);
+    fflush(NULL);
+    exit(0);
+}
+
 /* ---- commands ---------------------------------------------------------- */
 struct arg {
     const char *p;
@@ -256,24 +419,63 @@ static void cmd_info(struct conn *c)
 {
     char buf[2048];
     tk_ckpt_stats st = S.last_stats;
-    int n =
-        snprintf(buf, sizeof buf,
-                 "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:%lu\r\n"
-                 "rdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%ld\r\n"
-                 "rdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%ld\r\n"
-                 "rdb_current_bgsave_time_sec:%ld\r\n"
-                 "trapkit_checkpoint_mechanism:%s\r\ntrapkit_last_pages_saved:%lu\r\n"
-                 "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_pause_us:%lu\r\n"
-                 "trapkit_last_max_writer_stall_us:%lu\r\n"
-                 "\r\n# Keyspace\r\ndb0:keys=%lu,expires=0,avg_ttl=0\r\n"
-                 "\r\n# Memory\r\nused_memory:%lu\r\n",
-                 (unsigned long)S.changes, S.bgsave ? 1 : 0, (long)S.lastsave, S.last_status,
-                 S.last_bgsave_ms < 0 ? -1L : S.last_bgsave_ms / 1000,
-                 S.bgsave ? (long)(time(NULL) - S.bgsave_start) : -1L, tk_ckpt_mech_name(S.mech),
-                 (unsigned long)st.pages_saved, (unsigned long)st.pages_by_writers,
-                 (unsigned long)(st.pause_ns / 1000), (unsigned long)(st.max_stall_ns / 1000),
-                 (unsigned long)kv_count(S.kv), (unsigned long)kv_used(S.kv));
+    int n = snprintf(buf, sizeof buf,
+                     "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:%lu\r\n"
+                     "rdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%ld\r\n"
+                     "rdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%ld\r\n"
+                     "rdb_current_bgsave_time_sec:%ld\r\n"
+                     "trapkit_checkpoint_mechanism:%s\r\ntrapkit_last_pages_saved:%lu\r\n"
+                     "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_pause_us:%lu\r\n"
+                     "trapkit_last_max_writer_stall_us:%lu\r\n"
+                     "trapkit_last_snapshot_instant_ms:%lld\r\n"
+                     "\r\n# Keyspace\r\ndb0:keys=%lu,expires=0,avg_ttl=0\r\n"
+                     "\r\n# Memory\r\nused_memory:%lu\r\n",
+                     (unsigned long)S.changes, S.bgsave ? 1 : 0, (long)S.lastsave, S.last_status,
+                     S.last_bgsave_ms < 0 ? -1L : S.last_bgsave_ms / 1000,
+                     S.bgsave ? (long)(time(NULL) - S.bgsave_start) : -1L,
+                     tk_ckpt_mech_name(S.mech), (unsigned long)st.pages_saved,
+                     (unsigned long)st.pages_by_writers, (unsigned long)(st.pause_ns / 1000),
+                     (unsigned long)(st.max_stall_ns / 1000), (long long)S.last_instant_ms,
+                     (unsigned long)kv_count(S.kv), (unsigned long)kv_used(S.kv));
     out_bulk(c, buf, (size_t)n);
+}
+
+static void save_points_str(char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int i = 0; i < S.nsave_points; i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "%s%ld %ld", i ? " " : "", S.save_points[i].seconds,
+                 S.save_points[i].changes);
+    }
+}
+
+/* CONFIG GET: the parameters tools ask for (redis-benchmark: save,
+ * appendonly), with their values. */
+static void cmd_config_get(struct conn *c, const struct arg *names, size_t n)
+{
+    char save[512], port[16], mem[24];
+    save_points_str(save, sizeof save);
+    snprintf(port, sizeof port, "%d", S.port);
+    snprintf(mem, sizeof mem, "%zu", S.mem);
+    const char *params[][2] = {{"save", save},           {"appendonly", "no"}, {"dir", S.dir},
+                               {"dbfilename", S.dbfile}, {"port", port},       {"maxmemory", mem},
+                               {"databases", "1"}};
+    size_t np = sizeof params / sizeof params[0];
+    bool want[sizeof params / sizeof params[0]] = {false};
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < np; k++)
+            if (!want[k] && is(&names[i], params[k][0])) {
+                want[k] = true;
+                count++;
+            }
+    out_fmt(c, "*%zu\r\n", 2 * count);
+    for (size_t k = 0; k < np; k++)
+        if (want[k]) {
+            out_bulk(c, params[k][0], strlen(params[k][0]));
+            out_bulk(c, params[k][1], strlen(params[k][1]));
+        }
 }
 
 static void execute(struct conn *c, struct arg *a, size_t argc)
@@ -357,37 +559,30 @@ static void execute(struct conn *c, struct arg *a, size_t argc)
         out_str(c, "+OK\r\n");
     } else if (is(cmd, "BGSAVE")) {
         if (S.bgsave) return out_str(c, "-ERR Background save already in progress\r\n");
-        S.save_fd = open_tmp();
-        if (S.save_fd < 0)
-            return out_fmt(c, "-ERR cannot open %s: %s\r\n", S.tmp_path, strerror(errno));
-        int err = tk_ckpt_start(S.ckpt, S.save_fd, 0);
-        if (err) {
-            close(S.save_fd);
-            S.save_fd = -1;
-            unlink(S.tmp_path);
-            return out_fmt(c, "-ERR %s\r\n", tk_last_error());
-        }
-        S.bgsave = true;
-        S.bgsave_start = time(NULL);
-        S.changes_at_save = S.changes;
+        if (start_bgsave() < 0) return out_fmt(c, "-ERR %s\r\n", S.save_error);
         out_str(c, "+Background saving started\r\n");
     } else if (is(cmd, "SAVE")) {
         if (S.bgsave) return out_str(c, "-ERR Background save already in progress\r\n");
-        S.save_fd = open_tmp();
-        if (S.save_fd < 0)
-            return out_fmt(c, "-ERR cannot open %s: %s\r\n", S.tmp_path, strerror(errno));
-        tk_ckpt_stats st;
-        S.changes_at_save = S.changes;
-        int err = tk_ckpt_snapshot(S.ckpt, S.save_fd, 0, &st);
-        commit_save(err, &st);
-        if (err) return out_fmt(c, "-ERR %s\r\n", tk_last_error());
+        if (save_sync() < 0) return out_fmt(c, "-ERR %s\r\n", S.save_error);
         out_str(c, "+OK\r\n");
+    } else if (is(cmd, "SHUTDOWN")) {
+        enum shutdown_mode mode = SHUTDOWN_DEFAULT;
+        for (size_t i = 1; i < argc; i++) {
+            if (is(&a[i], "SAVE") && mode == SHUTDOWN_DEFAULT)
+                mode = SHUTDOWN_SAVE;
+            else if (is(&a[i], "NOSAVE") && mode == SHUTDOWN_DEFAULT)
+                mode = SHUTDOWN_NOSAVE;
+            else
+                return out_str(c, "-ERR syntax error\r\n");
+        }
+        if (shutdown_server(mode) < 0)
+            return out_str(c, "-ERR Errors trying to SHUTDOWN. Check logs.\r\n");
     } else if (is(cmd, "LASTSAVE")) {
         out_fmt(c, ":%ld\r\n", (long)S.lastsave);
     } else if (is(cmd, "INFO")) {
         cmd_info(c);
     } else if (is(cmd, "CONFIG")) {
-        if (argc >= 2 && is(&a[1], "GET")) return out_str(c, "*0\r\n");
+        if (argc >= 3 && is(&a[1], "GET")) return cmd_config_get(c, a + 2, argc - 2);
         out_str(c, "-ERR only CONFIG GET is supported\r\n");
     } else if (is(cmd, "COMMAND")) {
         out_str(c, "*0\r\n");
@@ -524,10 +719,15 @@ static void process(struct conn *c)
 }
 
 /* ---- the event loop ---------------------------------------------------- */
-static int ep;
+static int ep = -1;
 
 static void conn_close(struct conn *c)
 {
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        S.conns = c->next;
+    if (c->next) c->next->prev = c->prev;
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     free(c->in);
@@ -613,17 +813,108 @@ static size_t parse_size(const char *s)
     return (size_t)v & ~(size_t)4095;
 }
 
+/* A child of fork() - the fork mechanism's, which writes the image - must
+ * not keep the server's sockets: a listening socket held by a child that
+ * outlives a killed server would make the next server's bind() fail, and
+ * client connections would stay open.  The child only writes the image. */
+static void close_sockets_in_child(void)
+{
+    for (struct conn *c = S.conns; c; c = c->next) close(c->fd);
+    if (S.listen_fd >= 0) close(S.listen_fd);
+    if (ep >= 0) close(ep);
+}
+
 static void on_signal(int sig)
 {
     (void)sig;
     S.stop = 1;
 }
 
+/* Loads the image at S.path into the area, or formats an empty store if
+ * there is none (ENOENT).  An image that exists but cannot be opened or
+ * read stops the server: starting empty would let the next save replace
+ * it.  Returns -1 after saying why on stderr. */
+static int load_image(const struct tk_ckpt_area *ar)
+{
+    const char *why = "; not starting, as an empty store would replace it at the next save";
+    int img = open(S.path, O_RDONLY | O_CLOEXEC);
+    if (img < 0) {
+        int e = errno;
+        struct stat lst;
+        if (e == ENOENT && lstat(S.path, &lst) < 0 && errno == ENOENT) {
+            S.kv = kv_format(ar->addr, ar->len);
+            return 0;
+        }
+        fprintf(stderr, "kv-server: cannot open the image %s: %s%s\n", S.path,
+                e == ENOENT ? "a symbolic link to nothing" : strerror(e), why);
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(img, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "kv-server: the image %s is not a regular file%s\n", S.path, why);
+        close(img);
+        return -1;
+    }
+    tk_ckpt_image_info info;
+    int err = tk_ckpt_info(img, &info);
+    if (err < 0) {
+        if (err == -EINVAL)
+            fprintf(stderr, "kv-server: %s is not a usable image: %s\n", S.path, tk_last_error());
+        else
+            fprintf(stderr, "kv-server: cannot read the image %s: %s%s\n", S.path, strerror(-err),
+                    why);
+        close(img);
+        return -1;
+    }
+    if (info.nareas != 1 || info.area_len[0] != ar->len) {
+        fprintf(stderr, "kv-server: %s was saved with --memory %lu; start with that size\n", S.path,
+                (unsigned long)info.area_len[0]);
+        close(img);
+        return -1;
+    }
+    err = tk_ckpt_restore(ar, 1, &img, 1);
+    close(img);
+    if (err < 0) {
+        fprintf(stderr, "kv-server: cannot load %s: %s%s\n", S.path, tk_last_error(), why);
+        return -1;
+    }
+    S.kv = kv_open(ar->addr, ar->len);
+    if (!S.kv) {
+        fprintf(stderr, "kv-server: %s does not hold a kv-server store\n", S.path);
+        return -1;
+    }
+    S.last_instant_ms = (int64_t)(info.created_ns / 1000000u);
+    fprintf(stderr, "kv-server: loaded %lu keys from %s (its snapshot instant: %.3f)\n",
+            (unsigned long)kv_count(S.kv), S.path, S.last_instant_ms / 1e3);
+    return 0;
+}
+
+/* --save "SECONDS CHANGES [SECONDS CHANGES ...]" or "" */
+static bool parse_save_points(const char *v)
+{
+    S.nsave_points = 0;
+    const char *p = v;
+    for (;;) {
+        char *end;
+        while (*p == ' ') p++;
+        if (!*p) return true;
+        long sec = strtol(p, &end, 10);
+        if (end == p || sec < 0 || *end != ' ') return false;
+        p = end;
+        long ch = strtol(p, &end, 10);
+        if (end == p || ch < 0 || (*end && *end != ' ')) return false;
+        if (S.nsave_points == 16) return false;
+        S.save_points[S.nsave_points++] = (struct save_point){sec, ch};
+        p = end;
+    }
+}
+
 static int usage(const char *msg)
 {
     fprintf(stderr,
             "kv-server: %s\nusage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
-            "NAME] [--memory SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|"
+            "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--mechanism "
+            "uffd-thread|uffd-sigbus|posix|fork|"
             "stop-the-world]\n",
             msg);
     return 2;
@@ -652,6 +943,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(o, "--memory")) {
             S.mem = parse_size(v);
             if (S.mem < (1u << 20)) return usage("--memory must be at least 1m");
+        } else if (!strcmp(o, "--save")) {
+            if (!parse_save_points(v)) return usage("--save takes \"SECONDS CHANGES ...\" or \"\"");
         } else if (!strcmp(o, "--mechanism")) {
             S.mech = tk_ckpt_mech_parse(v);
             if (S.mech == TK_CKPT_COUNT_) return usage("unknown --mechanism");
@@ -669,35 +962,9 @@ int main(int argc, char **argv)
         return 1;
     }
     struct tk_ckpt_area ar = {area, S.mem};
-    int img = open(S.path, O_RDONLY | O_CLOEXEC);
-    if (img >= 0) {
-        tk_ckpt_image_info info;
-        if (tk_ckpt_info(img, &info) < 0) {
-            fprintf(stderr, "kv-server: %s is not a usable image: %s\n", S.path, tk_last_error());
-            return 1;
-        }
-        if (info.nareas != 1 || info.area_len[0] != S.mem) {
-            fprintf(stderr, "kv-server: %s was saved with --memory %lu; start with that size\n",
-                    S.path, (unsigned long)info.area_len[0]);
-            return 1;
-        }
-        if (tk_ckpt_restore(&ar, 1, &img, 1) < 0) {
-            fprintf(stderr, "kv-server: cannot load %s: %s\n", S.path, tk_last_error());
-            return 1;
-        }
-        close(img);
-        S.kv = kv_open(area, S.mem);
-        if (!S.kv) {
-            fprintf(stderr, "kv-server: %s does not hold a kv-server store\n", S.path);
-            return 1;
-        }
-        S.lastsave = (time_t)(info.created_ns / 1000000000u);
-        fprintf(stderr, "kv-server: loaded %lu keys from %s\n", (unsigned long)kv_count(S.kv),
-                S.path);
-    } else {
-        S.kv = kv_format(area, S.mem);
-        S.lastsave = time(NULL);
-    }
+    S.start_time = time(NULL);
+    S.lastsave = S.start_time; /* as Redis: at start the data set counts as saved */
+    if (load_image(&ar) < 0) return 1;
     tk_ckpt_config cfg = {.areas = &ar, .nareas = 1, .mech = S.mech};
     if (tk_ckpt_create(&cfg, &S.ckpt) < 0) {
         fprintf(stderr, "kv-server: %s\n", tk_last_error());
@@ -707,6 +974,8 @@ int main(int argc, char **argv)
     tk_ckpt_poll(S.ckpt, &none);
 
     int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    S.listen_fd = ls;
+    pthread_atfork(NULL, NULL, close_sockets_in_child);
     int one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -718,6 +987,7 @@ int main(int argc, char **argv)
     }
     socklen_t sl = sizeof sa;
     getsockname(ls, (struct sockaddr *)&sa, &sl);
+    S.port = ntohs(sa.sin_port);
     signal(SIGPIPE, SIG_IGN);
     struct sigaction st = {.sa_handler = on_signal};
     sigaction(SIGINT, &st, NULL);
@@ -730,8 +1000,12 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     struct epoll_event evs[128];
-    while (!S.stop) {
-        int n = epoll_wait(ep, evs, 128, S.bgsave ? 5 : 1000);
+    for (;;) {
+        if (S.stop) {
+            shutdown_server(SHUTDOWN_DEFAULT);
+            S.stop = 0; /* the save failed: keep serving */
+        }
+        int n = epoll_wait(ep, evs, 128, S.bgsave ? 5 : 100);
         for (int i = 0; i < n; i++) {
             if (!evs[i].data.ptr) {
                 for (;;) {
@@ -744,6 +1018,9 @@ int main(int argc, char **argv)
                         continue;
                     }
                     c->fd = fd;
+                    c->next = S.conns;
+                    if (S.conns) S.conns->prev = c;
+                    S.conns = c;
                     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
                     epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
                 }
@@ -760,14 +1037,7 @@ int main(int argc, char **argv)
                 conn_close(c);
         }
         poll_bgsave();
+        check_save_points();
     }
-    if (atomic_load(&commit.live)) join_commit();
-    if (S.bgsave) {
-        tk_ckpt_stats fin;
-        int err = tk_ckpt_wait(S.ckpt, &fin);
-        S.bgsave = false;
-        commit_save(err, &fin);
-    }
-    tk_ckpt_destroy(S.ckpt);
     return 0;
 }

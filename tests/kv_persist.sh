@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# examples/kv-server's persistence, as Redis users rely on it:
+#  - an image that exists but cannot be opened or read (permission denied
+#    to a non-root server, a directory, a read error (EIO), a dangling
+#    symbolic link, a truncated file) stops the server at start with a
+#    clear error and leaves the image as it was: never an empty start
+#  - the fork mechanism's child keeps no socket: a server restarted on the
+#    same port while the child of a killed server still runs can listen
+#  - writes made during a BGSAVE still count as unsaved after it completes;
+#    LASTSAVE is when the last save completed, the snapshot instant is
+#    reported apart
+#  - SHUTDOWN [SAVE|NOSAVE], SIGTERM with and without save points, a save
+#    that fails at shutdown keeps the server running; save points save
+# Usage: kv_persist.sh KV_SERVER_BINARY
+server=$1
+source "$(dirname "$0")/kv_lib.sh"
+
+# ---- 1. images that cannot be opened or read
+kv_start seed --mechanism posix
+expect OK SET keep me
+expect OK SAVE
+expect 1 DBSIZE
+kv_kill
+cp "$dir/dump.tkimg" "$dir/golden"
+same_image() { cmp -s "$dir/dump.tkimg" "$dir/golden" || { echo "the image changed"; exit 1; }; }
+refused() { # refused NAME PATTERN: the log of the refused start says PATTERN
+    grep -q -- "$2" "$dir/$1.err" || { cat "$dir/$1.err"; echo "$1: no '$2' on stderr"; exit 1; }
+}
+
+if [[ $(id -u) == 0 ]]; then
+    # root reads any file: run the server as nobody, in a directory it owns
+    chown -R nobody:nogroup "$dir"
+    as_user="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+else
+    as_user=
+fi
+chmod 000 "$dir/dump.tkimg"
+KV_RUN_AS=$as_user kv_start_fails noperm --mechanism posix
+refused noperm "cannot open the image $dir/dump.tkimg: Permission denied"
+chmod 644 "$dir/dump.tkimg"
+same_image
+# the same user starts, with the image readable (posix: userfaultfd is for root here)
+KV_RUN_AS=$as_user kv_start asuser --mechanism posix
+expect me GET keep
+kv_kill
+same_image
+chown -R "$(id -u):$(id -g)" "$dir"
+
+# the image path is a directory
+mkdir -p "$dir/d/dump.tkimg"
+kv_start_fails isdir --dir "$dir/d" --mechanism posix
+refused isdir "is not a regular file"
+[[ -d $dir/d/dump.tkimg ]] || { echo "the directory was replaced"; exit 1; }
+# a read error: /proc/self/mem is a regular file whose read at offset 0
+# (an address never mapped) fails with EIO - the kernel's own read error,
+# no injection in the server
+mkdir -p "$dir/e"
+ln -s /proc/self/mem "$dir/e/dump.tkimg"
+kv_start_fails eio --dir "$dir/e" --mechanism posix
+refused eio "cannot read the image $dir/e/dump.tkimg: Input/output error"
+[[ -L $dir/e/dump.tkimg ]] || { echo "the symbolic link was replaced"; exit 1; }
+# a symbolic link to nothing
+mkdir -p "$dir/l"
+ln -s "$dir/l/nothere" "$dir/l/dump.tkimg"
+kv_start_fails dangling --dir "$dir/l" --mechanism posix
+refused dangling "a symbolic link to nothing"
+# a truncated image
+mkdir -p "$dir/t"
+head -c 3000 "$dir/golden" >"$dir/t/dump.tkimg"
+kv_start_fails truncated --dir "$dir/t" --mechanism posix
+refused truncated "truncated"
+# no image at all: an empty start
+mkdir -p "$dir/n"
+kv_start empty --dir "$dir/n" --mechanism posix
+expect 0 DBSIZE
+kv_kill
+echo "images that cannot be read: ok"
+
+# Fills the store with about 96 MiB, so that writing an image takes a while.
+fill() {
+    python3 - "$port" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+v = b"x" * (1 << 20)
+s.sendall(b"".join(b"*3\r\n$3\r\nSET\r\n$6\r\nbig:%02d\r\n$%d\r\n%s\r\n" % (i, len(v), v)
+                   for i in range(96)))
+got = b""
+while got.count(b"\r\n") < 96: got += s.recv(65536)
+assert got == b"+OK\r\n" * 96, got[:200]
+PY
+}
+# Starts a BGSAVE and stops the fork mechanism's child at once (SIGSTOP), so
+# that it stays alive as long as the test needs; sets child.  Tries again if
+# the save completed before its child could be stopped.
+bgsave_stopped() {
+    for attempt in 1 2 3 4 5; do
+        expect "Background saving started" BGSAVE
+        child=$(python3 - "$pid" <<'PY'
+import os, signal, sys, time
+pid = sys.argv[1]
+t = time.time()
+while time.time() - t < 5:
+    try:
+        kids = open("/proc/%s/task/%s/children" % (pid, pid)).read().split()
+    except OSError:
+        kids = []
+    if kids:
+        os.kill(int(kids[0]), signal.SIGSTOP)
+        print(kids[0]); break
+PY
+)
+        [[ -n $child ]] && [[ $(info_field rdb_bgsave_in_progress) == 1 ]] && return 0
+        [[ -n $child ]] && kill -CONT "$child" 2>/dev/null
+        wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+        echo "(the save completed before its child was stopped: again)"
+    done
+    echo "could not catch the fork child of a BGSAVE"; exit 1
+}
+
+# ---- 4. the fork child keeps no socket
+P=$(free_port)
+mkdir -p "$dir/f"
+kv_start fork1 --dir "$dir/f" --port "$P" --mechanism fork --memory 256m
+fill
+expect OK SET k old
+expect OK SAVE
+expect OK SET k new
+idle=$(python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); import time; time.sleep(30)' "$P" &
+       echo $!)
+sleep 0.2
+bgsave_stopped
+sockets=$(ls -l "/proc/$child/fd" | grep -c 'socket:' || true)
+((sockets == 0)) || { ls -l "/proc/$child/fd"; echo "the fork child holds $sockets sockets"; exit 1; }
+kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+kill "$idle" 2>/dev/null || true
+# right away, on the same port, while the child still lives
+kill -0 "$child" || { echo "the child is gone"; exit 1; }
+kv_start fork2 --dir "$dir/f" --port "$P" --mechanism fork --memory 256m
+expect old GET k
+kill -CONT "$child" 2>/dev/null || true
+kill -9 "$child" 2>/dev/null || true
+kv_kill
+echo "the fork child keeps no socket: ok (restarted on port $P with the child alive)"
+
+# ---- 3. changes made during a BGSAVE, LASTSAVE and the snapshot instant
+mkdir -p "$dir/c"
+kv_start changes --dir "$dir/c" --mechanism fork --memory 256m
+fill
+bgsave_stopped
+for i in 1 2 3 4 5; do expect OK SET during:$i x; done
+sleep 1.1 # LASTSAVE (completion) and the snapshot instant differ by at least this
+t_cont=$(date +%s)
+kill -CONT "$child"
+wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+[[ $(info_field rdb_last_bgsave_status) == ok ]] || { echo "BGSAVE failed"; exit 1; }
+changes=$(info_field rdb_changes_since_last_save)
+((changes == 5)) || { echo "rdb_changes_since_last_save $changes after a BGSAVE during which 5 writes were made, want 5"; exit 1; }
+lastsave=$(cli LASTSAVE)
+((lastsave >= t_cont)) || { echo "LASTSAVE $lastsave is before the save completed ($t_cont)"; exit 1; }
+instant=$(info_field trapkit_last_snapshot_instant_ms)
+((instant / 1000 < t_cont)) || { echo "the snapshot instant $instant is not before the child ran on ($t_cont)"; exit 1; }
+kv_kill
+echo "changes during BGSAVE, LASTSAVE, snapshot instant: ok"
+
+# ---- SHUTDOWN and SIGTERM
+mkdir -p "$dir/s"
+S=(--dir "$dir/s")
+kv_start sd1 "${S[@]}"
+expect OK SET base 1
+expect OK SAVE
+expect OK SET x 1
+cli SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+kv_wait_exit 30
+((rc == 0)) || { echo "SHUTDOWN NOSAVE: exit status $rc"; exit 1; }
+kv_start sd2 "${S[@]}"
+expect 1 GET base
+expect "" GET x
+expect OK SET y 1
+cli SHUTDOWN SAVE >/dev/null 2>&1 || true
+kv_wait_exit 60
+((rc == 0)) || { echo "SHUTDOWN SAVE: exit status $rc"; exit 1; }
+kv_start sd3 "${S[@]}"
+expect 1 GET y
+# no save points: SIGTERM exits without saving, as redis-server --save "" does
+expect OK SET w 1
+kill -TERM "$pid"
+kv_wait_exit 30
+((rc == 0)) || { echo "SIGTERM: exit status $rc"; exit 1; }
+kv_start sd4 "${S[@]}" --save "3600 1 300 100"
+expect "" GET w
+[[ $(cli CONFIG GET save | tr '\n' '|') == "save|3600 1 300 100|" ]] || { echo "CONFIG GET save: $(cli CONFIG GET save)"; exit 1; }
+expect OK SET z 1
+kill -TERM "$pid"
+kv_wait_exit 60
+((rc == 0)) || { echo "SIGTERM with save points: exit status $rc"; exit 1; }
+kv_start sd5 "${S[@]}"
+expect 1 GET z
+kv_kill
+# a save that fails at shutdown: the server keeps serving
+mkdir -p "$dir/gone"
+kv_start sd6 --dir "$dir/gone" --save "3600 1"
+expect OK SET q 1
+rm -rf "$dir/gone"
+expect "ERR Errors trying to SHUTDOWN. Check logs." SHUTDOWN SAVE
+expect PONG PING
+kill -TERM "$pid"
+sleep 1
+kill -0 "$pid" || { echo "SIGTERM with a failing save: the server exited"; exit 1; }
+expect PONG PING
+grep -q "cannot exit" "$dir/sd6.err" || { echo "no word of the failed save"; exit 1; }
+cli SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+kv_wait_exit 30
+((rc == 0)) || { echo "SHUTDOWN NOSAVE after a failed save: exit status $rc"; exit 1; }
+echo "SHUTDOWN [SAVE|NOSAVE] and SIGTERM: ok"
+
+# ---- save points
+mkdir -p "$dir/p"
+kv_start sp --dir "$dir/p" --save "1 2"
+expect OK SET a 1
+expect OK SET b 1
+wait_until 30 '[[ -f $dir/p/dump.tkimg ]]'
+wait_until 30 '[[ $(info_field rdb_changes_since_last_save) == 0 ]]'
+kv_kill
+kv_start sp2 --dir "$dir/p"
+expect 2 DBSIZE
+kv_kill
+kv_check_log
+echo "kv_persist: ok"
