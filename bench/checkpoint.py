@@ -6,15 +6,20 @@ The protocol, for each data size (1 and 4 GiB; 64 MiB with --quick):
 
 1. Fill.  kv-server and redis-server are each filled to the size with their
    own SET command (keys key:%012d, 984-byte random values: 1 KiB per entry
-   in kv-server; tk-loadgen --mode fill), then SAVE writes a seed image.
-   Only one server runs at a time; every later run starts from the seed
-   image (hard-linked: a BGSAVE writes a new file and renames it), so each
-   run's BGSAVE is the first one after a fresh start on the same data.
-2. Capacity.  Each system (kv-server per mechanism, redis-server) is started
-   once and driven closed-loop by tk-loadgen --mode closed (16 connections,
-   one request outstanding on each, the same SET/GET mix): three runs after
-   a warm-up; checkpoint/capacity is their median [min, max].  The base
-   rate is the slower system's median capacity.
+   in kv-server; tk-loadgen --mode fill).  kv-server then SAVEs a seed image
+   and stops: each of its runs starts afresh from that image (hard-linked: a
+   BGSAVE writes a new file and renames it), so every kv-server BGSAVE is
+   the first after a start on the same data, whatever the history a future
+   incremental BGSAVE would depend on.  redis-server stays up for the size
+   (its BGSAVE is always whole): one kv-server and one redis-server at most
+   are resident at a time.  redis-server runs with rdbcompression no: its
+   image raw like kv-server's (compressing these random values made its
+   BGSAVE 2.5x as long here).
+2. Capacity.  Each system (kv-server per mechanism, redis-server) is driven
+   closed loop by tk-loadgen --mode closed (16 connections, one request
+   outstanding on each, the same SET/GET mix): three consecutive runs after
+   a warm-up on one server; checkpoint/capacity is their median [min, max].
+   The base rate is the slower system's median capacity.
 3. Snapshot runs.  At each offered load (a fraction of the base rate: one
    absolute rate, the same for every system), tk-loadgen sends open-loop
    (Poisson arrivals, 16 connections, 50% SET / 50% GET on random keys,
@@ -212,8 +217,11 @@ class Server:
         self.port = free_port()
         self.err = os.path.join(workdir, "server.err")
         if system == REDIS:
+            # rdbcompression no: its image raw like kv-server's (LZF on these random
+            # values made its BGSAVE 2.5x as long here: the stronger baseline)
             cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--dir", workdir, "--dbfilename", "dump.rdb",
+                   "--appendonly", "no", "--rdbcompression", "no",
+                   "--dir", workdir, "--dbfilename", "dump.rdb",
                    "--daemonize", "no", "--logfile", os.path.join(workdir, "redis.log")]
         else:
             cmd = [kv, "--port", str(self.port), "--dir", workdir, "--memory", f"{mem >> 20}m",
@@ -318,58 +326,19 @@ def capacity(lg, port, keys, quick):
 PHASES = ["steady", "during-snapshot", "after-snapshot"]
 
 
-def snapshot_run(a, system, seed, size, keys, mem, rate, rng_seed):
-    """Starts the system from its seed image, runs the load through the
-    phases with one BGSAVE; returns a dict of what was measured."""
+def kv_run(a, system, seed, mem, keys, rate, rng_seed):
+    """kv-server started afresh from the seed image (hard-linked: BGSAVE
+    writes a new file and renames it), one snapshot run, stopped."""
     run = tempfile.mkdtemp(prefix=f"run-{system}-", dir=a.work)
-    img = "dump.rdb" if system == REDIS else "dump.tkimg"
-    seed_img = os.path.join(seed, img)
+    seed_img = os.path.join(seed, "dump.tkimg")
     st = os.stat(seed_img)
-    os.link(seed_img, os.path.join(run, img))
-    srv = lg = c = None
+    os.link(seed_img, os.path.join(run, "dump.tkimg"))
+    srv = None
     try:
         srv = Server(system, run, mem, a.kv_server)
-        lg = Loadgen(a.loadgen, srv.port,
-                     ["--rate", f"{rate:.1f}", "--connections", CONNS, "--keys", keys,
-                      "--value-size", VSIZE, "--set-ratio", SET_RATIO, "--warmup", a.warmup,
-                      "--phases", ",".join(PHASES), "--interval", 100, "--control",
-                      "--warn-lateness", LATE_WARN_US, "--drain", 120, "--seed", rng_seed])
-        try:
-            time.sleep(a.warmup + a.before)
-            c = srv.client()
-            base = pss(srv.p.pid)
-            sampler = Sampler(srv.p.pid)
-            sampler.start()
-            t0 = time.monotonic()
-            lg.next(t0)  # -> during-snapshot, just before BGSAVE is sent
-            c.cmd("BGSAVE")
-            deadline = t0 + a.save_timeout
-            while True:
-                i = info(c)
-                if i.get("rdb_bgsave_in_progress", "0") == "0":
-                    break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"BGSAVE still running after {a.save_timeout:.0f} s")
-                time.sleep(0.02)
-            t1 = time.monotonic()
-            dur = t1 - t0
-            lg.next(t1)  # -> after-snapshot
-            sampler.stop = True
-            sampler.join()
-            if i.get("rdb_last_bgsave_status", "ok") != "ok":
-                raise RuntimeError("BGSAVE failed: " + open(srv.err).read()[-500:])
-            writers = (int(i["trapkit_last_pages_by_writers"])
-                       if "trapkit_last_pages_by_writers" in i else None)
-            time.sleep(a.after)
-            lg.next()  # the end
-            d = lg.result()
-        finally:
-            if lg.p.poll() is None:
-                lg.p.kill()
-                lg.p.wait()
+        r = snapshot_run(a, srv, keys, rate, rng_seed)
+        r["start_s"] = srv.start_s
     finally:
-        if c:
-            c.close()
         if srv:
             srv.stop()
         shutil.rmtree(run, ignore_errors=True)
@@ -377,11 +346,60 @@ def snapshot_run(a, system, seed, size, keys, mem, rate, rng_seed):
     if (st2.st_size, st2.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
         raise RuntimeError(f"{system} changed its image in place; the benchmark links the seed "
                            "image into each run and needs it unchanged")
+    return r
+
+
+def snapshot_run(a, srv, keys, rate, rng_seed):
+    """Runs the load through the phases with one BGSAVE of the running
+    server; returns a dict of what was measured."""
+    lg = c = None
+    try:
+        lg = Loadgen(a.loadgen, srv.port,
+                     ["--rate", f"{rate:.1f}", "--connections", CONNS, "--keys", keys,
+                      "--value-size", VSIZE, "--set-ratio", SET_RATIO, "--warmup", a.warmup,
+                      "--phases", ",".join(PHASES), "--interval", 100, "--control",
+                      "--warn-lateness", LATE_WARN_US, "--drain", 120, "--seed", rng_seed])
+        time.sleep(a.warmup + a.before)
+        c = srv.client()
+        base = pss(srv.p.pid)
+        sampler = Sampler(srv.p.pid)
+        sampler.start()
+        t0 = time.monotonic()
+        lg.next(t0)  # -> during-snapshot, just before BGSAVE is sent
+        c.cmd("BGSAVE")
+        deadline = t0 + a.save_timeout
+        while True:
+            i = info(c)
+            if i.get("rdb_bgsave_in_progress", "0") == "0":
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"BGSAVE still running after {a.save_timeout:.0f} s")
+            time.sleep(0.02)
+        t1 = time.monotonic()
+        dur = t1 - t0
+        lg.next(t1)  # -> after-snapshot
+        sampler.stop = True
+        sampler.join()
+        if i.get("rdb_last_bgsave_status", "ok") != "ok":
+            raise RuntimeError("BGSAVE failed: " + open(srv.err).read()[-500:])
+        writers = (int(i["trapkit_last_pages_by_writers"])
+                   if "trapkit_last_pages_by_writers" in i else None)
+        time.sleep(a.after)
+        lg.next()  # the end
+        d = lg.result()
+    finally:
+        if c:
+            c.close()
+        if lg and lg.p.poll() is None:
+            lg.p.kill()
+            lg.p.wait()
+        if srv.p.poll() is not None:
+            raise RuntimeError(f"{srv.system} exited: " + open(srv.err).read()[-500:])
     ph = {p["name"]: p for p in d["phases"]}
     if list(ph) != ["warmup"] + PHASES:
         raise RuntimeError(f"tk-loadgen phases {list(ph)}")
     res = {"duration": dur, "extra_memory": max(0, sampler.peak - base), "writers": writers,
-           "start_s": srv.start_s, "errors": d["errors"], "lateness": d["lateness"],
+           "start_s": None, "errors": d["errors"], "lateness": d["lateness"],
            "warnings": [l for l in lg.err if "warning" in l], "phases": ph}
     # the per-interval timeline, from the start of the steady phase
     iv, w = d["intervals"], d["interval_s"]
@@ -397,23 +415,38 @@ def snapshot_run(a, system, seed, size, keys, mem, rate, rng_seed):
 
 
 # ---------------------------------------------------------------- one size
-def prepare_seed(a, system, size, keys, mem):
-    """Fills a server of the kind and saves its seed image; returns the dir."""
-    kind = "redis" if system == REDIS else "kv"
-    seed = os.path.join(a.work, f"seed-{kind}")
-    shutil.rmtree(seed, ignore_errors=True)
-    os.makedirs(seed)
-    srv = Server(system, seed, mem, a.kv_server)
+def filled(a, system, workdir, keys, mem):
+    """A server of the kind started empty in workdir and filled with its own
+    SET (tk-loadgen --mode fill)."""
+    srv = Server(system, workdir, mem, a.kv_server)
     try:
         t = fill(a.loadgen, srv.port, keys)
         c = srv.client()
         n = c.cmd("DBSIZE")
+        c.close()
         if n != keys:
-            raise RuntimeError(f"{kind} holds {n} keys after filling {keys}")
+            raise RuntimeError(f"{system} holds {n} keys after filling {keys}")
+        log(f"    {'redis-server' if system == REDIS else 'kv-server'}: filled {keys:,} keys "
+            f"in {t:.0f} s")
+    except BaseException:
+        srv.stop()
+        raise
+    return srv
+
+
+def kv_seed(a, system, keys, mem):
+    """kv-server filled, saved (SAVE) and stopped: the seed image every run
+    starts from."""
+    seed = os.path.join(a.work, "seed-kv")
+    shutil.rmtree(seed, ignore_errors=True)
+    os.makedirs(seed)
+    srv = filled(a, system, seed, keys, mem)
+    try:
         t1 = time.time()
+        c = srv.client()
         c.cmd("SAVE")
         c.close()
-        log(f"    {kind}: filled {keys:,} keys in {t:.0f} s, saved in {time.time() - t1:.0f} s")
+        log(f"    kv-server: saved in {time.time() - t1:.0f} s")
     finally:
         srv.stop()
     return seed
@@ -433,18 +466,22 @@ def null_size(systems, size, loads, reason):
 def run_size(a, systems, size, loads):
     keys = int(size * 2**30) // ENTRY
     mem = (int(keys * ENTRY * 1.3) + (64 << 20)) & ~((1 << 20) - 1)
-    # one server at a time: kv-server's area, or redis-server's heap (about
-    # 1.1x the data), each up to doubled by a fork child's copies
-    need = 2 * max(mem, int(keys * ENTRY * 1.25)) + (1 << 30)
+    kv = [s for s in systems if s != REDIS]
+    # redis-server stays up for the whole size (its heap about 1.15x the
+    # data) while kv-server runs (its area), either up to doubled by a fork
+    # child's copies during a snapshot
+    redis_mem = int(keys * ENTRY * 1.15) if REDIS in systems else 0
+    need = (2 * mem if kv else 0) + (2 * redis_mem if not kv else redis_mem) + (1 << 30)
     avail = mem_available()
     if avail < need:
         reason = (f"not enough memory here for {size:g} GiB: {need / 2**30:.1f} GiB needed "
-                  f"(the server and a fork's copies), {avail / 2**30:.1f} GiB available")
+                  f"(redis-server, kv-server and a fork's copies), {avail / 2**30:.1f} GiB "
+                  "available")
         log(f"  checkpoint: {size:g} GiB skipped: {reason}")
         null_size(systems, size, loads, reason)
         return
     disk = shutil.disk_usage(a.work).free
-    if disk < 3 * keys * ENTRY * 1.5:
+    if disk < 4 * keys * ENTRY * 1.3:
         reason = f"not enough disk for the images of {size:g} GiB ({disk / 2**30:.1f} GiB free)"
         log(f"  checkpoint: {size:g} GiB skipped: {reason}")
         null_size(systems, size, loads, reason)
@@ -452,32 +489,39 @@ def run_size(a, systems, size, loads):
 
     log(f"  checkpoint: {size:g} GiB ({keys:,} keys), systems {', '.join(systems)}, "
         f"loads {', '.join(f'{x:g}' for x in loads)}, {a.reps} rounds")
-    seeds = {}
-    if any(s != REDIS for s in systems):
-        seeds["kv"] = prepare_seed(a, next(s for s in systems if s != REDIS), size, keys, mem)
+    seed = kv_seed(a, kv[0], keys, mem) if kv else None
+    redis = None
     if REDIS in systems:
-        seeds["redis"] = prepare_seed(a, REDIS, size, keys, mem)
+        d = os.path.join(a.work, "redis")
+        os.makedirs(d, exist_ok=True)
+        redis = filled(a, REDIS, d, keys, mem)
+    try:
+        measure_size(a, systems, size, loads, keys, mem, seed, redis)
+    finally:
+        if redis:
+            redis.stop()
 
-    def seed_of(s):
-        return seeds["redis" if s == REDIS else "kv"]
 
+def measure_size(a, systems, size, loads, keys, mem, seed, redis):
     # capacity of each system, the base rate from the slower one
     cap = {}
     for s in systems:
-        run = tempfile.mkdtemp(prefix=f"cap-{s}-", dir=a.work)
-        img = "dump.rdb" if s == REDIS else "dump.tkimg"
-        os.link(os.path.join(seed_of(s), img), os.path.join(run, img))
-        srv = Server(s, run, mem, a.kv_server)
-        try:
-            cap[s] = capacity(a.loadgen, srv.port, keys, a.quick)
-        finally:
-            srv.stop()
-            shutil.rmtree(run, ignore_errors=True)
+        if s == REDIS:
+            cap[s] = capacity(a.loadgen, redis.port, keys, a.quick)
+        else:
+            run = tempfile.mkdtemp(prefix=f"cap-{s}-", dir=a.work)
+            os.link(os.path.join(seed, "dump.tkimg"), os.path.join(run, "dump.tkimg"))
+            srv = Server(s, run, mem, a.kv_server)
+            try:
+                cap[s] = capacity(a.loadgen, srv.port, keys, a.quick)
+            finally:
+                srv.stop()
+                shutil.rmtree(run, ignore_errors=True)
         log(f"    capacity {s:15s} {statistics.median(cap[s]):9,.0f} ops/s "
             f"[{min(cap[s]):,.0f}-{max(cap[s]):,.0f}] (closed loop, {CONNS} connections)")
         emit("checkpoint/capacity", s, {"size_gib": size}, "throughput", "ops_per_s", cap[s],
              note=f"closed loop: {CONNS} connections with one request outstanding each, "
-                  f"{SET_RATIO:.0%} SET; 3 runs in one server start")
+                  f"{SET_RATIO:.0%} SET; 3 consecutive runs on one server")
     slower = min(cap, key=lambda s: statistics.median(cap[s]))
     base = statistics.median(cap[slower])
     log(f"    base rate: {base:,.0f} ops/s ({slower}'s capacity)")
@@ -491,10 +535,13 @@ def run_size(a, systems, size, loads):
         for li, load in enumerate(loads):
             rate = load * base
             for s in order:
+                # the same request sequence for every system in a round
+                rng_seed = 1 + rnd * len(loads) + li
                 try:
-                    # the same request sequence for every system in a round
-                    r = snapshot_run(a, s, seed_of(s), size, keys, mem, rate,
-                                     1 + rnd * len(loads) + li)
+                    if s == REDIS:
+                        r = snapshot_run(a, redis, keys, rate, rng_seed)
+                    else:
+                        r = kv_run(a, s, seed, mem, keys, rate, rng_seed)
                 except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as e:
                     fails.setdefault((s, load), []).append(str(e))
                     log(f"    round {rnd + 1}/{a.reps} {s:15s} {size:g} GiB at {load:.0%}: "
@@ -503,7 +550,9 @@ def run_size(a, systems, size, loads):
                 runs[(s, load)][rnd] = r
                 st, du = r["phases"]["steady"]["set"], r["phases"]["during-snapshot"]["set"]
                 log(f"    round {rnd + 1}/{a.reps} {s:15s} {size:g} GiB at {load:.0%} "
-                    f"({rate:,.0f}/s): snapshot {r['duration']:.1f} s; SET p99.9 "
+                    f"({rate:,.0f}/s): "
+                    + (f"started in {r['start_s']:.1f} s, " if r["start_s"] else "")
+                    + f"snapshot {r['duration']:.1f} s; SET p99.9 "
                     f"{st['p99_9_us'] / 1e3:.2f} ms steady -> {du['p99_9_us'] / 1e3:.2f} ms "
                     f"during, max {du['max_us'] / 1e3:.1f} ms; send lateness p99 "
                     f"{r['lateness']['p99_us'] / 1e3:.2f} ms"
