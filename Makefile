@@ -5,9 +5,13 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LDCONFIG   ?= /sbin/ldconfig
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build asan tsan test report kernel-test format format-check clean
+.PHONY: all deps build asan tsan test report kernel-test format format-check clean \
+        install uninstall deb
 
 all: build
 
@@ -53,6 +57,41 @@ bench-full: build
 kernel-test: build
 	@bash scripts/install-deps.sh kernel-test
 	@python3 scripts/kernel-test.py --build $(BUILD)
+
+# Installs the build into $(DESTDIR)$(PREFIX) (default /usr/local): the
+# libraries, headers, trapkit.pc, the CMake package, trapkit and tksim, the
+# man pages.  Installing to the system (no DESTDIR, as root) runs ldconfig;
+# a prefix the dynamic linker does not search gets a hint (README.md, "Use
+# it in your program").
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+	@libdir="$(PREFIX)/$$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' $(BUILD)/CMakeCache.txt)"; \
+	if [ -z "$(DESTDIR)" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi; \
+	  $(LDCONFIG) -p | grep -qF "=> $$libdir/libtrapkit.so.0" || \
+	    echo "install: the dynamic linker does not search $$libdir: link with" \
+	         "-Wl,-rpath,$$libdir or run with LD_LIBRARY_PATH=$$libdir"; \
+	fi
+
+# Removes what `make install` with the same PREFIX and DESTDIR installed (the
+# list is what installing the build would install), and the directories of
+# trapkit's own it leaves empty.
+uninstall: build
+	@stage=$$(mktemp -d) && trap 'rm -rf "$$stage"' EXIT && \
+	DESTDIR="$$stage" cmake --install $(BUILD) --prefix "$(PREFIX)" >/dev/null && \
+	(cd "$$stage" && find . ! -type d && find . -depth -type d -path '*/trapkit*') | \
+	while read -r f; do \
+	  f="$(DESTDIR)$${f#.}"; \
+	  if [ -d "$$f" ] && [ ! -L "$$f" ]; then rmdir "$$f" 2>/dev/null || true; \
+	  elif [ -e "$$f" ] || [ -L "$$f" ]; then echo "-- Removing: $$f"; rm -f "$$f"; fi; \
+	done; \
+	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi
+
+# The Debian package: $(BUILD)/package/trapkit_<version>_<arch>.deb, for /usr
+# (cmake/install.cmake), its dependencies computed by dpkg-shlibdeps.
+deb: build
+	@cpack --config $(BUILD)/CPackConfig.cmake -B $(BUILD)/package
+	@rm -rf $(BUILD)/package/_CPack_Packages
 
 format:
 	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp')

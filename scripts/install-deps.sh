@@ -9,6 +9,8 @@ PKGS=(
     gcc g++ make           # compilers (C11 library, C++17 runtime and simulator)
     cmake ninja-build      # build
     pkg-config             # the installed-package test builds against trapkit.pc
+    dpkg-dev file          # make deb: dpkg-shlibdeps computes the package's dependencies
+    man-db groff-base      # the man pages' test renders each (man -l, groff -ww, lexgrog)
     libzydis-dev           # x86-64 decoder: the atomic sequences' safety check
     libunwind-14           # LLVM's unwinder, compared with GCC's in the C++ exception benchmark
     libasan8 libubsan1     # the sanitizer build inside `make test`
