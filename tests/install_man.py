@@ -13,6 +13,7 @@ with what they document.
 - The SYNOPSIS prototypes compile against the headers: a parameter or result
   type that differs is a conflicting declaration.  A name a page documents
   is a function, macro or class of the headers.
+- Every reference to a page of trapkit's, such as tk_unprot(3), leads to one.
 - trapkit(1) and tksim(1) have every command and option of `--help`; trapkit(7)
   every TRAPKIT_* variable the sources read and every section-3 page.
 - The pages as the build installs them (BUILD_DIR/man, and gzipped for the
@@ -99,6 +100,12 @@ for page in pages:
     synopsis[page] = section(text, "SYNOPSIS")
 
 names_sec3 = {n for (n, s) in names if s == "3"}
+
+# every reference to a page of trapkit's (tk_x(3), trapkit(1) ...) leads to one
+for page, text in rendered.items():
+    for name, sect in set(re.findall(r"\b(tk_\w+|trapkit|tksim)\((\d)\)", text)):
+        if (name, sect) not in names:
+            fail(f"{rel(page)} refers to {name}({sect}), which no page documents")
 
 # ---- the headers' functions and the libraries' symbols -------------------------
 inc = os.path.join(src, "include")
