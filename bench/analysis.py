@@ -533,7 +533,7 @@ def checkpoint_goals(results, note):
             r = fig(exp, mech, s, command="set")
             sp = Span.of(r)
             if sp is None:
-                why = (r or {}).get("reason") or "not measured"
+                why = (r or {}).get("reason") or "not run"
                 parts.append(f"{size_text(s)}: not measured ({why})")
                 statuses.append(UNDECIDED)
                 continue
