@@ -71,7 +71,7 @@ expect 1 DBSIZE
 expect "abc" ECHO abc
 expect "" GET nothere
 expect "ERR wrong number of arguments for 'get' command" GET
-expect "ERR unknown command 'NOPE'" NOPE
+expect "ERR unknown command 'NOPE', with args beginning with: " NOPE
 
 # malformed input: an error, and the server keeps serving.  First some
 # inputs whose error is known; then random and malformed RESP in batches

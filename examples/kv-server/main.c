@@ -5,14 +5,29 @@
  *
  *   kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename NAME]
  *             [--memory SIZE] [--save "SECONDS CHANGES [SECONDS CHANGES ...]"]
+ *             [--client-output-buffer-limit SIZE]
  *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
  *
- * Commands: GET SET DEL EXISTS INCR DBSIZE PING ECHO FLUSHALL SAVE BGSAVE
- * LASTSAVE SHUTDOWN [SAVE|NOSAVE] INFO CONFIG GET (save, appendonly, dir,
- * dbfilename, port, maxmemory, databases) SELECT 0 QUIT, and COMMAND (an
- * empty list) for redis-cli.  It works with the unmodified redis-cli and
- * redis-benchmark.  Malformed input gets a RESP error; a protocol error
- * closes that connection after the error is sent.
+ * COMMANDS_LIST
+ *
+ * It works with the unmodified redis-cli and redis-benchmark.  Replies are
+ * Redis's, word for word where a test compares them with redis-server's.
+ *
+ * The protocol: RESP2 arrays of bulk strings, or inline commands split as
+ * Redis and redis-cli split them ("..." with \n \r \t \b \a \\ \" \xHH
+ * escapes, '...' with \').  Malformed input gets "-ERR Protocol error: ..."
+ * and the connection is closed after it; lengths that do not fit (a count
+ * above 1,048,576 arguments, a bulk above 64 MiB, any number that
+ * overflows) are malformed.  An error reply never carries a client's bytes
+ * as they came: a name is quoted with non-printable bytes as \xHH and cut
+ * at 128 bytes.
+ *
+ * Fairness and memory: each event-loop turn reads at most 64 KiB from a
+ * client and runs at most 1,000 of its commands, so a client pipelining
+ * without pause cannot hold the others up; a client with 1 MiB of replies
+ * unsent is not read until they drain (its input waits in the kernel), and
+ * one whose unsent replies pass --client-output-buffer-limit (256 MiB) is
+ * disconnected, as Redis's client-output-buffer-limit does.
  *
  * Persistence, as Redis does it:
  * - An image holds the data as it was at its snapshot instant: inside
@@ -65,18 +80,46 @@
 
 #include "store.h"
 
-#define MAX_BULK (64u << 20)   /* longest argument */
-#define MAX_ARGS (1024 * 1024) /* most arguments in one command */
-#define MAX_INLINE (64u << 10) /* longest inline command or length line */
+#define MAX_BULK (64u << 20)            /* longest argument */
+#define MAX_ARGS (1024 * 1024)          /* most arguments in one command */
+#define MAX_INLINE (64u << 10)          /* longest inline command or length line */
+#define QUERY_LIMIT (1024u << 20)       /* most input buffered for one command */
+#define READ_CHUNK (64u << 10)          /* read from one client per event-loop turn */
+#define TURN_COMMANDS 1000              /* commands run for one client per turn */
+#define OUT_SOFT (1u << 20)             /* unsent output that stops reading a client */
+#define OUT_HARD_DEFAULT (256ull << 20) /* unsent output that disconnects it */
 
+struct arg {
+    const char *p;
+    size_t n;
+};
+
+/* A client.  Its input is parsed where it stands: in[scan..] is not yet
+ * looked at; a command being parsed began at cmd_start; a multibulk has
+ * mb_left bulk arguments still to come, the next of bulk_len bytes (-1:
+ * its length line comes first).  Arguments are kept as offsets into in
+ * (it may move as it grows) until the command is complete. */
 struct conn {
     struct conn *prev, *next; /* every open connection */
+    struct conn *pend_next;   /* on the list of clients with input to run */
+    bool pending;
     int fd;
+    uint32_t events; /* registered with epoll */
     char *in;
-    size_t in_len, in_cap;
+    size_t in_len, in_cap, scan, cmd_start;
+    long long mb_left, bulk_len;
+    bool need_more; /* the input holds no complete command */
+    struct span {
+        size_t off, n;
+    } * args;
+    size_t argc, args_cap;
+    char *scratch; /* an inline command's words, unquoted */
+    size_t scratch_cap;
     char *out;
     size_t out_len, out_cap, out_sent;
     bool closing; /* close once the output is sent */
+    bool dead;    /* close now: the output limit was passed */
+    uint64_t id;
 };
 
 enum shutdown_mode { SHUTDOWN_DEFAULT, SHUTDOWN_SAVE, SHUTDOWN_NOSAVE };
@@ -92,6 +135,7 @@ static struct {
     const char *last_status;
     uint64_t changes, changes_at_save; /* changes_at_save: at the running save's instant */
     long last_bgsave_ms;
+    uint64_t saves; /* completed successfully since start */
     tk_ckpt_stats last_stats;
     enum tk_ckpt_mech mech;
     size_t mem;
@@ -105,9 +149,16 @@ static struct {
     time_t last_bgsave_try;
     int listen_fd, port;
     char save_error[PATH_MAX + 256];
-    struct conn *conns;
+    struct conn *conns, *pending;
+    uint64_t nconns, next_id, total_conns, total_commands, out_limit_closed;
+    unsigned long long out_hard;
     volatile sig_atomic_t stop;
-} S = {.save_fd = -1, .last_status = "ok", .dbfile = "dump.tkimg", .dir = ".", .listen_fd = -1};
+} S = {.save_fd = -1,
+       .last_status = "ok",
+       .dbfile = "dump.tkimg",
+       .dir = ".",
+       .listen_fd = -1,
+       .out_hard = OUT_HARD_DEFAULT};
 
 static int64_t wall_ms(void)
 {
@@ -117,14 +168,32 @@ static int64_t wall_ms(void)
 }
 
 /* ---- output ------------------------------------------------------------ */
+/* Appends to the client's replies.  A client whose unsent replies would
+ * pass the hard limit is marked dead: nothing more is added, and it is
+ * disconnected after the command. */
 static void out_raw(struct conn *c, const void *p, size_t n)
 {
+    if (c->dead) return;
+    if (c->out_len - c->out_sent + n > S.out_hard) {
+        fprintf(stderr,
+                "kv-server: client %lu disconnected: %zu bytes of replies unsent, above the "
+                "limit of %llu (--client-output-buffer-limit)\n",
+                (unsigned long)c->id, c->out_len - c->out_sent + n, S.out_hard);
+        S.out_limit_closed++;
+        c->dead = true;
+        return;
+    }
+    if (c->out_sent && c->out_len + n > c->out_cap) { /* move what is unsent to the front */
+        memmove(c->out, c->out + c->out_sent, c->out_len - c->out_sent);
+        c->out_len -= c->out_sent;
+        c->out_sent = 0;
+    }
     if (c->out_len + n > c->out_cap) {
-        size_t cap = c->out_cap ? c->out_cap : 4096;
+        size_t cap = c->out_cap ? c->out_cap : 16384;
         while (cap < c->out_len + n) cap *= 2;
         char *o = realloc(c->out, cap);
         if (!o) {
-            c->closing = true;
+            c->dead = true;
             return;
         }
         c->out = o;
@@ -150,11 +219,71 @@ static void out_fmt(struct conn *c, const char *fmt, ...)
     if (n > 0) out_raw(c, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
+/* An error reply: "-" and the message, whose CR and LF become spaces, so
+ * that no message can end the reply early (as Redis does). */
+static void out_err(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_err(struct conn *c, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + 1, sizeof buf - 3, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    size_t len = (size_t)n < sizeof buf - 4 ? (size_t)n : sizeof buf - 4;
+    buf[0] = '-';
+    for (size_t i = 1; i <= len; i++)
+        if (buf[i] == '\r' || buf[i] == '\n') buf[i] = ' ';
+    memcpy(buf + 1 + len, "\r\n", 2);
+    out_raw(c, buf, len + 3);
+}
+
 static void out_bulk(struct conn *c, const char *p, size_t n)
 {
     out_fmt(c, "$%zu\r\n", n);
     out_raw(c, p, n);
     out_raw(c, "\r\n", 2);
+}
+
+static void out_cstr(struct conn *c, const char *s)
+{
+    out_bulk(c, s, strlen(s));
+}
+
+static void out_int(struct conn *c, long long v)
+{
+    out_fmt(c, ":%lld\r\n", v);
+}
+
+static void out_array(struct conn *c, size_t n)
+{
+    out_fmt(c, "*%zu\r\n", n);
+}
+
+static void out_nil(struct conn *c)
+{
+    out_raw(c, "$-1\r\n", 5);
+}
+
+static void out_ok(struct conn *c)
+{
+    out_raw(c, "+OK\r\n", 5);
+}
+
+/* Client bytes as an error message may carry them: printable ASCII as it
+ * is, every other byte as \xHH, at most max bytes of the input. */
+static const char *repr(char *buf, size_t cap, const char *p, size_t n, size_t max)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && i < max && o + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch >= 0x20 && ch < 0x7f)
+            buf[o++] = (char)ch;
+        else
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", ch);
+    }
+    buf[o] = 0;
+    return buf;
 }
 
 /* ---- persistence ------------------------------------------------------- */
@@ -196,6 +325,7 @@ static void note_save(int err, const tk_ckpt_stats *st)
         S.changes -= S.changes_at_save;
         S.last_instant_ms = S.save_instant_ms;
         S.last_status = "ok";
+        S.saves++;
     } else {
         S.last_status = "err";
     }
@@ -295,6 +425,7 @@ static int start_bgsave(void)
 /* SAVE: the image is complete and published when it returns 0. */
 static int save_sync(void)
 {
+    S.save_error[0] = 0;
     S.save_fd = open_tmp();
     if (S.save_fd < 0) {
         snprintf(S.save_error, sizeof S.save_error, "cannot open %s: %s", S.tmp_path,
@@ -380,10 +511,298 @@ static int shutdown_server(enum shutdown_mode mode)
     exit(0);
 }
 
+/* ---- the protocol ------------------------------------------------------ */
+enum { PARSE_MORE, PARSE_DONE, PARSE_ERROR };
+
+static int protocol_error(struct conn *c, const char *what)
+{
+    out_err(c, "ERR Protocol error: %s", what);
+    c->closing = true;
+    return PARSE_ERROR;
+}
+
+/* Parses a decimal line "<digits>\r\n" at p (after the type byte): an
+ * optional '-', then 1 to 19 digits whose value fits in a long long.
+ * Returns bytes used, 0 if incomplete, -1 if malformed. */
+static long parse_len_line(const char *p, size_t n, long long *v)
+{
+    const char *nl = memchr(p, '\n', n);
+    if (!nl) return 0;
+    size_t len = (size_t)(nl - p);
+    if (len == 0 || p[len - 1] != '\r') return -1;
+    len--;
+    size_t i = p[0] == '-';
+    if (i == len || len - i > 19) return -1;
+    long long x = 0;
+    for (; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9') return -1;
+        if (x > (LLONG_MAX - (p[i] - '0')) / 10) return -1; /* does not fit */
+        x = x * 10 + (p[i] - '0');
+    }
+    *v = p[0] == '-' ? -x : x;
+    return (long)(nl - p + 1);
+}
+
+static bool push_arg(struct conn *c, size_t off, size_t n)
+{
+    if (c->argc == c->args_cap) {
+        size_t cap = c->args_cap ? c->args_cap * 2 : 16;
+        struct span *na = realloc(c->args, cap * sizeof *na);
+        if (!na) return false;
+        c->args = na;
+        c->args_cap = cap;
+    }
+    c->args[c->argc++] = (struct span){off, n};
+    return true;
+}
+
+static bool is_hex(char ch)
+{
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+static int hex_val(char ch)
+{
+    return ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10;
+}
+
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+/* Splits an inline command into words as Redis's sdssplitargs (and so
+ * redis-cli) does, into c->scratch; the words' offsets into c->args.
+ * line is NUL-terminated (a NUL inside ends it, as in Redis).  Returns
+ * false on unbalanced quotes. */
+static bool split_inline(struct conn *c, const char *p)
+{
+    size_t o = 0;
+    c->argc = 0;
+    for (;;) {
+        while (*p && is_space(*p)) p++;
+        if (!*p) return true;
+        size_t start = o;
+        bool inq = false, insq = false, done = false;
+        while (!done) {
+            if (inq) {
+                if (p[0] == '\\' && p[1] == 'x' && is_hex(p[2]) && is_hex(p[3])) {
+                    c->scratch[o++] = (char)(hex_val(p[2]) * 16 + hex_val(p[3]));
+                    p += 3;
+                } else if (p[0] == '\\' && p[1]) {
+                    p++;
+                    char ch = *p;
+                    switch (ch) {
+                    case 'n':
+                        ch = '\n';
+                        break;
+                    case 'r':
+                        ch = '\r';
+                        break;
+                    case 't':
+                        ch = '\t';
+                        break;
+                    case 'b':
+                        ch = '\b';
+                        break;
+                    case 'a':
+                        ch = '\a';
+                        break;
+                    default:
+                        break;
+                    }
+                    c->scratch[o++] = ch;
+                } else if (*p == '"') {
+                    /* a closing quote must be followed by a space or the end */
+                    if (p[1] && !is_space(p[1])) return false;
+                    done = true;
+                } else if (!*p) {
+                    return false;
+                } else {
+                    c->scratch[o++] = *p;
+                }
+            } else if (insq) {
+                if (p[0] == '\\' && p[1] == '\'') {
+                    p++;
+                    c->scratch[o++] = '\'';
+                } else if (*p == '\'') {
+                    if (p[1] && !is_space(p[1])) return false;
+                    done = true;
+                } else if (!*p) {
+                    return false;
+                } else {
+                    c->scratch[o++] = *p;
+                }
+            } else {
+                switch (*p) {
+                case ' ':
+                case '\n':
+                case '\r':
+                case '\t':
+                case '\0':
+                    done = true;
+                    break;
+                case '"':
+                    inq = true;
+                    break;
+                case '\'':
+                    insq = true;
+                    break;
+                default:
+                    c->scratch[o++] = *p;
+                    break;
+                }
+            }
+            if (*p) p++;
+        }
+        if (!push_arg(c, start, o - start)) return false;
+    }
+}
+
+/* An inline command at c->in + c->scan. */
+static int parse_inline(struct conn *c)
+{
+    char *p = c->in + c->scan;
+    size_t n = c->in_len - c->scan;
+    char *nl = memchr(p, '\n', n);
+    if (!nl) {
+        if (n > MAX_INLINE) return protocol_error(c, "too big inline request");
+        return PARSE_MORE;
+    }
+    size_t len = (size_t)(nl - p);
+    if (len > MAX_INLINE) return protocol_error(c, "too big inline request");
+    if (len && p[len - 1] == '\r') len--;
+    /* the words are never longer than the line; the line is copied behind
+     * them, NUL-terminated */
+    if (c->scratch_cap < 2 * len + 2) {
+        char *ns = realloc(c->scratch, 2 * len + 2);
+        if (!ns) return protocol_error(c, "out of memory");
+        c->scratch = ns;
+        c->scratch_cap = 2 * len + 2;
+    }
+    char *line = c->scratch + len + 1;
+    memcpy(line, p, len);
+    line[len] = 0;
+    c->scan += (size_t)(nl - p) + 1;
+    if (!split_inline(c, line)) return protocol_error(c, "unbalanced quotes in request");
+    return PARSE_DONE;
+}
+
+/* Parses the next command: PARSE_DONE with its arguments in argv (an
+ * empty one, argc 0, is to be skipped), PARSE_MORE if the input holds no
+ * complete command, PARSE_ERROR after replying with a protocol error. */
+static int parse_command(struct conn *c, struct arg **argv, size_t *argc)
+{
+    static struct arg *av;
+    static size_t av_cap;
+    const char *p = c->in;
+    size_t n = c->in_len;
+    bool inl = false;
+    if (c->mb_left == 0) {
+        c->cmd_start = c->scan;
+        c->argc = 0;
+        if (c->scan >= n) return PARSE_MORE;
+        if (p[c->scan] != '*') {
+            int r = parse_inline(c);
+            if (r != PARSE_DONE) return r;
+            inl = true;
+        } else {
+            long long count;
+            long l = parse_len_line(p + c->scan + 1, n - c->scan - 1, &count);
+            if (l == 0) {
+                if (n - c->scan > MAX_INLINE)
+                    return protocol_error(c, "too big mbulk count string");
+                return PARSE_MORE;
+            }
+            if (l < 0 || count > MAX_ARGS) return protocol_error(c, "invalid multibulk length");
+            c->scan += 1 + (size_t)l;
+            if (count <= 0) { /* an empty command */
+                *argc = 0;
+                return PARSE_DONE;
+            }
+            c->mb_left = count;
+            c->bulk_len = -1;
+        }
+    }
+    while (c->mb_left > 0) {
+        if (c->bulk_len < 0) {
+            if (c->scan >= n) return PARSE_MORE;
+            if (p[c->scan] != '$') {
+                char ch = p[c->scan];
+                out_err(c, "ERR Protocol error: expected '$', got '%c'",
+                        ch >= 0x20 && ch < 0x7f ? ch : '?');
+                c->closing = true;
+                return PARSE_ERROR;
+            }
+            long long bl;
+            long l = parse_len_line(p + c->scan + 1, n - c->scan - 1, &bl);
+            if (l == 0) {
+                if (n - c->scan > MAX_INLINE) return protocol_error(c, "too big bulk count string");
+                return PARSE_MORE;
+            }
+            if (l < 0 || bl < 0 || bl > MAX_BULK) return protocol_error(c, "invalid bulk length");
+            c->scan += 1 + (size_t)l;
+            c->bulk_len = bl;
+        }
+        size_t bl = (size_t)c->bulk_len;
+        if (n - c->scan < bl + 2) return PARSE_MORE;
+        if (p[c->scan + bl] != '\r' || p[c->scan + bl + 1] != '\n')
+            return protocol_error(c, "bulk string not terminated by CRLF");
+        if (!push_arg(c, c->scan, bl)) return protocol_error(c, "out of memory");
+        c->scan += bl + 2;
+        c->mb_left--;
+        c->bulk_len = -1;
+    }
+    if (c->argc > av_cap) {
+        size_t cap = c->argc < 64 ? 64 : c->argc;
+        struct arg *na = realloc(av, cap * sizeof *na);
+        if (!na) return protocol_error(c, "out of memory");
+        av = na;
+        av_cap = cap;
+    }
+    const char *base = inl ? c->scratch : c->in;
+    for (size_t i = 0; i < c->argc; i++) av[i] = (struct arg){base + c->args[i].off, c->args[i].n};
+    *argv = av;
+    *argc = c->argc;
+    return PARSE_DONE;
+}
+
+/* Bytes of input still needed to complete the bulk argument being read
+ * (0 if unknown): lets a large argument be read in large pieces. */
+static size_t bulk_missing(const struct conn *c)
+{
+    if (c->mb_left == 0 || c->bulk_len < 0) return 0;
+    size_t have = c->in_len - c->scan, want = (size_t)c->bulk_len + 2;
+    return want > have ? want - have : 0;
+}
+
+/* Drops the input before the command being parsed. */
+static void compact_input(struct conn *c)
+{
+    size_t drop = c->mb_left ? c->cmd_start : c->scan;
+    if (drop == 0) return;
+    memmove(c->in, c->in + drop, c->in_len - drop);
+    c->in_len -= drop;
+    c->scan -= drop;
+    c->cmd_start -= drop;
+    for (size_t i = 0; i < c->argc && c->mb_left; i++) c->args[i].off -= drop;
+    if (c->in_cap > (1u << 20) && c->in_len < (64u << 10)) { /* give a large buffer back */
+        char *ni = realloc(c->in, 128u << 10);
+        if (ni) {
+            c->in = ni;
+            c->in_cap = 128u << 10;
+        }
+    }
+}
+
 /* ---- commands ---------------------------------------------------------- */
-struct arg {
-    const char *p;
-    size_t n;
+#define CMD_WRITE 0x1 /* may change the data set */
+
+struct command {
+    const char *name; /* lower case */
+    int arity;        /* > 0: exactly this many words, the name included; < 0: at least -arity */
+    unsigned flags;   /* CMD_* */
+    void (*fn)(struct conn *c, struct arg *a, size_t argc);
 };
 
 static bool is(const struct arg *a, const char *name)
@@ -391,53 +810,194 @@ static bool is(const struct arg *a, const char *name)
     return a->n == strlen(name) && strncasecmp(a->p, name, a->n) == 0;
 }
 
-static bool parse_i64(const char *p, size_t n, long long *out)
+/* A decimal integer as Redis's string2ll takes it: no sign but '-', no
+ * leading zero, no space, within a long long. */
+static bool parse_ll(const struct arg *a, long long *out)
 {
+    const char *p = a->p;
+    size_t n = a->n;
     if (n == 0 || n > 20) return false;
-    char buf[24];
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    char *end;
-    errno = 0;
-    long long v = strtoll(buf, &end, 10);
-    if (errno || *end || (buf[0] == '0' && n > 1) || buf[0] == '+' || buf[0] == ' ') return false;
-    *out = v;
+    if (n == 1 && p[0] == '0') {
+        *out = 0;
+        return true;
+    }
+    size_t i = p[0] == '-';
+    if (i == n || p[i] < '1' || p[i] > '9') return false;
+    unsigned long long v = 0;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return false;
+        if (v > (ULLONG_MAX - (unsigned)(p[i] - '0')) / 10) return false;
+        v = v * 10 + (unsigned)(p[i] - '0');
+    }
+    if (p[0] == '-') {
+        if (v > (unsigned long long)LLONG_MAX + 1) return false;
+        *out = (long long)(0 - v);
+    } else {
+        if (v > LLONG_MAX) return false;
+        *out = (long long)v;
+    }
     return true;
 }
 
-static void wrong_args(struct conn *c, const struct arg *cmd)
+static void out_oom(struct conn *c)
 {
-    char name[65];
-    size_t n = cmd->n > 64 ? 64 : cmd->n;
-    for (size_t i = 0; i < n; i++)
-        name[i] = (char)((cmd->p[i] >= 'A' && cmd->p[i] <= 'Z') ? cmd->p[i] + 32 : cmd->p[i]);
-    name[n] = 0;
-    out_fmt(c, "-ERR wrong number of arguments for '%s' command\r\n", name);
+    out_str(c, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
 }
 
-static void cmd_info(struct conn *c)
+static void cmd_ping(struct conn *c, struct arg *a, size_t argc)
 {
-    char buf[2048];
-    tk_ckpt_stats st = S.last_stats;
-    int n = snprintf(buf, sizeof buf,
-                     "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:%lu\r\n"
-                     "rdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%ld\r\n"
-                     "rdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%ld\r\n"
-                     "rdb_current_bgsave_time_sec:%ld\r\n"
-                     "trapkit_checkpoint_mechanism:%s\r\ntrapkit_last_pages_saved:%lu\r\n"
-                     "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_pause_us:%lu\r\n"
-                     "trapkit_last_max_writer_stall_us:%lu\r\n"
-                     "trapkit_last_snapshot_instant_ms:%lld\r\n"
-                     "\r\n# Keyspace\r\ndb0:keys=%lu,expires=0,avg_ttl=0\r\n"
-                     "\r\n# Memory\r\nused_memory:%lu\r\n",
-                     (unsigned long)S.changes, S.bgsave ? 1 : 0, (long)S.lastsave, S.last_status,
-                     S.last_bgsave_ms < 0 ? -1L : S.last_bgsave_ms / 1000,
-                     S.bgsave ? (long)(time(NULL) - S.bgsave_start) : -1L,
-                     tk_ckpt_mech_name(S.mech), (unsigned long)st.pages_saved,
-                     (unsigned long)st.pages_by_writers, (unsigned long)(st.pause_ns / 1000),
-                     (unsigned long)(st.max_stall_ns / 1000), (long long)S.last_instant_ms,
-                     (unsigned long)kv_count(S.kv), (unsigned long)kv_used(S.kv));
-    out_bulk(c, buf, (size_t)n);
+    if (argc > 2) return out_err(c, "ERR wrong number of arguments for 'ping' command");
+    if (argc == 2)
+        out_bulk(c, a[1].p, a[1].n);
+    else
+        out_str(c, "+PONG\r\n");
+}
+
+static void cmd_echo(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    out_bulk(c, a[1].p, a[1].n);
+}
+
+static void cmd_get(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    const char *v;
+    size_t vn;
+    if (kv_get(S.kv, a[1].p, a[1].n, &v, &vn))
+        out_bulk(c, v, vn);
+    else
+        out_nil(c);
+}
+
+static void cmd_set(struct conn *c, struct arg *a, size_t argc)
+{
+    bool nx = false, xx = false;
+    for (size_t i = 3; i < argc; i++) {
+        if (is(&a[i], "NX") && !xx)
+            nx = true;
+        else if (is(&a[i], "XX") && !nx)
+            xx = true;
+        else
+            return out_err(c, "ERR syntax error");
+    }
+    if (nx || xx) {
+        const char *v;
+        size_t vn;
+        bool exists = kv_get(S.kv, a[1].p, a[1].n, &v, &vn);
+        if ((nx && exists) || (xx && !exists)) return out_nil(c);
+    }
+    if (kv_set(S.kv, a[1].p, a[1].n, a[2].p, a[2].n) < 0) return out_oom(c);
+    S.changes++;
+    out_ok(c);
+}
+
+static void cmd_del(struct conn *c, struct arg *a, size_t argc)
+{
+    long long n = 0;
+    for (size_t i = 1; i < argc; i++) n += kv_del(S.kv, a[i].p, a[i].n);
+    S.changes += (uint64_t)n;
+    out_int(c, n);
+}
+
+static void cmd_exists(struct conn *c, struct arg *a, size_t argc)
+{
+    long long n = 0;
+    for (size_t i = 1; i < argc; i++) {
+        const char *v;
+        size_t vn;
+        n += kv_get(S.kv, a[i].p, a[i].n, &v, &vn);
+    }
+    out_int(c, n);
+}
+
+static void cmd_incr(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    const char *v;
+    size_t vn;
+    long long x = 0;
+    if (kv_get(S.kv, a[1].p, a[1].n, &v, &vn) && !parse_ll(&(struct arg){v, vn}, &x))
+        return out_err(c, "ERR value is not an integer or out of range");
+    if (x == LLONG_MAX) return out_err(c, "ERR increment or decrement would overflow");
+    x++;
+    char buf[24];
+    int n = snprintf(buf, sizeof buf, "%lld", x);
+    if (kv_set(S.kv, a[1].p, a[1].n, buf, (size_t)n) < 0) return out_oom(c);
+    S.changes++;
+    out_int(c, x);
+}
+
+static void cmd_dbsize(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)kv_count(S.kv));
+}
+
+static void cmd_flushall(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    kv_flush(S.kv);
+    S.changes++;
+    out_ok(c);
+}
+
+static void cmd_bgsave(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (S.bgsave) return out_err(c, "ERR Background save already in progress");
+    if (start_bgsave() < 0) return out_err(c, "ERR %s", S.save_error);
+    out_str(c, "+Background saving started\r\n");
+}
+
+static void cmd_save(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (S.bgsave) return out_err(c, "ERR Background save already in progress");
+    if (save_sync() < 0) return out_err(c, "ERR %s", S.save_error);
+    out_ok(c);
+}
+
+static void cmd_shutdown(struct conn *c, struct arg *a, size_t argc)
+{
+    enum shutdown_mode mode = SHUTDOWN_DEFAULT;
+    for (size_t i = 1; i < argc; i++) {
+        if (is(&a[i], "SAVE") && mode == SHUTDOWN_DEFAULT)
+            mode = SHUTDOWN_SAVE;
+        else if (is(&a[i], "NOSAVE") && mode == SHUTDOWN_DEFAULT)
+            mode = SHUTDOWN_NOSAVE;
+        else
+            return out_err(c, "ERR syntax error");
+    }
+    if (shutdown_server(mode) < 0) out_err(c, "ERR Errors trying to SHUTDOWN. Check logs.");
+}
+
+static void cmd_lastsave(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)S.lastsave);
+}
+
+static void cmd_select(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long db;
+    if (!parse_ll(&a[1], &db)) return out_err(c, "ERR value is not an integer or out of range");
+    if (db != 0) return out_err(c, "ERR DB index is out of range");
+    out_ok(c);
+}
+
+static void cmd_quit(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_ok(c);
+    c->closing = true;
+}
+
+static void cmd_command(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_array(c, 0);
 }
 
 static void save_points_str(char *buf, size_t n)
@@ -452,8 +1012,13 @@ static void save_points_str(char *buf, size_t n)
 
 /* CONFIG GET: the parameters tools ask for (redis-benchmark: save,
  * appendonly), with their values. */
-static void cmd_config_get(struct conn *c, const struct arg *names, size_t n)
+static void cmd_config(struct conn *c, struct arg *a, size_t argc)
 {
+    if (!is(&a[1], "GET") || argc < 3) {
+        char sub[300];
+        return out_err(c, "ERR unknown subcommand '%s'. Try CONFIG HELP.",
+                       repr(sub, sizeof sub, a[1].p, a[1].n, 64));
+    }
     char save[512], port[16], mem[24];
     save_points_str(save, sizeof save);
     snprintf(port, sizeof port, "%d", S.port);
@@ -464,265 +1029,176 @@ static void cmd_config_get(struct conn *c, const struct arg *names, size_t n)
     size_t np = sizeof params / sizeof params[0];
     bool want[sizeof params / sizeof params[0]] = {false};
     size_t count = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 2; i < argc; i++)
         for (size_t k = 0; k < np; k++)
-            if (!want[k] && is(&names[i], params[k][0])) {
+            if (!want[k] && is(&a[i], params[k][0])) {
                 want[k] = true;
                 count++;
             }
-    out_fmt(c, "*%zu\r\n", 2 * count);
+    out_array(c, 2 * count);
     for (size_t k = 0; k < np; k++)
         if (want[k]) {
-            out_bulk(c, params[k][0], strlen(params[k][0]));
-            out_bulk(c, params[k][1], strlen(params[k][1]));
+            out_cstr(c, params[k][0]);
+            out_cstr(c, params[k][1]);
         }
+}
+
+/* INFO [section ...]: the sections and fields tools read. */
+static void cmd_info(struct conn *c, struct arg *a, size_t argc)
+{
+    static const char *names[] = {"server",      "clients", "memory",
+                                  "persistence", "stats",   "keyspace"};
+    enum { N = sizeof names / sizeof names[0] };
+    bool want[N];
+    for (size_t k = 0; k < N; k++) want[k] = argc == 1;
+    for (size_t i = 1; i < argc; i++)
+        for (size_t k = 0; k < N; k++)
+            if (is(&a[i], names[k]) || is(&a[i], "all") || is(&a[i], "everything") ||
+                is(&a[i], "default"))
+                want[k] = true;
+    char buf[4096];
+    size_t o = 0;
+#define ADD(...) o += (size_t)snprintf(buf + o, o < sizeof buf ? sizeof buf - o : 0, __VA_ARGS__)
+    time_t now = time(NULL);
+    if (want[0])
+        ADD("# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+            "kv_server:trapkit\r\narch_bits:64\r\nmultiplexing_api:epoll\r\n"
+            "process_id:%ld\r\ntcp_port:%d\r\nuptime_in_seconds:%ld\r\n"
+            "uptime_in_days:%ld\r\nexecutable:kv-server\r\n\r\n",
+            (long)getpid(), S.port, (long)(now - S.start_time), (long)(now - S.start_time) / 86400);
+    if (want[1])
+        ADD("# Clients\r\nconnected_clients:%lu\r\nblocked_clients:0\r\n"
+            "client_output_buffer_limit:%llu\r\n\r\n",
+            (unsigned long)S.nconns, S.out_hard);
+    if (want[2])
+        ADD("# Memory\r\nused_memory:%lu\r\nused_memory_human:%.2fM\r\nmaxmemory:%zu\r\n"
+            "maxmemory_policy:noeviction\r\n\r\n",
+            (unsigned long)kv_used(S.kv), kv_used(S.kv) / 1048576.0, S.mem);
+    if (want[3]) {
+        tk_ckpt_stats st = S.last_stats;
+        ADD("# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:%lu\r\n"
+            "rdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%ld\r\n"
+            "rdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%ld\r\n"
+            "rdb_current_bgsave_time_sec:%ld\r\nrdb_saves:%lu\r\naof_enabled:0\r\n"
+            "trapkit_checkpoint_mechanism:%s\r\ntrapkit_last_pages_saved:%lu\r\n"
+            "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_pause_us:%lu\r\n"
+            "trapkit_last_max_writer_stall_us:%lu\r\n"
+            "trapkit_last_snapshot_instant_ms:%lld\r\n\r\n",
+            (unsigned long)S.changes, S.bgsave ? 1 : 0, (long)S.lastsave, S.last_status,
+            S.last_bgsave_ms < 0 ? -1L : S.last_bgsave_ms / 1000,
+            S.bgsave ? (long)(now - S.bgsave_start) : -1L, (unsigned long)S.saves,
+            tk_ckpt_mech_name(S.mech), (unsigned long)st.pages_saved,
+            (unsigned long)st.pages_by_writers, (unsigned long)(st.pause_ns / 1000),
+            (unsigned long)(st.max_stall_ns / 1000), (long long)S.last_instant_ms);
+    }
+    if (want[4])
+        ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"
+            "client_output_limit_disconnections:%lu\r\n\r\n",
+            (unsigned long)S.total_conns, (unsigned long)S.total_commands,
+            (unsigned long)S.out_limit_closed);
+    if (want[5]) {
+        ADD("# Keyspace\r\n");
+        if (kv_count(S.kv))
+            ADD("db0:keys=%lu,expires=0,avg_ttl=0\r\n", (unsigned long)kv_count(S.kv));
+        ADD("\r\n");
+    }
+#undef ADD
+    if (o > sizeof buf - 1) o = sizeof buf - 1;
+    if (o >= 2) o -= 2; /* no blank line after the last section */
+    out_bulk(c, buf, o);
+}
+
+static struct command commands[] = {
+    {"bgsave", -1, 0, cmd_bgsave},
+    {"command", -1, 0, cmd_command},
+    {"config", -2, 0, cmd_config},
+    {"dbsize", 1, 0, cmd_dbsize},
+    {"del", -2, CMD_WRITE, cmd_del},
+    {"echo", 2, 0, cmd_echo},
+    {"exists", -2, 0, cmd_exists},
+    {"flushall", -1, CMD_WRITE, cmd_flushall},
+    {"flushdb", -1, CMD_WRITE, cmd_flushall},
+    {"get", 2, 0, cmd_get},
+    {"incr", 2, CMD_WRITE, cmd_incr},
+    {"info", -1, 0, cmd_info},
+    {"lastsave", 1, 0, cmd_lastsave},
+    {"ping", -1, 0, cmd_ping},
+    {"quit", -1, 0, cmd_quit},
+    {"save", 1, 0, cmd_save},
+    {"select", 2, 0, cmd_select},
+    {"set", -3, CMD_WRITE, cmd_set},
+    {"shutdown", -1, 0, cmd_shutdown},
+};
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+static int command_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct command *)a)->name, ((const struct command *)b)->name);
+}
+
+static const struct command *lookup_command(const struct arg *name)
+{
+    char low[32];
+    if (name->n >= sizeof low) return NULL;
+    for (size_t i = 0; i < name->n; i++) {
+        char ch = name->p[i];
+        low[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+    }
+    low[name->n] = 0;
+    struct command key = {.name = low};
+    return bsearch(&key, commands, NCOMMANDS, sizeof commands[0], command_cmp);
+}
+
+static void unknown_command(struct conn *c, struct arg *a, size_t argc)
+{
+    char name[600], args[700], one[600];
+    size_t o = 0;
+    args[0] = 0;
+    for (size_t i = 1; i < argc && o < 128; i++) {
+        repr(one, sizeof one, a[i].p, a[i].n, 128 - o);
+        o += (size_t)snprintf(args + o, sizeof args - o, "'%s' ", one);
+    }
+    out_err(c, "ERR unknown command '%s', with args beginning with: %s",
+            repr(name, sizeof name, a[0].p, a[0].n, 128), args);
 }
 
 static void execute(struct conn *c, struct arg *a, size_t argc)
 {
-    if (argc == 0) return;
-    struct arg *cmd = &a[0];
-    if (is(cmd, "GET")) {
-        if (argc != 2) return wrong_args(c, cmd);
-        const char *v;
-        size_t vn;
-        if (kv_get(S.kv, a[1].p, a[1].n, &v, &vn))
-            out_bulk(c, v, vn);
-        else
-            out_str(c, "$-1\r\n");
-    } else if (is(cmd, "SET")) {
-        if (argc < 3) return wrong_args(c, cmd);
-        bool nx = false, xx = false;
-        for (size_t i = 3; i < argc; i++) {
-            if (is(&a[i], "NX"))
-                nx = true;
-            else if (is(&a[i], "XX"))
-                xx = true;
-            else
-                return out_str(c, "-ERR syntax error\r\n");
-        }
-        if (nx && xx) return out_str(c, "-ERR syntax error\r\n");
-        if (nx || xx) {
-            const char *v;
-            size_t vn;
-            bool exists = kv_get(S.kv, a[1].p, a[1].n, &v, &vn);
-            if ((nx && exists) || (xx && !exists)) return out_str(c, "$-1\r\n");
-        }
-        if (kv_set(S.kv, a[1].p, a[1].n, a[2].p, a[2].n) < 0)
-            return out_str(c, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
-        S.changes++;
-        out_str(c, "+OK\r\n");
-    } else if (is(cmd, "DEL")) {
-        if (argc < 2) return wrong_args(c, cmd);
-        long n = 0;
-        for (size_t i = 1; i < argc; i++) n += kv_del(S.kv, a[i].p, a[i].n);
-        S.changes += (uint64_t)n;
-        out_fmt(c, ":%ld\r\n", n);
-    } else if (is(cmd, "EXISTS")) {
-        if (argc < 2) return wrong_args(c, cmd);
-        long n = 0;
-        for (size_t i = 1; i < argc; i++) {
-            const char *v;
-            size_t vn;
-            n += kv_get(S.kv, a[i].p, a[i].n, &v, &vn);
-        }
-        out_fmt(c, ":%ld\r\n", n);
-    } else if (is(cmd, "INCR")) {
-        if (argc != 2) return wrong_args(c, cmd);
-        const char *v;
-        size_t vn;
-        long long x = 0;
-        if (kv_get(S.kv, a[1].p, a[1].n, &v, &vn) && !parse_i64(v, vn, &x))
-            return out_str(c, "-ERR value is not an integer or out of range\r\n");
-        if (x == LLONG_MAX) return out_str(c, "-ERR increment or decrement would overflow\r\n");
-        x++;
-        char buf[24];
-        int n = snprintf(buf, sizeof buf, "%lld", x);
-        if (kv_set(S.kv, a[1].p, a[1].n, buf, (size_t)n) < 0)
-            return out_str(c, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
-        S.changes++;
-        out_fmt(c, ":%lld\r\n", x);
-    } else if (is(cmd, "DBSIZE")) {
-        out_fmt(c, ":%lu\r\n", (unsigned long)kv_count(S.kv));
-    } else if (is(cmd, "PING")) {
-        if (argc > 2) return wrong_args(c, cmd);
-        if (argc == 2)
-            out_bulk(c, a[1].p, a[1].n);
-        else
-            out_str(c, "+PONG\r\n");
-    } else if (is(cmd, "ECHO")) {
-        if (argc != 2) return wrong_args(c, cmd);
-        out_bulk(c, a[1].p, a[1].n);
-    } else if (is(cmd, "FLUSHALL") || is(cmd, "FLUSHDB")) {
-        kv_flush(S.kv);
-        S.changes++;
-        out_str(c, "+OK\r\n");
-    } else if (is(cmd, "BGSAVE")) {
-        if (S.bgsave) return out_str(c, "-ERR Background save already in progress\r\n");
-        if (start_bgsave() < 0) return out_fmt(c, "-ERR %s\r\n", S.save_error);
-        out_str(c, "+Background saving started\r\n");
-    } else if (is(cmd, "SAVE")) {
-        if (S.bgsave) return out_str(c, "-ERR Background save already in progress\r\n");
-        if (save_sync() < 0) return out_fmt(c, "-ERR %s\r\n", S.save_error);
-        out_str(c, "+OK\r\n");
-    } else if (is(cmd, "SHUTDOWN")) {
-        enum shutdown_mode mode = SHUTDOWN_DEFAULT;
-        for (size_t i = 1; i < argc; i++) {
-            if (is(&a[i], "SAVE") && mode == SHUTDOWN_DEFAULT)
-                mode = SHUTDOWN_SAVE;
-            else if (is(&a[i], "NOSAVE") && mode == SHUTDOWN_DEFAULT)
-                mode = SHUTDOWN_NOSAVE;
-            else
-                return out_str(c, "-ERR syntax error\r\n");
-        }
-        if (shutdown_server(mode) < 0)
-            return out_str(c, "-ERR Errors trying to SHUTDOWN. Check logs.\r\n");
-    } else if (is(cmd, "LASTSAVE")) {
-        out_fmt(c, ":%ld\r\n", (long)S.lastsave);
-    } else if (is(cmd, "INFO")) {
-        cmd_info(c);
-    } else if (is(cmd, "CONFIG")) {
-        if (argc >= 3 && is(&a[1], "GET")) return cmd_config_get(c, a + 2, argc - 2);
-        out_str(c, "-ERR only CONFIG GET is supported\r\n");
-    } else if (is(cmd, "COMMAND")) {
-        out_str(c, "*0\r\n");
-    } else if (is(cmd, "SELECT")) {
-        if (argc != 2) return wrong_args(c, cmd);
-        if (is(&a[1], "0")) return out_str(c, "+OK\r\n");
-        out_str(c, "-ERR DB index is out of range\r\n");
-    } else if (is(cmd, "QUIT")) {
-        out_str(c, "+OK\r\n");
-        c->closing = true;
-    } else {
-        out_fmt(c, "-ERR unknown command '%.*s'\r\n", (int)(cmd->n > 64 ? 64 : cmd->n), cmd->p);
-    }
-}
-
-/* ---- the protocol ------------------------------------------------------ */
-static void protocol_error(struct conn *c, const char *what)
-{
-    out_fmt(c, "-ERR Protocol error: %s\r\n", what);
-    c->closing = true;
-}
-
-/* Parses a decimal line "<digits>\r\n" at p (after the type byte).
- * Returns bytes used, 0 if incomplete, -1 if malformed. */
-static long parse_len_line(const char *p, size_t n, long long *v)
-{
-    const char *nl = memchr(p, '\n', n);
-    if (!nl) return n > MAX_INLINE ? -1 : 0;
-    size_t len = (size_t)(nl - p);
-    if (len == 0 || p[len - 1] != '\r') return -1;
-    len--;
-    if (len == 0 || len > 19) return -1;
-    long long x = 0;
-    size_t i = 0;
-    bool neg = p[0] == '-';
-    if (neg) i = 1;
-    if (i == len) return -1;
-    for (; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9') return -1;
-        if (x > (LLONG_MAX - (p[i] - '0')) / 10) return -1; /* too large: a protocol error */
-        x = x * 10 + (p[i] - '0');
-    }
-    *v = neg ? -x : x;
-    return (long)(nl - p + 1);
-}
-
-/* Runs every complete command in c->in. */
-static void process(struct conn *c)
-{
-    size_t pos = 0;
-    static struct arg *argv;
-    static size_t argv_cap;
-    while (pos < c->in_len && !c->closing) {
-        const char *p = c->in + pos;
-        size_t n = c->in_len - pos;
-        size_t argc = 0, used = 0;
-        if (p[0] == '*') {
-            long long count;
-            long l = parse_len_line(p + 1, n - 1, &count);
-            if (l < 0) return protocol_error(c, "invalid multibulk length");
-            if (l == 0) break;
-            if (count > MAX_ARGS) return protocol_error(c, "invalid multibulk length");
-            used = 1 + (size_t)l;
-            if (count <= 0) {
-                pos += used;
-                continue;
-            }
-            if ((size_t)count > argv_cap) {
-                struct arg *na = realloc(argv, (size_t)count * sizeof *na);
-                if (!na) return protocol_error(c, "out of memory");
-                argv = na;
-                argv_cap = (size_t)count;
-            }
-            bool complete = true;
-            for (long long i = 0; i < count; i++) {
-                if (used >= n) {
-                    complete = false;
-                    break;
-                }
-                if (p[used] != '$') {
-                    out_fmt(c, "-ERR Protocol error: expected '$', got '%c'\r\n",
-                            (p[used] >= 32 && p[used] < 127) ? p[used] : '?');
-                    c->closing = true;
-                    return;
-                }
-                long long bl;
-                long ll = parse_len_line(p + used + 1, n - used - 1, &bl);
-                if (ll < 0 || (ll > 0 && (bl < 0 || bl > MAX_BULK)))
-                    return protocol_error(c, "invalid bulk length");
-                if (ll == 0) {
-                    complete = false;
-                    break;
-                }
-                size_t start = used + 1 + (size_t)ll;
-                if (n - start < (size_t)bl + 2) {
-                    complete = false;
-                    break;
-                }
-                if (p[start + (size_t)bl] != '\r' || p[start + (size_t)bl + 1] != '\n')
-                    return protocol_error(c, "bulk string not terminated by CRLF");
-                argv[argc++] = (struct arg){p + start, (size_t)bl};
-                used = start + (size_t)bl + 2;
-            }
-            if (!complete) break;
-        } else {
-            const char *nl = memchr(p, '\n', n);
-            if (!nl) {
-                if (n > MAX_INLINE) return protocol_error(c, "too big inline request");
-                break;
-            }
-            used = (size_t)(nl - p) + 1;
-            size_t end = (size_t)(nl - p);
-            if (end && p[end - 1] == '\r') end--;
-            if (argv_cap < 64) {
-                struct arg *na = realloc(argv, 64 * sizeof *na);
-                if (!na) return protocol_error(c, "out of memory");
-                argv = na;
-                argv_cap = 64;
-            }
-            for (size_t i = 0; i < end && argc < 64;) {
-                while (i < end && (p[i] == ' ' || p[i] == '\t')) i++;
-                size_t s = i;
-                while (i < end && p[i] != ' ' && p[i] != '\t') i++;
-                if (i > s) argv[argc++] = (struct arg){p + s, i - s};
-            }
-        }
-        execute(c, argv, argc);
-        pos += used;
-    }
-    if (pos) {
-        memmove(c->in, c->in + pos, c->in_len - pos);
-        c->in_len -= pos;
-    }
+    S.total_commands++;
+    const struct command *cmd = lookup_command(&a[0]);
+    if (!cmd) return unknown_command(c, a, argc);
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity))
+        return out_err(c, "ERR wrong number of arguments for '%s' command", cmd->name);
+    cmd->fn(c, a, argc);
 }
 
 /* ---- the event loop ---------------------------------------------------- */
+/* Each turn: wait for events (not at all if clients have input to run);
+ * read once from each readable client; run a bounded slice of each pending
+ * client's commands; write replies.  A client is pending while its input
+ * may hold a complete command.  It is read only while it is not pending
+ * and its unsent output is below OUT_SOFT, so neither its input nor its
+ * output grows without bound. */
 static int ep = -1;
+static struct conn *closed; /* freed at the end of the turn */
+
+static void set_events(struct conn *c)
+{
+    if (c->fd < 0) return;
+    size_t unsent = c->out_len - c->out_sent;
+    uint32_t ev = 0;
+    if (!c->pending && !c->closing && unsent < OUT_SOFT) ev |= EPOLLIN;
+    if (unsent) ev |= EPOLLOUT;
+    if (ev == c->events) return;
+    struct epoll_event e = {.events = ev, .data.ptr = c};
+    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &e);
+    c->events = ev;
+}
 
 static void conn_close(struct conn *c)
 {
+    if (c->fd < 0) return;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -730,12 +1206,34 @@ static void conn_close(struct conn *c)
     if (c->next) c->next->prev = c->prev;
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    free(c->in);
-    free(c->out);
-    free(c);
+    c->fd = -1;
+    S.nconns--;
+    c->next = closed;
+    closed = c;
 }
 
-/* Sends what it can; returns false if the connection is gone. */
+static void free_closed(void)
+{
+    while (closed) {
+        struct conn *c = closed;
+        closed = c->next;
+        free(c->in);
+        free(c->out);
+        free(c->args);
+        free(c->scratch);
+        free(c);
+    }
+}
+
+static void set_pending(struct conn *c)
+{
+    if (c->pending) return;
+    c->pending = true;
+    c->pend_next = S.pending;
+    S.pending = c;
+}
+
+/* Sends what the socket takes; returns false if the connection is gone. */
 static bool flush_out(struct conn *c)
 {
     while (c->out_sent < c->out_len) {
@@ -749,68 +1247,170 @@ static bool flush_out(struct conn *c)
     }
     if (c->out_sent == c->out_len) {
         c->out_sent = c->out_len = 0;
+        if (c->out_cap > (1u << 20)) { /* give a large buffer back */
+            free(c->out);
+            c->out = NULL;
+            c->out_cap = 0;
+        }
         if (c->closing) return false;
     }
-    struct epoll_event ev = {.events = EPOLLIN | (c->out_len ? EPOLLOUT : 0), .data.ptr = c};
-    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
     return true;
 }
 
-static void on_readable(struct conn *c)
+/* One read of at most READ_CHUNK (or of the rest of a large argument, up
+ * to 4 MiB); returns false if the connection is gone. */
+static bool read_some(struct conn *c)
 {
-    for (;;) {
-        if (c->in_cap - c->in_len < 16384) {
-            size_t cap = c->in_cap ? c->in_cap * 2 : 65536;
-            if (cap > 2 * (size_t)MAX_BULK + 65536) {
-                protocol_error(c, "request too large");
-                break;
-            }
+    size_t want = bulk_missing(c);
+    if (want < READ_CHUNK) want = READ_CHUNK;
+    if (want > (4u << 20)) want = 4u << 20;
+    if (c->in_cap - c->in_len < want) {
+        compact_input(c);
+        size_t cap = c->in_cap ? c->in_cap : 16384;
+        while (cap - c->in_len < want) cap *= 2;
+        if (cap > QUERY_LIMIT) {
+            protocol_error(c, "query buffer limit reached");
+            return true;
+        }
+        if (cap != c->in_cap) {
             char *ni = realloc(c->in, cap);
             if (!ni) {
                 protocol_error(c, "out of memory");
-                break;
+                return true;
             }
             c->in = ni;
             c->in_cap = cap;
         }
-        ssize_t r = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && errno == EAGAIN) break;
-        if (r <= 0) {
-            conn_close(c);
-            return;
-        }
-        c->in_len += (size_t)r;
-        process(c);
-        if (c->closing) break;
     }
-    if (!flush_out(c)) conn_close(c);
+    ssize_t r = read(c->fd, c->in + c->in_len, want);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (r <= 0) return false;
+    c->in_len += (size_t)r;
+    c->need_more = false;
+    set_pending(c);
+    return true;
 }
 
-static size_t parse_size(const char *s)
+/* Runs the client's commands: at most TURN_COMMANDS, and none once its
+ * unsent output reaches OUT_SOFT.  It stays pending if it stopped for
+ * either. */
+static void run_commands(struct conn *c)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v <= 0) return 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1024;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1024 * 1024;
-        break;
-    case 'g':
-    case 'G':
-        v *= 1024.0 * 1024 * 1024;
-        break;
-    case 0:
-        break;
-    default:
-        return 0;
+    unsigned ran = 0;
+    while (!c->closing && !c->dead && ran < TURN_COMMANDS && c->out_len - c->out_sent < OUT_SOFT) {
+        struct arg *argv;
+        size_t argc;
+        int r = parse_command(c, &argv, &argc);
+        if (r == PARSE_MORE) {
+            c->need_more = true;
+            break;
+        }
+        if (r == PARSE_ERROR) break;
+        if (argc) execute(c, argv, argc);
+        if (c->argc > 4096) { /* a very long command's argument list: give it back */
+            free(c->args);
+            c->args = NULL;
+            c->args_cap = 0;
+        }
+        c->argc = 0;
+        ran++;
     }
-    return (size_t)v & ~(size_t)4095;
+    if (c->mb_left == 0 && c->scan == c->in_len) c->scan = c->in_len = c->cmd_start = 0;
+}
+
+static void accept_clients(void)
+{
+    for (int k = 0; k < 1000; k++) {
+        int fd = accept4(S.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->id = ++S.next_id;
+        c->bulk_len = -1;
+        c->next = S.conns;
+        if (S.conns) S.conns->prev = c;
+        S.conns = c;
+        S.nconns++;
+        S.total_conns++;
+        c->events = EPOLLIN;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    }
+}
+
+static void on_event(struct conn *c, uint32_t events)
+{
+    if (c->fd < 0) return;
+    if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) return conn_close(c);
+    if ((events & EPOLLIN) && !read_some(c)) return conn_close(c);
+    if (events & EPOLLOUT) {
+        if (!flush_out(c)) return conn_close(c);
+        if (c->out_len - c->out_sent < OUT_SOFT && !c->need_more && c->scan < c->in_len)
+            set_pending(c); /* output drained: run what input waits */
+    }
+    set_events(c);
+}
+
+/* One slice for each pending client, in turn.  Every client on the list
+ * is taken off it, so none that closed stays on it. */
+static void run_pending(void)
+{
+    struct conn *list = S.pending, *keep = NULL;
+    S.pending = NULL;
+    while (list) {
+        struct conn *c = list;
+        list = c->pend_next;
+        c->pending = false;
+        if (c->fd < 0) continue;
+        if (c->out_len - c->out_sent < OUT_SOFT) run_commands(c);
+        if (c->fd < 0) continue;
+        if (c->dead || !flush_out(c)) {
+            conn_close(c);
+            continue;
+        }
+        if (!c->need_more && !c->closing && c->scan < c->in_len &&
+            c->out_len - c->out_sent < OUT_SOFT) {
+            c->pending = true;
+            c->pend_next = keep;
+            keep = c;
+        }
+        set_events(c);
+    }
+    S.pending = keep;
+}
+
+static void event_loop(void)
+{
+    struct epoll_event evs[256];
+    uint64_t next_cron = 0;
+    for (;;) {
+        if (S.stop) {
+            shutdown_server(SHUTDOWN_DEFAULT);
+            S.stop = 0; /* the save failed: keep serving */
+        }
+        int timeout = S.pending ? 0 : S.bgsave ? 5 : 100;
+        int n = epoll_wait(ep, evs, 256, timeout);
+        for (int i = 0; i < n; i++) {
+            if (!evs[i].data.ptr)
+                accept_clients();
+            else
+                on_event(evs[i].data.ptr, evs[i].events);
+        }
+        run_pending();
+        free_closed();
+        uint64_t now = (uint64_t)wall_ms();
+        if (now >= next_cron || S.bgsave) {
+            poll_bgsave();
+            check_save_points();
+            next_cron = now + 100;
+        }
+    }
 }
 
 /* A child of fork() - the fork mechanism's, which writes the image - must
@@ -913,11 +1513,36 @@ static int usage(const char *msg)
 {
     fprintf(stderr,
             "kv-server: %s\nusage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
-            "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--mechanism "
-            "uffd-thread|uffd-sigbus|posix|fork|"
-            "stop-the-world]\n",
+            "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
+            "SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]\n",
             msg);
     return 2;
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v <= 0) return 0;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        v *= 1024;
+        break;
+    case 'm':
+    case 'M':
+        v *= 1024 * 1024;
+        break;
+    case 'g':
+    case 'G':
+        v *= 1024.0 * 1024 * 1024;
+        break;
+    case 0:
+        break;
+    default:
+        return 0;
+    }
+    return (size_t)v & ~(size_t)4095;
 }
 
 int main(int argc, char **argv)
@@ -945,6 +1570,10 @@ int main(int argc, char **argv)
             if (S.mem < (1u << 20)) return usage("--memory must be at least 1m");
         } else if (!strcmp(o, "--save")) {
             if (!parse_save_points(v)) return usage("--save takes \"SECONDS CHANGES ...\" or \"\"");
+        } else if (!strcmp(o, "--client-output-buffer-limit")) {
+            S.out_hard = parse_size(v);
+            if (S.out_hard < OUT_SOFT)
+                return usage("--client-output-buffer-limit must be at least 1m");
         } else if (!strcmp(o, "--mechanism")) {
             S.mech = tk_ckpt_mech_parse(v);
             if (S.mech == TK_CKPT_COUNT_) return usage("unknown --mechanism");
@@ -954,6 +1583,7 @@ int main(int argc, char **argv)
     }
     snprintf(S.path, sizeof S.path, "%s/%s", S.dir, S.dbfile);
     snprintf(S.tmp_path, sizeof S.tmp_path, "%s/%s.tmp", S.dir, S.dbfile);
+    qsort(commands, NCOMMANDS, sizeof commands[0], command_cmp);
 
     void *area = mmap(NULL, S.mem, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -996,48 +1626,7 @@ int main(int argc, char **argv)
     struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
     epoll_ctl(ep, EPOLL_CTL_ADD, ls, &lev);
     printf("kv-server: listening on %s:%d, %zu MiB, checkpoints by %s, image %s\n", bind_addr,
-           ntohs(sa.sin_port), S.mem >> 20, tk_ckpt_mech_name(S.mech), S.path);
+           S.port, S.mem >> 20, tk_ckpt_mech_name(S.mech), S.path);
     fflush(stdout);
-
-    struct epoll_event evs[128];
-    for (;;) {
-        if (S.stop) {
-            shutdown_server(SHUTDOWN_DEFAULT);
-            S.stop = 0; /* the save failed: keep serving */
-        }
-        int n = epoll_wait(ep, evs, 128, S.bgsave ? 5 : 100);
-        for (int i = 0; i < n; i++) {
-            if (!evs[i].data.ptr) {
-                for (;;) {
-                    int fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd < 0) break;
-                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                    struct conn *c = calloc(1, sizeof *c);
-                    if (!c) {
-                        close(fd);
-                        continue;
-                    }
-                    c->fd = fd;
-                    c->next = S.conns;
-                    if (S.conns) S.conns->prev = c;
-                    S.conns = c;
-                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-                    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-                }
-                continue;
-            }
-            struct conn *c = evs[i].data.ptr;
-            if (evs[i].events & (EPOLLERR | EPOLLHUP) && !(evs[i].events & EPOLLIN)) {
-                conn_close(c);
-                continue;
-            }
-            if (evs[i].events & EPOLLIN)
-                on_readable(c);
-            else if (!flush_out(c))
-                conn_close(c);
-        }
-        poll_bgsave();
-        check_save_points();
-    }
-    return 0;
+    event_loop();
 }

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# examples/kv-server under a client that pipelines without pause:
+#  - a flood that reads its replies: a second client's PINGs are answered
+#    within a generous bound (1 s) all along
+#  - a flood that never reads: the same, and the server's memory stays
+#    bounded (it stops reading that client once 1 MiB of replies wait)
+#  - replies held back that way all arrive, in order, once the client reads
+#  - a client whose unsent replies would pass --client-output-buffer-limit
+#    is disconnected; the others go on
+# Usage: kv_flood.sh KV_SERVER_BINARY
+server=$1
+source "$(dirname "$0")/kv_lib.sh"
+kv_start flood --memory 64m --client-output-buffer-limit 4m
+KV_PORT=$port KV_PID=$pid PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+import os, subprocess, sys, time
+from kv_resp import Conn, Err, resp, rss_kib, check, fail, port_from_env
+port, pid = port_from_env(), int(os.environ["KV_PID"])
+BOUND = 1.0     # seconds: a PING answered later than this is a stall
+RSS_GROWTH = 64 << 10  # KiB the server may grow by during a flood that never reads
+
+# A flood client in its own process (so that it is not slowed by this
+# one): 1 MiB blocks of pipelined commands, sent without pause; "read"
+# also drains the replies in a thread.
+FLOODER = r'''
+import socket, sys, threading
+port, mode = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+block = (b"PING\r\n" + b"*3\r\n$3\r\nSET\r\n$5\r\nflood\r\n$10\r\n0123456789\r\n" +
+         b"*2\r\n$3\r\nGET\r\n$5\r\nflood\r\n") * 12000
+def drain():
+    while s.recv(1 << 20): pass
+if mode == "read": threading.Thread(target=drain, daemon=True).start()
+print("flooding", flush=True)
+while True: s.sendall(block)
+'''
+
+def flood(mode):
+    p = subprocess.Popen([sys.executable, "-c", FLOODER, str(port), mode], stdout=subprocess.PIPE)
+    check(p.stdout.readline() == b"flooding\n", "the flood client did not start")
+    time.sleep(0.3)  # let it fill the pipe
+    return p
+
+def measure(seconds, what):
+    """PINGs from a second client for `seconds`; returns (count, worst latency, RSS peak)."""
+    c = Conn(port, timeout=10)
+    worst, n, peak = 0.0, 0, 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t = time.monotonic()
+        try:
+            got = c.cmd("PING")
+        except TimeoutError:
+            fail("%s: a PING got no answer within 10 s" % what)
+        dt = time.monotonic() - t
+        check(got == "PONG", "%s: PING answered %r" % (what, got))
+        worst, n = max(worst, dt), n + 1
+        peak = max(peak, rss_kib(pid))
+        time.sleep(0.01)
+    c.close()
+    return n, worst, peak
+
+rss0 = rss_kib(pid)
+for mode in ("read", "noread"):
+    p = flood(mode)
+    n, worst, peak = measure(4, "flood (%s)" % mode)
+    p.kill(); p.wait()
+    print("flood that %s: %d PINGs from another client, the slowest answered in %.1f ms; "
+          "server RSS %d -> %d KiB" % ("reads its replies" if mode == "read" else "never reads",
+                                       n, worst * 1e3, rss0, peak))
+    check(worst < BOUND, "flood (%s): a PING waited %.2f s" % (mode, worst))
+    check(n >= 50, "flood (%s): only %d PINGs answered in 4 s" % (mode, n))
+    if mode == "noread":
+        check(peak - rss0 < RSS_GROWTH,
+              "flood that never reads: the server grew by %d KiB" % (peak - rss0))
+
+# Replies held back until the client reads: all of them, in order.
+c = Conn(port)
+c.cmd("SET", "v", os.urandom(200 << 10))
+v = c.cmd("GET", "v")
+c.send(b"".join(resp("GET", "v") + resp("ECHO", str(i)) for i in range(300)))  # 60 MB of replies
+time.sleep(1)
+held = rss_kib(pid)
+check(held - rss0 < RSS_GROWTH, "replies held back: the server grew by %d KiB" % (held - rss0))
+for i in range(300):
+    check(c.reply() == v and c.reply() == str(i).encode(), "reply %d held back" % i)
+print("300 replies of 200 KiB held back while the client did not read (server RSS %d KiB), "
+      "then all received in order" % held)
+
+# The hard limit: a reply that would leave more than 4 MiB unsent.
+c.cmd("SET", "huge", b"h" * (5 << 20))
+other = Conn(port)
+c.send(resp("GET", "huge"))
+try:
+    got = c.reply()
+    fail("a 5 MiB reply above a 4 MiB limit was sent: %r" % got[:20])
+except (EOFError, ConnectionResetError):
+    pass
+check(other.cmd("PING") == "PONG", "another client after the disconnection")
+info = other.cmd("INFO", "stats").decode()
+check("client_output_limit_disconnections:1" in info, info)
+print("a client above the output limit disconnected; the others go on")
+PY
+kv_kill
+kv_check_log
+echo "kv_flood: ok"
