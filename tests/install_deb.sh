@@ -42,7 +42,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 depends=$(field Depends)
 echo "Depends: $depends"
 for p in libzydis4.0 libc6 libstdc++6; do
-    tr ',' '\n' <<<"$depends" | sed 's/^ *//; s/ .*//' | grep -qxF "$p" || fail "Depends lacks $p: $depends"
+    grep -qxF "$p" <<<"$(tr ',' '\n' <<<"$depends" | sed 's/^ *//; s/ .*//')" || fail "Depends lacks $p: $depends"
 done
 dpkg-deb -e "$deb" "$tmp/control"
 grep -qx "libtrapkit 0 trapkit (>= $version)" "$tmp/control/shlibs" || fail "shlibs: $(cat "$tmp/control/shlibs")"
@@ -63,12 +63,13 @@ for f in "$L/libtrapkit.so.0" "$L/libtrapkit.so" "$L/libtrapkit.a" "$L/libtrapki
 done
 [[ $(readlink "$L/libtrapkit.so.0") == libtrapkit.so.$version ]] || fail "libtrapkit.so.0 link"
 for f in "$L/libtrapkit.so.$version" "$L/libtrapkit_eh.so.$version" "$root/usr/bin/trapkit"; do
-    file -L "$f" | grep -q ", stripped" || fail "not stripped: $(file -L "$f")"
+    grep -q ", stripped" <<<"$(file -L "$f")" || fail "not stripped: $(file -L "$f")"
 done
-! dpkg-deb -c "$deb" | grep -Eq " \./usr/(local|lib/cmake|lib/pkgconfig|lib/libtrapkit)" ||
-    fail "files outside the Debian layout: $(dpkg-deb -c "$deb" | grep -E '/usr/(local|lib/[^x])')"
-"$root/usr/bin/trapkit" version | grep -qx "trapkit $version" || fail "trapkit version"
-"$root/usr/bin/tksim" --help | grep -q "usage: tksim" || fail "tksim --help"
+contents=$(dpkg-deb -c "$deb")
+! grep -Eq " \./usr/(local|lib/cmake|lib/pkgconfig|lib/libtrapkit)" <<<"$contents" ||
+    fail "files outside the Debian layout: $(grep -E '/usr/(local|lib/[^x])' <<<"$contents")"
+grep -qx "trapkit $version" <<<"$("$root/usr/bin/trapkit" version)" || fail "trapkit version"
+grep -q "usage: tksim" <<<"$("$root/usr/bin/tksim" --help)" || fail "tksim --help"
 
 echo "== the man pages of the package"
 pages=$(find "$src/man" -name '*.[1-8]' | wc -l)
@@ -86,7 +87,7 @@ while read -r link; do
     links=$((links + 1))
 done < <(find "$root/usr/share/man" -type l)
 ((links > 40)) || fail "only $links links to man pages"
-man -M "$root/usr/share/man" tk_ckpt_wait | grep -q "tk_ckpt_start, tk_ckpt_wait" ||
+grep -q "tk_ckpt_start, tk_ckpt_wait" <<<"$(man -M "$root/usr/share/man" tk_ckpt_wait)" ||
     fail "man tk_ckpt_wait does not find tk_ckpt_start(3)"
 echo "$found pages, $links links"
 
@@ -97,7 +98,8 @@ export PKG_CONFIG_PATH=$L/pkgconfig
 [[ $(pkg-config --modversion trapkit) == "$version" ]] || fail "pkg-config --modversion"
 cc example.c $(pkg-config --cflags --libs trapkit) -o example
 check_output "$(LD_LIBRARY_PATH=$L ./example)"
-LD_LIBRARY_PATH=$L ldd ./example | grep -q "libtrapkit.so.0 => $L/" || fail "$(LD_LIBRARY_PATH=$L ldd ./example)"
+libs=$(LD_LIBRARY_PATH=$L ldd ./example)
+grep -q "libtrapkit.so.0 => $L/" <<<"$libs" || fail "$libs"
 cc example.c $(pkg-config --cflags trapkit) -Wl,-Bstatic $(pkg-config --static --libs trapkit) \
     -Wl,-Bdynamic -o example-static
 check_output "$(./example-static)"

@@ -64,8 +64,8 @@ if [[ $(id -u) == 0 ]]; then
 fi
 grep -q "the dynamic linker does not search $P/lib: link with -Wl,-rpath,$P/lib or run with LD_LIBRARY_PATH=$P/lib" \
     "$tmp/install.log" || fail "no hint about rpath and LD_LIBRARY_PATH: $(cat "$tmp/install.log")"
-"$P/bin/trapkit" version | grep -qx "trapkit [0-9.]*" || fail "installed trapkit version"
-man -M "$P/share/man" tk_prot1 2>/dev/null | grep -q "tk_protect, tk_prot1" ||
+grep -qx "trapkit [0-9.]*" <<<"$("$P/bin/trapkit" version)" || fail "installed trapkit version"
+grep -q "tk_protect, tk_prot1" <<<"$(man -M "$P/share/man" tk_prot1 2>/dev/null)" ||
     fail "man tk_prot1 does not find tk_protect(3)"
 
 mkdir "$tmp/app" && cd "$tmp/app"
@@ -73,7 +73,7 @@ cp "$src/examples/readme_example.c" example.c
 readme 'export PKG_CONFIG_PATH=$HOME/opt/trapkit/lib/pkgconfig'
 echo "== pkg-config, no rpath: fails to start, runs with LD_LIBRARY_PATH"
 readme 'cc example.c $(pkg-config --cflags --libs trapkit) -o example'
-if /sbin/ldconfig -p | grep -q "libtrapkit.so.0 "; then
+if grep -q "libtrapkit.so.0 " <<<"$(/sbin/ldconfig -p)"; then
     echo "(a trapkit is installed on this system: the failure without rpath is not checked)"
 else
     if ./example >"$tmp/out" 2>&1; then fail "ran without rpath or LD_LIBRARY_PATH"; fi
@@ -83,7 +83,7 @@ check_output "$(readme 'LD_LIBRARY_PATH=$HOME/opt/trapkit/lib ./example')"
 echo "== pkg-config with an rpath"
 readme 'cc example.c $(pkg-config --cflags --libs trapkit) -Wl,-rpath,$HOME/opt/trapkit/lib -o example'
 check_output "$(./example)"
-ldd ./example | grep -q "libtrapkit.so.0 => $P/lib/libtrapkit.so.0" || fail "$(ldd ./example)"
+grep -q "libtrapkit.so.0 => $P/lib/libtrapkit.so.0" <<<"$(ldd ./example)" || fail "$(ldd ./example)"
 
 echo "== CMake find_package, the README's CMakeLists.txt"
 awk '/^```cmake$/ {on=1; next} on && /^```$/ {exit} on {print}' "$src/README.md" >CMakeLists.txt
@@ -95,12 +95,12 @@ sed -i 's/trapkit::trapkit)/trapkit::trapkit_static)/' CMakeLists.txt
 rm -rf build
 cmake -S . -B build -DCMAKE_PREFIX_PATH="$P" >/dev/null && cmake --build build >/dev/null
 check_output "$(build/example)"
-! ldd build/example | grep -q libtrapkit || fail "trapkit::trapkit_static linked libtrapkit.so"
+! grep -q libtrapkit <<<"$(ldd build/example)" || fail "trapkit::trapkit_static linked libtrapkit.so"
 
 echo "== static: pkg-config --static"
 readme 'cc example.c $(pkg-config --cflags trapkit) -Wl,-Bstatic $(pkg-config --static --libs trapkit) -Wl,-Bdynamic -o example'
 check_output "$(./example)"
-! ldd ./example | grep -q libtrapkit || fail "the static link uses libtrapkit.so"
+! grep -q libtrapkit <<<"$(ldd ./example)" || fail "the static link uses libtrapkit.so"
 # atomic sequences: their check needs Zydis, which stays a shared library
 cat >aseq.c <<'EOF'
 #include <stdio.h>
@@ -119,8 +119,9 @@ cc -O2 aseq.c $(pkg-config --cflags trapkit) -Wl,-Bstatic $(pkg-config --static 
     -Wl,-Bdynamic -o aseq
 # one increment, one sequence registered, none failing the check
 [[ $(./aseq) == "1 1 0" ]] || fail "aseq: $(./aseq)"
-objdump -p aseq | grep -q "NEEDED *libZydis.so" || fail "aseq does not load Zydis"
-! objdump -p aseq | grep -q "NEEDED *libtrapkit" || fail "aseq needs libtrapkit.so"
+dyn=$(objdump -p aseq)
+grep -q "NEEDED *libZydis.so" <<<"$dyn" || fail "aseq does not load Zydis"
+! grep -q "NEEDED *libtrapkit" <<<"$dyn" || fail "aseq needs libtrapkit.so"
 echo "== cc -static: impossible without a static Zydis"
 if cc -static example.c $(pkg-config --cflags trapkit) $(pkg-config --static --libs trapkit) \
     -o example-static >"$tmp/out" 2>&1; then
