@@ -296,67 +296,74 @@ bool Core::Cache::access(uint64_t addr)
 }
 
 // ---- micro-ops ----
-struct Core::Uop {
-    uint64_t seq = 0; // user: position in the instruction stream
-    bool handler = false;
-    const Inst *inst = nullptr; // in the stream, or the handler's code
-    uint64_t pc = 0, next_pc = 0, addr = 0;
-    bool taken = false;
-    enum State { FRONT, WAIT, ISSUED, DONE } st = FRONT;
-    uint64_t stage_at = 0; // the cycle it entered its current front-end stage
-    uint64_t ready = NEVER;
-    int src[3] = {-1, -1, -1};
-    int dst = -1, old = -1;
-    int arch_dst = -1;
-    bool tlbmiss = false, mispred = false, mem = false, fp_queue = false;
-    bool inl = false; // handler: part of an in-lined handler
-    uint64_t vpn = 0;
-    // branch prediction: the global history before this uop was fetched,
-    // the counter it was predicted by, and what it did to the return stack
-    // (undone if it is flushed)
-    uint64_t ghist = 0, ras_pop = NEVER, ras_drop = NEVER;
-    uint32_t bp_idx = 0;
-    bool ras_push = false;
-};
-
-Core::Uop *Core::new_uop()
+// What the timing model needs of an instruction, worked out once (when the
+// functional machine runs it, or for the handler's code at the start).
+void Core::set_kind(Uop &u, const Inst &in) const
 {
-    if (pool_.empty()) return new Uop();
-    Uop *u = pool_.back();
-    pool_.pop_back();
-    // field by field: cheaper than assigning a fresh Uop (the instruction
-    // and the addresses are written by fetch)
-    u->seq = 0;
-    u->handler = false;
-    u->addr = 0;
-    u->taken = false;
-    u->st = Uop::FRONT;
-    u->ready = NEVER;
-    u->src[0] = u->src[1] = u->src[2] = -1;
-    u->dst = u->old = u->arch_dst = -1;
-    u->tlbmiss = u->mispred = u->mem = u->fp_queue = u->inl = u->ras_push = false;
-    u->vpn = 0;
-    u->ras_pop = u->ras_drop = NEVER;
-    return u;
-}
-
-void Core::free_uop(Uop *u)
-{
-    pool_.push_back(u);
+    u.inst = &in;
+    // the operands: rs3 only for the fused multiply-adds
+    u.src_arch[0] = in.rs1;
+    u.src_arch[1] = in.rs2;
+    u.src_arch[2] = (in.op >= FMADD_S && in.op <= FNMADD_D) ? in.rs3 : NOREG;
+    u.dst_fp = in.rd != NOREG && is_fp_reg(in.rd);
+    u.fpq = in.cls == C_FP || in.cls == C_FDIV;
+    u.system = in.cls == C_SYSTEM;
+    bool access = in.cls == C_LOAD || in.cls == C_STORE || in.cls == C_AMO;
+    // the handler's loads and stores take no load/store-queue entries
+    u.mem = u.handler ? in.cls == C_LOAD || in.cls == C_STORE : access;
+    u.ldq = !u.handler && (in.cls == C_LOAD || in.cls == C_AMO);
+    u.stq = !u.handler && (in.cls == C_STORE || in.cls == C_AMO);
+    u.reads_dcache = access && in.cls != C_STORE; // (a store writes it at commit)
+    int lat;
+    switch (in.cls) {
+    case C_MUL:
+        lat = c_.lat_mul;
+        break;
+    case C_DIV:
+        lat = c_.lat_div;
+        break;
+    case C_FP:
+        lat = c_.lat_fp;
+        break;
+    case C_FDIV:
+        lat = c_.lat_fdiv;
+        break;
+    case C_LOAD:
+    case C_AMO:
+        lat = c_.lat_load;
+        break;
+    default: // a store's is its address's
+        lat = c_.lat_int;
+    }
+    u.lat = static_cast<uint16_t>(lat);
 }
 
 Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
 {
     n_int_phys_ = 40 + c.rename_int;
     int n_fp_phys = 32 + c.rename_fp;
-    map_.resize(72);
+    map_.assign(256, 0);
     for (int r = 0; r < 32; r++) map_[r] = r;                      // x
     for (int r = 0; r < 8; r++) map_[KREG + r] = 32 + r;           // k
     for (int r = 0; r < 32; r++) map_[FREG + r] = n_int_phys_ + r; // f
-    committed_map_ = map_;
+    committed_map_.assign(map_.begin(), map_.begin() + 72);
     for (int p = 40; p < n_int_phys_; p++) free_int_.push_back(p);
     for (int p = 32; p < n_fp_phys; p++) free_fp_.push_back(n_int_phys_ + p);
-    preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys), 0);
+    preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys) + 1, 0);
+    zero_preg_ = static_cast<uint16_t>(n_int_phys_ + n_fp_phys);
+    map_[NOREG] = zero_preg_;
+    preg_used_.assign(static_cast<size_t>(zero_preg_), 0);
+    // the stream's ring: every user instruction in flight, and one more
+    size_t in_flight = static_cast<size_t>(c.rob_size + c.fetch_queue + c.decode_queue) + 2;
+    size_t ring = 16;
+    while (ring < in_flight) ring *= 2;
+    stream_.resize(ring);
+    for (const Inst &in : handler()) {
+        Uop u;
+        u.handler = true;
+        set_kind(u, in);
+        handler_uops_.push_back(u);
+    }
     tlb_.assign(static_cast<size_t>(c.tlb_entries), TlbEntry());
     size_t slots = 8;
     tlb_shift_ = 61;
@@ -373,10 +380,11 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
 
 Core::~Core()
 {
-    // every uop is in the pool or in one of these (the issue queues and
-    // the executing list point into the ROB)
+    // every handler uop is in the pool or in one of these (the issue
+    // queues and the executing list point into the ROB); the program's
+    // are the stream's
     for (auto *q : {&fetchq_, &decodeq_, &rob_})
-        for (Uop *u : *q) delete u;
+        for (Uop *u : *q) free_uop(u);
     for (Uop *u : pool_) delete u;
 }
 
@@ -454,48 +462,45 @@ void Core::tlb_fill(uint64_t vpn)
 void Core::flush_all(uint64_t resume_seq)
 {
     st_.flushes++;
-    auto count = [this](Uop *u, bool frontend) {
-        if (u->handler) return;
-        if (frontend)
-            st_.flushed_frontend++;
-        else if (u->st == Uop::DONE)
+    // Counted by how far they had got; and the branch predictor forgets
+    // what they did to it at fetch: the return stack's pushes and pops are
+    // undone, youngest first, and the global history goes back to where
+    // the oldest found it.  (Its counters and targets learn when a branch
+    // executes, not at fetch: a branch flushed before it executed is
+    // predicted again as it was.)  The front end holds program uops only.
+    st_.flushed_frontend += fetchq_.size() + decodeq_.size();
+    const Uop *oldest = nullptr;
+    auto undo = [this, &oldest](const Uop *u) {
+        oldest = u;
+        if (u->ras_push) ras_.pop_back();
+        if (u->ras_drop != NEVER) ras_.insert(ras_.begin(), u->ras_drop);
+        if (u->ras_pop != NEVER) ras_.push_back(u->ras_pop);
+    };
+    for (size_t i = fetchq_.size(); i-- > 0;) undo(fetchq_[i]);
+    for (size_t i = decodeq_.size(); i-- > 0;) undo(decodeq_[i]);
+    // the ROB: its program uops go (youngest first, for the return stack),
+    // its handler uops stay, in order
+    Ring<Uop *> &kept = kept_;
+    kept.clear();
+    bool kept_eret = false, kept_dst = false;
+    for (size_t i = rob_.size(); i-- > 0;) {
+        Uop *u = rob_[i];
+        if (u->handler) continue;
+        if (u->st == Uop::DONE)
             st_.flushed_done++;
         else if (u->st == Uop::ISSUED)
             st_.flushed_issued++;
         else
             st_.flushed_waiting++;
-    };
-    for (Uop *u : rob_) count(u, false);
-    for (Uop *u : fetchq_) count(u, true);
-    for (Uop *u : decodeq_) count(u, true);
-    // The branch predictor forgets what the flushed uops did to it at
-    // fetch: the return stack's pushes and pops are undone, youngest first,
-    // and the global history goes back to where the oldest found it.  (Its
-    // counters and targets learn when a branch executes, not at fetch: a
-    // branch flushed before it executed is predicted again as it was.)
-    const Uop *oldest = nullptr;
-    for (auto *q : {&fetchq_, &decodeq_, &rob_})
-        for (size_t i = q->size(); i-- > 0;) {
-            const Uop *u = (*q)[i];
-            if (u->handler) continue;
-            oldest = u;
-            if (u->ras_push) ras_.pop_back();
-            if (u->ras_drop != NEVER) ras_.insert(ras_.begin(), u->ras_drop);
-            if (u->ras_pop != NEVER) ras_.push_back(u->ras_pop);
+        undo(u);
+    }
+    for (Uop *u : rob_)
+        if (u->handler) {
+            kept.push_back(u);
+            kept_eret |= u->inst->op == TK_ERET;
+            kept_dst |= u->dst >= 0;
         }
     if (oldest) ghist_ = oldest->ghist;
-    Ring<Uop *> &kept = kept_;
-    kept.clear();
-    for (Uop *u : rob_) {
-        if (u->handler)
-            kept.push_back(u);
-        else
-            free_uop(u);
-    }
-    for (Uop *u : fetchq_) free_uop(u);
-    for (Uop *u : decodeq_) free_uop(u);
-    bool kept_eret = false;
-    for (Uop *u : kept) kept_eret |= u->inst->op == TK_ERET;
     if (kept_eret) st_.inlined_kept++;
     rob_.swap(kept);
     fetchq_.clear();
@@ -507,21 +512,25 @@ void Core::flush_all(uint64_t resume_seq)
     keep_handler(iq_int_);
     keep_handler(iq_fp_);
     keep_handler(executing_);
+    exec_next_ = NEVER;
+    for (const Executing &e : executing_) exec_next_ = std::min(exec_next_, e.ready);
     loads_ = stores_ = 0;
     // the program's registers go back to the committed map; the k
     // registers keep the kept handler's renaming
-    for (int r = 0; r < 72; r++)
-        if (r < KREG || r >= KREG + 8)
-            map_[static_cast<size_t>(r)] = committed_map_[static_cast<size_t>(r)];
-    std::vector<bool> used(preg_ready_.size(), false);
-    for (int p : committed_map_) used[static_cast<size_t>(p)] = true;
-    for (Uop *u : rob_)
-        if (u->dst >= 0) used[static_cast<size_t>(u->dst)] = true;
+    std::copy(committed_map_.begin(), committed_map_.begin() + KREG, map_.begin());
+    // the free lists: every register neither committed nor a kept handler
+    // uop's, in ascending order
+    std::vector<uint8_t> &used = preg_used_;
+    std::fill(used.begin(), used.end(), 0);
+    for (int p : committed_map_) used[static_cast<size_t>(p)] = 1;
+    if (kept_dst)
+        for (Uop *u : rob_)
+            if (u->dst >= 0) used[static_cast<size_t>(u->dst)] = 1;
     free_int_.clear();
     free_fp_.clear();
     for (int p = 0; p < n_int_phys_; p++)
         if (!used[static_cast<size_t>(p)]) free_int_.push_back(p);
-    for (size_t p = static_cast<size_t>(n_int_phys_); p < preg_ready_.size(); p++)
+    for (size_t p = static_cast<size_t>(n_int_phys_); p < used.size(); p++)
         if (!used[p]) free_fp_.push_back(static_cast<int>(p));
     for (int p : committed_map_) preg_ready_[static_cast<size_t>(p)] = 0;
     waiting_branch_ = nullptr;
@@ -549,29 +558,28 @@ void Core::take_miss(Uop &head)
         // commits) and the whole handler.  Each resource they need is
         // counted: one left out lets the program's instructions ahead of
         // the handler wait for ever for room only the head's commit frees.
+        // The handler dispatches ahead of them - prepend: the ROB's tail
+        // moves to before its head; append, unless append_after_frontend:
+        // the program's dispatch stalls while the handler goes in (the
+        // paper's section 4.1) - so then only the handler must fit.
         int fe = 0, fe_int_dst = 0, fe_fp_dst = 0, fe_iq_int = 0, fe_iq_fp = 0, fe_ld = 0,
             fe_st = 0;
-        for (auto *q : {&fetchq_, &decodeq_})
-            for (Uop *u : *q) {
-                fe++;
-                const Inst &in = *u->inst;
-                if (in.rd != NOREG) (is_fp_reg(in.rd) ? fe_fp_dst : fe_int_dst)++;
-                (in.cls == C_FP || in.cls == C_FDIV ? fe_iq_fp : fe_iq_int)++;
-                if (in.cls == C_LOAD || in.cls == C_AMO) fe_ld++;
-                if (in.cls == C_STORE || in.cls == C_AMO) fe_st++;
-            }
+        if (c_.scheme == Scheme::APPEND && c_.append_after_frontend)
+            for (auto *q : {&fetchq_, &decodeq_})
+                for (Uop *u : *q) {
+                    fe++;
+                    const Inst &in = *u->inst;
+                    if (in.rd != NOREG) (is_fp_reg(in.rd) ? fe_fp_dst : fe_int_dst)++;
+                    (in.cls == C_FP || in.cls == C_FDIV ? fe_iq_fp : fe_iq_int)++;
+                    if (in.cls == C_LOAD || in.cls == C_AMO) fe_ld++;
+                    if (in.cls == C_STORE || in.cls == C_AMO) fe_st++;
+                }
         int h_dst = 0;
         for (const Inst &in : h)
             if (in.rd != NOREG) h_dst++;
         int rob_free = c_.rob_size - static_cast<int>(rob_.size());
         int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.size() - iq_handler_);
         int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.size());
-        // The handler dispatches ahead of them - prepend: the ROB's tail
-        // moves to before its head; append, unless append_after_frontend:
-        // the program's dispatch stalls while the handler goes in (the
-        // paper's section 4.1) - so only the handler must fit.
-        if (c_.scheme == Scheme::PREPEND || !c_.append_after_frontend)
-            fe = fe_int_dst = fe_fp_dst = fe_iq_int = fe_iq_fp = fe_ld = fe_st = 0;
         if (rob_free < fe + static_cast<int>(h.size()))
             st_.fallback_rob++;
         else if (iq_int_free < fe_iq_int + (c_.handler_iq ? 1 : 0) || iq_fp_free < fe_iq_fp)
@@ -668,12 +676,12 @@ void Core::commit()
             }
         }
         if (u->st != Uop::DONE || u->tlbmiss) return;
-        if (u->inst->cls == C_STORE || u->inst->cls == C_AMO) {
+        if (u->stq) { // a store writes the D-cache now
             st_.l1d_accesses++;
             if (!l1d_.access(u->addr)) st_.l1d_misses++;
+            stores_--;
         }
-        if (u->inst->cls == C_LOAD || u->inst->cls == C_AMO) loads_--;
-        if (u->inst->cls == C_STORE || u->inst->cls == C_AMO) stores_--;
+        if (u->ldq) loads_--;
         if (u->arch_dst >= 0) {
             committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
             (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
@@ -685,12 +693,12 @@ void Core::commit()
         st_.user_insns++;
         st_.commit_hash = (st_.commit_hash ^ u->pc) * 0x100000001b3ull; // FNV-1a over the PCs
         rob_.pop_front();
-        stream_.pop_front();
+        stream_head_ = (stream_head_ + 1) & (stream_.size() - 1);
+        stream_n_--;
         stream_base_++;
-        free_uop(u);
         last_commit_cycle_ = cycle_;
         events_++;
-        if (program_ended_ && stream_.empty()) {
+        if (program_ended_ && stream_n_ == 0) {
             done_ = true;
             return;
         }
@@ -702,8 +710,8 @@ void Core::rearm(Uop *w)
 {
     w->tlbmiss = false;
     w->st = Uop::ISSUED;
-    w->ready = cycle_ + static_cast<uint64_t>(w->inst->cls == C_STORE ? c_.lat_int : c_.lat_load);
-    if (w->inst->cls != C_STORE) { // a load reads the D-cache now (a store at commit)
+    w->ready = cycle_ + w->lat;
+    if (w->reads_dcache) { // a load reads the D-cache now (a store at commit)
         st_.l1d_accesses++;
         if (!l1d_.access(w->addr)) {
             st_.l1d_misses++;
@@ -720,6 +728,7 @@ void Core::rearm(Uop *w)
         preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
     }
     executing_.push_back({w->ready, w});
+    exec_next_ = std::min(exec_next_, w->ready);
     events_++;
     iq_dirty_ = true;
 }
@@ -738,8 +747,14 @@ bool Core::fetch_line(uint64_t pc)
 
 void Core::complete()
 {
+    if (cycle_ < exec_next_) return;
+    // (the order matters: two branches sharing a counter train it in the
+    // order they are found here, so the list keeps its swap-with-last
+    // removal; rearm() may append to it meanwhile)
+    uint64_t next = NEVER;
     for (size_t i = 0; i < executing_.size();) {
         if (executing_[i].ready > cycle_) {
+            next = std::min(next, executing_[i].ready);
             i++;
             continue;
         }
@@ -778,17 +793,36 @@ void Core::complete()
             fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mispredict_penalty);
         }
     }
+    exec_next_ = next;
 }
 
-// The cycle u's operands are all ready: NEVER while a producer has not
-// issued.  Once known it stays (a register's ready cycle is set once, when
-// its producer issues, and it is not reused while a reader waits).
-uint64_t Core::operands_ready(const Uop *u) const
+// A uop leaves its issue queue for its unit (or, an access whose page is
+// not in the TLB, is held: the miss is found).
+void Core::start(Uop *u)
 {
-    uint64_t at = 0;
-    for (int s : u->src)
-        if (s >= 0) at = std::max(at, preg_ready_[static_cast<size_t>(s)]);
-    return at;
+    events_++;
+    uint64_t lat = u->lat;
+    if (u->mem) {
+        if (!u->handler && !tlb_probe(u->vpn)) { // held until its page is in the TLB
+            st_.detections++;
+            st_.rob_occupancy_at_detect += rob_.size();
+            u->tlbmiss = true;
+            u->st = Uop::ISSUED;
+            return;
+        }
+        if (u->reads_dcache) {
+            st_.l1d_accesses++;
+            if (!l1d_.access(u->addr)) {
+                st_.l1d_misses++;
+                lat += static_cast<uint64_t>(c_.mem_latency);
+            }
+        }
+    }
+    u->st = Uop::ISSUED;
+    u->ready = cycle_ + lat;
+    if (u->dst >= 0) preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
+    executing_.push_back({u->ready, u});
+    exec_next_ = std::min(exec_next_, u->ready);
 }
 
 void Core::issue()
@@ -799,92 +833,62 @@ void Core::issue()
     if (!iq_dirty_ && cycle_ < iq_next_) return;
     iq_dirty_ = false;
     iq_next_ = NEVER;
-    auto ready = [this](IqEntry &e) {
-        if (e.ready == NEVER) e.ready = operands_ready(e.u);
-        if (e.ready > cycle_) {
-            iq_next_ = std::min(iq_next_, e.ready); // NEVER until a producer issues
-            return false;
-        }
-        return true;
+    // The cycle an entry's operands are ready (e.ready is worked out once
+    // the producers have all issued: NEVER until then, and the scan looks
+    // again), kept in the entry by keep().
+    auto ready_at = [this](const IqEntry &e) {
+        uint64_t r = e.ready == NEVER ? operands_ready(e.src) : e.ready;
+        if (r > cycle_) iq_next_ = std::min(iq_next_, r); // NEVER until a producer issues
+        return r;
     };
-    auto start = [this](Uop *u) {
-        events_++;
-        const Inst &in = *u->inst;
-        uint64_t lat;
-        switch (in.cls) {
-        case C_MUL:
-            lat = static_cast<uint64_t>(c_.lat_mul);
-            break;
-        case C_DIV:
-            lat = static_cast<uint64_t>(c_.lat_div);
-            break;
-        case C_FP:
-            lat = static_cast<uint64_t>(c_.lat_fp);
-            break;
-        case C_FDIV:
-            lat = static_cast<uint64_t>(c_.lat_fdiv);
-            break;
-        case C_LOAD:
-        case C_STORE:
-        case C_AMO: {
-            lat = static_cast<uint64_t>(in.cls == C_STORE ? c_.lat_int : c_.lat_load);
-            if (!u->handler && !tlb_probe(u->vpn)) { // held until its page is in the TLB
-                st_.detections++;
-                st_.rob_occupancy_at_detect += rob_.size();
-                u->tlbmiss = true;
-                u->st = Uop::ISSUED;
-                return;
-            }
-            if (in.cls != C_STORE) {
-                st_.l1d_accesses++;
-                if (!l1d_.access(u->addr)) {
-                    st_.l1d_misses++;
-                    lat += static_cast<uint64_t>(c_.mem_latency);
-                }
-            }
-            break;
-        }
-        default:
-            lat = static_cast<uint64_t>(c_.lat_int);
-        }
-        u->st = Uop::ISSUED;
-        u->ready = cycle_ + lat;
-        if (u->dst >= 0) preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
-        executing_.push_back({u->ready, u});
+    // Each queue is scanned oldest first until its units are used up; the
+    // entries that stay are moved down over those that went, in order.
+    auto keep = [](std::vector<IqEntry> &q, size_t i, size_t kept, uint64_t r) {
+        if (kept != i) q[kept] = q[i];
+        q[kept].ready = r;
     };
     // integer queue: int_units a cycle, mem_ports of them for memory;
     // serialising instructions only at the head of the ROB
+    const int width = std::min(c_.int_units, c_.issue_width);
     int issued = 0, mem = 0;
-    for (size_t i = 0; i < iq_int_.size() && issued < std::min(c_.int_units, c_.issue_width);) {
-        IqEntry &e = iq_int_[i];
-        if (!ready(e)) {
-            i++;
-            continue;
+    size_t n = iq_int_.size(), i = 0, kept = 0;
+    for (; i < n && issued < width; i++) {
+        const IqEntry &e = iq_int_[i];
+        uint64_t r = ready_at(e);
+        if (r <= cycle_) {
+            if ((e.mem && mem >= c_.mem_ports) || (e.serial && rob_.front() != e.u)) {
+                iq_dirty_ = true; // ready, but held: look again next cycle
+            } else {
+                Uop *u = e.u;
+                if (u->handler && !c_.handler_iq) iq_handler_--;
+                if (e.mem) mem++;
+                issued++;
+                start(u);
+                continue;
+            }
         }
-        Uop *u = e.u;
-        bool is_mem = e.mem;
-        if ((is_mem && mem >= c_.mem_ports) || (e.serial && rob_.front() != u)) {
-            iq_dirty_ = true; // ready, but held: look again next cycle
-            i++;
-            continue;
-        }
-        iq_int_.erase(iq_int_.begin() + static_cast<long>(i));
-        if (u->handler && !c_.handler_iq) iq_handler_--;
-        start(u);
-        issued++;
-        if (is_mem) mem++;
+        keep(iq_int_, i, kept++, r);
     }
-    if (issued == std::min(c_.int_units, c_.issue_width)) iq_dirty_ = true; // more may be ready
+    if (kept != i) {
+        for (; i < n; i++) iq_int_[kept++] = iq_int_[i];
+        iq_int_.resize(kept);
+    }
+    if (issued == width) iq_dirty_ = true; // more may be ready
     int fp = 0;
-    for (size_t i = 0; i < iq_fp_.size() && fp < c_.fp_units;) {
-        if (!ready(iq_fp_[i])) {
-            i++;
+    n = iq_fp_.size(), i = 0, kept = 0;
+    for (; i < n && fp < c_.fp_units; i++) {
+        const IqEntry &e = iq_fp_[i];
+        uint64_t r = ready_at(e);
+        if (r <= cycle_) {
+            fp++;
+            start(e.u);
             continue;
         }
-        Uop *u = iq_fp_[i].u;
-        iq_fp_.erase(iq_fp_.begin() + static_cast<long>(i));
-        start(u);
-        fp++;
+        keep(iq_fp_, i, kept++, r);
+    }
+    if (kept != i) {
+        for (; i < n; i++) iq_fp_[kept++] = iq_fp_[i];
+        iq_fp_.resize(kept);
     }
     if (fp == c_.fp_units) iq_dirty_ = true;
     if (issued || fp) iq_dirty_ = true; // their results wake others
@@ -897,30 +901,22 @@ void Core::dispatch()
         if (u->stage_at >= cycle_) return;
         // the program's uops wait while an in-lined handler's go in ahead
         // of them (the room the in-lining found is the handler's)
-        if (!u->handler && handler_first() && handler_undispatched_ > 0) return;
-        const Inst &in = *u->inst;
+        if (!u->handler && handler_undispatched_ > 0 && handler_first()) return;
         if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
-        bool fpq = in.cls == C_FP || in.cls == C_FDIV;
         // (with handler_iq = 0 the handler's uops wait beside the queue)
         bool own_queue = u->handler && !c_.handler_iq;
-        if (fpq ? static_cast<int>(iq_fp_.size()) >= c_.iq_fp
-                : !own_queue && static_cast<int>(iq_int_.size() - iq_handler_) >= c_.iq_int)
+        if (u->fpq ? static_cast<int>(iq_fp_.size()) >= c_.iq_fp
+                   : !own_queue && static_cast<int>(iq_int_.size() - iq_handler_) >= c_.iq_int)
             return;
-        bool ld = in.cls == C_LOAD || in.cls == C_AMO, stq = in.cls == C_STORE || in.cls == C_AMO;
-        if (!u->handler && ((ld && loads_ >= c_.load_queue) || (stq && stores_ >= c_.store_queue)))
-            return;
-        if (in.rd != NOREG && (is_fp_reg(in.rd) ? free_fp_.empty() : free_int_.empty())) return;
+        if ((u->ldq && loads_ >= c_.load_queue) || (u->stq && stores_ >= c_.store_queue)) return;
+        const Inst &in = *u->inst;
+        if (in.rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return;
         decodeq_.pop_front();
         events_++;
-        // rename
-        const uint8_t srcs[3] = {in.rs1, in.rs2, in.rs3};
-        for (int s = 0; s < 3; s++)
-            u->src[s] =
-                (srcs[s] == NOREG || (s == 2 && in.op < FMADD_S) || (s == 2 && in.op > FNMADD_D))
-                    ? -1
-                    : map_[srcs[s]];
+        // rename (map_[NOREG] is the always-ready zero_preg_)
+        for (int s = 0; s < 3; s++) u->src[s] = static_cast<uint16_t>(map_[u->src_arch[s]]);
         if (in.rd != NOREG) {
-            auto &fl = is_fp_reg(in.rd) ? free_fp_ : free_int_;
+            auto &fl = u->dst_fp ? free_fp_ : free_int_;
             u->dst = fl.back();
             fl.pop_back();
             u->old = map_[in.rd];
@@ -929,16 +925,24 @@ void Core::dispatch()
             preg_ready_[static_cast<size_t>(u->dst)] = NEVER;
         }
         u->st = Uop::WAIT;
-        u->fp_queue = fpq;
-        if (u->handler) handler_frontend_--;
-        if (u->handler && inline_ && handler_undispatched_ > 0) handler_undispatched_--;
-        if (!u->handler) {
-            if (ld) loads_++;
-            if (stq) stores_++;
+        if (u->handler) {
+            handler_frontend_--;
+            if (inline_ && handler_undispatched_ > 0) handler_undispatched_--;
+        } else {
+            if (u->ldq) loads_++;
+            if (u->stq) stores_++;
         }
         // serialising: system instructions, and a flushing handler's return
-        bool serial = in.cls == C_SYSTEM || (in.op == TK_ERET && !u->inl);
-        (fpq ? iq_fp_ : iq_int_).push_back({operands_ready(u), u, u->mem, serial});
+        std::vector<IqEntry> &q = u->fpq ? iq_fp_ : iq_int_;
+        q.emplace_back(); // (written field by field: no copy of a half-written entry)
+        IqEntry &e = q.back();
+        e.ready = operands_ready(u->src);
+        e.u = u;
+        e.src[0] = u->src[0];
+        e.src[1] = u->src[1];
+        e.src[2] = u->src[2];
+        e.mem = u->mem;
+        e.serial = u->system || (in.op == TK_ERET && !u->inl);
         if (own_queue) iq_handler_++;
         iq_dirty_ = true;
         if (u->handler && inline_ && c_.scheme == Scheme::PREPEND) {
@@ -978,59 +982,73 @@ void Core::fetch()
         uint64_t pc;
         Uop *u;
         if (mode_ == Mode::FETCH_HANDLER) {
-            const std::vector<Inst> &h = handler();
             pc = HANDLER_PC + 4 * handler_next_;
             if (!fetch_line(pc)) return;
-            u = new_uop();
-            u->handler = true;
+            if (pool_.empty()) {
+                u = new Uop();
+            } else {
+                u = pool_.back();
+                pool_.pop_back();
+            }
+            *u = handler_uops_[handler_next_]; // what it is, and a fresh timing state
             u->inl = inline_;
             handler_frontend_++;
-            u->inst = &h[handler_next_];
             u->pc = pc;
             u->seq = handler_next_;
             // the handler's memory: the PTE, and the counter below the table
             if (u->inst->op == LD && handler_next_ < 8)
                 u->addr = PT_BASE + miss_vpn_ * 8;
-            else if (u->inst->cls == C_LOAD || u->inst->cls == C_STORE)
+            else if (u->mem)
                 u->addr = PT_BASE - 8;
-            u->mem = u->inst->cls == C_LOAD || u->inst->cls == C_STORE;
             u->stage_at = cycle_;
             front_push(fetchq_, u);
             events_++;
-            if (++handler_next_ == h.size()) {
+            if (++handler_next_ == handler_uops_.size()) {
                 mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
                 return;
             }
             continue;
         }
         // the program
-        while (fetch_seq_ - stream_base_ >= stream_.size()) {
+        if (fetch_seq_ - stream_base_ == stream_n_) { // the machine runs the next one
             if (m_.exited()) {
                 program_ended_ = true;
                 events_++;
                 return;
             }
+            if (stream_n_ == stream_.size()) { // (the ring is sized for every uop in flight)
+                dump("the instruction stream overflowed");
+                abort();
+            }
+            Uop &r = stream_[(stream_head_ + stream_n_) & (stream_.size() - 1)];
             Step s;
             m_.step(&s);
-            stream_.push_back(Rec{s.pc, s.next_pc, s.addr, *s.inst, s.taken});
+            r.code = *s.inst;
+            r.seq = stream_base_ + stream_n_;
+            r.pc = s.pc;
+            r.next_pc = s.next_pc;
+            r.addr = s.addr;
+            r.taken = s.taken;
+            r.vpn = s.addr >> c_.page_bits;
+            set_kind(r, r.code);
+            stream_n_++;
         }
-        const Rec &r = stream_[fetch_seq_ - stream_base_];
-        pc = r.pc;
+        u = &stream_at(fetch_seq_);
+        pc = u->pc;
         if (!fetch_line(pc)) return;
-        u = new_uop();
-        u->seq = fetch_seq_++;
-        u->inst = &r.inst; // the stream keeps it until the uop commits
-        u->pc = r.pc;
-        u->next_pc = r.next_pc;
-        u->addr = r.addr;
-        u->taken = r.taken;
-        u->mem = r.inst.cls == C_LOAD || r.inst.cls == C_STORE || r.inst.cls == C_AMO;
-        u->vpn = r.addr >> c_.page_bits;
+        fetch_seq_++;
+        // a fresh timing state
+        u->st = Uop::FRONT;
         u->stage_at = cycle_;
+        u->ready = NEVER;
+        u->dst = u->old = u->arch_dst = -1;
+        u->tlbmiss = u->mispred = u->ras_push = false;
+        u->ras_pop = u->ras_drop = NEVER;
         fetchq_.push_back(u);
         events_++;
         // branch prediction
-        const Inst &in = r.inst;
+        const Inst &in = u->code;
+        const Uop &r = *u;
         bool stop = false;
         u->ghist = ghist_;
         if (in.cls == C_BRANCH) {
@@ -1115,8 +1133,7 @@ bool Core::run(uint64_t max_insns)
 void Core::skip_idle()
 {
     if (iq_dirty_) return;
-    uint64_t next = iq_next_;
-    for (const Executing &e : executing_) next = std::min(next, e.ready);
+    uint64_t next = std::min(iq_next_, exec_next_);
     if (fetch_stall_until_ > cycle_) next = std::min(next, fetch_stall_until_);
     if (next == NEVER) // stuck: go straight to the check
         next = std::max(cycle_ + 1, last_commit_cycle_ + c_.stuck_cycles + 1);

@@ -30,8 +30,8 @@
 #ifndef TKSIM_CORE_HPP
 #define TKSIM_CORE_HPP
 
+#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -41,6 +41,7 @@ namespace tksim
 {
 
 enum class Scheme { TRADITIONAL, APPEND, PREPEND };
+constexpr uint64_t NEVER_CYCLE = ~0ull;
 enum class Replacement { LRU, ROUND_ROBIN };
 
 struct Config {
@@ -164,7 +165,8 @@ template <class T> class Ring
     Iter<const Ring, const T> end() const { return {this, n_}; }
 
   private:
-    void grow()
+    // out of line, so that push_back stays small enough to inline
+    [[gnu::noinline]] void grow()
     {
         std::vector<T> b(buf_.empty() ? 16 : 2 * buf_.size());
         for (size_t i = 0; i < n_; i++) b[i] = (*this)[i];
@@ -193,7 +195,46 @@ class Core
     static const std::vector<Inst> &handler();
 
   private:
-    struct Uop;
+    // A micro-op: one instruction in the pipeline.  A user instruction's
+    // uop is its record in the stream (stream_), kept from when the
+    // functional machine runs it until it commits, and fetched again from
+    // there after a flush (fetch() resets its timing state); a handler
+    // instruction's comes from a pool.
+    struct Uop {
+        enum State : uint8_t { FRONT, WAIT, ISSUED, DONE };
+        // what the instruction is and does, the same each time it is
+        // fetched (set_kind() works out the timing model's part)
+        const Inst *inst = nullptr; // code, or the handler's code
+        uint64_t seq = 0;           // user: position in the instruction stream
+        uint64_t pc = 0, next_pc = 0, addr = 0;
+        uint64_t vpn = 0;                            // the page of addr
+        uint8_t src_arch[3] = {NOREG, NOREG, NOREG}; // the operands' registers
+        uint16_t lat = 1; // cycles to execute (an access: without the D-cache's miss)
+        bool handler = false, taken = false;
+        bool mem = false;          // goes through the TLB and a memory port
+        bool ldq = false;          // takes a load-queue entry (user: a load or an AMO)
+        bool stq = false;          // takes a store-queue entry (user: a store or an AMO)
+        bool fpq = false;          // issues from the floating-point queue
+        bool dst_fp = false;       // rd is a floating-point register
+        bool system = false;       // C_SYSTEM: issues only at the head of the ROB
+        bool reads_dcache = false; // an access that reads the D-cache as it executes (not a store)
+        // the timing state
+        State st = FRONT;
+        bool tlbmiss = false, mispred = false;
+        bool inl = false; // handler: part of an in-lined handler
+        bool ras_push = false;
+        uint16_t src[3] = {0, 0, 0}; // the operands' physical registers, set at rename
+        int dst = -1, old = -1, arch_dst = -1;
+        uint64_t stage_at = 0; // the cycle it entered its current front-end stage
+        uint64_t ready = NEVER_CYCLE;
+        // branch prediction: the global history before this uop was fetched,
+        // the counter it was predicted by, and what it did to the return stack
+        // (undone if it is flushed)
+        uint64_t ghist = 0, ras_pop = NEVER_CYCLE, ras_drop = NEVER_CYCLE;
+        uint32_t bp_idx = 0;
+        Inst code; // user: the instruction (the machine's decoded-instruction cache reuses its
+                   // slots)
+    };
     struct Cache {
         int sets = 0, assoc = 0, line_bits = 6;
         std::vector<uint64_t> tag;
@@ -218,7 +259,15 @@ class Core
     void flush_all(uint64_t resume_seq);
     void dump(const char *why) const;
     void skip_idle();
-    uint64_t operands_ready(const Uop *u) const;
+    // The cycle a uop's operands are all ready: NEVER while a producer has
+    // not issued.  Once known it stays (a register's ready cycle is set
+    // once, when its producer issues, and it is not reused while a reader
+    // waits; rearm() makes the queues look again when it changes one).
+    uint64_t operands_ready(const uint16_t *src) const
+    {
+        return std::max(preg_ready_[src[0]], std::max(preg_ready_[src[1]], preg_ready_[src[2]]));
+    }
+    void start(Uop *u);
     void front_push(Ring<Uop *> &q, Uop *u);
     void rearm(Uop *w);
     bool fetch_line(uint64_t pc);
@@ -231,16 +280,21 @@ class Core
     uint64_t cycle_ = 0;
     bool done_ = false;
 
-    // the stream: user instructions fetched from the functional machine
-    // and not yet committed; stream_[0] has sequence number stream_base_
-    struct Rec {
-        uint64_t pc, next_pc, addr;
-        Inst inst; // a copy: the machine's decoded-instruction cache reuses its slots
-        bool taken;
-    };
-    std::deque<Rec> stream_;
+    // the stream: user instructions run by the functional machine and not
+    // yet committed, in a ring; the oldest, at stream_head_, has sequence
+    // number stream_base_.  The ring never grows, so queues may point into
+    // it: it holds every instruction in flight (at most the ROB's and the
+    // front-end queues' entries for the program) and the one being fetched.
+    std::vector<Uop> stream_;
+    size_t stream_head_ = 0, stream_n_ = 0;
     uint64_t stream_base_ = 0, fetch_seq_ = 0;
     bool program_ended_ = false;
+    Uop &stream_at(uint64_t seq)
+    {
+        return stream_[(stream_head_ + (seq - stream_base_)) & (stream_.size() - 1)];
+    }
+    void set_kind(Uop &u, const Inst &in) const;
+    std::vector<Uop> handler_uops_; // the handler's instructions as uops (set_kind)
 
     Ring<Uop *> fetchq_, decodeq_, rob_;
     Ring<Uop *> kept_; // flush_all's: the handler uops it keeps
@@ -250,6 +304,9 @@ class Core
     struct IqEntry {
         uint64_t ready;
         Uop *u;
+        // the operands' physical registers, here so that the scan reads no
+        // uop (no operand: zero_preg_, a register always ready)
+        uint16_t src[3];
         bool mem, serial;
     };
     std::vector<IqEntry> iq_int_, iq_fp_;
@@ -259,15 +316,23 @@ class Core
         Uop *u;
     };
     std::vector<Executing> executing_;
-    bool iq_dirty_ = true; // the issue queues changed since they were last scanned
-    uint64_t iq_next_ = 0; // the earliest cycle a waiting uop's operands are ready
+    uint64_t exec_next_ = NEVER_CYCLE; // no entry of executing_ finishes before this cycle
+    bool iq_dirty_ = true;             // the issue queues changed since they were last scanned
+    uint64_t iq_next_ = 0;             // the earliest cycle a waiting uop's operands are ready
     int loads_ = 0, stores_ = 0;
 
     // renaming: 72 architectural registers (x, f, k)
+    // map_: architectural register -> physical, and map_[NOREG] is
+    // zero_preg_ (an operand that is not there); committed_map_: the 72
+    // registers' committed mapping
     std::vector<int> map_, committed_map_;
     std::vector<int> free_int_, free_fp_;
-    std::vector<uint64_t> preg_ready_; // cycle the value is ready (~0: not yet)
+    // cycle the value is ready (~0: not yet); one more entry than there are
+    // registers, zero_preg_, for "no operand": always 0, never allocated
+    std::vector<uint64_t> preg_ready_;
     int n_int_phys_ = 0;
+    uint16_t zero_preg_ = 0;
+    std::vector<uint8_t> preg_used_; // flush_all's scratch
 
     // fetch state
     uint64_t fetch_stall_until_ = 0;
@@ -304,9 +369,11 @@ class Core
     std::vector<uint64_t> ras_;
     std::vector<uint64_t> btb_target_;
 
-    std::vector<Uop *> pool_;
-    Uop *new_uop();
-    void free_uop(Uop *u);
+    std::vector<Uop *> pool_; // handler uops not in use
+    void free_uop(Uop *u)
+    {
+        if (u->handler) pool_.push_back(u);
+    }
     uint64_t last_commit_cycle_ = 0;
     uint64_t events_ = 0; // things done: a cycle that adds none is idle
 };
