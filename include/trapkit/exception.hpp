@@ -89,14 +89,17 @@ class bus_error : public hardware_exception
     bus_error(int code, void *pc, void *addr) noexcept;
 };
 
-// SIGFPE with FPE_INTDIV: integer division by zero.
+// SIGFPE with FPE_INTDIV: integer division by zero, and on x86-64 also
+// INT_MIN / -1 (the CPU raises the same #DE for both, and Linux reports
+// FPE_INTDIV for it).
 class divide_by_zero : public hardware_exception
 {
   public:
     divide_by_zero(int code, void *pc, void *addr) noexcept;
 };
 
-// Any other SIGFPE (FPE_INTOVF: INT_MIN / -1, floating-point traps).
+// Any other SIGFPE (FPE_INTOVF where a CPU reports overflow apart,
+// floating-point traps that the program unmasked).
 class arithmetic_error : public hardware_exception
 {
   public:
