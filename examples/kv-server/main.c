@@ -8,7 +8,33 @@
  *             [--client-output-buffer-limit SIZE]
  *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
  *
- * COMMANDS_LIST
+ * Commands, answered as redis-server 7.0 answers them:
+ *   strings   GET SET [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] SETNX SETEX PSETEX
+ *             GETSET GETDEL MGET MSET MSETNX INCR DECR INCRBY DECRBY INCRBYFLOAT APPEND
+ *             STRLEN GETRANGE SUBSTR SETRANGE
+ *   keys      DEL UNLINK EXISTS TYPE RENAME RENAMENX KEYS SCAN [MATCH] [COUNT] [TYPE]
+ *             DBSIZE FLUSHALL FLUSHDB EXPIRE PEXPIRE EXPIREAT PEXPIREAT [NX|XX|GT|LT]
+ *             TTL PTTL EXPIRETIME PEXPIRETIME PERSIST
+ *   lists     LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP [count] LRANGE LLEN LINDEX
+ *   sets      SADD SREM SISMEMBER SMISMEMBER SMEMBERS SCARD SPOP SRANDMEMBER SSCAN
+ *   hashes    HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL HKEYS HVALS
+ *             HINCRBY HINCRBYFLOAT HSCAN
+ *   sorted    ZADD [NX|XX] [GT|LT] [CH] [INCR] ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
+ *   sets      ZREVRANK ZCOUNT ZRANGE [BYSCORE] [REV] [LIMIT o c] [WITHSCORES] ZREVRANGE
+ *             ZRANGEBYSCORE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX
+ *   server    PING ECHO TIME INFO [server|clients|memory|persistence|stats|keyspace]
+ *             CONFIG GET (save appendonly dir dbfilename port maxmemory maxmemory-policy
+ *             databases proto-max-bulk-len) CONFIG RESETSTAT COMMAND (an empty list)
+ *             SELECT 0 QUIT SAVE BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE]
+ * Every value lives in the area (examples/kv-server/store.h), addressed by
+ * offsets, so an image holds it and restores it at any address.  Expiry
+ * times are kept there as absolute unix milliseconds, so they survive a
+ * restore; an expired key is deleted when a command looks it up, and an
+ * active cycle (every 100 ms, about a millisecond) deletes those nobody
+ * looks at.  --memory is the area's size (maxmemory): a write whose
+ * arguments need more than the free heap is refused with -OOM; one that
+ * runs out part way (MSET, a multi-member ZADD) replies -OOM with what it
+ * did before kept.
  *
  * It works with the unmodified redis-cli and redis-benchmark.  Replies are
  * Redis's, word for word where a test compares them with redis-server's.
@@ -55,9 +81,11 @@
  *   so a server restarted while the child of a killed one still writes can
  *   listen on the same port.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -796,7 +824,16 @@ static void compact_input(struct conn *c)
 }
 
 /* ---- commands ---------------------------------------------------------- */
-#define CMD_WRITE 0x1 /* may change the data set */
+/* Each command replies as redis-server 7.0 does, errors word for word
+ * (tests/kv_diff.py compares them).  A command flagged CMD_DENYOOM is
+ * refused up front when the heap's free bytes are fewer than its arguments
+ * need (about: their bytes and 64 per argument); a command that still runs
+ * out of memory replies -OOM, having done what it did before it ran out
+ * (MSET, multi-member ZADD and the like may be partly applied then). */
+#define CMD_WRITE 0x1   /* may change the data set */
+#define CMD_DENYOOM 0x2 /* may grow it */
+
+#define MAX_STRING (512ull << 20) /* Redis's proto-max-bulk-len: APPEND and SETRANGE */
 
 struct command {
     const char *name; /* lower case */
@@ -804,6 +841,12 @@ struct command {
     unsigned flags;   /* CMD_* */
     void (*fn)(struct conn *c, struct arg *a, size_t argc);
 };
+
+static const char *const WRONGTYPE =
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+static const char *const NOT_INT = "ERR value is not an integer or out of range";
+
+static int64_t now_ms; /* the command's time, as the store sees it */
 
 static bool is(const struct arg *a, const char *name)
 {
@@ -839,11 +882,1783 @@ static bool parse_ll(const struct arg *a, long long *out)
     return true;
 }
 
+static bool get_ll(struct conn *c, const struct arg *a, long long *out)
+{
+    if (parse_ll(a, out)) return true;
+    out_err(c, "%s", NOT_INT);
+    return false;
+}
+
+/* Redis's getPositiveLongFromObjectOrReply */
+static bool get_count(struct conn *c, const struct arg *a, long long *out)
+{
+    if (!get_ll(c, a, out)) return false;
+    if (*out >= 0) return true;
+    out_err(c, "ERR value is out of range, must be positive");
+    return false;
+}
+
+/* Redis's string2d: all of it a number (inf allowed), no leading space,
+ * no NaN, no overflow. */
+static bool parse_double(const char *p, size_t n, double *out)
+{
+    char buf[128];
+    if (n == 0 || n >= sizeof buf || is_space(p[0])) return false;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    char *end;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (*end || isnan(v) || (errno == ERANGE && (isinf(v) || v == 0))) return false;
+    *out = v;
+    return true;
+}
+
+/* Redis's string2ld */
+static bool parse_ldouble(const char *p, size_t n, long double *out)
+{
+    char buf[5120];
+    if (n == 0 || n >= sizeof buf || is_space(p[0])) return false;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    char *end;
+    errno = 0;
+    long double v = strtold(buf, &end);
+    if (*end || isnan(v) || (errno == ERANGE && (isinf(v) || v == 0))) return false;
+    *out = v;
+    return true;
+}
+
+/* A long double as Redis's ld2string(LD_STR_HUMAN) writes it. */
+static int format_ldouble(char *buf, size_t cap, long double v)
+{
+    int l = snprintf(buf, cap, "%.17Lf", v);
+    if (l <= 0 || (size_t)l >= cap) return 0;
+    if (strchr(buf, '.')) {
+        while (buf[l - 1] == '0') l--;
+        if (buf[l - 1] == '.') l--;
+    }
+    if (l == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        l = 1;
+    }
+    return l;
+}
+
+static void out_double(struct conn *c, double d)
+{
+    if (isinf(d)) return out_cstr(c, d > 0 ? "inf" : "-inf");
+    char buf[64];
+    int n = snprintf(buf, sizeof buf, "%.17g", d);
+    out_bulk(c, buf, (size_t)n);
+}
+
 static void out_oom(struct conn *c)
 {
     out_str(c, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
 }
 
+static void out_wrongtype(struct conn *c)
+{
+    out_str(c, WRONGTYPE);
+}
+
+static void out_syntax(struct conn *c)
+{
+    out_err(c, "ERR syntax error");
+}
+
+static kv_obj *lookup(const struct arg *key)
+{
+    return kv_lookup(S.kv, key->p, key->n);
+}
+
+/* The key's object if it is of type t (NULL if there is none); false
+ * after replying WRONGTYPE. */
+static bool lookup_typed(struct conn *c, const struct arg *key, enum kv_type t, kv_obj **o)
+{
+    *o = lookup(key);
+    if (*o && kv_obj_type(*o) != t) {
+        out_wrongtype(c);
+        return false;
+    }
+    return true;
+}
+
+/* Like lookup_typed, creating an empty value of type t if there is none;
+ * *o is NULL after an error reply. */
+static void lookup_create(struct conn *c, const struct arg *key, enum kv_type t, kv_obj **o)
+{
+    if (!lookup_typed(c, key, t, o)) return;
+    if (!*o) {
+        *o = kv_create(S.kv, key->p, key->n, t);
+        if (!*o) out_oom(c);
+    }
+}
+
+/* Deletes a list, set, hash or sorted set left empty, as Redis does. */
+static void drop_if_empty(kv_obj *o, size_t len)
+{
+    if (len == 0) kv_delete_obj(S.kv, o);
+}
+
+/* Redis's stringmatchlen: glob-style * ? [abc] [^a-z] and \ escapes;
+ * bounded by the lengths (the bytes are not NUL-terminated). */
+static bool match_impl(const char *p, size_t pn, const char *s, size_t sn, bool nocase, bool *skip)
+{
+    while (pn && sn) {
+        switch (p[0]) {
+        case '*':
+            while (pn > 1 && p[1] == '*') p++, pn--;
+            if (pn == 1) return true;
+            while (sn) {
+                if (match_impl(p + 1, pn - 1, s, sn, nocase, skip)) return true;
+                if (*skip) return false;
+                s++, sn--;
+            }
+            *skip = true; /* no later start can match either */
+            return false;
+        case '?':
+            s++, sn--;
+            break;
+        case '[': {
+            p++, pn--;
+            bool not = pn && p[0] == '^', match = false;
+            if (not ) p++, pn--;
+            for (;;) {
+                if (pn >= 2 && p[0] == '\\') {
+                    p++, pn--;
+                    if (p[0] == s[0]) match = true;
+                } else if (pn && p[0] == ']') {
+                    break;
+                } else if (pn == 0) {
+                    p--, pn++;
+                    break;
+                } else if (pn >= 3 && p[1] == '-') {
+                    int lo = (unsigned char)p[0], hi = (unsigned char)p[2],
+                        ch = (unsigned char)s[0];
+                    if (lo > hi) {
+                        int t = lo;
+                        lo = hi;
+                        hi = t;
+                    }
+                    if (nocase) lo = tolower(lo), hi = tolower(hi), ch = tolower(ch);
+                    p += 2, pn -= 2;
+                    if (ch >= lo && ch <= hi) match = true;
+                } else if (nocase ? tolower((unsigned char)p[0]) == tolower((unsigned char)s[0])
+                                  : p[0] == s[0]) {
+                    match = true;
+                }
+                p++, pn--;
+            }
+            if (not ) match = !match;
+            if (!match) return false;
+            s++, sn--;
+            break;
+        }
+        case '\\':
+            if (pn >= 2) p++, pn--;
+            /* fall through */
+        default:
+            if (nocase ? tolower((unsigned char)p[0]) != tolower((unsigned char)s[0])
+                       : p[0] != s[0])
+                return false;
+            s++, sn--;
+            break;
+        }
+        p++, pn--;
+        if (sn == 0) {
+            while (pn && *p == '*') p++, pn--;
+            break;
+        }
+    }
+    return pn == 0 && sn == 0;
+}
+
+static bool glob_match(const char *p, size_t pn, const char *s, size_t sn)
+{
+    bool skip = false;
+    return match_impl(p, pn, s, sn, false, &skip);
+}
+
+/* ---- strings */
+static void cmd_get(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    if (!o) return out_nil(c);
+    const char *v;
+    size_t vn;
+    kv_str_get(o, &v, &vn);
+    out_bulk(c, v, vn);
+}
+
+/* SET's options, parsed as Redis's parseExtendedStringArgumentsOrReply does */
+enum {
+    SET_NX = 1,
+    SET_XX = 2,
+    SET_GET = 4,
+    SET_KEEPTTL = 8,
+    SET_EX = 16,
+    SET_PX = 32,
+    SET_EXAT = 64,
+    SET_PXAT = 128
+};
+
+/* Sets key to val with SET's flags and expiry argument (exp, or NULL). */
+static void set_generic(struct conn *c, const struct arg *key, const struct arg *val, int flags,
+                        const struct arg *exp, const char *cmd, bool reply_ok)
+{
+    int64_t when = 0;
+    if (exp) {
+        long long ms;
+        if (!get_ll(c, exp, &ms)) return;
+        bool secs = flags & (SET_EX | SET_EXAT);
+        if (ms <= 0 || (secs && ms > LLONG_MAX / 1000))
+            return out_err(c, "ERR invalid expire time in '%s' command", cmd);
+        if (secs) ms *= 1000;
+        if (flags & (SET_EX | SET_PX)) {
+            if (ms > LLONG_MAX - now_ms)
+                return out_err(c, "ERR invalid expire time in '%s' command", cmd);
+            ms += now_ms;
+        }
+        when = ms;
+    }
+    kv_obj *o = lookup(key);
+    char *old = NULL; /* SET ... GET: the old value, copied before it is replaced */
+    size_t oldn = 0;
+    if (flags & SET_GET) {
+        if (o && kv_obj_type(o) != KV_STRING) return out_wrongtype(c);
+        if (o) {
+            const char *v;
+            kv_str_get(o, &v, &oldn);
+            if (!(old = malloc(oldn ? oldn : 1))) return out_oom(c);
+            memcpy(old, v, oldn);
+        }
+    }
+    if (!(((flags & SET_NX) && o) || ((flags & SET_XX) && !o))) {
+        kv_obj *n = kv_str_set(S.kv, key->p, key->n, val->p, val->n, flags & SET_KEEPTTL);
+        if (!n) {
+            free(old);
+            return out_oom(c);
+        }
+        if (when) kv_set_expire(S.kv, n, when);
+        S.changes++;
+        if (reply_ok && !(flags & SET_GET)) out_ok(c);
+    } else if (!(flags & SET_GET)) {
+        out_nil(c);
+    }
+    if (flags & SET_GET) {
+        if (o)
+            out_bulk(c, old, oldn);
+        else
+            out_nil(c);
+    }
+    free(old);
+}
+
+static void cmd_set(struct conn *c, struct arg *a, size_t argc)
+{
+    int flags = 0;
+    const struct arg *exp = NULL;
+    for (size_t j = 3; j < argc; j++) {
+        const struct arg *o = &a[j];
+        bool next = j + 1 < argc;
+        int ttl = flags & (SET_EX | SET_PX | SET_EXAT | SET_PXAT | SET_KEEPTTL);
+        if (is(o, "NX") && !(flags & SET_XX)) {
+            flags |= SET_NX;
+        } else if (is(o, "XX") && !(flags & SET_NX)) {
+            flags |= SET_XX;
+        } else if (is(o, "GET")) {
+            flags |= SET_GET;
+        } else if (is(o, "KEEPTTL") && !(ttl & ~SET_KEEPTTL)) {
+            flags |= SET_KEEPTTL;
+        } else if (next &&
+                   ((is(o, "EX") && !(ttl & ~SET_EX)) || (is(o, "PX") && !(ttl & ~SET_PX)) ||
+                    (is(o, "EXAT") && !(ttl & ~SET_EXAT)) ||
+                    (is(o, "PXAT") && !(ttl & ~SET_PXAT)))) {
+            flags |= is(o, "EX")     ? SET_EX
+                     : is(o, "PX")   ? SET_PX
+                     : is(o, "EXAT") ? SET_EXAT
+                                     : SET_PXAT;
+            exp = &a[++j];
+        } else {
+            return out_syntax(c);
+        }
+    }
+    set_generic(c, &a[1], &a[2], flags, exp, "set", true);
+}
+
+static void cmd_setnx(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o = lookup(&a[1]);
+    if (o) return out_int(c, 0);
+    if (!kv_str_set(S.kv, a[1].p, a[1].n, a[2].p, a[2].n, false)) return out_oom(c);
+    S.changes++;
+    out_int(c, 1);
+}
+
+static void cmd_setex(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    bool ms = a[0].n == 6; /* psetex */
+    set_generic(c, &a[1], &a[3], ms ? SET_PX : SET_EX, &a[2], ms ? "psetex" : "setex", true);
+}
+
+static void cmd_getset(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    set_generic(c, &a[1], &a[2], SET_GET, NULL, "getset", false);
+}
+
+static void cmd_getdel(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    if (!o) return out_nil(c);
+    const char *v;
+    size_t vn;
+    kv_str_get(o, &v, &vn);
+    out_bulk(c, v, vn);
+    kv_delete_obj(S.kv, o);
+    S.changes++;
+}
+
+static void cmd_mget(struct conn *c, struct arg *a, size_t argc)
+{
+    out_array(c, argc - 1);
+    for (size_t i = 1; i < argc; i++) {
+        kv_obj *o = lookup(&a[i]);
+        if (!o || kv_obj_type(o) != KV_STRING) {
+            out_nil(c);
+            continue;
+        }
+        const char *v;
+        size_t vn;
+        kv_str_get(o, &v, &vn);
+        out_bulk(c, v, vn);
+    }
+}
+
+static void mset_generic(struct conn *c, struct arg *a, size_t argc, bool nx)
+{
+    if (argc % 2 == 0)
+        return out_err(c, "ERR wrong number of arguments for '%s' command", nx ? "msetnx" : "mset");
+    if (nx)
+        for (size_t i = 1; i < argc; i += 2)
+            if (lookup(&a[i])) return out_int(c, 0);
+    for (size_t i = 1; i < argc; i += 2) {
+        if (!kv_str_set(S.kv, a[i].p, a[i].n, a[i + 1].p, a[i + 1].n, false)) return out_oom(c);
+        S.changes++;
+    }
+    if (nx)
+        out_int(c, 1);
+    else
+        out_ok(c);
+}
+
+static void cmd_mset(struct conn *c, struct arg *a, size_t argc)
+{
+    mset_generic(c, a, argc, false);
+}
+
+static void cmd_msetnx(struct conn *c, struct arg *a, size_t argc)
+{
+    mset_generic(c, a, argc, true);
+}
+
+static void incr_generic(struct conn *c, const struct arg *key, long long by)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, key, KV_STRING, &o)) return;
+    long long v = 0;
+    if (o) {
+        const char *p;
+        size_t n;
+        kv_str_get(o, &p, &n);
+        if (!parse_ll(&(struct arg){p, n}, &v)) return out_err(c, "%s", NOT_INT);
+    }
+    if ((by < 0 && v < 0 && by < LLONG_MIN - v) || (by > 0 && v > 0 && by > LLONG_MAX - v))
+        return out_err(c, "ERR increment or decrement would overflow");
+    v += by;
+    char buf[24];
+    int n = snprintf(buf, sizeof buf, "%lld", v);
+    if (!kv_str_set(S.kv, key->p, key->n, buf, (size_t)n, true)) return out_oom(c);
+    S.changes++;
+    out_int(c, v);
+}
+
+static void cmd_incr(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    incr_generic(c, &a[1], a[0].p[0] == 'd' || a[0].p[0] == 'D' ? -1 : 1);
+}
+
+static void cmd_incrby(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long by;
+    if (!get_ll(c, &a[2], &by)) return;
+    incr_generic(c, &a[1], by);
+}
+
+static void cmd_decrby(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long by;
+    if (!get_ll(c, &a[2], &by)) return;
+    if (by == LLONG_MIN) return out_err(c, "ERR decrement would overflow");
+    incr_generic(c, &a[1], -by);
+}
+
+static void cmd_incrbyfloat(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    long double v = 0, by;
+    if (o) {
+        const char *p;
+        size_t n;
+        kv_str_get(o, &p, &n);
+        if (!parse_ldouble(p, n, &v)) return out_err(c, "ERR value is not a valid float");
+    }
+    if (!parse_ldouble(a[2].p, a[2].n, &by)) return out_err(c, "ERR value is not a valid float");
+    v += by;
+    if (isnan(v) || isinf(v)) return out_err(c, "ERR increment would produce NaN or Infinity");
+    char buf[5200];
+    int n = format_ldouble(buf, sizeof buf, v);
+    if (!kv_str_set(S.kv, a[1].p, a[1].n, buf, (size_t)n, true)) return out_oom(c);
+    S.changes++;
+    out_bulk(c, buf, (size_t)n);
+}
+
+static void cmd_append(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    if (!o) {
+        if (!kv_str_set(S.kv, a[1].p, a[1].n, a[2].p, a[2].n, false)) return out_oom(c);
+        S.changes++;
+        return out_int(c, (long long)a[2].n);
+    }
+    const char *p;
+    size_t n;
+    kv_str_get(o, &p, &n);
+    if (n + a[2].n > MAX_STRING)
+        return out_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    char *d;
+    if (!(o = kv_str_resize(S.kv, o, n + a[2].n, &d))) return out_oom(c);
+    memcpy(d + n, a[2].p, a[2].n);
+    S.changes++;
+    out_int(c, (long long)(n + a[2].n));
+}
+
+static void cmd_strlen(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    const char *p;
+    size_t n = 0;
+    if (o) kv_str_get(o, &p, &n);
+    out_int(c, (long long)n);
+}
+
+static void cmd_getrange(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long start, end;
+    if (!get_ll(c, &a[2], &start) || !get_ll(c, &a[3], &end)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    if (!o) return out_bulk(c, "", 0);
+    const char *p;
+    size_t n;
+    kv_str_get(o, &p, &n);
+    long long len = (long long)n;
+    if (start < 0 && end < 0 && start > end) return out_bulk(c, "", 0);
+    if (start < 0) start += len;
+    if (end < 0) end += len;
+    if (start < 0) start = 0;
+    if (end < 0) end = 0;
+    if (end >= len) end = len - 1;
+    if (start > end || len == 0) return out_bulk(c, "", 0);
+    out_bulk(c, p + start, (size_t)(end - start + 1));
+}
+
+static void cmd_setrange(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long off;
+    if (!get_ll(c, &a[2], &off)) return;
+    if (off < 0) return out_err(c, "ERR offset is out of range");
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    const char *p;
+    size_t n = 0;
+    if (o) kv_str_get(o, &p, &n);
+    if (a[3].n == 0) return out_int(c, (long long)n);
+    if ((unsigned long long)off + a[3].n > MAX_STRING)
+        return out_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    if (!o && !(o = kv_str_set(S.kv, a[1].p, a[1].n, "", 0, false))) return out_oom(c);
+    size_t len = (size_t)off + a[3].n > n ? (size_t)off + a[3].n : n;
+    char *d;
+    if (!(o = kv_str_resize(S.kv, o, len, &d))) return out_oom(c);
+    memcpy(d + off, a[3].p, a[3].n);
+    S.changes++;
+    out_int(c, (long long)len);
+}
+
+/* ---- keys */
+static void cmd_del(struct conn *c, struct arg *a, size_t argc)
+{
+    long long n = 0;
+    for (size_t i = 1; i < argc; i++)
+        if (lookup(&a[i])) n += kv_delete(S.kv, a[i].p, a[i].n);
+    S.changes += (uint64_t)n;
+    out_int(c, n);
+}
+
+static void cmd_exists(struct conn *c, struct arg *a, size_t argc)
+{
+    long long n = 0;
+    for (size_t i = 1; i < argc; i++) n += lookup(&a[i]) != NULL;
+    out_int(c, n);
+}
+
+static const char *type_name(const kv_obj *o)
+{
+    static const char *names[] = {"none", "string", "list", "set", "hash", "zset"};
+    return names[o ? kv_obj_type(o) : KV_NONE];
+}
+
+static void cmd_type(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    out_fmt(c, "+%s\r\n", type_name(lookup(&a[1])));
+}
+
+static void rename_generic(struct conn *c, struct arg *a, bool nx)
+{
+    kv_obj *o = lookup(&a[1]);
+    if (!o) return out_err(c, "ERR no such key");
+    if (a[1].n == a[2].n && memcmp(a[1].p, a[2].p, a[1].n) == 0)
+        return nx ? out_int(c, 0) : out_ok(c);
+    if (lookup(&a[2])) {
+        if (nx) return out_int(c, 0);
+        kv_delete(S.kv, a[2].p, a[2].n);
+        o = lookup(&a[1]);
+    }
+    if (!kv_rename(S.kv, o, a[2].p, a[2].n)) return out_oom(c);
+    S.changes++;
+    nx ? out_int(c, 1) : out_ok(c);
+}
+
+static void cmd_rename(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    rename_generic(c, a, false);
+}
+
+static void cmd_renamenx(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    rename_generic(c, a, true);
+}
+
+static void cmd_dbsize(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)kv_count(S.kv));
+}
+
+static void cmd_flushall(struct conn *c, struct arg *a, size_t argc)
+{
+    if (argc > 2 || (argc == 2 && !is(&a[1], "SYNC") && !is(&a[1], "ASYNC"))) return out_syntax(c);
+    S.changes += kv_count(S.kv) + 1;
+    kv_flush(S.kv);
+    out_ok(c);
+}
+
+/* EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT [NX|XX|GT|LT] */
+static void expire_generic(struct conn *c, struct arg *a, size_t argc, bool secs, bool at)
+{
+    bool nx = false, xx = false, gt = false, lt = false;
+    for (size_t j = 3; j < argc; j++) {
+        if (is(&a[j], "NX"))
+            nx = true;
+        else if (is(&a[j], "XX"))
+            xx = true;
+        else if (is(&a[j], "GT"))
+            gt = true;
+        else if (is(&a[j], "LT"))
+            lt = true;
+        else {
+            char buf[600];
+            return out_err(c, "ERR Unsupported option %s",
+                           repr(buf, sizeof buf, a[j].p, a[j].n, 128));
+        }
+    }
+    if (nx && (xx || gt || lt))
+        return out_err(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
+    if (gt && lt) return out_err(c, "ERR GT and LT options at the same time are not compatible");
+    long long when;
+    if (!get_ll(c, &a[2], &when)) return;
+    char name[16];
+    snprintf(name, sizeof name, "%s%s%s", secs ? "" : "p", "expire", at ? "at" : "");
+    if (secs) {
+        if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000)
+            return out_err(c, "ERR invalid expire time in '%s' command", name);
+        when *= 1000;
+    }
+    long long base = at ? 0 : now_ms;
+    if (when > LLONG_MAX - base) return out_err(c, "ERR invalid expire time in '%s' command", name);
+    when += base;
+    kv_obj *o = lookup(&a[1]);
+    if (!o) return out_int(c, 0);
+    int64_t cur = kv_obj_expire(o);
+    if ((nx && cur) || (xx && !cur) || (gt && (!cur || when <= cur)) || (lt && cur && when >= cur))
+        return out_int(c, 0);
+    S.changes++;
+    if (when <= now_ms) {
+        kv_delete_obj(S.kv, o);
+        return out_int(c, 1);
+    }
+    kv_set_expire(S.kv, o, when);
+    out_int(c, 1);
+}
+
+static void cmd_expire(struct conn *c, struct arg *a, size_t argc)
+{
+    expire_generic(c, a, argc, true, false);
+}
+
+static void cmd_pexpire(struct conn *c, struct arg *a, size_t argc)
+{
+    expire_generic(c, a, argc, false, false);
+}
+
+static void cmd_expireat(struct conn *c, struct arg *a, size_t argc)
+{
+    expire_generic(c, a, argc, true, true);
+}
+
+static void cmd_pexpireat(struct conn *c, struct arg *a, size_t argc)
+{
+    expire_generic(c, a, argc, false, true);
+}
+
+/* TTL, PTTL, EXPIRETIME, PEXPIRETIME */
+static void ttl_generic(struct conn *c, struct arg *a, bool ms, bool abs)
+{
+    kv_obj *o = lookup(&a[1]);
+    if (!o) return out_int(c, -2);
+    int64_t e = kv_obj_expire(o);
+    if (!e) return out_int(c, -1);
+    if (abs) return out_int(c, ms ? e : (e + 500) / 1000);
+    int64_t ttl = e - now_ms;
+    if (ttl < 0) ttl = 0;
+    out_int(c, ms ? ttl : (ttl + 500) / 1000);
+}
+
+static void cmd_ttl(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    ttl_generic(c, a, false, false);
+}
+
+static void cmd_pttl(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    ttl_generic(c, a, true, false);
+}
+
+static void cmd_expiretime(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    ttl_generic(c, a, false, true);
+}
+
+static void cmd_pexpiretime(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    ttl_generic(c, a, true, true);
+}
+
+static void cmd_persist(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o = lookup(&a[1]);
+    if (!o || !kv_obj_expire(o)) return out_int(c, 0);
+    kv_set_expire(S.kv, o, 0);
+    S.changes++;
+    out_int(c, 1);
+}
+
+/* Keys collected by KEYS and SCAN: their bytes, copied (a lookup of an
+ * expired key would change the table being walked). */
+struct keylist {
+    char *buf;
+    size_t len, cap, n;
+    const struct arg *pattern; /* NULL: all */
+    bool oom;
+};
+
+static void keylist_add(struct keylist *l, const char *k, size_t kn)
+{
+    if (l->pattern && !glob_match(l->pattern->p, l->pattern->n, k, kn)) return;
+    if (l->len + kn + sizeof(size_t) > l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4096;
+        while (cap < l->len + kn + sizeof(size_t)) cap *= 2;
+        char *nb = realloc(l->buf, cap);
+        if (!nb) {
+            l->oom = true;
+            return;
+        }
+        l->buf = nb;
+        l->cap = cap;
+    }
+    memcpy(l->buf + l->len, &kn, sizeof kn);
+    memcpy(l->buf + l->len + sizeof kn, k, kn);
+    l->len += sizeof kn + kn;
+    l->n++;
+}
+
+static void collect_key(void *arg, kv_obj *o)
+{
+    struct keylist *l = arg;
+    if (kv_obj_expired(S.kv, o)) return;
+    const char *k;
+    size_t kn;
+    kv_obj_key(o, &k, &kn);
+    keylist_add(l, k, kn);
+}
+
+static void out_keylist(struct conn *c, struct keylist *l)
+{
+    out_array(c, l->n);
+    for (size_t o = 0; o < l->len;) {
+        size_t kn;
+        memcpy(&kn, l->buf + o, sizeof kn);
+        out_bulk(c, l->buf + o + sizeof kn, kn);
+        o += sizeof kn + kn;
+    }
+    free(l->buf);
+}
+
+static void cmd_keys(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    bool all = a[1].n == 1 && a[1].p[0] == '*';
+    struct keylist l = {.pattern = all ? NULL : &a[1]};
+    uint64_t cursor = 0;
+    do cursor = kv_scan(S.kv, cursor, collect_key, &l);
+    while (cursor && !l.oom);
+    if (l.oom) {
+        free(l.buf);
+        return out_oom(c);
+    }
+    out_keylist(c, &l);
+}
+
+/* SCAN's cursor, as Redis's parseScanCursorOrReply takes it */
+static bool get_cursor(struct conn *c, const struct arg *a, uint64_t *cursor)
+{
+    char buf[32];
+    if (a->n == 0 || a->n >= sizeof buf || is_space(a->p[0])) goto bad;
+    memcpy(buf, a->p, a->n);
+    buf[a->n] = 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (*end || errno == ERANGE) goto bad;
+    *cursor = v;
+    return true;
+bad:
+    out_err(c, "ERR invalid cursor");
+    return false;
+}
+
+/* SCAN, SSCAN, HSCAN's options from a[first]; false after an error reply */
+static bool scan_options(struct conn *c, struct arg *a, size_t argc, size_t first,
+                         const struct arg **pattern, long long *count, enum kv_type *type)
+{
+    *pattern = NULL;
+    *count = 10;
+    for (size_t j = first; j < argc; j++) {
+        bool more = j + 1 < argc;
+        if (is(&a[j], "COUNT") && more) {
+            if (!get_ll(c, &a[j + 1], count)) return false;
+            if (*count < 1) {
+                out_syntax(c);
+                return false;
+            }
+            j++;
+        } else if (is(&a[j], "MATCH") && more) {
+            *pattern = &a[++j];
+            if ((*pattern)->n == 1 && (*pattern)->p[0] == '*') *pattern = NULL;
+        } else if (type && is(&a[j], "TYPE") && more) {
+            static const char *names[] = {"none", "string", "list", "set", "hash", "zset"};
+            *type = KV_NONE;
+            for (int t = 1; t < 6; t++)
+                if (is(&a[j + 1], names[t])) *type = (enum kv_type)t;
+            if (*type == KV_NONE) *type = (enum kv_type)99; /* matches nothing */
+            j++;
+        } else {
+            out_syntax(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void out_cursor(struct conn *c, uint64_t cursor)
+{
+    char buf[24];
+    int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)cursor);
+    out_array(c, 2);
+    out_bulk(c, buf, (size_t)n);
+}
+
+static void collect_any(void *arg, kv_obj *o)
+{
+    const char *k;
+    size_t kn;
+    kv_obj_key(o, &k, &kn);
+    keylist_add(arg, k, kn);
+}
+
+/* As Redis: buckets until COUNT keys (before filtering) or 10*COUNT
+ * buckets were visited; then MATCH, expired keys (deleted now) and TYPE
+ * filter what was collected. */
+static void cmd_scan(struct conn *c, struct arg *a, size_t argc)
+{
+    uint64_t cursor;
+    const struct arg *pattern;
+    long long count;
+    enum kv_type type = KV_NONE;
+    if (!get_cursor(c, &a[1], &cursor)) return;
+    if (!scan_options(c, a, argc, 2, &pattern, &count, &type)) return;
+    struct keylist l = {0}, m = {0};
+    long long steps = count * 10;
+    do cursor = kv_scan(S.kv, cursor, collect_any, &l);
+    while (cursor && (long long)l.n < count && --steps > 0 && !l.oom);
+    for (size_t o = 0; o < l.len && !l.oom;) {
+        size_t kn;
+        memcpy(&kn, l.buf + o, sizeof kn);
+        const char *k = l.buf + o + sizeof kn;
+        o += sizeof kn + kn;
+        if (pattern && !glob_match(pattern->p, pattern->n, k, kn)) continue;
+        kv_obj *x = kv_lookup(S.kv, k, kn);
+        if (!x || (type != KV_NONE && kv_obj_type(x) != type)) continue;
+        keylist_add(&m, k, kn);
+    }
+    free(l.buf);
+    if (l.oom || m.oom) {
+        free(m.buf);
+        return out_oom(c);
+    }
+    out_cursor(c, cursor);
+    out_keylist(c, &m);
+}
+
+/* ---- lists */
+static void push_generic(struct conn *c, struct arg *a, size_t argc, bool tail, bool only_existing)
+{
+    kv_obj *o;
+    if (only_existing) {
+        if (!lookup_typed(c, &a[1], KV_LIST, &o)) return;
+        if (!o) return out_int(c, 0);
+    } else {
+        lookup_create(c, &a[1], KV_LIST, &o);
+        if (!o) return;
+    }
+    for (size_t i = 2; i < argc; i++) {
+        if (kv_list_push(S.kv, o, tail, a[i].p, a[i].n) < 0) {
+            drop_if_empty(o, kv_list_len(S.kv, o));
+            return out_oom(c);
+        }
+        S.changes++;
+    }
+    out_int(c, (long long)kv_list_len(S.kv, o));
+}
+
+static void cmd_lpush(struct conn *c, struct arg *a, size_t argc)
+{
+    push_generic(c, a, argc, false, false);
+}
+
+static void cmd_rpush(struct conn *c, struct arg *a, size_t argc)
+{
+    push_generic(c, a, argc, true, false);
+}
+
+static void cmd_lpushx(struct conn *c, struct arg *a, size_t argc)
+{
+    push_generic(c, a, argc, false, true);
+}
+
+static void cmd_rpushx(struct conn *c, struct arg *a, size_t argc)
+{
+    push_generic(c, a, argc, true, true);
+}
+
+static void pop_generic(struct conn *c, struct arg *a, size_t argc, bool tail)
+{
+    long long count = 1;
+    if (argc > 3)
+        return out_err(c, "ERR wrong number of arguments for '%s' command", tail ? "rpop" : "lpop");
+    if (argc == 3 && !get_count(c, &a[2], &count)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_LIST, &o)) return;
+    if (!o) return argc == 3 ? out_str(c, "*-1\r\n") : out_nil(c);
+    if (argc == 3 && count == 0) return out_array(c, 0);
+    size_t len = kv_list_len(S.kv, o);
+    if ((unsigned long long)count > len) count = (long long)len;
+    if (argc == 3) out_array(c, (size_t)count);
+    for (long long i = 0; i < count; i++) {
+        kv_lnode *e = kv_list_at(S.kv, o, tail ? -1 : 0);
+        const char *v;
+        size_t vn;
+        kv_lnode_get(e, &v, &vn);
+        out_bulk(c, v, vn);
+        kv_list_remove(S.kv, o, e);
+        S.changes++;
+    }
+    drop_if_empty(o, kv_list_len(S.kv, o));
+}
+
+static void cmd_lpop(struct conn *c, struct arg *a, size_t argc)
+{
+    pop_generic(c, a, argc, false);
+}
+
+static void cmd_rpop(struct conn *c, struct arg *a, size_t argc)
+{
+    pop_generic(c, a, argc, true);
+}
+
+/* The range start..end (negative from the end) of a sequence of len
+ * elements, clamped as LRANGE and ZRANGE do; false if empty. */
+static bool clamp_range(long long len, long long *start, long long *end)
+{
+    if (*start < 0) *start += len;
+    if (*end < 0) *end += len;
+    if (*start < 0) *start = 0;
+    if (*start > *end || *start >= len) return false;
+    if (*end >= len) *end = len - 1;
+    return true;
+}
+
+static void cmd_lrange(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long start, end;
+    if (!get_ll(c, &a[2], &start) || !get_ll(c, &a[3], &end)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_LIST, &o)) return;
+    if (!o || !clamp_range((long long)kv_list_len(S.kv, o), &start, &end)) return out_array(c, 0);
+    out_array(c, (size_t)(end - start + 1));
+    kv_lnode *e = kv_list_at(S.kv, o, start);
+    for (long long i = start; i <= end; i++, e = kv_list_next(S.kv, e)) {
+        const char *v;
+        size_t vn;
+        kv_lnode_get(e, &v, &vn);
+        out_bulk(c, v, vn);
+    }
+}
+
+static void cmd_llen(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_LIST, &o)) return;
+    out_int(c, o ? (long long)kv_list_len(S.kv, o) : 0);
+}
+
+static void cmd_lindex(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long i;
+    if (!get_ll(c, &a[2], &i)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_LIST, &o)) return;
+    kv_lnode *e = o ? kv_list_at(S.kv, o, i) : NULL;
+    if (!e) return out_nil(c);
+    const char *v;
+    size_t vn;
+    kv_lnode_get(e, &v, &vn);
+    out_bulk(c, v, vn);
+}
+
+/* ---- sets */
+static void cmd_sadd(struct conn *c, struct arg *a, size_t argc)
+{
+    kv_obj *o;
+    lookup_create(c, &a[1], KV_SET, &o);
+    if (!o) return;
+    long long added = 0;
+    for (size_t i = 2; i < argc; i++) {
+        int r = kv_set_add(S.kv, o, a[i].p, a[i].n);
+        if (r < 0) {
+            drop_if_empty(o, kv_set_card(S.kv, o));
+            return out_oom(c);
+        }
+        added += r;
+    }
+    S.changes += (uint64_t)added;
+    out_int(c, added);
+}
+
+static void cmd_srem(struct conn *c, struct arg *a, size_t argc)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_SET, &o)) return;
+    long long n = 0;
+    for (size_t i = 2; o && i < argc; i++) n += kv_set_rem(S.kv, o, a[i].p, a[i].n);
+    if (o) drop_if_empty(o, kv_set_card(S.kv, o));
+    S.changes += (uint64_t)n;
+    out_int(c, n);
+}
+
+static void cmd_sismember(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_SET, &o)) return;
+    out_int(c, o && kv_set_has(S.kv, o, a[2].p, a[2].n));
+}
+
+static void cmd_smismember(struct conn *c, struct arg *a, size_t argc)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_SET, &o)) return;
+    out_array(c, argc - 2);
+    for (size_t i = 2; i < argc; i++) out_int(c, o && kv_set_has(S.kv, o, a[i].p, a[i].n));
+}
+
+static void out_member(void *arg, const char *m, size_t n)
+{
+    out_bulk(arg, m, n);
+}
+
+static void cmd_smembers(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_SET, &o)) return;
+    if (!o) return out_array(c, 0);
+    out_array(c, kv_set_card(S.kv, o));
+    uint64_t cursor = 0;
+    do cursor = kv_set_scan(S.kv, o, cursor, out_member, c);
+    while (cursor);
+}
+
+static void cmd_scard(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_SET, &o)) return;
+    out_int(c, o ? (long long)kv_set_card(S.kv, o) : 0);
+}
+
+static void cmd_spop(struct conn *c, struct arg *a, size_t argc)
+{
+    long long count = 1;
+    if (argc > 3) return out_syntax(c);
+    if (argc == 3 && !get_count(c, &a[2], &count)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_SET, &o)) return;
+    if (!o) return argc == 3 ? out_array(c, 0) : out_nil(c);
+    size_t card = kv_set_card(S.kv, o);
+    if ((unsigned long long)count > card) count = (long long)card;
+    if (argc == 3) out_array(c, (size_t)count);
+    for (long long i = 0; i < count; i++) {
+        const char *m;
+        size_t n;
+        kv_set_random(S.kv, o, &m, &n);
+        out_bulk(c, m, n);
+        kv_set_rem(S.kv, o, m, n);
+        S.changes++;
+    }
+    drop_if_empty(o, kv_set_card(S.kv, o));
+}
+
+static void collect_member(void *arg, const char *m, size_t n)
+{
+    keylist_add(arg, m, n);
+}
+
+/* SRANDMEMBER key [count]: a positive count gives distinct members, a
+ * negative one |count| members that may repeat. */
+static void cmd_srandmember(struct conn *c, struct arg *a, size_t argc)
+{
+    long long count = 1;
+    if (argc > 3) return out_syntax(c);
+    if (argc == 3 && !get_ll(c, &a[2], &count)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_SET, &o)) return;
+    const char *m;
+    size_t n;
+    if (argc == 2) {
+        if (!o || !kv_set_random(S.kv, o, &m, &n)) return out_nil(c);
+        return out_bulk(c, m, n);
+    }
+    if (!o || count == 0) return out_array(c, 0);
+    if (count < 0) {
+        if (count == LLONG_MIN) return out_err(c, "ERR value is out of range");
+        out_array(c, (size_t)-count);
+        for (long long i = 0; i < -count; i++) {
+            kv_set_random(S.kv, o, &m, &n);
+            out_bulk(c, m, n);
+        }
+        return;
+    }
+    struct keylist l = {0};
+    uint64_t cursor = 0;
+    do cursor = kv_set_scan(S.kv, o, cursor, collect_member, &l);
+    while (cursor && !l.oom);
+    size_t total = l.n, want = (unsigned long long)count < total ? (size_t)count : total;
+    struct arg *v = l.oom ? NULL : malloc(total * sizeof *v);
+    if (!v) {
+        free(l.buf);
+        return out_oom(c);
+    }
+    for (size_t i = 0, off = 0; i < total; i++) {
+        memcpy(&v[i].n, l.buf + off, sizeof v[i].n);
+        v[i].p = l.buf + off + sizeof v[i].n;
+        off += sizeof v[i].n + v[i].n;
+    }
+    out_array(c, want);
+    for (size_t i = 0; i < want; i++) { /* a partial Fisher-Yates shuffle */
+        size_t j = i + (size_t)rand() % (total - i);
+        struct arg t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        out_bulk(c, v[i].p, v[i].n);
+    }
+    free(v);
+    free(l.buf);
+}
+
+/* SSCAN and HSCAN: a step of the cursor as SCAN's; MATCH filters members
+ * (fields) after. */
+static void collect_field(void *arg, const char *f, size_t fn, const char *v, size_t vn)
+{
+    keylist_add(arg, f, fn);
+    keylist_add(arg, v, vn);
+}
+
+static void cmd_sscan_hscan(struct conn *c, struct arg *a, size_t argc, enum kv_type t)
+{
+    uint64_t cursor;
+    const struct arg *pattern;
+    long long count;
+    if (!get_cursor(c, &a[2], &cursor)) return;
+    if (!scan_options(c, a, argc, 3, &pattern, &count, NULL)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], t, &o)) return;
+    struct keylist l = {0}, m = {0};
+    size_t per = t == KV_HASH ? 2 : 1;
+    if (o) {
+        long long steps = count * 10;
+        do {
+            cursor = t == KV_SET ? kv_set_scan(S.kv, o, cursor, collect_member, &l)
+                                 : kv_hash_scan(S.kv, o, cursor, collect_field, &l);
+        } while (cursor && (long long)(l.n / per) < count && --steps > 0 && !l.oom);
+    } else {
+        cursor = 0;
+    }
+    for (size_t off = 0; off < l.len && !l.oom;) {
+        const char *e[2];
+        size_t en[2];
+        for (size_t k = 0; k < per; k++) {
+            memcpy(&en[k], l.buf + off, sizeof en[k]);
+            e[k] = l.buf + off + sizeof en[k];
+            off += sizeof en[k] + en[k];
+        }
+        if (pattern && !glob_match(pattern->p, pattern->n, e[0], en[0])) continue;
+        for (size_t k = 0; k < per; k++) keylist_add(&m, e[k], en[k]);
+    }
+    free(l.buf);
+    if (l.oom || m.oom) {
+        free(m.buf);
+        return out_oom(c);
+    }
+    out_cursor(c, cursor);
+    out_keylist(c, &m);
+}
+
+static void cmd_sscan(struct conn *c, struct arg *a, size_t argc)
+{
+    cmd_sscan_hscan(c, a, argc, KV_SET);
+}
+
+static void cmd_hscan(struct conn *c, struct arg *a, size_t argc)
+{
+    cmd_sscan_hscan(c, a, argc, KV_HASH);
+}
+
+/* ---- hashes */
+static void hset_generic(struct conn *c, struct arg *a, size_t argc, bool hmset)
+{
+    if (argc % 2 == 1)
+        return out_err(c, "ERR wrong number of arguments for '%s' command",
+                       hmset ? "hmset" : "hset");
+    kv_obj *o;
+    lookup_create(c, &a[1], KV_HASH, &o);
+    if (!o) return;
+    long long created = 0;
+    for (size_t i = 2; i < argc; i += 2) {
+        int r = kv_hash_set(S.kv, o, a[i].p, a[i].n, a[i + 1].p, a[i + 1].n);
+        if (r < 0) {
+            drop_if_empty(o, kv_hash_len(S.kv, o));
+            return out_oom(c);
+        }
+        created += r;
+    }
+    S.changes += (argc - 2) / 2;
+    if (hmset)
+        out_ok(c);
+    else
+        out_int(c, created);
+}
+
+static void cmd_hset(struct conn *c, struct arg *a, size_t argc)
+{
+    hset_generic(c, a, argc, false);
+}
+
+static void cmd_hmset(struct conn *c, struct arg *a, size_t argc)
+{
+    hset_generic(c, a, argc, true);
+}
+
+static void cmd_hsetnx(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    lookup_create(c, &a[1], KV_HASH, &o);
+    if (!o) return;
+    const char *v;
+    size_t vn;
+    if (kv_hash_get(S.kv, o, a[2].p, a[2].n, &v, &vn)) return out_int(c, 0);
+    if (kv_hash_set(S.kv, o, a[2].p, a[2].n, a[3].p, a[3].n) < 0) {
+        drop_if_empty(o, kv_hash_len(S.kv, o));
+        return out_oom(c);
+    }
+    S.changes++;
+    out_int(c, 1);
+}
+
+static void cmd_hget(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    const char *v;
+    size_t vn;
+    if (!o || !kv_hash_get(S.kv, o, a[2].p, a[2].n, &v, &vn)) return out_nil(c);
+    out_bulk(c, v, vn);
+}
+
+static void cmd_hmget(struct conn *c, struct arg *a, size_t argc)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    out_array(c, argc - 2);
+    for (size_t i = 2; i < argc; i++) {
+        const char *v;
+        size_t vn;
+        if (o && kv_hash_get(S.kv, o, a[i].p, a[i].n, &v, &vn))
+            out_bulk(c, v, vn);
+        else
+            out_nil(c);
+    }
+}
+
+static void cmd_hdel(struct conn *c, struct arg *a, size_t argc)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    long long n = 0;
+    for (size_t i = 2; o && i < argc; i++) n += kv_hash_del(S.kv, o, a[i].p, a[i].n);
+    if (o) drop_if_empty(o, kv_hash_len(S.kv, o));
+    S.changes += (uint64_t)n;
+    out_int(c, n);
+}
+
+static void cmd_hlen(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    out_int(c, o ? (long long)kv_hash_len(S.kv, o) : 0);
+}
+
+static void cmd_hexists(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    const char *v;
+    size_t vn;
+    out_int(c, o && kv_hash_get(S.kv, o, a[2].p, a[2].n, &v, &vn));
+}
+
+static void cmd_hstrlen(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    const char *v;
+    size_t vn = 0;
+    if (o) kv_hash_get(S.kv, o, a[2].p, a[2].n, &v, &vn);
+    out_int(c, (long long)vn);
+}
+
+/* HGETALL, HKEYS, HVALS */
+struct hash_out {
+    struct conn *c;
+    bool keys, vals;
+};
+
+static void out_field(void *arg, const char *f, size_t fn, const char *v, size_t vn)
+{
+    struct hash_out *h = arg;
+    if (h->keys) out_bulk(h->c, f, fn);
+    if (h->vals) out_bulk(h->c, v, vn);
+}
+
+static void hgetall_generic(struct conn *c, struct arg *a, bool keys, bool vals)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    if (!o) return out_array(c, 0);
+    out_array(c, kv_hash_len(S.kv, o) * (keys && vals ? 2 : 1));
+    struct hash_out h = {c, keys, vals};
+    uint64_t cursor = 0;
+    do cursor = kv_hash_scan(S.kv, o, cursor, out_field, &h);
+    while (cursor);
+}
+
+static void cmd_hgetall(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    hgetall_generic(c, a, true, true);
+}
+
+static void cmd_hkeys(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    hgetall_generic(c, a, true, false);
+}
+
+static void cmd_hvals(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    hgetall_generic(c, a, false, true);
+}
+
+static void cmd_hincrby(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long by, v = 0;
+    if (!get_ll(c, &a[3], &by)) return;
+    kv_obj *o;
+    lookup_create(c, &a[1], KV_HASH, &o);
+    if (!o) return;
+    const char *p;
+    size_t n;
+    if (kv_hash_get(S.kv, o, a[2].p, a[2].n, &p, &n) && !parse_ll(&(struct arg){p, n}, &v))
+        return out_err(c, "ERR hash value is not an integer");
+    if ((by < 0 && v < 0 && by < LLONG_MIN - v) || (by > 0 && v > 0 && by > LLONG_MAX - v)) {
+        drop_if_empty(o, kv_hash_len(S.kv, o));
+        return out_err(c, "ERR increment or decrement would overflow");
+    }
+    v += by;
+    char buf[24];
+    int len = snprintf(buf, sizeof buf, "%lld", v);
+    if (kv_hash_set(S.kv, o, a[2].p, a[2].n, buf, (size_t)len) < 0) {
+        drop_if_empty(o, kv_hash_len(S.kv, o));
+        return out_oom(c);
+    }
+    S.changes++;
+    out_int(c, v);
+}
+
+static void cmd_hincrbyfloat(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long double by, v = 0;
+    if (!parse_ldouble(a[3].p, a[3].n, &by)) return out_err(c, "ERR value is not a valid float");
+    kv_obj *o;
+    lookup_create(c, &a[1], KV_HASH, &o);
+    if (!o) return;
+    const char *p;
+    size_t n;
+    if (kv_hash_get(S.kv, o, a[2].p, a[2].n, &p, &n) && !parse_ldouble(p, n, &v))
+        return out_err(c, "ERR hash value is not a float");
+    v += by;
+    if (isnan(v) || isinf(v)) {
+        drop_if_empty(o, kv_hash_len(S.kv, o));
+        return out_err(c, "ERR increment would produce NaN or Infinity");
+    }
+    char buf[5200];
+    int len = format_ldouble(buf, sizeof buf, v);
+    if (kv_hash_set(S.kv, o, a[2].p, a[2].n, buf, (size_t)len) < 0) {
+        drop_if_empty(o, kv_hash_len(S.kv, o));
+        return out_oom(c);
+    }
+    S.changes++;
+    out_bulk(c, buf, (size_t)len);
+}
+
+/* ---- sorted sets */
+enum { Z_NX = 1, Z_XX = 2, Z_GT = 4, Z_LT = 8, Z_CH = 16, Z_INCR = 32 };
+
+static void zadd_generic(struct conn *c, struct arg *a, size_t argc, int flags)
+{
+    size_t j = 2;
+    for (; j < argc; j++) {
+        if (is(&a[j], "NX"))
+            flags |= Z_NX;
+        else if (is(&a[j], "XX"))
+            flags |= Z_XX;
+        else if (is(&a[j], "GT"))
+            flags |= Z_GT;
+        else if (is(&a[j], "LT"))
+            flags |= Z_LT;
+        else if (is(&a[j], "CH"))
+            flags |= Z_CH;
+        else if (is(&a[j], "INCR"))
+            flags |= Z_INCR;
+        else
+            break;
+    }
+    size_t elements = argc - j;
+    if (elements % 2 || !elements) return out_syntax(c);
+    elements /= 2;
+    if ((flags & Z_NX) && (flags & Z_XX))
+        return out_err(c, "ERR XX and NX options at the same time are not compatible");
+    if (((flags & Z_GT) && (flags & Z_NX)) || ((flags & Z_LT) && (flags & Z_NX)) ||
+        ((flags & Z_GT) && (flags & Z_LT)))
+        return out_err(c, "ERR GT, LT, and/or NX options at the same time are not compatible");
+    if ((flags & Z_INCR) && elements > 1)
+        return out_err(c, "ERR INCR option supports a single increment-element pair");
+    for (size_t i = 0; i < elements; i++) {
+        double d;
+        if (!parse_double(a[j + 2 * i].p, a[j + 2 * i].n, &d))
+            return out_err(c, "ERR value is not a valid float");
+    }
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    if (!o) {
+        if (flags & Z_XX) return (flags & Z_INCR) ? out_nil(c) : out_int(c, 0);
+        if (!(o = kv_create(S.kv, a[1].p, a[1].n, KV_ZSET))) return out_oom(c);
+    }
+    long long added = 0, updated = 0, processed = 0;
+    double result = 0;
+    bool aborted = false;
+    for (size_t i = 0; i < elements; i++) {
+        const struct arg *m = &a[j + 2 * i + 1];
+        double score, cur;
+        parse_double(a[j + 2 * i].p, a[j + 2 * i].n, &score);
+        bool exists = kv_zset_score(S.kv, o, m->p, m->n, &cur);
+        if ((exists && (flags & Z_NX)) || (!exists && (flags & Z_XX))) {
+            aborted = true;
+            continue;
+        }
+        if (exists && (flags & Z_INCR)) {
+            score += cur;
+            if (isnan(score)) {
+                drop_if_empty(o, kv_zset_card(S.kv, o));
+                return out_err(c, "ERR resulting score is not a number (NaN)");
+            }
+        }
+        if (exists && (((flags & Z_GT) && score <= cur) || ((flags & Z_LT) && score >= cur))) {
+            aborted = true;
+            continue;
+        }
+        int r = kv_zset_add(S.kv, o, m->p, m->n, score);
+        if (r < 0) {
+            drop_if_empty(o, kv_zset_card(S.kv, o));
+            return out_oom(c);
+        }
+        if (r == 1)
+            added++;
+        else if (score != cur)
+            updated++;
+        processed++;
+        result = score;
+    }
+    drop_if_empty(o, kv_zset_card(S.kv, o));
+    S.changes += (uint64_t)(added + updated);
+    if (flags & Z_INCR) {
+        if (aborted && !processed) return out_nil(c);
+        return out_double(c, result);
+    }
+    out_int(c, (flags & Z_CH) ? added + updated : added);
+}
+
+static void cmd_zadd(struct conn *c, struct arg *a, size_t argc)
+{
+    zadd_generic(c, a, argc, 0);
+}
+
+static void cmd_zincrby(struct conn *c, struct arg *a, size_t argc)
+{
+    zadd_generic(c, a, argc, Z_INCR);
+}
+
+static void cmd_zrem(struct conn *c, struct arg *a, size_t argc)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    long long n = 0;
+    for (size_t i = 2; o && i < argc; i++) n += kv_zset_rem(S.kv, o, a[i].p, a[i].n);
+    if (o) drop_if_empty(o, kv_zset_card(S.kv, o));
+    S.changes += (uint64_t)n;
+    out_int(c, n);
+}
+
+static void cmd_zscore(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    double d;
+    if (!o || !kv_zset_score(S.kv, o, a[2].p, a[2].n, &d)) return out_nil(c);
+    out_double(c, d);
+}
+
+static void cmd_zmscore(struct conn *c, struct arg *a, size_t argc)
+{
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    out_array(c, argc - 2);
+    for (size_t i = 2; i < argc; i++) {
+        double d;
+        if (o && kv_zset_score(S.kv, o, a[i].p, a[i].n, &d))
+            out_double(c, d);
+        else
+            out_nil(c);
+    }
+}
+
+static void cmd_zcard(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    out_int(c, o ? (long long)kv_zset_card(S.kv, o) : 0);
+}
+
+static void cmd_zrank(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    long long r = o ? kv_zset_rank(S.kv, o, a[2].p, a[2].n) : -1;
+    if (r < 0) return out_nil(c);
+    bool rev = a[0].n == 8; /* zrevrank */
+    out_int(c, rev ? (long long)kv_zset_card(S.kv, o) - 1 - r : r);
+}
+
+static void out_znode(struct conn *c, kv_znode *z, bool scores)
+{
+    const char *m;
+    size_t n;
+    double d;
+    kv_znode_get(z, &m, &n, &d);
+    out_bulk(c, m, n);
+    if (scores) out_double(c, d);
+}
+
+/* A score range's end as ZRANGEBYSCORE takes it: "(" for exclusive */
+static bool parse_score_bound(const struct arg *a, double *v, bool *excl)
+{
+    *excl = a->n && a->p[0] == '(';
+    const char *p = a->p + *excl;
+    size_t n = a->n - *excl;
+    char buf[128];
+    if (n == 0 || n >= sizeof buf) return false;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    char *end;
+    *v = strtod(buf, &end);
+    return !*end && !isnan(*v);
+}
+
+static bool above_min(double s, double min, bool minex)
+{
+    return minex ? s > min : s >= min;
+}
+
+static bool below_max(double s, double max, bool maxex)
+{
+    return maxex ? s < max : s <= max;
+}
+
+/* ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES],
+ * ZREVRANGE, ZRANGEBYSCORE, ZREVRANGEBYSCORE */
+static void zrange_generic(struct conn *c, struct arg *a, size_t argc, bool byscore, bool rev)
+{
+    bool scores = false, limit = false;
+    long long offset = 0, count = -1;
+    for (size_t j = 4; j < argc; j++) {
+        if (is(&a[j], "WITHSCORES")) {
+            scores = true;
+        } else if (is(&a[j], "LIMIT") && j + 2 < argc) {
+            if (!get_ll(c, &a[j + 1], &offset) || !get_ll(c, &a[j + 2], &count)) return;
+            limit = true;
+            j += 2;
+        } else if (is(&a[0], "zrange") && is(&a[j], "BYSCORE")) {
+            byscore = true;
+        } else if (is(&a[0], "zrange") && is(&a[j], "REV")) {
+            rev = true;
+        } else {
+            return out_syntax(c);
+        }
+    }
+    if (limit && !byscore)
+        return out_err(c, "ERR syntax error, LIMIT is only supported in combination with "
+                          "either BYSCORE or BYLEX");
+    if (!byscore) {
+        long long start, end;
+        if (!get_ll(c, &a[2], &start) || !get_ll(c, &a[3], &end)) return;
+        kv_obj *o;
+        if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+        long long len = o ? (long long)kv_zset_card(S.kv, o) : 0;
+        if (!o || !clamp_range(len, &start, &end)) return out_array(c, 0);
+        long long n = end - start + 1;
+        out_array(c, (size_t)(n * (scores ? 2 : 1)));
+        kv_znode *z = kv_zset_at(S.kv, o, (size_t)(rev ? len - 1 - start : start));
+        for (long long i = 0; i < n; i++) {
+            out_znode(c, z, scores);
+            z = rev ? kv_zset_prev(S.kv, z) : kv_zset_next(S.kv, z);
+        }
+        return;
+    }
+    double min, max;
+    bool minex, maxex;
+    const struct arg *lo = rev ? &a[3] : &a[2], *hi = rev ? &a[2] : &a[3];
+    if (!parse_score_bound(lo, &min, &minex) || !parse_score_bound(hi, &max, &maxex))
+        return out_err(c, "ERR min or max is not a float");
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    if (!o || offset < 0 || count == 0) return out_array(c, 0);
+    /* the range's first member in the order of the reply */
+    kv_znode *z;
+    if (!rev) {
+        z = kv_zset_first_from(S.kv, o, min, minex);
+    } else { /* the last member with a score within max */
+        z = kv_zset_first_from(S.kv, o, max, !maxex);
+        z = z ? kv_zset_prev(S.kv, z) : kv_zset_at(S.kv, o, kv_zset_card(S.kv, o) - 1);
+    }
+    for (; z && offset > 0; offset--) z = rev ? kv_zset_prev(S.kv, z) : kv_zset_next(S.kv, z);
+    /* count first, then reply */
+    size_t n = 0;
+    for (kv_znode *x = z; x && (count < 0 || (long long)n < count);
+         x = rev ? kv_zset_prev(S.kv, x) : kv_zset_next(S.kv, x)) {
+        const char *m;
+        size_t mn;
+        double d;
+        kv_znode_get(x, &m, &mn, &d);
+        if (rev ? !above_min(d, min, minex) : !below_max(d, max, maxex)) break;
+        n++;
+    }
+    out_array(c, n * (scores ? 2 : 1));
+    for (size_t i = 0; i < n; i++) {
+        out_znode(c, z, scores);
+        z = rev ? kv_zset_prev(S.kv, z) : kv_zset_next(S.kv, z);
+    }
+}
+
+static void cmd_zrange(struct conn *c, struct arg *a, size_t argc)
+{
+    zrange_generic(c, a, argc, false, false);
+}
+
+static void cmd_zrevrange(struct conn *c, struct arg *a, size_t argc)
+{
+    zrange_generic(c, a, argc, false, true);
+}
+
+static void cmd_zrangebyscore(struct conn *c, struct arg *a, size_t argc)
+{
+    zrange_generic(c, a, argc, true, false);
+}
+
+static void cmd_zrevrangebyscore(struct conn *c, struct arg *a, size_t argc)
+{
+    zrange_generic(c, a, argc, true, true);
+}
+
+static void cmd_zcount(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    double min, max;
+    bool minex, maxex;
+    if (!parse_score_bound(&a[2], &min, &minex) || !parse_score_bound(&a[3], &max, &maxex))
+        return out_err(c, "ERR min or max is not a float");
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    long long n = 0;
+    for (kv_znode *z = o ? kv_zset_first_from(S.kv, o, min, minex) : NULL; z;
+         z = kv_zset_next(S.kv, z)) {
+        const char *m;
+        size_t mn;
+        double d;
+        kv_znode_get(z, &m, &mn, &d);
+        if (!below_max(d, max, maxex)) break;
+        n++;
+    }
+    out_int(c, n);
+}
+
+static void zpop_generic(struct conn *c, struct arg *a, size_t argc, bool max)
+{
+    long long count = 1;
+    if (argc > 3) return out_syntax(c);
+    if (argc == 3 && !get_count(c, &a[2], &count)) return;
+    if (count == 0) return out_array(c, 0);
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    if (!o) return out_array(c, 0);
+    size_t card = kv_zset_card(S.kv, o);
+    if ((unsigned long long)count > card) count = (long long)card;
+    out_array(c, (size_t)count * 2);
+    for (long long i = 0; i < count; i++) {
+        kv_znode *z = kv_zset_at(S.kv, o, max ? kv_zset_card(S.kv, o) - 1 : 0);
+        const char *m;
+        size_t n;
+        double d;
+        kv_znode_get(z, &m, &n, &d);
+        out_bulk(c, m, n);
+        out_double(c, d);
+        kv_zset_rem(S.kv, o, m, n);
+        S.changes++;
+    }
+    drop_if_empty(o, kv_zset_card(S.kv, o));
+}
+
+static void cmd_zpopmin(struct conn *c, struct arg *a, size_t argc)
+{
+    zpop_generic(c, a, argc, false);
+}
+
+static void cmd_zpopmax(struct conn *c, struct arg *a, size_t argc)
+{
+    zpop_generic(c, a, argc, true);
+}
+
+/* ---- the server */
 static void cmd_ping(struct conn *c, struct arg *a, size_t argc)
 {
     if (argc > 2) return out_err(c, "ERR wrong number of arguments for 'ping' command");
@@ -859,87 +2674,17 @@ static void cmd_echo(struct conn *c, struct arg *a, size_t argc)
     out_bulk(c, a[1].p, a[1].n);
 }
 
-static void cmd_get(struct conn *c, struct arg *a, size_t argc)
-{
-    (void)argc;
-    const char *v;
-    size_t vn;
-    if (kv_get(S.kv, a[1].p, a[1].n, &v, &vn))
-        out_bulk(c, v, vn);
-    else
-        out_nil(c);
-}
-
-static void cmd_set(struct conn *c, struct arg *a, size_t argc)
-{
-    bool nx = false, xx = false;
-    for (size_t i = 3; i < argc; i++) {
-        if (is(&a[i], "NX") && !xx)
-            nx = true;
-        else if (is(&a[i], "XX") && !nx)
-            xx = true;
-        else
-            return out_err(c, "ERR syntax error");
-    }
-    if (nx || xx) {
-        const char *v;
-        size_t vn;
-        bool exists = kv_get(S.kv, a[1].p, a[1].n, &v, &vn);
-        if ((nx && exists) || (xx && !exists)) return out_nil(c);
-    }
-    if (kv_set(S.kv, a[1].p, a[1].n, a[2].p, a[2].n) < 0) return out_oom(c);
-    S.changes++;
-    out_ok(c);
-}
-
-static void cmd_del(struct conn *c, struct arg *a, size_t argc)
-{
-    long long n = 0;
-    for (size_t i = 1; i < argc; i++) n += kv_del(S.kv, a[i].p, a[i].n);
-    S.changes += (uint64_t)n;
-    out_int(c, n);
-}
-
-static void cmd_exists(struct conn *c, struct arg *a, size_t argc)
-{
-    long long n = 0;
-    for (size_t i = 1; i < argc; i++) {
-        const char *v;
-        size_t vn;
-        n += kv_get(S.kv, a[i].p, a[i].n, &v, &vn);
-    }
-    out_int(c, n);
-}
-
-static void cmd_incr(struct conn *c, struct arg *a, size_t argc)
-{
-    (void)argc;
-    const char *v;
-    size_t vn;
-    long long x = 0;
-    if (kv_get(S.kv, a[1].p, a[1].n, &v, &vn) && !parse_ll(&(struct arg){v, vn}, &x))
-        return out_err(c, "ERR value is not an integer or out of range");
-    if (x == LLONG_MAX) return out_err(c, "ERR increment or decrement would overflow");
-    x++;
-    char buf[24];
-    int n = snprintf(buf, sizeof buf, "%lld", x);
-    if (kv_set(S.kv, a[1].p, a[1].n, buf, (size_t)n) < 0) return out_oom(c);
-    S.changes++;
-    out_int(c, x);
-}
-
-static void cmd_dbsize(struct conn *c, struct arg *a, size_t argc)
+static void cmd_time(struct conn *c, struct arg *a, size_t argc)
 {
     (void)a, (void)argc;
-    out_int(c, (long long)kv_count(S.kv));
-}
-
-static void cmd_flushall(struct conn *c, struct arg *a, size_t argc)
-{
-    (void)a, (void)argc;
-    kv_flush(S.kv);
-    S.changes++;
-    out_ok(c);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char s[24], us[24];
+    int n = snprintf(s, sizeof s, "%lld", (long long)ts.tv_sec);
+    int m = snprintf(us, sizeof us, "%ld", ts.tv_nsec / 1000);
+    out_array(c, 2);
+    out_bulk(c, s, (size_t)n);
+    out_bulk(c, us, (size_t)m);
 }
 
 static void cmd_bgsave(struct conn *c, struct arg *a, size_t argc)
@@ -967,7 +2712,7 @@ static void cmd_shutdown(struct conn *c, struct arg *a, size_t argc)
         else if (is(&a[i], "NOSAVE") && mode == SHUTDOWN_DEFAULT)
             mode = SHUTDOWN_NOSAVE;
         else
-            return out_err(c, "ERR syntax error");
+            return out_syntax(c);
     }
     if (shutdown_server(mode) < 0) out_err(c, "ERR Errors trying to SHUTDOWN. Check logs.");
 }
@@ -1010,33 +2755,45 @@ static void save_points_str(char *buf, size_t n)
     }
 }
 
-/* CONFIG GET: the parameters tools ask for (redis-benchmark: save,
- * appendonly), with their values. */
+/* CONFIG GET pattern...: the parameters tools ask for (redis-benchmark:
+ * save, appendonly), matched as globs */
 static void cmd_config(struct conn *c, struct arg *a, size_t argc)
 {
+    if (is(&a[1], "RESETSTAT") && argc == 2) return out_ok(c);
     if (!is(&a[1], "GET") || argc < 3) {
-        char sub[300];
+        char sub[600];
         return out_err(c, "ERR unknown subcommand '%s'. Try CONFIG HELP.",
-                       repr(sub, sizeof sub, a[1].p, a[1].n, 64));
+                       repr(sub, sizeof sub, a[1].p, a[1].n, 128));
     }
-    char save[512], port[16], mem[24];
+    char save[512], port[16], mem[24], limit[64];
     save_points_str(save, sizeof save);
     snprintf(port, sizeof port, "%d", S.port);
     snprintf(mem, sizeof mem, "%zu", S.mem);
-    const char *params[][2] = {{"save", save},           {"appendonly", "no"}, {"dir", S.dir},
-                               {"dbfilename", S.dbfile}, {"port", port},       {"maxmemory", mem},
-                               {"databases", "1"}};
-    size_t np = sizeof params / sizeof params[0];
-    bool want[sizeof params / sizeof params[0]] = {false};
+    snprintf(limit, sizeof limit, "normal 0 0 0 slave 0 0 0 pubsub 0 0 0");
+    const char *params[][2] = {{"save", save},
+                               {"appendonly", "no"},
+                               {"dir", S.dir},
+                               {"dbfilename", S.dbfile},
+                               {"port", port},
+                               {"maxmemory", mem},
+                               {"maxmemory-policy", "noeviction"},
+                               {"databases", "1"},
+                               {"proto-max-bulk-len", "67108864"}};
+    enum { NP = sizeof params / sizeof params[0] };
+    bool want[NP] = {false};
     size_t count = 0;
     for (size_t i = 2; i < argc; i++)
-        for (size_t k = 0; k < np; k++)
-            if (!want[k] && is(&a[i], params[k][0])) {
+        for (size_t k = 0; k < NP; k++) {
+            char low[64];
+            size_t n = a[i].n < sizeof low ? a[i].n : sizeof low - 1;
+            for (size_t j = 0; j < n; j++) low[j] = (char)tolower((unsigned char)a[i].p[j]);
+            if (!want[k] && glob_match(low, n, params[k][0], strlen(params[k][0]))) {
                 want[k] = true;
                 count++;
             }
+        }
     out_array(c, 2 * count);
-    for (size_t k = 0; k < np; k++)
+    for (size_t k = 0; k < NP; k++)
         if (want[k]) {
             out_cstr(c, params[k][0]);
             out_cstr(c, params[k][1]);
@@ -1071,9 +2828,11 @@ static void cmd_info(struct conn *c, struct arg *a, size_t argc)
             "client_output_buffer_limit:%llu\r\n\r\n",
             (unsigned long)S.nconns, S.out_hard);
     if (want[2])
-        ADD("# Memory\r\nused_memory:%lu\r\nused_memory_human:%.2fM\r\nmaxmemory:%zu\r\n"
-            "maxmemory_policy:noeviction\r\n\r\n",
-            (unsigned long)kv_used(S.kv), kv_used(S.kv) / 1048576.0, S.mem);
+        ADD("# Memory\r\nused_memory:%lu\r\nused_memory_human:%.2fM\r\n"
+            "used_memory_dataset:%lu\r\nmaxmemory:%zu\r\nmaxmemory_policy:noeviction\r\n"
+            "kv_heap_free:%lu\r\n\r\n",
+            (unsigned long)kv_used(S.kv), kv_used(S.kv) / 1048576.0, (unsigned long)kv_used(S.kv),
+            S.mem, (unsigned long)kv_free(S.kv));
     if (want[3]) {
         tk_ckpt_stats st = S.last_stats;
         ADD("# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:%lu\r\n"
@@ -1093,13 +2852,14 @@ static void cmd_info(struct conn *c, struct arg *a, size_t argc)
     }
     if (want[4])
         ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"
-            "client_output_limit_disconnections:%lu\r\n\r\n",
+            "expired_keys:%lu\r\nclient_output_limit_disconnections:%lu\r\n\r\n",
             (unsigned long)S.total_conns, (unsigned long)S.total_commands,
-            (unsigned long)S.out_limit_closed);
+            (unsigned long)kv_expired_total(S.kv), (unsigned long)S.out_limit_closed);
     if (want[5]) {
         ADD("# Keyspace\r\n");
         if (kv_count(S.kv))
-            ADD("db0:keys=%lu,expires=0,avg_ttl=0\r\n", (unsigned long)kv_count(S.kv));
+            ADD("db0:keys=%lu,expires=%lu,avg_ttl=0\r\n", (unsigned long)kv_count(S.kv),
+                (unsigned long)kv_expires(S.kv));
         ADD("\r\n");
     }
 #undef ADD
@@ -1108,27 +2868,119 @@ static void cmd_info(struct conn *c, struct arg *a, size_t argc)
     out_bulk(c, buf, o);
 }
 
+#define W CMD_WRITE
+#define WM (CMD_WRITE | CMD_DENYOOM)
 static struct command commands[] = {
-    {"bgsave", -1, 0, cmd_bgsave},
-    {"command", -1, 0, cmd_command},
-    {"config", -2, 0, cmd_config},
-    {"dbsize", 1, 0, cmd_dbsize},
-    {"del", -2, CMD_WRITE, cmd_del},
-    {"echo", 2, 0, cmd_echo},
-    {"exists", -2, 0, cmd_exists},
-    {"flushall", -1, CMD_WRITE, cmd_flushall},
-    {"flushdb", -1, CMD_WRITE, cmd_flushall},
+    /* strings */
     {"get", 2, 0, cmd_get},
-    {"incr", 2, CMD_WRITE, cmd_incr},
-    {"info", -1, 0, cmd_info},
-    {"lastsave", 1, 0, cmd_lastsave},
+    {"set", -3, WM, cmd_set},
+    {"setnx", 3, WM, cmd_setnx},
+    {"setex", 4, WM, cmd_setex},
+    {"psetex", 4, WM, cmd_setex},
+    {"getset", 3, WM, cmd_getset},
+    {"getdel", 2, W, cmd_getdel},
+    {"mget", -2, 0, cmd_mget},
+    {"mset", -3, WM, cmd_mset},
+    {"msetnx", -3, WM, cmd_msetnx},
+    {"incr", 2, WM, cmd_incr},
+    {"decr", 2, WM, cmd_incr},
+    {"incrby", 3, WM, cmd_incrby},
+    {"decrby", 3, WM, cmd_decrby},
+    {"incrbyfloat", 3, WM, cmd_incrbyfloat},
+    {"append", 3, WM, cmd_append},
+    {"strlen", 2, 0, cmd_strlen},
+    {"getrange", 4, 0, cmd_getrange},
+    {"substr", 4, 0, cmd_getrange},
+    {"setrange", 4, WM, cmd_setrange},
+    /* keys */
+    {"del", -2, W, cmd_del},
+    {"unlink", -2, W, cmd_del},
+    {"exists", -2, 0, cmd_exists},
+    {"type", 2, 0, cmd_type},
+    {"rename", 3, W, cmd_rename},
+    {"renamenx", 3, W, cmd_renamenx},
+    {"keys", 2, 0, cmd_keys},
+    {"scan", -2, 0, cmd_scan},
+    {"dbsize", 1, 0, cmd_dbsize},
+    {"flushall", -1, W, cmd_flushall},
+    {"flushdb", -1, W, cmd_flushall},
+    {"expire", -3, W, cmd_expire},
+    {"pexpire", -3, W, cmd_pexpire},
+    {"expireat", -3, W, cmd_expireat},
+    {"pexpireat", -3, W, cmd_pexpireat},
+    {"ttl", 2, 0, cmd_ttl},
+    {"pttl", 2, 0, cmd_pttl},
+    {"expiretime", 2, 0, cmd_expiretime},
+    {"pexpiretime", 2, 0, cmd_pexpiretime},
+    {"persist", 2, W, cmd_persist},
+    /* lists */
+    {"lpush", -3, WM, cmd_lpush},
+    {"rpush", -3, WM, cmd_rpush},
+    {"lpushx", -3, WM, cmd_lpushx},
+    {"rpushx", -3, WM, cmd_rpushx},
+    {"lpop", -2, W, cmd_lpop},
+    {"rpop", -2, W, cmd_rpop},
+    {"lrange", 4, 0, cmd_lrange},
+    {"llen", 2, 0, cmd_llen},
+    {"lindex", 3, 0, cmd_lindex},
+    /* sets */
+    {"sadd", -3, WM, cmd_sadd},
+    {"srem", -3, W, cmd_srem},
+    {"sismember", 3, 0, cmd_sismember},
+    {"smismember", -3, 0, cmd_smismember},
+    {"smembers", 2, 0, cmd_smembers},
+    {"scard", 2, 0, cmd_scard},
+    {"spop", -2, W, cmd_spop},
+    {"srandmember", -2, 0, cmd_srandmember},
+    {"sscan", -3, 0, cmd_sscan},
+    /* hashes */
+    {"hset", -4, WM, cmd_hset},
+    {"hmset", -4, WM, cmd_hmset},
+    {"hsetnx", 4, WM, cmd_hsetnx},
+    {"hget", 3, 0, cmd_hget},
+    {"hmget", -3, 0, cmd_hmget},
+    {"hdel", -3, W, cmd_hdel},
+    {"hlen", 2, 0, cmd_hlen},
+    {"hexists", 3, 0, cmd_hexists},
+    {"hstrlen", 3, 0, cmd_hstrlen},
+    {"hgetall", 2, 0, cmd_hgetall},
+    {"hkeys", 2, 0, cmd_hkeys},
+    {"hvals", 2, 0, cmd_hvals},
+    {"hincrby", 4, WM, cmd_hincrby},
+    {"hincrbyfloat", 4, WM, cmd_hincrbyfloat},
+    {"hscan", -3, 0, cmd_hscan},
+    /* sorted sets */
+    {"zadd", -4, WM, cmd_zadd},
+    {"zincrby", 4, WM, cmd_zincrby},
+    {"zrem", -3, W, cmd_zrem},
+    {"zscore", 3, 0, cmd_zscore},
+    {"zmscore", -3, 0, cmd_zmscore},
+    {"zcard", 2, 0, cmd_zcard},
+    {"zrank", 3, 0, cmd_zrank},
+    {"zrevrank", 3, 0, cmd_zrank},
+    {"zcount", 4, 0, cmd_zcount},
+    {"zrange", -4, 0, cmd_zrange},
+    {"zrevrange", -4, 0, cmd_zrevrange},
+    {"zrangebyscore", -4, 0, cmd_zrangebyscore},
+    {"zrevrangebyscore", -4, 0, cmd_zrevrangebyscore},
+    {"zpopmin", -2, W, cmd_zpopmin},
+    {"zpopmax", -2, W, cmd_zpopmax},
+    /* the server */
     {"ping", -1, 0, cmd_ping},
-    {"quit", -1, 0, cmd_quit},
-    {"save", 1, 0, cmd_save},
+    {"echo", 2, 0, cmd_echo},
+    {"time", 1, 0, cmd_time},
+    {"info", -1, 0, cmd_info},
+    {"config", -2, 0, cmd_config},
+    {"command", -1, 0, cmd_command},
     {"select", 2, 0, cmd_select},
-    {"set", -3, CMD_WRITE, cmd_set},
+    {"quit", -1, 0, cmd_quit},
+    {"bgsave", -1, 0, cmd_bgsave},
+    {"save", 1, 0, cmd_save},
+    {"lastsave", 1, 0, cmd_lastsave},
     {"shutdown", -1, 0, cmd_shutdown},
 };
+#undef W
+#undef WM
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
 static int command_cmp(const void *a, const void *b)
@@ -1170,7 +3022,26 @@ static void execute(struct conn *c, struct arg *a, size_t argc)
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
         (cmd->arity < 0 && argc < (size_t)-cmd->arity))
         return out_err(c, "ERR wrong number of arguments for '%s' command", cmd->name);
+    now_ms = wall_ms();
+    kv_set_now(S.kv, now_ms);
+    if (cmd->flags & CMD_DENYOOM) {
+        uint64_t need = 0;
+        for (size_t i = 1; i < argc; i++) need += a[i].n + 64;
+        if (need > kv_free(S.kv)) return out_oom(c);
+    }
     cmd->fn(c, a, argc);
+}
+
+/* Background work for the store, every 100 ms: expired keys (for at most
+ * about a millisecond, more while a quarter of those looked at had
+ * expired, as Redis's active expiry does) and a step of rehashing. */
+static void store_cron(void)
+{
+    now_ms = wall_ms();
+    kv_set_now(S.kv, now_ms);
+    for (int k = 0; k < 16 && kv_expires(S.kv); k++)
+        if (kv_expire_cycle(S.kv, 200) < 50 || wall_ms() - now_ms >= 1) break;
+    kv_cron(S.kv);
 }
 
 /* ---- the event loop ---------------------------------------------------- */
@@ -1408,6 +3279,9 @@ static void event_loop(void)
         if (now >= next_cron || S.bgsave) {
             poll_bgsave();
             check_save_points();
+        }
+        if (now >= next_cron) {
+            store_cron();
             next_cron = now + 100;
         }
     }
@@ -1443,7 +3317,7 @@ static int load_image(const struct tk_ckpt_area *ar)
         struct stat lst;
         if (e == ENOENT && lstat(S.path, &lst) < 0 && errno == ENOENT) {
             S.kv = kv_format(ar->addr, ar->len);
-            return 0;
+            return S.kv ? 0 : -1;
         }
         fprintf(stderr, "kv-server: cannot open the image %s: %s%s\n", S.path,
                 e == ENOENT ? "a symbolic link to nothing" : strerror(e), why);
@@ -1478,9 +3352,10 @@ static int load_image(const struct tk_ckpt_area *ar)
         fprintf(stderr, "kv-server: cannot load %s: %s%s\n", S.path, tk_last_error(), why);
         return -1;
     }
-    S.kv = kv_open(ar->addr, ar->len);
+    const char *bad;
+    S.kv = kv_open(ar->addr, ar->len, &bad);
     if (!S.kv) {
-        fprintf(stderr, "kv-server: %s does not hold a kv-server store\n", S.path);
+        fprintf(stderr, "kv-server: cannot load %s: %s\n", S.path, bad ? bad : "out of memory");
         return -1;
     }
     S.last_instant_ms = (int64_t)(info.created_ns / 1000000u);

@@ -1,44 +1,283 @@
-/* examples/kv-server/store.c - the in-area key-value store. */
+/* examples/kv-server/store.c - the in-area key-value store (see store.h). */
 #include "store.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-#define KV_MAGIC 0x31305254534b564bull /* "KVSTR01" */
-#define NCLASS 27                      /* 32 B << 0..26 */
-#define EMPTY 0
-#define TOMB 1
+#define KV_MAGIC_V1 0x31305254534b564bull /* "KVSTR01": power-of-two classes, one table */
+#define KV_MAGIC 0x32305254534b564bull    /* "KVSTR02" */
+#define NBINS 368
+#define BLK_MIN 32
+#define INUSE 1ull
+#define DICT_MIN 4
+#define KEYS_MIN 1024
+#define ZSL_MAXLEVEL 32
+
+/* ---- the layout ------------------------------------------------------- */
+struct kv_dict {
+    uint64_t table[2]; /* offsets of the bucket arrays; [1] only while rehashing */
+    uint64_t size[2];  /* buckets, 0 or a power of two */
+    uint64_t used[2];
+    int64_t rehash; /* the next bucket of table[0] to move into table[1]; -1 if none */
+};
+
+/* Every entry of a hash table starts with this. */
+struct kv_rec {
+    uint64_t hash;
+    uint64_t next; /* the next entry in the bucket */
+    uint32_t klen;
+    uint16_t koff; /* the key starts koff bytes into the entry */
+    uint8_t type;  /* keyspace entries: enum kv_type */
+    uint8_t level; /* sorted-set nodes: levels */
+};
+
+/* A key: its string's bytes follow the key; other types' values are
+ * blocks of their own, at offset v. */
+struct kv_obj {
+    struct kv_rec r;
+    int64_t expire; /* unix ms, 0 if none */
+    uint64_t v;     /* a string's length, or the value's offset */
+};
+
+struct kv_lnode {
+    uint64_t prev, next, len;
+    char data[];
+};
+
+struct kv_list {
+    uint64_t head, tail, len;
+};
+
+/* A hash's field: the value follows the field. */
+struct kv_field {
+    struct kv_rec r;
+    uint64_t vlen;
+};
+
+struct kv_zlevel {
+    uint64_t fwd, span;
+};
+
+struct kv_znode {
+    struct kv_rec r;
+    double score;
+    uint64_t backward;
+    struct kv_zlevel lv[]; /* r.level of them, then the member */
+};
+
+struct kv_zset {
+    struct kv_dict d;
+    uint64_t header, tail, length;
+    uint64_t level;
+};
+
+struct kv_set {
+    struct kv_dict d;
+};
 
 struct kv_hdr {
-    uint64_t magic, len, nbuckets, count, tombs;
-    uint64_t table_off, heap_off, heap_top, heap_end, used;
-    uint64_t free_head[NCLASS];
+    uint64_t magic, len, seed;
+    uint64_t heap_off, heap_end;
+    uint64_t used;    /* bytes in allocated blocks */
+    uint64_t free;    /* bytes in free blocks */
+    uint64_t expires; /* keys with an expiry time */
+    uint64_t expire_cursor;
+    struct kv_dict keys;
+    uint64_t bin_map[(NBINS + 63) / 64];
+    uint64_t bin[NBINS]; /* the first free block of each size bin */
 };
 
-struct kv_entry {
-    uint64_t hash;
-    uint32_t klen, vlen;
-    uint32_t cls, pad;
-    char data[]; /* key, then value */
+/* The process's handle on an area. */
+struct kv_store {
+    char *base;
+    struct kv_hdr *h;
+    int64_t now;
+    uint64_t rng, expired;
 };
 
-static struct kv_hdr *hdr(const struct kv_store *s)
+#define AT(s, off) ((void *)((s)->base + (off)))
+#define OFF(s, p) ((uint64_t)((const char *)(p) - (s)->base))
+
+static uint64_t rnd(struct kv_store *s)
 {
-    return (struct kv_hdr *)s;
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    return s->rng;
 }
 
-static uint64_t *table(struct kv_store *s)
+/* ---- the heap --------------------------------------------------------- */
+/* A block at offset b: a word (size | INUSE) at b and the same word at
+ * b + size - 8; the payload between.  A free block's payload starts with
+ * the offsets of the next and previous free blocks of its bin.  Words
+ * marked in use, of size 0, stand before the first block and after the
+ * last, so merging stops there. */
+static uint64_t *word(struct kv_store *s, uint64_t off)
 {
-    return (uint64_t *)((char *)s + hdr(s)->table_off);
+    return (uint64_t *)AT(s, off);
 }
 
-static struct kv_entry *entry(struct kv_store *s, uint64_t off)
+static uint64_t bsize(struct kv_store *s, uint64_t b)
 {
-    return (struct kv_entry *)((char *)s + off);
+    return *word(s, b) & ~15ull;
 }
 
-static uint64_t hash_bytes(const char *p, size_t n)
+static void set_block(struct kv_store *s, uint64_t b, uint64_t size, uint64_t inuse)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
+    *word(s, b) = size | inuse;
+    *word(s, b + size - 8) = size | inuse;
+}
+
+static unsigned bin_of(uint64_t size)
+{
+    if (size < 1024) return (unsigned)(size >> 4);
+    unsigned l = 63u - (unsigned)__builtin_clzll(size);
+    unsigned b = 64 + (l - 10) * 8 + (unsigned)((size >> (l - 3)) & 7);
+    return b < NBINS ? b : NBINS - 1;
+}
+
+static void bin_insert(struct kv_store *s, uint64_t b, uint64_t size)
+{
+    struct kv_hdr *h = s->h;
+    unsigned i = bin_of(size);
+    uint64_t next = h->bin[i];
+    word(s, b)[1] = next;
+    word(s, b)[2] = 0;
+    if (next) word(s, next)[2] = b;
+    h->bin[i] = b;
+    h->bin_map[i / 64] |= 1ull << (i % 64);
+}
+
+static void bin_remove(struct kv_store *s, uint64_t b, uint64_t size)
+{
+    struct kv_hdr *h = s->h;
+    unsigned i = bin_of(size);
+    uint64_t next = word(s, b)[1], prev = word(s, b)[2];
+    if (prev)
+        word(s, prev)[1] = next;
+    else
+        h->bin[i] = next;
+    if (next) word(s, next)[2] = prev;
+    if (!h->bin[i]) h->bin_map[i / 64] &= ~(1ull << (i % 64));
+}
+
+/* A free block of at least size bytes, taken off its bin; 0 if none. */
+static uint64_t find_free(struct kv_store *s, uint64_t size)
+{
+    struct kv_hdr *h = s->h;
+    unsigned i = bin_of(size);
+    if (i >= 64) { /* blocks of a bin differ in size: first fit, briefly */
+        uint64_t b = h->bin[i];
+        for (int k = 0; b && k < 32; k++, b = word(s, b)[1])
+            if (bsize(s, b) >= size) {
+                bin_remove(s, b, bsize(s, b));
+                return b;
+            }
+        i++;
+    } else if (h->bin[i]) {
+        uint64_t b = h->bin[i];
+        bin_remove(s, b, size);
+        return b;
+    } else {
+        i++;
+    }
+    /* any block of a larger bin fits */
+    for (unsigned w = i / 64; w < (NBINS + 63) / 64; w++) {
+        uint64_t bits = h->bin_map[w];
+        if (w == i / 64) bits &= ~0ull << (i % 64);
+        if (bits) {
+            unsigned j = w * 64 + (unsigned)__builtin_ctzll(bits);
+            uint64_t b = h->bin[j];
+            bin_remove(s, b, bsize(s, b));
+            return b;
+        }
+    }
+    return 0;
+}
+
+/* Returns the payload's offset (8-byte aligned), 0 if no block fits. */
+static uint64_t heap_alloc(struct kv_store *s, uint64_t n)
+{
+    struct kv_hdr *h = s->h;
+    if (n > h->heap_end - h->heap_off) return 0;
+    uint64_t size = (n + 16 + 15) & ~15ull;
+    if (size < BLK_MIN) size = BLK_MIN;
+    uint64_t b = find_free(s, size);
+    if (!b) return 0;
+    uint64_t have = bsize(s, b);
+    if (have - size >= BLK_MIN) {
+        set_block(s, b + size, have - size, 0);
+        bin_insert(s, b + size, have - size);
+    } else {
+        size = have;
+    }
+    set_block(s, b, size, INUSE);
+    h->used += size;
+    h->free -= size;
+    return b + 8;
+}
+
+static uint64_t heap_alloc_zero(struct kv_store *s, uint64_t n)
+{
+    uint64_t p = heap_alloc(s, n);
+    if (p) memset(AT(s, p), 0, n);
+    return p;
+}
+
+static void heap_free(struct kv_store *s, uint64_t p)
+{
+    struct kv_hdr *h = s->h;
+    uint64_t b = p - 8, size = bsize(s, b);
+    h->used -= size;
+    h->free += size;
+    uint64_t next = *word(s, b + size);
+    if (!(next & INUSE)) {
+        bin_remove(s, b + size, next & ~15ull);
+        size += next & ~15ull;
+    }
+    uint64_t prev = *word(s, b - 8);
+    if (!(prev & INUSE)) {
+        uint64_t ps = prev & ~15ull;
+        bin_remove(s, b - ps, ps);
+        b -= ps;
+        size += ps;
+    }
+    set_block(s, b, size, 0);
+    bin_insert(s, b, size);
+}
+
+/* Bytes the payload at p may hold. */
+static uint64_t heap_usable(struct kv_store *s, uint64_t p)
+{
+    return bsize(s, p - 8) - 16;
+}
+
+/* Grows the block at p to hold n bytes by taking in the free block after
+ * it; false if that is not enough. */
+static bool heap_grow(struct kv_store *s, uint64_t p, uint64_t n)
+{
+    struct kv_hdr *h = s->h;
+    uint64_t b = p - 8, size = bsize(s, b), want = (n + 16 + 15) & ~15ull;
+    if (want <= size) return true;
+    uint64_t next = *word(s, b + size);
+    if (next & INUSE || size + (next & ~15ull) < want) return false;
+    uint64_t ns = next & ~15ull, total = size + ns;
+    bin_remove(s, b + size, ns);
+    if (total - want >= BLK_MIN) {
+        set_block(s, b + want, total - want, 0);
+        bin_insert(s, b + want, total - want);
+        total = want;
+    }
+    set_block(s, b, total, INUSE);
+    h->used += total - size;
+    h->free -= total - size;
+    return true;
+}
+
+/* ---- hash tables ------------------------------------------------------ */
+static uint64_t hash_bytes(uint64_t seed, const char *p, size_t n)
+{
+    uint64_t h = seed ^ (n * 0xff51afd7ed558ccdull);
     while (n >= 8) {
         uint64_t v;
         memcpy(&v, p, 8);
@@ -51,167 +290,1126 @@ static uint64_t hash_bytes(const char *p, size_t n)
     memcpy(&v, p, n);
     h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 32;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
     return h;
 }
 
-static unsigned class_of(size_t bytes)
+static uint64_t hash_key(struct kv_store *s, const char *k, size_t n)
 {
-    unsigned c = 0;
-    while (((size_t)32 << c) < bytes) c++;
-    return c;
+    return hash_bytes(s->h->seed, k, n);
 }
 
-static uint64_t heap_alloc(struct kv_store *s, unsigned c)
+static struct kv_rec *rec(struct kv_store *s, uint64_t off)
 {
-    struct kv_hdr *h = hdr(s);
-    if (c >= NCLASS) return 0;
-    uint64_t off = h->free_head[c];
-    if (off) {
-        memcpy(&h->free_head[c], (char *)s + off, 8);
-    } else {
-        uint64_t size = (uint64_t)32 << c;
-        if (h->heap_top + size > h->heap_end) return 0;
-        off = h->heap_top;
-        h->heap_top += size;
+    return (struct kv_rec *)AT(s, off);
+}
+
+static const char *rec_key(const struct kv_rec *r)
+{
+    return (const char *)r + r->koff;
+}
+
+static uint64_t *buckets(struct kv_store *s, struct kv_dict *d, int t)
+{
+    return (uint64_t *)AT(s, d->table[t]);
+}
+
+static uint64_t dict_count(const struct kv_dict *d)
+{
+    return d->used[0] + d->used[1];
+}
+
+/* Starts moving the entries into a table of size buckets (a power of
+ * two); does nothing while a rehash runs or if there is no memory (the
+ * table keeps working, with longer chains). */
+static void dict_resize(struct kv_store *s, struct kv_dict *d, uint64_t size)
+{
+    if (d->rehash >= 0 || size == d->size[0]) return;
+    uint64_t t = heap_alloc_zero(s, size * 8);
+    if (!t) return;
+    if (!d->size[0]) {
+        d->table[0] = t;
+        d->size[0] = size;
+        return;
     }
-    h->used += (uint64_t)32 << c;
-    return off;
+    d->table[1] = t;
+    d->size[1] = size;
+    d->used[1] = 0;
+    d->rehash = 0;
 }
 
-static void heap_free(struct kv_store *s, uint64_t off, unsigned c)
+/* Moves up to n buckets of a rehash (visiting at most 10n empty ones). */
+static void dict_rehash(struct kv_store *s, struct kv_dict *d, int n)
 {
-    struct kv_hdr *h = hdr(s);
-    memcpy((char *)s + off, &h->free_head[c], 8);
-    h->free_head[c] = off;
-    h->used -= (uint64_t)32 << c;
+    if (d->rehash < 0) return;
+    int empty = n * 10;
+    uint64_t *t0 = buckets(s, d, 0), *t1 = buckets(s, d, 1), mask1 = d->size[1] - 1;
+    while (n-- > 0 && d->used[0]) {
+        while (t0[d->rehash] == 0) {
+            d->rehash++;
+            if (--empty == 0) return;
+        }
+        uint64_t e = t0[d->rehash];
+        while (e) {
+            struct kv_rec *r = rec(s, e);
+            uint64_t next = r->next, i = r->hash & mask1;
+            r->next = t1[i];
+            t1[i] = e;
+            d->used[0]--;
+            d->used[1]++;
+            e = next;
+        }
+        t0[d->rehash++] = 0;
+    }
+    if (d->used[0] == 0) {
+        heap_free(s, d->table[0]);
+        d->table[0] = d->table[1];
+        d->size[0] = d->size[1];
+        d->used[0] = d->used[1];
+        d->table[1] = d->size[1] = d->used[1] = 0;
+        d->rehash = -1;
+    }
+}
+
+static uint64_t pow2_at_least(uint64_t n, uint64_t min)
+{
+    uint64_t p = min;
+    while (p < n) p *= 2;
+    return p;
+}
+
+static void dict_maybe_shrink(struct kv_store *s, struct kv_dict *d, uint64_t min)
+{
+    uint64_t n = dict_count(d);
+    if (d->rehash < 0 && d->size[0] > min && n * 10 < d->size[0])
+        dict_resize(s, d, pow2_at_least(n, min));
+}
+
+/* Where the link to the entry key is (a bucket or the previous entry's
+ * next); NULL if absent.  *t: which table. */
+static uint64_t *dict_link(struct kv_store *s, struct kv_dict *d, const char *key, size_t klen,
+                           uint64_t hv, int *t)
+{
+    if (d->rehash >= 0) dict_rehash(s, d, 1);
+    for (int k = 0; k < 2; k++) {
+        if (!d->size[k]) break;
+        uint64_t *link = &buckets(s, d, k)[hv & (d->size[k] - 1)];
+        while (*link) {
+            struct kv_rec *r = rec(s, *link);
+            if (r->hash == hv && r->klen == klen && memcmp(rec_key(r), key, klen) == 0) {
+                if (t) *t = k;
+                return link;
+            }
+            link = &r->next;
+        }
+        if (d->rehash < 0) break;
+    }
+    return NULL;
+}
+
+static uint64_t dict_find(struct kv_store *s, struct kv_dict *d, const char *key, size_t klen,
+                          uint64_t hv)
+{
+    uint64_t *link = dict_link(s, d, key, klen, hv, NULL);
+    return link ? *link : 0;
+}
+
+/* Inserts the entry at e (its key absent).  Returns -1 if the table has no
+ * bucket array and none can be made. */
+static int dict_insert(struct kv_store *s, struct kv_dict *d, uint64_t e, uint64_t min)
+{
+    if (!d->size[0]) dict_resize(s, d, min);
+    if (!d->size[0]) return -1;
+    int t = d->rehash >= 0;
+    uint64_t *b = &buckets(s, d, t)[rec(s, e)->hash & (d->size[t] - 1)];
+    rec(s, e)->next = *b;
+    *b = e;
+    d->used[t]++;
+    if (d->rehash < 0 && d->used[0] >= d->size[0]) dict_resize(s, d, d->size[0] * 2);
+    return 0;
+}
+
+static void dict_unlink(struct kv_dict *d, uint64_t *link, struct kv_rec *r, int t)
+{
+    *link = r->next;
+    d->used[t]--;
+}
+
+static void rec_set_key(struct kv_rec *r, uint64_t hv, const char *key, size_t klen, size_t koff)
+{
+    r->hash = hv;
+    r->next = 0;
+    r->klen = (uint32_t)klen;
+    r->koff = (uint16_t)koff;
+    memcpy((char *)r + koff, key, klen);
+}
+
+static uint64_t rev64(uint64_t v)
+{
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    v = ((v >> 4) & 0x0f0f0f0f0f0f0f0full) | ((v & 0x0f0f0f0f0f0f0f0full) << 4);
+    return __builtin_bswap64(v);
+}
+
+static void scan_bucket(struct kv_store *s, uint64_t e, void (*fn)(void *, uint64_t), void *arg)
+{
+    while (e) {
+        uint64_t next = rec(s, e)->next;
+        fn(arg, e);
+        e = next;
+    }
+}
+
+/* Redis's dictScan: the cursor's bits reversed count up, so that growing
+ * or shrinking the table between calls loses no entry. */
+static uint64_t dict_scan(struct kv_store *s, struct kv_dict *d, uint64_t v,
+                          void (*fn)(void *, uint64_t), void *arg)
+{
+    if (dict_count(d) == 0) return 0;
+    if (d->rehash < 0) {
+        uint64_t m0 = d->size[0] - 1;
+        scan_bucket(s, buckets(s, d, 0)[v & m0], fn, arg);
+        v |= ~m0;
+        v = rev64(v);
+        v++;
+        return rev64(v);
+    }
+    int small = d->size[0] <= d->size[1] ? 0 : 1, large = 1 - small;
+    uint64_t m0 = d->size[small] - 1, m1 = d->size[large] - 1;
+    scan_bucket(s, buckets(s, d, small)[v & m0], fn, arg);
+    do {
+        scan_bucket(s, buckets(s, d, large)[v & m1], fn, arg);
+        v |= ~m1;
+        v = rev64(v);
+        v++;
+        v = rev64(v);
+    } while (v & (m0 ^ m1));
+    return v;
+}
+
+/* An entry chosen at random (from a random non-empty bucket); 0 if none. */
+static uint64_t dict_random(struct kv_store *s, struct kv_dict *d)
+{
+    if (dict_count(d) == 0) return 0;
+    if (d->rehash >= 0) dict_rehash(s, d, 1);
+    uint64_t e = 0;
+    while (!e) {
+        uint64_t total = d->size[0] + d->size[1], i = rnd(s) % total;
+        if (i < d->size[0]) {
+            if (d->rehash >= 0 && (int64_t)i < d->rehash) continue;
+            e = buckets(s, d, 0)[i];
+        } else {
+            e = buckets(s, d, 1)[i - d->size[0]];
+        }
+    }
+    uint64_t len = 0;
+    for (uint64_t x = e; x; x = rec(s, x)->next) len++;
+    for (uint64_t k = rnd(s) % len; k; k--) e = rec(s, e)->next;
+    return e;
+}
+
+/* Frees every entry (with free_entry, or as one block) and the tables. */
+static void dict_free(struct kv_store *s, struct kv_dict *d)
+{
+    for (int t = 0; t < 2; t++) {
+        if (!d->size[t]) continue;
+        uint64_t *b = buckets(s, d, t);
+        for (uint64_t i = 0; i < d->size[t]; i++)
+            for (uint64_t e = b[i]; e;) {
+                uint64_t next = rec(s, e)->next;
+                heap_free(s, e);
+                e = next;
+            }
+        heap_free(s, d->table[t]);
+    }
+    memset(d, 0, sizeof *d);
+    d->rehash = -1;
+}
+
+static void dict_init(struct kv_dict *d)
+{
+    memset(d, 0, sizeof *d);
+    d->rehash = -1;
+}
+
+/* ---- the store -------------------------------------------------------- */
+static struct kv_store *handle(void *area)
+{
+    struct kv_store *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->base = area;
+    s->h = area;
+    s->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)s;
+    return s;
+}
+
+static void format(struct kv_store *s, size_t len)
+{
+    struct kv_hdr *h = s->h;
+    uint64_t seed = h->seed;
+    memset(h, 0, sizeof *h);
+    h->magic = KV_MAGIC;
+    h->len = len;
+    h->seed = seed ? seed : 0x2545f4914f6cdd1dull ^ rnd(s);
+    h->heap_off = (sizeof *h + 4095) & ~4095ull;
+    h->heap_end = len;
+    dict_init(&h->keys);
+    /* sentinels: an in-use word before the first block, another after the last */
+    *word(s, h->heap_off) = INUSE;
+    *word(s, h->heap_end - 8) = INUSE;
+    uint64_t b = h->heap_off + 8, size = h->heap_end - 8 - b;
+    set_block(s, b, size, 0);
+    bin_insert(s, b, size);
+    h->free = size;
 }
 
 struct kv_store *kv_format(void *area, size_t len)
 {
-    struct kv_hdr *h = area;
-    if (len < 1 << 20) return NULL;
-    memset(h, 0, sizeof *h);
-    uint64_t nb = 1;
-    while (nb * 2 <= len / 128) nb *= 2;
-    h->magic = KV_MAGIC;
-    h->len = len;
-    h->nbuckets = nb;
-    h->table_off = 4096;
-    memset((char *)area + h->table_off, 0, nb * 8);
-    h->heap_off = (h->table_off + nb * 8 + 4095) & ~4095ull;
-    h->heap_top = h->heap_off;
-    h->heap_end = len;
-    return area;
+    if (len < (1u << 20) || len % 4096) return NULL;
+    struct kv_store *s = handle(area);
+    if (!s) return NULL;
+    s->h->seed = 0;
+    format(s, len);
+    return s;
 }
 
-struct kv_store *kv_open(void *area, size_t len)
+struct kv_store *kv_open(void *area, size_t len, const char **why)
 {
     struct kv_hdr *h = area;
-    if (h->magic != KV_MAGIC || h->len != len || h->nbuckets == 0 ||
-        (h->nbuckets & (h->nbuckets - 1)) || h->heap_top > h->heap_end || h->heap_end > len)
-        return NULL;
-    return area;
+    *why = NULL;
+    if (h->magic == KV_MAGIC_V1)
+        *why = "it holds a store of an older kv-server (format 1), which this one cannot read";
+    else if (h->magic != KV_MAGIC)
+        *why = "it holds no kv-server store";
+    else if (h->len != len || h->heap_off < sizeof *h || h->heap_end != len ||
+             h->heap_off >= h->heap_end || h->used + h->free + 16 != h->heap_end - h->heap_off)
+        *why = "its store's header is inconsistent";
+    if (*why) return NULL;
+    return handle(area);
 }
 
-/* The bucket holding key, or where it would go (*found false). */
-static uint64_t *find(struct kv_store *s, const char *key, size_t klen, uint64_t hv, bool *found)
+void kv_set_now(struct kv_store *s, int64_t now_ms)
 {
-    struct kv_hdr *h = hdr(s);
-    uint64_t *t = table(s), mask = h->nbuckets - 1, *tomb = NULL;
-    for (uint64_t i = hv & mask, n = 0; n < h->nbuckets; i = (i + 1) & mask, n++) {
-        if (t[i] == EMPTY) {
-            *found = false;
-            return tomb ? tomb : &t[i];
-        }
-        if (t[i] == TOMB) {
-            if (!tomb) tomb = &t[i];
-            continue;
-        }
-        struct kv_entry *e = entry(s, t[i]);
-        if (e->hash == hv && e->klen == klen && memcmp(e->data, key, klen) == 0) {
-            *found = true;
-            return &t[i];
-        }
-    }
-    *found = false;
-    return tomb;
+    s->now = now_ms;
 }
 
-bool kv_get(struct kv_store *s, const char *key, size_t klen, const char **val, size_t *vlen)
+uint64_t kv_expired_total(const struct kv_store *s)
 {
-    bool found;
-    uint64_t *b = find(s, key, klen, hash_bytes(key, klen), &found);
-    if (!found) return false;
-    struct kv_entry *e = entry(s, *b);
-    *val = e->data + e->klen;
-    *vlen = e->vlen;
-    return true;
-}
-
-int kv_set(struct kv_store *s, const char *key, size_t klen, const char *val, size_t vlen)
-{
-    struct kv_hdr *h = hdr(s);
-    if (klen > UINT32_MAX || vlen > UINT32_MAX) return -1;
-    uint64_t hv = hash_bytes(key, klen);
-    bool found;
-    uint64_t *b = find(s, key, klen, hv, &found);
-    size_t need = sizeof(struct kv_entry) + klen + vlen;
-    if (found) {
-        struct kv_entry *e = entry(s, *b);
-        if (need <= ((size_t)32 << e->cls)) { /* in place */
-            memcpy(e->data + klen, val, vlen);
-            e->vlen = (uint32_t)vlen;
-            return 0;
-        }
-    } else if (!b || (h->count + h->tombs + 1) * 100 > h->nbuckets * 85) {
-        return -1;
-    }
-    unsigned c = class_of(need);
-    uint64_t off = heap_alloc(s, c);
-    if (!off) return -1;
-    struct kv_entry *e = entry(s, off);
-    e->hash = hv;
-    e->klen = (uint32_t)klen;
-    e->vlen = (uint32_t)vlen;
-    e->cls = c;
-    memcpy(e->data, key, klen);
-    memcpy(e->data + klen, val, vlen);
-    if (found) {
-        struct kv_entry *old = entry(s, *b);
-        heap_free(s, *b, old->cls);
-    } else {
-        if (*b == TOMB) h->tombs--;
-        h->count++;
-    }
-    *b = off;
-    return 0;
-}
-
-bool kv_del(struct kv_store *s, const char *key, size_t klen)
-{
-    bool found;
-    uint64_t *b = find(s, key, klen, hash_bytes(key, klen), &found);
-    if (!found) return false;
-    struct kv_entry *e = entry(s, *b);
-    heap_free(s, *b, e->cls);
-    *b = TOMB;
-    hdr(s)->count--;
-    hdr(s)->tombs++;
-    return true;
+    return s->expired;
 }
 
 uint64_t kv_count(const struct kv_store *s)
 {
-    return hdr(s)->count;
+    return dict_count(&s->h->keys);
+}
+
+uint64_t kv_expires(const struct kv_store *s)
+{
+    return s->h->expires;
 }
 
 uint64_t kv_used(const struct kv_store *s)
 {
-    return hdr(s)->used;
+    return s->h->heap_off + s->h->used;
+}
+
+uint64_t kv_free(const struct kv_store *s)
+{
+    return s->h->free;
 }
 
 void kv_flush(struct kv_store *s)
 {
-    struct kv_hdr *h = hdr(s);
-    kv_format(s, h->len);
+    format(s, s->h->len);
+}
+
+enum kv_type kv_obj_type(const kv_obj *o)
+{
+    return (enum kv_type)o->r.type;
+}
+
+void kv_obj_key(const kv_obj *o, const char **key, size_t *klen)
+{
+    *key = rec_key(&o->r);
+    *klen = o->r.klen;
+}
+
+int64_t kv_obj_expire(const kv_obj *o)
+{
+    return o->expire;
+}
+
+bool kv_obj_expired(const struct kv_store *s, const kv_obj *o)
+{
+    return o->expire && o->expire <= s->now;
+}
+
+void kv_set_expire(struct kv_store *s, kv_obj *o, int64_t when_ms)
+{
+    if (!o->expire && when_ms) s->h->expires++;
+    if (o->expire && !when_ms) s->h->expires--;
+    o->expire = when_ms;
+}
+
+static struct kv_list *list_of(struct kv_store *s, const kv_obj *o)
+{
+    return (struct kv_list *)AT(s, o->v);
+}
+
+static void free_value(struct kv_store *s, kv_obj *o)
+{
+    switch (o->r.type) {
+    case KV_LIST: {
+        struct kv_list *l = list_of(s, o);
+        for (uint64_t n = l->head; n;) {
+            uint64_t next = ((struct kv_lnode *)AT(s, n))->next;
+            heap_free(s, n);
+            n = next;
+        }
+        heap_free(s, o->v);
+        break;
+    }
+    case KV_SET:
+    case KV_HASH:
+        dict_free(s, &((struct kv_set *)AT(s, o->v))->d);
+        heap_free(s, o->v);
+        break;
+    case KV_ZSET: {
+        struct kv_zset *z = (struct kv_zset *)AT(s, o->v);
+        dict_free(s, &z->d); /* the nodes */
+        heap_free(s, z->header);
+        heap_free(s, o->v);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void delete_at(struct kv_store *s, uint64_t *link, int t)
+{
+    kv_obj *o = (kv_obj *)AT(s, *link);
+    uint64_t off = *link;
+    dict_unlink(&s->h->keys, link, &o->r, t);
+    if (o->expire) s->h->expires--;
+    free_value(s, o);
+    heap_free(s, off);
+    dict_maybe_shrink(s, &s->h->keys, KEYS_MIN);
+}
+
+kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen)
+{
+    int t;
+    uint64_t *link = dict_link(s, &s->h->keys, key, klen, hash_key(s, key, klen), &t);
+    if (!link) return NULL;
+    kv_obj *o = (kv_obj *)AT(s, *link);
+    if (o->expire && o->expire <= s->now) {
+        delete_at(s, link, t);
+        s->expired++;
+        return NULL;
+    }
+    return o;
+}
+
+bool kv_delete(struct kv_store *s, const char *key, size_t klen)
+{
+    int t;
+    uint64_t *link = dict_link(s, &s->h->keys, key, klen, hash_key(s, key, klen), &t);
+    if (!link) return false;
+    delete_at(s, link, t);
+    return true;
+}
+
+void kv_delete_obj(struct kv_store *s, kv_obj *o)
+{
+    kv_delete(s, rec_key(&o->r), o->r.klen);
+}
+
+/* A new key object of the type (not linked), with room for vlen bytes
+ * after the key; 0 if no memory. */
+static uint64_t new_obj(struct kv_store *s, const char *key, size_t klen, uint64_t hv,
+                        enum kv_type type, size_t vlen)
+{
+    if (klen > UINT32_MAX) return 0;
+    uint64_t off = heap_alloc(s, sizeof(kv_obj) + klen + vlen);
+    if (!off) return 0;
+    kv_obj *o = (kv_obj *)AT(s, off);
+    rec_set_key(&o->r, hv, key, klen, sizeof(kv_obj));
+    o->r.type = (uint8_t)type;
+    o->r.level = 0;
+    o->expire = 0;
+    o->v = 0;
+    return off;
+}
+
+kv_obj *kv_create(struct kv_store *s, const char *key, size_t klen, enum kv_type type)
+{
+    uint64_t hv = hash_key(s, key, klen);
+    uint64_t off = new_obj(s, key, klen, hv, type, 0);
+    if (!off) return NULL;
+    kv_obj *o = (kv_obj *)AT(s, off);
+    size_t vsize = type == KV_LIST   ? sizeof(struct kv_list)
+                   : type == KV_ZSET ? sizeof(struct kv_zset)
+                                     : sizeof(struct kv_set);
+    uint64_t v = heap_alloc_zero(s, vsize);
+    uint64_t header = 0;
+    if (v && type == KV_ZSET) {
+        size_t hsize = sizeof(struct kv_znode) + ZSL_MAXLEVEL * sizeof(struct kv_zlevel);
+        header = heap_alloc_zero(s, hsize);
+        if (!header) {
+            heap_free(s, v);
+            v = 0;
+        }
+    }
+    if (!v) {
+        heap_free(s, off);
+        return NULL;
+    }
+    o->v = v;
+    if (type == KV_SET || type == KV_HASH) dict_init(&((struct kv_set *)AT(s, v))->d);
+    if (type == KV_ZSET) {
+        struct kv_zset *z = (struct kv_zset *)AT(s, v);
+        dict_init(&z->d);
+        z->header = header;
+        z->level = 1;
+        ((struct kv_znode *)AT(s, header))->r.level = ZSL_MAXLEVEL;
+    }
+    if (dict_insert(s, &s->h->keys, off, KEYS_MIN) < 0) {
+        free_value(s, o);
+        heap_free(s, off);
+        return NULL;
+    }
+    return o;
+}
+
+kv_obj *kv_rename(struct kv_store *s, kv_obj *o, const char *newkey, size_t nklen)
+{
+    uint64_t hv = hash_key(s, newkey, nklen);
+    size_t vlen = o->r.type == KV_STRING ? o->v : 0;
+    uint64_t off = new_obj(s, newkey, nklen, hv, (enum kv_type)o->r.type, vlen);
+    if (!off) return NULL;
+    kv_obj *n = (kv_obj *)AT(s, off);
+    n->v = o->v;
+    if (o->r.type == KV_STRING)
+        memcpy((char *)n + sizeof *n + nklen, (char *)o + sizeof *o + o->r.klen, vlen);
+    if (dict_insert(s, &s->h->keys, off, KEYS_MIN) < 0) {
+        heap_free(s, off);
+        return NULL;
+    }
+    n->expire = o->expire; /* the count of expiring keys stays: one moves */
+    int t;
+    uint64_t *link = dict_link(s, &s->h->keys, rec_key(&o->r), o->r.klen, o->r.hash, &t);
+    uint64_t old = *link;
+    dict_unlink(&s->h->keys, link, &o->r, t);
+    heap_free(s, old);
+    return n;
+}
+
+struct scan_ctx {
+    struct kv_store *s;
+    void (*fn)(void *, kv_obj *);
+    void *arg;
+};
+
+static void scan_key(void *arg, uint64_t e)
+{
+    struct scan_ctx *x = arg;
+    x->fn(x->arg, (kv_obj *)AT(x->s, e));
+}
+
+uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_obj *o), void *arg)
+{
+    struct scan_ctx x = {s, fn, arg};
+    return dict_scan(s, &s->h->keys, cursor, scan_key, &x);
+}
+
+struct expire_ctx {
+    struct kv_store *s;
+    size_t seen, n;
+    uint64_t hit[64];
+};
+
+static void note_expired(void *arg, uint64_t e)
+{
+    struct expire_ctx *x = arg;
+    kv_obj *o = (kv_obj *)AT(x->s, e);
+    x->seen++;
+    if (o->expire && o->expire <= x->s->now && x->n < 64) x->hit[x->n++] = e;
+}
+
+size_t kv_expire_cycle(struct kv_store *s, size_t max_keys)
+{
+    struct kv_hdr *h = s->h;
+    size_t deleted = 0;
+    struct expire_ctx x = {.s = s};
+    while (h->expires && x.seen < max_keys) {
+        x.n = 0;
+        h->expire_cursor = dict_scan(s, &h->keys, h->expire_cursor, note_expired, &x);
+        for (size_t i = 0; i < x.n; i++) {
+            kv_obj *o = (kv_obj *)AT(s, x.hit[i]);
+            kv_delete(s, rec_key(&o->r), o->r.klen);
+            s->expired++;
+            deleted++;
+        }
+        if (h->expire_cursor == 0) break; /* a whole pass */
+    }
+    return deleted;
+}
+
+void kv_cron(struct kv_store *s)
+{
+    dict_rehash(s, &s->h->keys, 100);
+    dict_maybe_shrink(s, &s->h->keys, KEYS_MIN);
+}
+
+/* ---- strings ---------------------------------------------------------- */
+static char *str_data(kv_obj *o)
+{
+    return (char *)o + sizeof *o + o->r.klen;
+}
+
+kv_obj *kv_str_set(struct kv_store *s, const char *key, size_t klen, const char *val, size_t vlen,
+                   bool keep_ttl)
+{
+    uint64_t hv = hash_key(s, key, klen);
+    int t;
+    uint64_t *link = dict_link(s, &s->h->keys, key, klen, hv, &t);
+    if (link) {
+        uint64_t off = *link;
+        kv_obj *o = (kv_obj *)AT(s, off);
+        int64_t expire = keep_ttl ? o->expire : 0;
+        if (o->r.type == KV_STRING && heap_usable(s, off) >= sizeof *o + klen + vlen) {
+            memmove(str_data(o), val, vlen); /* val may be the old value's bytes */
+            o->v = vlen;
+        } else {
+            uint64_t n = new_obj(s, key, klen, hv, KV_STRING, vlen);
+            if (!n) return NULL;
+            kv_obj *no = (kv_obj *)AT(s, n);
+            memcpy(str_data(no), val, vlen);
+            no->v = vlen;
+            no->expire = o->expire;
+            no->r.next = o->r.next;
+            *link = n;
+            free_value(s, o);
+            heap_free(s, off);
+            o = no;
+        }
+        kv_set_expire(s, o, expire);
+        return o;
+    }
+    uint64_t n = new_obj(s, key, klen, hv, KV_STRING, vlen);
+    if (!n) return NULL;
+    kv_obj *o = (kv_obj *)AT(s, n);
+    memcpy(str_data(o), val, vlen);
+    o->v = vlen;
+    if (dict_insert(s, &s->h->keys, n, KEYS_MIN) < 0) {
+        heap_free(s, n);
+        return NULL;
+    }
+    return o;
+}
+
+void kv_str_get(const kv_obj *o, const char **val, size_t *vlen)
+{
+    *val = (const char *)o + sizeof *o + o->r.klen;
+    *vlen = o->v;
+}
+
+kv_obj *kv_str_resize(struct kv_store *s, kv_obj *o, size_t len, char **data)
+{
+    uint64_t off = OFF(s, o), need = sizeof *o + o->r.klen + len;
+    if (need > heap_usable(s, off) && !heap_grow(s, off, need)) {
+        /* grow by half again, so that appending is amortized O(1) */
+        uint64_t cap = need + need / 2;
+        uint64_t n = heap_alloc(s, cap);
+        if (!n) n = heap_alloc(s, need);
+        if (!n) return NULL;
+        memcpy(AT(s, n), o, sizeof *o + o->r.klen + (o->v < len ? o->v : len));
+        int t;
+        uint64_t *link = dict_link(s, &s->h->keys, rec_key(&o->r), o->r.klen, o->r.hash, &t);
+        *link = n;
+        heap_free(s, off);
+        o = (kv_obj *)AT(s, n);
+    }
+    if (len > o->v) memset(str_data(o) + o->v, 0, len - o->v);
+    o->v = len;
+    *data = str_data(o);
+    return o;
+}
+
+/* ---- lists ------------------------------------------------------------ */
+static struct kv_lnode *lnode(struct kv_store *s, uint64_t off)
+{
+    return off ? (struct kv_lnode *)AT(s, off) : NULL;
+}
+
+size_t kv_list_len(struct kv_store *s, const kv_obj *o)
+{
+    return list_of(s, o)->len;
+}
+
+int kv_list_push(struct kv_store *s, kv_obj *o, bool tail, const char *v, size_t n)
+{
+    uint64_t off = heap_alloc(s, sizeof(struct kv_lnode) + n);
+    if (!off) return -1;
+    struct kv_list *l = list_of(s, o);
+    struct kv_lnode *e = lnode(s, off);
+    e->len = n;
+    memcpy(e->data, v, n);
+    if (tail) {
+        e->prev = l->tail;
+        e->next = 0;
+        if (l->tail)
+            lnode(s, l->tail)->next = off;
+        else
+            l->head = off;
+        l->tail = off;
+    } else {
+        e->next = l->head;
+        e->prev = 0;
+        if (l->head)
+            lnode(s, l->head)->prev = off;
+        else
+            l->tail = off;
+        l->head = off;
+    }
+    l->len++;
+    return 0;
+}
+
+kv_lnode *kv_list_at(struct kv_store *s, kv_obj *o, long long index)
+{
+    struct kv_list *l = list_of(s, o);
+    if (index < 0) index += (long long)l->len;
+    if (index < 0 || (uint64_t)index >= l->len) return NULL;
+    uint64_t e;
+    if ((uint64_t)index <= l->len / 2) {
+        e = l->head;
+        while (index--) e = lnode(s, e)->next;
+    } else {
+        e = l->tail;
+        for (uint64_t k = l->len - 1 - (uint64_t)index; k; k--) e = lnode(s, e)->prev;
+    }
+    return lnode(s, e);
+}
+
+kv_lnode *kv_list_next(struct kv_store *s, kv_lnode *n)
+{
+    return lnode(s, n->next);
+}
+
+void kv_lnode_get(const kv_lnode *n, const char **v, size_t *len)
+{
+    *v = n->data;
+    *len = n->len;
+}
+
+void kv_list_remove(struct kv_store *s, kv_obj *o, kv_lnode *n)
+{
+    struct kv_list *l = list_of(s, o);
+    if (n->prev)
+        lnode(s, n->prev)->next = n->next;
+    else
+        l->head = n->next;
+    if (n->next)
+        lnode(s, n->next)->prev = n->prev;
+    else
+        l->tail = n->prev;
+    l->len--;
+    heap_free(s, OFF(s, n));
+}
+
+/* ---- sets ------------------------------------------------------------- */
+static struct kv_dict *dict_of(struct kv_store *s, const kv_obj *o)
+{
+    return (struct kv_dict *)AT(s, o->v); /* the first member of kv_set and kv_zset */
+}
+
+size_t kv_set_card(struct kv_store *s, const kv_obj *o)
+{
+    return dict_count(dict_of(s, o));
+}
+
+int kv_set_add(struct kv_store *s, kv_obj *o, const char *m, size_t n)
+{
+    struct kv_dict *d = dict_of(s, o);
+    uint64_t hv = hash_key(s, m, n);
+    if (dict_find(s, d, m, n, hv)) return 0;
+    if (n > UINT32_MAX) return -1;
+    uint64_t off = heap_alloc(s, sizeof(struct kv_rec) + n);
+    if (!off) return -1;
+    rec_set_key(rec(s, off), hv, m, n, sizeof(struct kv_rec));
+    if (dict_insert(s, d, off, DICT_MIN) < 0) {
+        heap_free(s, off);
+        return -1;
+    }
+    return 1;
+}
+
+static bool dict_remove(struct kv_store *s, struct kv_dict *d, const char *m, size_t n)
+{
+    int t;
+    uint64_t *link = dict_link(s, d, m, n, hash_key(s, m, n), &t);
+    if (!link) return false;
+    uint64_t off = *link;
+    dict_unlink(d, link, rec(s, off), t);
+    heap_free(s, off);
+    dict_maybe_shrink(s, d, DICT_MIN);
+    return true;
+}
+
+bool kv_set_rem(struct kv_store *s, kv_obj *o, const char *m, size_t n)
+{
+    return dict_remove(s, dict_of(s, o), m, n);
+}
+
+bool kv_set_has(struct kv_store *s, kv_obj *o, const char *m, size_t n)
+{
+    return dict_find(s, dict_of(s, o), m, n, hash_key(s, m, n)) != 0;
+}
+
+bool kv_set_random(struct kv_store *s, kv_obj *o, const char **m, size_t *n)
+{
+    uint64_t e = dict_random(s, dict_of(s, o));
+    if (!e) return false;
+    *m = rec_key(rec(s, e));
+    *n = rec(s, e)->klen;
+    return true;
+}
+
+struct member_ctx {
+    struct kv_store *s;
+    void (*fn)(void *, const char *, size_t);
+    void *arg;
+};
+
+static void scan_member(void *arg, uint64_t e)
+{
+    struct member_ctx *x = arg;
+    struct kv_rec *r = rec(x->s, e);
+    x->fn(x->arg, rec_key(r), r->klen);
+}
+
+uint64_t kv_set_scan(struct kv_store *s, kv_obj *o, uint64_t cursor,
+                     void (*fn)(void *arg, const char *m, size_t n), void *arg)
+{
+    struct member_ctx x = {s, fn, arg};
+    return dict_scan(s, dict_of(s, o), cursor, scan_member, &x);
+}
+
+/* ---- hashes ----------------------------------------------------------- */
+size_t kv_hash_len(struct kv_store *s, const kv_obj *o)
+{
+    return dict_count(dict_of(s, o));
+}
+
+static char *field_value(struct kv_field *f)
+{
+    return (char *)f + sizeof *f + f->r.klen;
+}
+
+int kv_hash_set(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const char *v, size_t vn)
+{
+    struct kv_dict *d = dict_of(s, o);
+    uint64_t hv = hash_key(s, f, fn);
+    int t;
+    uint64_t *link = dict_link(s, d, f, fn, hv, &t);
+    if (link && heap_usable(s, *link) >= sizeof(struct kv_field) + fn + vn) {
+        struct kv_field *e = (struct kv_field *)AT(s, *link);
+        memmove(field_value(e), v, vn);
+        e->vlen = vn;
+        return 0;
+    }
+    if (fn > UINT32_MAX) return -1;
+    uint64_t off = heap_alloc(s, sizeof(struct kv_field) + fn + vn);
+    if (!off) return -1;
+    struct kv_field *e = (struct kv_field *)AT(s, off);
+    rec_set_key(&e->r, hv, f, fn, sizeof *e);
+    e->vlen = vn;
+    memcpy(field_value(e), v, vn);
+    if (link) { /* in the old one's place */
+        uint64_t old = *link;
+        e->r.next = rec(s, old)->next;
+        *link = off;
+        heap_free(s, old);
+        return 0;
+    }
+    if (dict_insert(s, d, off, DICT_MIN) < 0) {
+        heap_free(s, off);
+        return -1;
+    }
+    return 1;
+}
+
+bool kv_hash_get(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const char **v,
+                 size_t *vn)
+{
+    uint64_t e = dict_find(s, dict_of(s, o), f, fn, hash_key(s, f, fn));
+    if (!e) return false;
+    struct kv_field *x = (struct kv_field *)AT(s, e);
+    *v = field_value(x);
+    *vn = x->vlen;
+    return true;
+}
+
+bool kv_hash_del(struct kv_store *s, kv_obj *o, const char *f, size_t fn)
+{
+    return dict_remove(s, dict_of(s, o), f, fn);
+}
+
+struct field_ctx {
+    struct kv_store *s;
+    void (*fn)(void *, const char *, size_t, const char *, size_t);
+    void *arg;
+};
+
+static void scan_field(void *arg, uint64_t e)
+{
+    struct field_ctx *x = arg;
+    struct kv_field *f = (struct kv_field *)AT(x->s, e);
+    x->fn(x->arg, rec_key(&f->r), f->r.klen, field_value(f), f->vlen);
+}
+
+uint64_t kv_hash_scan(struct kv_store *s, kv_obj *o, uint64_t cursor,
+                      void (*fn)(void *arg, const char *f, size_t fn, const char *v, size_t vn),
+                      void *arg)
+{
+    struct field_ctx x = {s, fn, arg};
+    return dict_scan(s, dict_of(s, o), cursor, scan_field, &x);
+}
+
+/* ---- sorted sets ------------------------------------------------------ */
+/* Redis's skip list (t_zset.c), in offsets: the header node has every
+ * level; lv[i].span counts the level-0 steps a forward link skips, so a
+ * member's rank is the sum of the spans walked to reach it. */
+static struct kv_zset *zset_of(struct kv_store *s, const kv_obj *o)
+{
+    return (struct kv_zset *)AT(s, o->v);
+}
+
+static struct kv_znode *znode(struct kv_store *s, uint64_t off)
+{
+    return off ? (struct kv_znode *)AT(s, off) : NULL;
+}
+
+static int member_cmp(const struct kv_znode *z, const char *m, size_t n)
+{
+    size_t zn = z->r.klen, k = zn < n ? zn : n;
+    int c = memcmp(rec_key(&z->r), m, k);
+    if (c) return c;
+    return zn < n ? -1 : zn > n ? 1 : 0;
+}
+
+/* Whether z comes before (score, m). */
+static bool zless(const struct kv_znode *z, double score, const char *m, size_t n)
+{
+    return z->score < score || (z->score == score && member_cmp(z, m, n) < 0);
+}
+
+static unsigned random_level(struct kv_store *s)
+{
+    unsigned level = 1;
+    while ((rnd(s) & 0xffff) < 0x4000 && level < ZSL_MAXLEVEL) level++;
+    return level;
+}
+
+size_t kv_zset_card(struct kv_store *s, const kv_obj *o)
+{
+    return zset_of(s, o)->length;
+}
+
+static void zsl_insert(struct kv_store *s, struct kv_zset *z, uint64_t xoff)
+{
+    struct kv_znode *x = znode(s, xoff), *hd = znode(s, z->header);
+    const char *m = rec_key(&x->r);
+    size_t n = x->r.klen;
+    uint64_t update[ZSL_MAXLEVEL], rank[ZSL_MAXLEVEL];
+    struct kv_znode *p = hd;
+    for (int i = (int)z->level - 1; i >= 0; i--) {
+        rank[i] = i == (int)z->level - 1 ? 0 : rank[i + 1];
+        while (p->lv[i].fwd && zless(znode(s, p->lv[i].fwd), x->score, m, n)) {
+            rank[i] += p->lv[i].span;
+            p = znode(s, p->lv[i].fwd);
+        }
+        update[i] = OFF(s, p);
+    }
+    unsigned level = x->r.level;
+    if (level > z->level) {
+        for (unsigned i = (unsigned)z->level; i < level; i++) {
+            rank[i] = 0;
+            update[i] = z->header;
+            hd->lv[i].span = z->length;
+        }
+        z->level = level;
+    }
+    for (unsigned i = 0; i < level; i++) {
+        struct kv_znode *u = znode(s, update[i]);
+        x->lv[i].fwd = u->lv[i].fwd;
+        u->lv[i].fwd = xoff;
+        x->lv[i].span = u->lv[i].span - (rank[0] - rank[i]);
+        u->lv[i].span = (rank[0] - rank[i]) + 1;
+    }
+    for (unsigned i = level; i < z->level; i++) znode(s, update[i])->lv[i].span++;
+    x->backward = update[0] == z->header ? 0 : update[0];
+    if (x->lv[0].fwd)
+        znode(s, x->lv[0].fwd)->backward = xoff;
+    else
+        z->tail = xoff;
+    z->length++;
+}
+
+/* Takes x (present) out of the skip list. */
+static void zsl_delete(struct kv_store *s, struct kv_zset *z, struct kv_znode *x)
+{
+    const char *m = rec_key(&x->r);
+    size_t n = x->r.klen;
+    uint64_t xoff = OFF(s, x), update[ZSL_MAXLEVEL];
+    struct kv_znode *p = znode(s, z->header);
+    for (int i = (int)z->level - 1; i >= 0; i--) {
+        while (p->lv[i].fwd && zless(znode(s, p->lv[i].fwd), x->score, m, n))
+            p = znode(s, p->lv[i].fwd);
+        update[i] = OFF(s, p);
+    }
+    for (unsigned i = 0; i < z->level; i++) {
+        struct kv_znode *u = znode(s, update[i]);
+        if (u->lv[i].fwd == xoff) {
+            u->lv[i].span += x->lv[i].span - 1;
+            u->lv[i].fwd = x->lv[i].fwd;
+        } else {
+            u->lv[i].span -= 1;
+        }
+    }
+    if (x->lv[0].fwd)
+        znode(s, x->lv[0].fwd)->backward = x->backward;
+    else
+        z->tail = x->backward;
+    struct kv_znode *hd = znode(s, z->header);
+    while (z->level > 1 && hd->lv[z->level - 1].fwd == 0) z->level--;
+    z->length--;
+}
+
+bool kv_zset_score(struct kv_store *s, kv_obj *o, const char *m, size_t n, double *score)
+{
+    uint64_t e = dict_find(s, &zset_of(s, o)->d, m, n, hash_key(s, m, n));
+    if (!e) return false;
+    *score = znode(s, e)->score;
+    return true;
+}
+
+int kv_zset_add(struct kv_store *s, kv_obj *o, const char *m, size_t n, double score)
+{
+    struct kv_zset *z = zset_of(s, o);
+    uint64_t hv = hash_key(s, m, n);
+    int t;
+    uint64_t *link = dict_link(s, &z->d, m, n, hv, &t);
+    if (link && znode(s, *link)->score == score) return 0;
+    if (n > UINT32_MAX) return -1;
+    unsigned level = random_level(s);
+    size_t koff = sizeof(struct kv_znode) + level * sizeof(struct kv_zlevel);
+    uint64_t off = heap_alloc(s, koff + n);
+    if (!off) return -1;
+    struct kv_znode *x = znode(s, off);
+    rec_set_key(&x->r, hv, m, n, koff);
+    x->r.type = 0;
+    x->r.level = (uint8_t)level;
+    x->score = score;
+    x->backward = 0;
+    memset(x->lv, 0, level * sizeof(struct kv_zlevel));
+    if (link) { /* a new score: the new node takes the old one's place */
+        uint64_t old = *link;
+        x->r.next = rec(s, old)->next;
+        *link = off;
+        zsl_delete(s, z, znode(s, old));
+        heap_free(s, old);
+        zsl_insert(s, z, off);
+        return 0;
+    }
+    if (dict_insert(s, &z->d, off, DICT_MIN) < 0) {
+        heap_free(s, off);
+        return -1;
+    }
+    zsl_insert(s, z, off);
+    return 1;
+}
+
+bool kv_zset_rem(struct kv_store *s, kv_obj *o, const char *m, size_t n)
+{
+    struct kv_zset *z = zset_of(s, o);
+    int t;
+    uint64_t *link = dict_link(s, &z->d, m, n, hash_key(s, m, n), &t);
+    if (!link) return false;
+    uint64_t off = *link;
+    dict_unlink(&z->d, link, rec(s, off), t);
+    zsl_delete(s, z, znode(s, off));
+    heap_free(s, off);
+    dict_maybe_shrink(s, &z->d, DICT_MIN);
+    return true;
+}
+
+long long kv_zset_rank(struct kv_store *s, kv_obj *o, const char *m, size_t n)
+{
+    struct kv_zset *z = zset_of(s, o);
+    uint64_t e = dict_find(s, &z->d, m, n, hash_key(s, m, n));
+    if (!e) return -1;
+    double score = znode(s, e)->score;
+    uint64_t rank = 0;
+    struct kv_znode *p = znode(s, z->header);
+    for (int i = (int)z->level - 1; i >= 0; i--) {
+        while (p->lv[i].fwd) {
+            struct kv_znode *f = znode(s, p->lv[i].fwd);
+            if (!(zless(f, score, m, n) || p->lv[i].fwd == e)) break;
+            rank += p->lv[i].span;
+            p = f;
+        }
+        if (OFF(s, p) == e) return (long long)rank - 1;
+    }
+    return -1;
+}
+
+kv_znode *kv_zset_at(struct kv_store *s, kv_obj *o, size_t rank)
+{
+    struct kv_zset *z = zset_of(s, o);
+    if (rank >= z->length) return NULL;
+    uint64_t want = rank + 1, traversed = 0;
+    struct kv_znode *p = znode(s, z->header);
+    for (int i = (int)z->level - 1; i >= 0; i--) {
+        while (p->lv[i].fwd && traversed + p->lv[i].span <= want) {
+            traversed += p->lv[i].span;
+            p = znode(s, p->lv[i].fwd);
+        }
+        if (traversed == want) return p;
+    }
+    return NULL;
+}
+
+kv_znode *kv_zset_first_from(struct kv_store *s, kv_obj *o, double min, bool exclusive)
+{
+    struct kv_zset *z = zset_of(s, o);
+    struct kv_znode *p = znode(s, z->header);
+    for (int i = (int)z->level - 1; i >= 0; i--)
+        while (p->lv[i].fwd) {
+            double sc = znode(s, p->lv[i].fwd)->score;
+            if (exclusive ? sc > min : sc >= min) break;
+            p = znode(s, p->lv[i].fwd);
+        }
+    return znode(s, p->lv[0].fwd);
+}
+
+kv_znode *kv_zset_next(struct kv_store *s, kv_znode *z)
+{
+    return znode(s, z->lv[0].fwd);
+}
+
+kv_znode *kv_zset_prev(struct kv_store *s, kv_znode *z)
+{
+    return znode(s, z->backward);
+}
+
+void kv_znode_get(const kv_znode *z, const char **m, size_t *n, double *score)
+{
+    *m = rec_key(&z->r);
+    *n = z->r.klen;
+    *score = z->score;
 }

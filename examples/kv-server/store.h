@@ -1,10 +1,40 @@
 /* examples/kv-server/store.h - a key-value store that lives entirely in one
  * memory area, so a checkpoint of the area is a checkpoint of the data.
  *
- * Everything inside the area is addressed by offsets from its start, so an
- * image restores into an area mapped anywhere.  Layout: a header, an
- * open-addressing hash table of entry offsets, then a heap of entries
- * allocated in power-of-two size classes with free lists.
+ * Everything inside the area is addressed by offsets from its start, never
+ * by pointers, so an image restores into an area mapped at any address.
+ * Layout: a header page (the allocator's bins, the keyspace's hash table
+ * descriptor, counters), then a heap.
+ *
+ * The heap: blocks with a boundary tag (the block's size and an in-use bit)
+ * at both ends, so a freed block merges with free neighbours at once and
+ * no two free blocks are ever adjacent; free blocks sit in size bins (exact
+ * 16-byte classes below 1 KiB, eight per power of two above), found through
+ * a bitmap.  Memory freed by DEL serves any size again; after deleting
+ * everything the heap is one free block (and the keyspace's table).
+ *
+ * Hash tables (the keyspace; each set, hash and sorted set): chained, with
+ * power-of-two bucket arrays in the heap, grown when as many entries as
+ * buckets and shrunk below 10% fill, rehashed incrementally into a second
+ * array (a step per operation, and kv_cron's), as Redis's dict does.  A
+ * delete unlinks its entry - there are no tombstones.  A cursor (Redis's
+ * reverse-binary one) visits every entry present for a whole iteration at
+ * least once, across resizes.
+ *
+ * Values: strings inline after their key; lists as doubly linked nodes;
+ * sets and hashes as hash tables of members (fields with their values);
+ * sorted sets as a skip list (Pugh; Redis's, with spans for ranks) whose
+ * nodes are also the members of a hash table.  A key's expiry time is kept
+ * with it, in absolute unix milliseconds, so it survives a restore.
+ *
+ * The store's clock (kv_set_now) is what "expired" means: a key whose
+ * expiry time is not after it is gone - lookups delete it (lazy expiry), and
+ * kv_expire_cycle deletes such keys as it walks the keyspace (active
+ * expiry).
+ *
+ * Errors: -1 (or NULL) from a function that allocates means the heap had no
+ * block for it; nothing was changed.  Pointers into the area (values,
+ * members, nodes) are valid until the next change to the store.
  */
 #ifndef KV_STORE_H
 #define KV_STORE_H
@@ -13,22 +43,113 @@
 #include <stddef.h>
 #include <stdint.h>
 
+enum kv_type { KV_NONE, KV_STRING, KV_LIST, KV_SET, KV_HASH, KV_ZSET };
+
 struct kv_store;
+typedef struct kv_obj kv_obj;     /* a key and its value */
+typedef struct kv_lnode kv_lnode; /* a list element */
+typedef struct kv_znode kv_znode; /* a sorted-set member */
 
-/* Formats the area (len bytes) as an empty store. */
+/* Formats the area (len bytes, page-aligned, at least 1 MiB) as an empty
+ * store. */
 struct kv_store *kv_format(void *area, size_t len);
-/* Opens a store in an area that holds one (after a restore); NULL if the
- * area does not hold a valid store. */
-struct kv_store *kv_open(void *area, size_t len);
+/* Opens the store an area holds (after a restore); NULL, with *why saying
+ * what is wrong, if it holds none of this version. */
+struct kv_store *kv_open(void *area, size_t len, const char **why);
 
-/* Values: pointers into the area, valid until the next change. */
-bool kv_get(struct kv_store *s, const char *key, size_t klen, const char **val, size_t *vlen);
-/* Returns 0, or -1 when the store is full. */
-int kv_set(struct kv_store *s, const char *key, size_t klen, const char *val, size_t vlen);
-bool kv_del(struct kv_store *s, const char *key, size_t klen);
-uint64_t kv_count(const struct kv_store *s);
+/* The time, in unix ms, that expiry is measured against. */
+void kv_set_now(struct kv_store *s, int64_t now_ms);
+/* Keys deleted because they expired, since kv_format/kv_open. */
+uint64_t kv_expired_total(const struct kv_store *s);
+
+/* ---- keys */
+/* The key's object; NULL if there is none (an expired key is deleted). */
+kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen);
+enum kv_type kv_obj_type(const kv_obj *o);
+void kv_obj_key(const kv_obj *o, const char **key, size_t *klen);
+/* The expiry time in unix ms, 0 if none. */
+int64_t kv_obj_expire(const kv_obj *o);
+/* Whether the key has expired (for iterations, which do not delete). */
+bool kv_obj_expired(const struct kv_store *s, const kv_obj *o);
+/* Sets (when_ms > 0) or removes (0) the expiry time. */
+void kv_set_expire(struct kv_store *s, kv_obj *o, int64_t when_ms);
+bool kv_delete(struct kv_store *s, const char *key, size_t klen);
+void kv_delete_obj(struct kv_store *s, kv_obj *o);
+/* Gives o the name newkey (which must not exist), keeping its value and
+ * expiry; returns the object under its new name, NULL on no memory. */
+kv_obj *kv_rename(struct kv_store *s, kv_obj *o, const char *newkey, size_t nklen);
+/* An empty list, set, hash or sorted set under key (which must not exist). */
+kv_obj *kv_create(struct kv_store *s, const char *key, size_t klen, enum kv_type type);
+uint64_t kv_count(const struct kv_store *s);   /* keys */
+uint64_t kv_expires(const struct kv_store *s); /* keys with an expiry time */
+uint64_t kv_used(const struct kv_store *s);    /* bytes of the area in use */
+uint64_t kv_free(const struct kv_store *s);    /* bytes of the heap free */
 void kv_flush(struct kv_store *s);
-/* Bytes of the heap in use. */
-uint64_t kv_used(const struct kv_store *s);
+/* Visits the keys of the buckets at cursor; returns the next cursor (0:
+ * the iteration is complete).  fn must not change the store. */
+uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_obj *o), void *arg);
+/* Active expiry: looks at up to max_keys keys, deleting the expired;
+ * returns how many it deleted. */
+size_t kv_expire_cycle(struct kv_store *s, size_t max_keys);
+/* Background work: a few steps of the keyspace's incremental rehash. */
+void kv_cron(struct kv_store *s);
+
+/* ---- strings */
+/* Sets key to the string val (replacing any value); keeps the expiry time
+ * if keep_ttl, else removes it. */
+kv_obj *kv_str_set(struct kv_store *s, const char *key, size_t klen, const char *val, size_t vlen,
+                   bool keep_ttl);
+void kv_str_get(const kv_obj *o, const char **val, size_t *vlen);
+/* Makes the string len bytes long (new bytes are zero), moving it if it
+ * must; returns the object and *data its bytes, NULL on no memory. */
+kv_obj *kv_str_resize(struct kv_store *s, kv_obj *o, size_t len, char **data);
+
+/* ---- lists */
+size_t kv_list_len(struct kv_store *s, const kv_obj *o);
+int kv_list_push(struct kv_store *s, kv_obj *o, bool tail, const char *v, size_t n);
+/* The element at index (0 first, -1 last), NULL if out of range. */
+kv_lnode *kv_list_at(struct kv_store *s, kv_obj *o, long long index);
+kv_lnode *kv_list_next(struct kv_store *s, kv_lnode *n);
+void kv_lnode_get(const kv_lnode *n, const char **v, size_t *len);
+void kv_list_remove(struct kv_store *s, kv_obj *o, kv_lnode *n);
+
+/* ---- sets */
+size_t kv_set_card(struct kv_store *s, const kv_obj *o);
+/* 1 added, 0 already a member, -1 no memory. */
+int kv_set_add(struct kv_store *s, kv_obj *o, const char *m, size_t n);
+bool kv_set_rem(struct kv_store *s, kv_obj *o, const char *m, size_t n);
+bool kv_set_has(struct kv_store *s, kv_obj *o, const char *m, size_t n);
+/* A member chosen at random (NULL if empty); valid until the next change. */
+bool kv_set_random(struct kv_store *s, kv_obj *o, const char **m, size_t *n);
+uint64_t kv_set_scan(struct kv_store *s, kv_obj *o, uint64_t cursor,
+                     void (*fn)(void *arg, const char *m, size_t n), void *arg);
+
+/* ---- hashes */
+size_t kv_hash_len(struct kv_store *s, const kv_obj *o);
+/* 1 a new field, 0 a field updated, -1 no memory. */
+int kv_hash_set(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const char *v, size_t vn);
+bool kv_hash_get(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const char **v,
+                 size_t *vn);
+bool kv_hash_del(struct kv_store *s, kv_obj *o, const char *f, size_t fn);
+uint64_t kv_hash_scan(struct kv_store *s, kv_obj *o, uint64_t cursor,
+                      void (*fn)(void *arg, const char *f, size_t fn, const char *v, size_t vn),
+                      void *arg);
+
+/* ---- sorted sets (by score, then member bytes) */
+size_t kv_zset_card(struct kv_store *s, const kv_obj *o);
+bool kv_zset_score(struct kv_store *s, kv_obj *o, const char *m, size_t n, double *score);
+/* Adds the member or gives it a new score: 1 added, 0 updated, -1 no
+ * memory. */
+int kv_zset_add(struct kv_store *s, kv_obj *o, const char *m, size_t n, double score);
+bool kv_zset_rem(struct kv_store *s, kv_obj *o, const char *m, size_t n);
+/* The member's rank (0: lowest score), -1 if it is none. */
+long long kv_zset_rank(struct kv_store *s, kv_obj *o, const char *m, size_t n);
+/* The member of rank (0: lowest score), NULL if out of range. */
+kv_znode *kv_zset_at(struct kv_store *s, kv_obj *o, size_t rank);
+/* The first member whose score is >= min (> min if exclusive). */
+kv_znode *kv_zset_first_from(struct kv_store *s, kv_obj *o, double min, bool exclusive);
+kv_znode *kv_zset_next(struct kv_store *s, kv_znode *z);
+kv_znode *kv_zset_prev(struct kv_store *s, kv_znode *z);
+void kv_znode_get(const kv_znode *z, const char **m, size_t *n, double *score);
 
 #endif

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# examples/kv-server's store, which lives in the checkpointed area:
+#  - memory freed by DEL serves other sizes: after filling a 16 MiB store
+#    with values of many sizes and deleting them all, 1 MiB and 8 MiB values
+#    fit; memory in use returns to where it started
+#  - deleted keys leave nothing behind in the hash table: 1,000,000 SET/DEL
+#    pairs of distinct keys in a 16 MiB store all succeed
+#  - the table grows and shrinks; a SCAN that runs while keys are added
+#    returns every key present throughout
+#  - every type and every key's expiry time survive BGSAVE and a restart
+#    (kill -9), in a store restored at another address; a key whose time
+#    passed while the server was down is gone; active expiry deletes keys
+#    nobody touches
+# Usage: kv_store.sh KV_SERVER_BINARY [MECHANISM]
+server=$1 mech=${2:-uffd-thread}
+source "$(dirname "$0")/kv_lib.sh"
+kv_start small --memory 16m --mechanism "$mech"
+KV_PORT=$port PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+import random
+from kv_resp import Conn, Err, resp, check, fail, port_from_env
+c = Conn(port_from_env(), timeout=120)
+rng = random.Random(17)
+
+def info(field):
+    txt = c.cmd("INFO", "all").decode()
+    return int(next(l.split(":", 1)[1] for l in txt.split("\r\n") if l.startswith(field + ":")))
+
+base = info("used_memory")
+# ---- many sizes, then nothing, then large values
+for rnd in range(3):
+    sizes = [rng.choice([1, 7, 40, 100, 300, 1000, 3000, 20000]) for _ in range(6000)]
+    keys = [b"k:%d:%d" % (rnd, i) for i in range(len(sizes))]
+    got = c.pipeline([("SET", k, b"v" * n) for k, n in zip(keys, sizes)])
+    oom = sum(1 for g in got if isinstance(g, Err))
+    check(all(g == "OK" or g.startswith("OOM") for g in got), "SET replies: %r" % got[:3])
+    # delete in a random order, so that freed blocks must merge with both neighbours
+    order = list(keys)
+    rng.shuffle(order)
+    deleted = sum(c.pipeline([("DEL", k) for k in order]))
+    check(deleted == len(keys) - oom, "deleted %d of %d" % (deleted, len(keys) - oom))
+    check(c.cmd("DBSIZE") == 0, "DBSIZE after deleting everything")
+    for mib in (1, 8):
+        got = c.cmd("SET", "big", b"b" * (mib << 20))
+        check(got == "OK", "round %d: a %d MiB SET after deleting everything: %r" % (rnd, mib, got))
+        check(c.cmd("STRLEN", "big") == mib << 20, "STRLEN big")
+        c.cmd("DEL", "big")
+    used = info("used_memory")
+    check(used - base < 64 << 10, "round %d: %d bytes still in use after deleting everything "
+          "(%d at the start)" % (rnd, used, base))
+print("memory freed by DEL serves other sizes: ok (3 rounds of 6,000 values of 1 B-20 KB "
+      "deleted in random order, then 1 and 8 MiB values in a 16 MiB store)")
+
+# ---- 1,000,000 SET/DEL pairs of distinct keys
+N, BATCH = 1_000_000, 20_000
+want = b"+OK\r\n:1\r\n" * BATCH
+for start in range(0, N, BATCH):
+    c.send(b"".join(resp("SET", "churn:%d" % i, "x" * 20) + resp("DEL", "churn:%d" % i)
+                    for i in range(start, start + BATCH)))
+    got = c._exact(len(want))
+    if got != want:
+        fail("SET/DEL pairs %d..%d: %r" % (start, start + BATCH, got[:200]))
+check(c.cmd("DBSIZE") == 0, "DBSIZE after the pairs")
+check(c.cmd("SET", "after", "1") == "OK", "a SET after 1,000,000 SET/DEL pairs")
+check(info("used_memory") - base < 64 << 10, "memory in use after the pairs")
+print("1,000,000 SET/DEL pairs of distinct keys in a 16 MiB store: ok")
+
+# ---- growing and shrinking; SCAN while the table grows
+c.pipeline([("SET", "g:%d" % i, "1") for i in range(20000)])
+check(c.cmd("DBSIZE") == 20001, "DBSIZE after 20,000 keys")
+present = {b"g:%d" % i for i in range(20000)} | {b"after"}
+seen, cursor, added = set(), b"0", 0
+while True:
+    cursor, keys = c.cmd("SCAN", cursor, "COUNT", "50")
+    seen.update(keys)
+    # add keys as it goes, so that the table grows (and rehashes) mid-iteration
+    c.pipeline([("SET", "h:%d" % (added + i), "1") for i in range(30)])
+    added += 30
+    if cursor == b"0":
+        break
+missing = present - seen
+check(not missing, "SCAN missed %d keys present throughout (e.g. %r)" % (len(missing), list(missing)[:3]))
+c.cmd("FLUSHALL")
+check(info("used_memory") - base < 64 << 10, "memory in use after FLUSHALL")
+c.pipeline([("SET", "s:%d" % i, "1") for i in range(50000)])
+grown = info("used_memory")
+c.pipeline([("DEL", "s:%d" % i) for i in range(50000)])
+shrunk = info("used_memory")
+check(shrunk - base < 64 << 10, "the table shrinks: %d bytes in use (%d with 50,000 keys)" % (shrunk, grown))
+print("SCAN while %d keys were added returned all %d present throughout; the table shrank "
+      "from %d to %d bytes in use" % (added, len(present), grown, shrunk))
+PY
+kv_kill
+
+# ---- every type and expiry across BGSAVE and kill -9
+kv_start types --memory 64m --mechanism "$mech"
+KV_PORT=$port PYTHONPATH=$(dirname "$0") python3 - "$dir/state" <<'PY'
+import json, sys, time
+from kv_resp import Conn, check, port_from_env
+c = Conn(port_from_env(), timeout=60)
+now = time.time()
+script = [("SET", "s", "string \x00\xff"), ("SET", "ttl:long", "1", "EX", "1000"),
+          ("SET", "ttl:short", "1", "PX", "3000"), ("SET", "ttl:at", "1"),
+          ("PEXPIREAT", "ttl:at", str(int(now * 1000) + 2000000)),
+          ("RPUSH", "l", "a", "b", "c", "d"), ("LPUSH", "l", "z"),
+          ("SADD", "set", "x", "y", "z"), ("HSET", "h", "f1", "v1", "f2", "v2"),
+          ("ZADD", "z", "1.5", "a", "-2", "b", "1e10", "c"), ("EXPIRE", "h", "1000"),
+          ("INCRBY", "n", "41"), ("APPEND", "s", " more")]
+for cmd in script:
+    got = c.cmd(*cmd)
+    check(not isinstance(got, str) or not got.startswith(("ERR", "WRONG", "OOM")), "%r: %r" % (cmd, got))
+for i in range(2000):  # with their own times, to be deleted by active expiry
+    c.cmd("SET", "soon:%d" % i, "x", "PX", "200")
+state = {"s": c.cmd("GET", "s").hex(), "l": [x.decode() for x in c.cmd("LRANGE", "l", "0", "-1")],
+         "set": sorted(x.decode() for x in c.cmd("SMEMBERS", "set")),
+         "h": sorted(x.decode() for x in c.cmd("HGETALL", "h")),
+         "z": [x.decode() for x in c.cmd("ZRANGE", "z", "0", "-1", "WITHSCORES")],
+         "n": c.cmd("GET", "n").decode(), "pexpiretime": c.cmd("PEXPIRETIME", "ttl:at"),
+         "long": c.cmd("PEXPIRETIME", "ttl:long"), "h_at": c.cmd("PEXPIRETIME", "h")}
+time.sleep(1.2)
+check(c.cmd("DBSIZE") < 100, "active expiry: %d keys left of 2,000 that expired 1 s ago" % c.cmd("DBSIZE"))
+info = c.cmd("INFO", "stats").decode()
+expired = int(info.split("expired_keys:")[1].split("\r\n")[0])
+check(expired >= 1900, "expired_keys %d" % expired)
+print("active expiry: %d keys deleted that no command touched" % expired)
+check(c.cmd("TTL", "ttl:short") >= 0, "ttl:short is still there")
+check(c.cmd("BGSAVE") == "Background saving started", "BGSAVE")
+for _ in range(600):
+    if b"rdb_bgsave_in_progress:0" in c.cmd("INFO", "persistence"):
+        break
+    time.sleep(0.05)
+info = c.cmd("INFO", "keyspace").decode()
+check("expires=4" in info, "INFO keyspace: %r" % info)
+state["short_until"] = now + 3.0
+json.dump(state, open(sys.argv[1], "w"))
+PY
+kv_kill
+# ttl:short's time passes while the server is down
+python3 -c 'import json, sys, time; time.sleep(max(0, json.load(open(sys.argv[1]))["short_until"] + 0.2 - time.time()))' "$dir/state"
+# restarted: the area maps wherever mmap puts it; the store holds offsets only
+kv_start types2 --memory 64m --mechanism "$mech"
+KV_PORT=$port PYTHONPATH=$(dirname "$0") python3 - "$dir/state" <<'PY'
+import json, sys
+from kv_resp import Conn, check, port_from_env
+c = Conn(port_from_env(), timeout=60)
+state = json.load(open(sys.argv[1]))
+check(c.cmd("EXISTS", "ttl:short") == 0, "ttl:short outlived its time across the restart")
+check(c.cmd("GET", "ttl:short") is None, "GET ttl:short")
+# expiry times are absolute: the same instants after the restart
+check(c.cmd("PEXPIRETIME", "ttl:long") == state["long"], "PEXPIRETIME ttl:long")
+check(c.cmd("PEXPIRETIME", "ttl:at") == state["pexpiretime"], "PEXPIRETIME ttl:at")
+check(c.cmd("PEXPIRETIME", "h") == state["h_at"], "PEXPIRETIME h")
+ttl = c.cmd("TTL", "ttl:long")
+check(0 < ttl <= 1000, "TTL ttl:long after the restart: %r" % ttl)
+check(c.cmd("TTL", "s") == -1, "TTL s")
+check(c.cmd("GET", "s").hex() == state["s"], "GET s")
+check([x.decode() for x in c.cmd("LRANGE", "l", "0", "-1")] == state["l"], "LRANGE l")
+check(sorted(x.decode() for x in c.cmd("SMEMBERS", "set")) == state["set"], "SMEMBERS set")
+check(sorted(x.decode() for x in c.cmd("HGETALL", "h")) == state["h"], "HGETALL h")
+check([x.decode() for x in c.cmd("ZRANGE", "z", "0", "-1", "WITHSCORES")] == state["z"], "ZRANGE z")
+check(c.cmd("INCR", "n") == 42, "INCR n")
+for cmd in (("TYPE", "l"), ("TYPE", "set"), ("TYPE", "h"), ("TYPE", "z"), ("TYPE", "s")):
+    check(c.cmd(*cmd) == {"l": "list", "set": "set", "h": "hash", "z": "zset", "s": "string"}[cmd[1]], cmd)
+check(c.cmd("DBSIZE") == 8, "DBSIZE %r" % c.cmd("DBSIZE"))
+# the restored store keeps working: its tables and heap are whole
+c.pipeline([("ZADD", "z", str(i), "m%d" % i) for i in range(3000)])
+check(c.cmd("ZCARD", "z") == 3003, "ZCARD")
+c.pipeline([("SADD", "set", "m%d" % i) for i in range(3000)])
+check(c.cmd("SCARD", "set") == 3003, "SCARD")
+print("every type and expiry times restored; the key whose time passed while the server was down "
+      "is gone")
+PY
+kv_kill
+kv_check_log
+echo "kv_store ($mech): ok"
