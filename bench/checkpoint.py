@@ -539,9 +539,18 @@ def measure_size(a, systems, size, loads, keys, mem, seed, redis):
                 rng_seed = 1 + rnd * len(loads) + li
                 try:
                     if s == REDIS:
-                        r = snapshot_run(a, redis, keys, rate, rng_seed)
+                        try:
+                            r = snapshot_run(a, redis, keys, rate, rng_seed)
+                        finally:
+                            # its image is not needed: free the page cache
+                            # for kv-server's seed image
+                            for f in glob.glob(os.path.join(redis.dir, "*.rdb")):
+                                os.unlink(f)
                     else:
                         r = kv_run(a, s, seed, mem, keys, rate, rng_seed)
+                    # no dirty pages of this run left to write back during
+                    # the next one
+                    os.sync()
                 except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as e:
                     fails.setdefault((s, load), []).append(str(e))
                     log(f"    round {rnd + 1}/{a.reps} {s:15s} {size:g} GiB at {load:.0%}: "

@@ -282,8 +282,9 @@ def checkpoint_plots(results, outdir):
                     label="p99 per 100 ms")
             ax.set_yscale("log")
             ax.set_ylabel("latency (ms)")
-            ax.set_title(f"{r['mechanism']} (round {tl.get('round', '?')}): snapshot "
-                         f"{r['median'] / 1e9:.1f} s median of the rounds", fontsize=9)
+            ax.set_title(f"{r['mechanism']}, round {tl.get('round', '?')}: BGSAVE "
+                         f"{tl['snapshot_s'][1] - tl['snapshot_s'][0]:.1f} s (median of the "
+                         f"rounds {r['median'] / 1e9:.1f} s)", fontsize=9)
             ax.legend(fontsize=7, loc="upper right")
         axes[-1, 0].set_xlabel("seconds from the start of the steady phase")
         fig.suptitle(f"Latency through a BGSAVE: {size:g} GiB, open loop at {rate:,.0f} "
