@@ -268,7 +268,24 @@ static void out_err(struct conn *c, const char *fmt, ...)
 
 static void out_bulk(struct conn *c, const char *p, size_t n)
 {
-    out_fmt(c, "$%zu\r\n", n);
+    char head[32], *h = head + sizeof head;
+    *--h = '\n';
+    *--h = '\r';
+    size_t v = n;
+    do *--h = (char)('0' + v % 10);
+    while (v /= 10);
+    *--h = '$';
+    size_t hn = (size_t)(head + sizeof head - h);
+    if (c->out_len + hn + n + 2 <= c->out_cap && !c->dead &&
+        c->out_len - c->out_sent + hn + n + 2 <= S.out_hard) { /* the common case, in place */
+        char *o = c->out + c->out_len;
+        memcpy(o, h, hn);
+        memcpy(o + hn, p, n);
+        memcpy(o + hn + n, "\r\n", 2);
+        c->out_len += hn + n + 2;
+        return;
+    }
+    out_raw(c, h, hn);
     out_raw(c, p, n);
     out_raw(c, "\r\n", 2);
 }
@@ -889,11 +906,10 @@ static bool get_ll(struct conn *c, const struct arg *a, long long *out)
     return false;
 }
 
-/* Redis's getPositiveLongFromObjectOrReply */
+/* Redis's getPositiveLongFromObjectOrReply: a count >= 0 */
 static bool get_count(struct conn *c, const struct arg *a, long long *out)
 {
-    if (!get_ll(c, a, out)) return false;
-    if (*out >= 0) return true;
+    if (parse_ll(a, out) && *out >= 0) return true;
     out_err(c, "ERR value is out of range, must be positive");
     return false;
 }
@@ -909,7 +925,8 @@ static bool parse_double(const char *p, size_t n, double *out)
     char *end;
     errno = 0;
     double v = strtod(buf, &end);
-    if (*end || isnan(v) || (errno == ERANGE && (isinf(v) || v == 0))) return false;
+    if (*end || end != buf + n || isnan(v) || (errno == ERANGE && (isinf(v) || v == 0)))
+        return false;
     *out = v;
     return true;
 }
@@ -924,7 +941,8 @@ static bool parse_ldouble(const char *p, size_t n, long double *out)
     char *end;
     errno = 0;
     long double v = strtold(buf, &end);
-    if (*end || isnan(v) || (errno == ERANGE && (isinf(v) || v == 0))) return false;
+    if (*end || end != buf + n || isnan(v) || (errno == ERANGE && (isinf(v) || v == 0)))
+        return false;
     *out = v;
     return true;
 }
@@ -973,12 +991,13 @@ static kv_obj *lookup(const struct arg *key)
     return kv_lookup(S.kv, key->p, key->n);
 }
 
-/* The key's object if it is of type t (NULL if there is none); false
- * after replying WRONGTYPE. */
+/* The key's object if it is of type t (NULL if there is none); false,
+ * and NULL, after replying WRONGTYPE. */
 static bool lookup_typed(struct conn *c, const struct arg *key, enum kv_type t, kv_obj **o)
 {
     *o = lookup(key);
     if (*o && kv_obj_type(*o) != t) {
+        *o = NULL;
         out_wrongtype(c);
         return false;
     }
@@ -1884,11 +1903,12 @@ static void cmd_llen(struct conn *c, struct arg *a, size_t argc)
 static void cmd_lindex(struct conn *c, struct arg *a, size_t argc)
 {
     (void)argc;
-    long long i;
-    if (!get_ll(c, &a[2], &i)) return;
     kv_obj *o;
     if (!lookup_typed(c, &a[1], KV_LIST, &o)) return;
-    kv_lnode *e = o ? kv_list_at(S.kv, o, i) : NULL;
+    if (!o) return out_nil(c);
+    long long i;
+    if (!get_ll(c, &a[2], &i)) return;
+    kv_lnode *e = kv_list_at(S.kv, o, i);
     if (!e) return out_nil(c);
     const char *v;
     size_t vn;
@@ -2297,6 +2317,7 @@ static void cmd_hincrbyfloat(struct conn *c, struct arg *a, size_t argc)
     (void)argc;
     long double by, v = 0;
     if (!parse_ldouble(a[3].p, a[3].n, &by)) return out_err(c, "ERR value is not a valid float");
+    if (isnan(by) || isinf(by)) return out_err(c, "ERR value is NaN or Infinity");
     kv_obj *o;
     lookup_create(c, &a[1], KV_HASH, &o);
     if (!o) return;
@@ -2385,7 +2406,9 @@ static void zadd_generic(struct conn *c, struct arg *a, size_t argc, int flags)
             aborted = true;
             continue;
         }
-        int r = kv_zset_add(S.kv, o, m->p, m->n, score);
+        /* stored without -0, as Redis's small sets keep scores as text ("0");
+         * the reply has the score computed */
+        int r = kv_zset_add(S.kv, o, m->p, m->n, score == 0 ? 0 : score);
         if (r < 0) {
             drop_if_empty(o, kv_zset_card(S.kv, o));
             return out_oom(c);
@@ -2487,11 +2510,11 @@ static bool parse_score_bound(const struct arg *a, double *v, bool *excl)
     const char *p = a->p + *excl;
     size_t n = a->n - *excl;
     char buf[128];
-    if (n == 0 || n >= sizeof buf) return false;
+    if (n >= sizeof buf) return false;
     memcpy(buf, p, n);
     buf[n] = 0;
     char *end;
-    *v = strtod(buf, &end);
+    *v = strtod(buf, &end); /* as Redis's zslParseRange: "" is 0 */
     return !*end && !isnan(*v);
 }
 
