@@ -171,6 +171,7 @@ def stall_test():
                               "--slow", str(slow_ms * 1000), "--interval", "50",
                               "--warn-lateness", "20000"],
                    [(1.5, do_stall), (1.5, None), (1.0, None)])
+    note_lateness(d)
     for t in stall_thread:
         t.join()
     check(len(srv.stalls) == 1, "the server stalled once")
@@ -182,6 +183,7 @@ def stall_test():
     check(d["errors"] == 0 and d["unanswered"] == 0, f"no errors ({d['errors']}, "
           f"{d['unanswered']} unanswered)")
     s = ph["stall"]["all"]
+    open_slow = s["slow"]
     check(s["max_us"] >= stall * 1e6, f"max in the stall phase {s['max_us'] / 1e3:.1f} ms >= "
           f"the stall {stall * 1e3:.0f} ms")
     check(d["total"]["max_us"] >= stall * 1e6, "the total's max too")
@@ -236,6 +238,7 @@ def stall_test():
     p.stdin.flush()
     d = json.loads(p.communicate(timeout=60)[0])
     ph = {x["name"]: x for x in d["phases"]}
+    note_lateness({"phases": [ph["before"], ph["after"]]})  # the stop is on purpose
     t0 = d["t0_monotonic_s"]
     check(abs(ph["stall"]["start_s"] - (t_stall - t0)) < 0.001,
           f"--control: the stall phase starts at the instant given "
@@ -252,7 +255,7 @@ def stall_test():
           f"about {expect:.0f}")
 
     # a fixed-duration run through the same stall, closed loop: the stall
-    # shows as one slow request per connection only (what open loop avoids)
+    # shows as about one slow request per connection (what open loop avoids)
     p = subprocess.Popen([LG, "--port", str(srv.port), "--mode", "closed", "--connections", "4",
                           "--duration", "2", "--slow", str(slow_ms * 1000), "--quiet"],
                          stdout=subprocess.PIPE, text=True)
@@ -260,8 +263,8 @@ def stall_test():
     command(srv.port, "DEBUG", "SLEEP", str(stall))
     d = json.loads(p.communicate(timeout=60)[0])
     check(d["total"]["max_us"] >= stall * 1e6 * 0.9, "closed loop: the max shows the stall")
-    check(d["total"]["slow"] <= 4 * 2, f"closed loop: only {d['total']['slow']} slow requests "
-          "(about one per connection)")
+    check(d["total"]["slow"] < open_slow / 5, f"closed loop: only {d['total']['slow']} slow "
+          f"requests through the same stall (open loop: {open_slow})")
     check(d["total"]["ops_per_s"] > 0, "closed loop reports a throughput")
 
 
@@ -347,6 +350,34 @@ def options_test():
     check(r.returncode == 0 and "--rate" in r.stdout, "--help prints the options")
 
 
-{"stall": stall_test, "redis": redis_test, "options": options_test}[WHAT]()
+def attempts(test, tries=3):
+    """Runs test up to `tries` times while its checks fail on a machine too
+    busy to tell: the stall checks need the generator itself on schedule
+    (its own send lateness under 50 ms), which other work on a shared 2-CPU
+    machine can prevent; a run with the generator on schedule decides."""
+    global failures, busy
+    for i in range(tries):
+        failures, busy = [], 0.0
+        test()
+        if not failures or busy < 50000:
+            return
+        print(f"-- the generator fell {busy / 1e3:.0f} ms behind its schedule (a busy machine): "
+              f"again ({i + 2} of {tries})" if i + 1 < tries else
+              f"-- the generator fell {busy / 1e3:.0f} ms behind in every try", flush=True)
+
+
+busy = 0.0
+
+
+def note_lateness(d):
+    global busy
+    busy = max([busy, d.get("lateness", {}).get("max_us", 0)] +
+               [p.get("lateness", {}).get("max_us", 0) for p in d.get("phases", [])])
+
+
+if WHAT == "stall":
+    attempts(stall_test)
+else:
+    {"redis": redis_test, "options": options_test}[WHAT]()
 print(f"{len(failures)} failed" if failures else "all checks passed")
 sys.exit(1 if failures else 0)
