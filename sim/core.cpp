@@ -272,8 +272,7 @@ void Core::Cache::init(int size, int a, int line)
     assoc = a;
     sets = size / (a * line);
     line_bits = __builtin_ctz(static_cast<unsigned>(line));
-    tag.assign(static_cast<size_t>(sets * a), NEVER);
-    age.assign(static_cast<size_t>(sets * a), 0);
+    ways.assign(static_cast<size_t>(sets * a), Way{NEVER, 0});
 }
 
 bool Core::Cache::access(uint64_t addr)
@@ -284,14 +283,14 @@ bool Core::Cache::access(uint64_t addr)
     clock++;
     size_t victim = set;
     for (size_t w = set; w < set + static_cast<size_t>(assoc); w++) {
-        if (tag[w] == l) {
-            age[w] = clock;
+        if (ways[w].tag == l) {
+            ways[w].age = clock;
             return true;
         }
-        if (age[w] < age[victim]) victim = w;
+        if (ways[w].age < ways[victim].age) victim = w;
     }
-    tag[victim] = l;
-    age[victim] = clock;
+    ways[victim].tag = l;
+    ways[victim].age = clock;
     return false;
 }
 
@@ -300,46 +299,70 @@ bool Core::Cache::access(uint64_t addr)
 // functional machine runs it, or for the handler's code at the start).
 void Core::set_kind(Uop &u, const Inst &in) const
 {
-    u.inst = &in;
+    u.op = in.op;
+    u.len = in.len;
+    u.link = in.rd == 1;
+    u.is_return = in.rd == NOREG && in.rs1 == 1 && in.imm == 0;
     // the operands: rs3 only for the fused multiply-adds
     u.src_arch[0] = in.rs1;
     u.src_arch[1] = in.rs2;
     u.src_arch[2] = (in.op >= FMADD_S && in.op <= FNMADD_D) ? in.rs3 : NOREG;
+    u.rd = in.rd;
     u.dst_fp = in.rd != NOREG && is_fp_reg(in.rd);
-    u.fpq = in.cls == C_FP || in.cls == C_FDIV;
-    u.system = in.cls == C_SYSTEM;
-    bool access = in.cls == C_LOAD || in.cls == C_STORE || in.cls == C_AMO;
-    // the handler's loads and stores take no load/store-queue entries
-    u.mem = u.handler ? in.cls == C_LOAD || in.cls == C_STORE : access;
-    u.ldq = !u.handler && (in.cls == C_LOAD || in.cls == C_AMO);
-    u.stq = !u.handler && (in.cls == C_STORE || in.cls == C_AMO);
-    u.reads_dcache = access && in.cls != C_STORE; // (a store writes it at commit)
-    int lat;
-    switch (in.cls) {
-    case C_MUL:
-        lat = c_.lat_mul;
-        break;
-    case C_DIV:
-        lat = c_.lat_div;
-        break;
-    case C_FP:
-        lat = c_.lat_fp;
-        break;
-    case C_FDIV:
-        lat = c_.lat_fdiv;
-        break;
-    case C_LOAD:
-    case C_AMO:
-        lat = c_.lat_load;
-        break;
-    default: // a store's is its address's
-        lat = c_.lat_int;
+    const ClassKind &k = class_kind_[in.cls];
+    u.lat = k.lat;
+    u.fpq = k.fpq;
+    u.system = k.system;
+    u.reads_dcache = k.reads_dcache;
+    if (u.handler) { // its loads and stores take no load/store-queue entries
+        u.mem = in.cls == C_LOAD || in.cls == C_STORE;
+        u.ldq = u.stq = false;
+        u.ctl = Uop::NONE;
+    } else {
+        u.mem = k.access;
+        u.ldq = k.ldq;
+        u.stq = k.stq;
+        u.ctl = in.cls == C_BRANCH ? Uop::BRANCH
+                : in.op == JAL     ? Uop::JAL
+                : in.op == JALR    ? Uop::JALR
+                                   : Uop::NONE;
     }
-    u.lat = static_cast<uint16_t>(lat);
 }
 
 Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
 {
+    for (int cls = 0; cls < N_CLASSES; cls++) {
+        ClassKind &k = class_kind_[cls];
+        k.fpq = cls == C_FP || cls == C_FDIV;
+        k.system = cls == C_SYSTEM;
+        k.access = cls == C_LOAD || cls == C_STORE || cls == C_AMO;
+        k.ldq = cls == C_LOAD || cls == C_AMO;
+        k.stq = cls == C_STORE || cls == C_AMO;
+        k.reads_dcache = k.ldq; // (a store writes the D-cache at commit)
+        int lat;
+        switch (cls) {
+        case C_MUL:
+            lat = c.lat_mul;
+            break;
+        case C_DIV:
+            lat = c.lat_div;
+            break;
+        case C_FP:
+            lat = c.lat_fp;
+            break;
+        case C_FDIV:
+            lat = c.lat_fdiv;
+            break;
+        case C_LOAD:
+        case C_AMO:
+            lat = c.lat_load;
+            break;
+        default: // a store's is its address's
+            lat = c.lat_int;
+        }
+        k.lat = static_cast<uint16_t>(lat);
+    }
+    handler_first_scheme_ = c.scheme == Scheme::PREPEND || !c.append_after_frontend;
     n_int_phys_ = 40 + c.rename_int;
     int n_fp_phys = 32 + c.rename_fp;
     map_.assign(256, 0);
@@ -352,7 +375,7 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
     preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys) + 1, 0);
     zero_preg_ = static_cast<uint16_t>(n_int_phys_ + n_fp_phys);
     map_[NOREG] = zero_preg_;
-    preg_used_.assign(static_cast<size_t>(zero_preg_), 0);
+    waiters_.resize(preg_ready_.size());
     // the stream's ring: every user instruction in flight, and one more
     size_t in_flight = static_cast<size_t>(c.rob_size + c.fetch_queue + c.decode_queue) + 2;
     size_t ring = 16;
@@ -478,14 +501,21 @@ void Core::flush_all(uint64_t resume_seq)
     };
     for (size_t i = fetchq_.size(); i-- > 0;) undo(fetchq_[i]);
     for (size_t i = decodeq_.size(); i-- > 0;) undo(decodeq_[i]);
-    // the ROB: its program uops go (youngest first, for the return stack),
-    // its handler uops stay, in order
-    Ring<Uop *> &kept = kept_;
-    kept.clear();
-    bool kept_eret = false, kept_dst = false;
+    // The ROB: its program uops go (youngest first, for the return stack),
+    // their registers back to the free lists (the free registers are those
+    // neither committed nor written by a uop in flight; which of them a
+    // rename takes does not change its timing); its handler uops stay, in
+    // order, and those not issued yet stay in the integer queue.
+    size_t handlers = 0, handlers_waiting = 0;
+    bool kept_eret = false;
     for (size_t i = rob_.size(); i-- > 0;) {
         Uop *u = rob_[i];
-        if (u->handler) continue;
+        if (u->handler) {
+            handlers++;
+            handlers_waiting += u->st == Uop::WAIT;
+            kept_eret |= u->op == TK_ERET;
+            continue;
+        }
         if (u->st == Uop::DONE)
             st_.flushed_done++;
         else if (u->st == Uop::ISSUED)
@@ -493,48 +523,56 @@ void Core::flush_all(uint64_t resume_seq)
         else
             st_.flushed_waiting++;
         undo(u);
+        if (u->dst >= 0) (u->dst_fp ? free_fp_ : free_int_).push_back(u->dst);
     }
-    for (Uop *u : rob_)
-        if (u->handler) {
-            kept.push_back(u);
-            kept_eret |= u->inst->op == TK_ERET;
-            kept_dst |= u->dst >= 0;
-        }
     if (oldest) ghist_ = oldest->ghist;
     if (kept_eret) st_.inlined_kept++;
-    rob_.swap(kept);
+    if (handlers == 0) {
+        rob_.clear();
+        iq_int_.ready.clear();
+        iq_int_.timed.clear();
+        exec_ready_.clear();
+        exec_uop_.clear();
+    } else {
+        Ring<Uop *> &kept = kept_;
+        kept.clear();
+        for (Uop *u : rob_)
+            if (u->handler) kept.push_back(u);
+        rob_.swap(kept);
+        auto keep_handler = [](std::vector<Uop *> &v) {
+            v.erase(std::remove_if(v.begin(), v.end(), [](const Uop *u) { return !u->handler; }),
+                    v.end());
+        };
+        keep_handler(iq_int_.ready);
+        keep_handler(iq_int_.timed);
+        size_t ex = 0;
+        for (size_t i = 0; i < exec_uop_.size(); i++)
+            if (exec_uop_[i]->handler) {
+                exec_uop_[ex] = exec_uop_[i];
+                exec_ready_[ex++] = exec_ready_[i];
+            }
+        exec_uop_.resize(ex);
+        exec_ready_.resize(ex);
+    }
+    // (the program's uops that waited for a producer stay among its
+    // register's waiters until the register is renamed again, which
+    // forgets them: nothing wakes a register no uop in flight writes)
+    iq_int_.n = handlers_waiting;
+    iq_int_.next = NEVER;
+    for (const Uop *u : iq_int_.timed) iq_int_.next = std::min(iq_int_.next, u->iq_ready);
+    iq_fp_.n = 0; // (the handler has no floating-point instructions)
+    iq_fp_.ready.clear();
+    iq_fp_.timed.clear();
+    iq_fp_.next = NEVER;
+    exec_next_ = NEVER;
+    for (uint64_t r : exec_ready_) exec_next_ = std::min(exec_next_, r);
     fetchq_.clear();
     decodeq_.clear();
-    auto keep_handler = [](auto &v) {
-        v.erase(std::remove_if(v.begin(), v.end(), [](const auto &e) { return !e.u->handler; }),
-                v.end());
-    };
-    keep_handler(iq_int_);
-    keep_handler(iq_fp_);
-    keep_handler(executing_);
-    exec_next_ = NEVER;
-    for (const Executing &e : executing_) exec_next_ = std::min(exec_next_, e.ready);
     loads_ = stores_ = 0;
     // the program's registers go back to the committed map; the k
     // registers keep the kept handler's renaming
     std::copy(committed_map_.begin(), committed_map_.begin() + KREG, map_.begin());
-    // the free lists: every register neither committed nor a kept handler
-    // uop's, in ascending order
-    std::vector<uint8_t> &used = preg_used_;
-    std::fill(used.begin(), used.end(), 0);
-    for (int p : committed_map_) used[static_cast<size_t>(p)] = 1;
-    if (kept_dst)
-        for (Uop *u : rob_)
-            if (u->dst >= 0) used[static_cast<size_t>(u->dst)] = 1;
-    free_int_.clear();
-    free_fp_.clear();
-    for (int p = 0; p < n_int_phys_; p++)
-        if (!used[static_cast<size_t>(p)]) free_int_.push_back(p);
-    for (size_t p = static_cast<size_t>(n_int_phys_); p < used.size(); p++)
-        if (!used[p]) free_fp_.push_back(static_cast<int>(p));
-    for (int p : committed_map_) preg_ready_[static_cast<size_t>(p)] = 0;
     waiting_branch_ = nullptr;
-    iq_dirty_ = true;
     prepend_at_ = 0;
     handler_undispatched_ = 0;
     fetch_seq_ = resume_seq;
@@ -566,20 +604,19 @@ void Core::take_miss(Uop &head)
             fe_st = 0;
         if (c_.scheme == Scheme::APPEND && c_.append_after_frontend)
             for (auto *q : {&fetchq_, &decodeq_})
-                for (Uop *u : *q) {
+                for (const Uop *u : *q) { // (program uops: no handler's is there)
                     fe++;
-                    const Inst &in = *u->inst;
-                    if (in.rd != NOREG) (is_fp_reg(in.rd) ? fe_fp_dst : fe_int_dst)++;
-                    (in.cls == C_FP || in.cls == C_FDIV ? fe_iq_fp : fe_iq_int)++;
-                    if (in.cls == C_LOAD || in.cls == C_AMO) fe_ld++;
-                    if (in.cls == C_STORE || in.cls == C_AMO) fe_st++;
+                    if (u->rd != NOREG) (u->dst_fp ? fe_fp_dst : fe_int_dst)++;
+                    (u->fpq ? fe_iq_fp : fe_iq_int)++;
+                    if (u->ldq) fe_ld++;
+                    if (u->stq) fe_st++;
                 }
         int h_dst = 0;
         for (const Inst &in : h)
             if (in.rd != NOREG) h_dst++;
         int rob_free = c_.rob_size - static_cast<int>(rob_.size());
-        int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.size() - iq_handler_);
-        int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.size());
+        int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.n - iq_handler_);
+        int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.n);
         if (rob_free < fe + static_cast<int>(h.size()))
             st_.fallback_rob++;
         else if (iq_int_free < fe_iq_int + (c_.handler_iq ? 1 : 0) || iq_fp_free < fe_iq_fp)
@@ -608,28 +645,10 @@ void Core::take_miss(Uop &head)
     mode_ = Mode::FETCH_HANDLER;
 }
 
-// An in-lined handler dispatches before the program's instructions already
-// fetched: always when prepended (the ROB's tail has moved to before its
-// head), and when appended unless append_after_frontend says they go first.
-bool Core::handler_first() const
+// Puts a handler's uop in a front-end queue behind the handler uops
+// already at its front (passing).
+void Core::front_insert(Ring<Uop *> &q, Uop *u)
 {
-    return inline_ && (c_.scheme == Scheme::PREPEND || !c_.append_after_frontend);
-}
-
-// Such a handler's uop goes ahead of the program's uops in a front-end
-// queue (behind the handler uops already there), past a full queue: the
-// handler is what dispatches next.
-bool Core::passing(const Uop *u) const
-{
-    return u->handler && handler_first();
-}
-
-void Core::front_push(Ring<Uop *> &q, Uop *u)
-{
-    if (!passing(u)) {
-        q.push_back(u);
-        return;
-    }
     size_t at = 0;
     while (at < q.size() && q[at]->handler) at++;
     q.insert(at, u);
@@ -647,7 +666,7 @@ void Core::commit()
                 (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
             }
             st_.handler_insns++;
-            if (u->inst->op == TK_ERET) {
+            if (u->op == TK_ERET) {
                 st_.handlers_committed++;
                 if (u->inl) st_.inlined_committed++;
             }
@@ -686,7 +705,7 @@ void Core::commit()
             committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
             (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
         }
-        if (u->inst->cls == C_BRANCH || u->inst->op == JALR) {
+        if (u->ctl == Uop::BRANCH || u->ctl == Uop::JALR) {
             st_.branches++;
             if (u->mispred) st_.mispredicts++;
         }
@@ -719,24 +738,21 @@ void Core::rearm(Uop *w)
         }
     }
     if (w->dst >= 0) {
-        // an access that had executed (its page left the TLB before its
-        // program-order lookup) delivers its value again, later: readers
-        // waiting in the issue queues look again
-        if (preg_ready_[static_cast<size_t>(w->dst)] != NEVER)
-            for (auto *q : {&iq_int_, &iq_fp_})
-                for (IqEntry &e : *q) e.ready = NEVER;
-        preg_ready_[static_cast<size_t>(w->dst)] = w->ready;
+        uint64_t &r = preg_ready_[static_cast<size_t>(w->dst)];
+        bool had_delivered = r != NEVER;
+        r = w->ready;
+        if (had_delivered)  // it had executed (its page left the TLB before its
+            iq_recompute(); // program-order lookup): it delivers its value again, later
+        else
+            wake(w->dst);
     }
-    executing_.push_back({w->ready, w});
-    exec_next_ = std::min(exec_next_, w->ready);
+    executing(w);
     events_++;
-    iq_dirty_ = true;
 }
 
-// Fetch touches pc's I-cache line; false when fetch stops for a miss.
-bool Core::fetch_line(uint64_t pc)
+// Fetch touches a new I-cache line; false when fetch stops for a miss.
+bool Core::fetch_new_line(uint64_t pc)
 {
-    if ((pc >> l1i_.line_bits) == last_iline_) return true;
     last_iline_ = pc >> l1i_.line_bits;
     if (l1i_.access(pc)) return true;
     st_.l1i_misses++;
@@ -752,42 +768,44 @@ void Core::complete()
     // order they are found here, so the list keeps its swap-with-last
     // removal; rearm() may append to it meanwhile)
     uint64_t next = NEVER;
-    for (size_t i = 0; i < executing_.size();) {
-        if (executing_[i].ready > cycle_) {
-            next = std::min(next, executing_[i].ready);
+    for (size_t i = 0; i < exec_uop_.size();) {
+        if (exec_ready_[i] > cycle_) {
+            next = std::min(next, exec_ready_[i]);
             i++;
             continue;
         }
-        Uop *u = executing_[i].u;
-        executing_[i] = executing_.back();
-        executing_.pop_back();
+        Uop *u = exec_uop_[i];
+        exec_uop_[i] = exec_uop_.back();
+        exec_ready_[i] = exec_ready_.back();
+        exec_uop_.pop_back();
+        exec_ready_.pop_back();
         u->st = Uop::DONE;
         events_++;
-        if (u->handler && u->inst->op == TK_TLBWR && !c_.inject_lost_fill) {
-            tlb_fill(miss_vpn_);
-            handler_active_ = false;
-            // rule 3: every access waiting for this page accesses again, and
-            // the one the handler ran for (replays count the others)
-            for (Uop *w : rob_)
-                if (!w->handler && w->tlbmiss &&
-                    (w->vpn == miss_vpn_ || w->seq == tlb_checked_seq_)) {
-                    rearm(w);
-                    if (w->seq != tlb_checked_seq_) st_.replays++;
-                }
-        }
-        if (u->handler && u->inst->op == TK_ERET && !u->inl) {
-            // traditional: back to the program at the instruction that missed
-            mode_ = Mode::USER;
-            fetch_seq_ = resume_seq_;
-            fetch_stall_until_ = cycle_ + 1;
-        }
-        if (!u->handler && u->inst->cls == C_BRANCH) { // train the counter
+        if (u->handler) {
+            if (u->op == TK_TLBWR && !c_.inject_lost_fill) {
+                tlb_fill(miss_vpn_);
+                handler_active_ = false;
+                // rule 3: every access waiting for this page accesses again,
+                // and the one the handler ran for (replays count the others)
+                for (Uop *w : rob_)
+                    if (!w->handler && w->tlbmiss &&
+                        (w->vpn == miss_vpn_ || w->seq == tlb_checked_seq_)) {
+                        rearm(w);
+                        if (w->seq != tlb_checked_seq_) st_.replays++;
+                    }
+            } else if (u->op == TK_ERET && !u->inl) {
+                // traditional: back to the program at the instruction that missed
+                mode_ = Mode::USER;
+                fetch_seq_ = resume_seq_;
+                fetch_stall_until_ = cycle_ + 1;
+            }
+        } else if (u->ctl == Uop::BRANCH) { // train the counter
             uint8_t &ctr = bpred_[u->bp_idx];
             if (u->taken && ctr < 3) ctr++;
             if (!u->taken && ctr > 0) ctr--;
-        }
-        if (!u->handler && u->inst->op == JALR)
+        } else if (u->ctl == Uop::JALR) {
             btb_target_[(u->pc >> 1) & (btb_target_.size() - 1)] = u->next_pc;
+        }
         if (u == waiting_branch_) {
             waiting_branch_ = nullptr;
             fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mispredict_penalty);
@@ -820,78 +838,129 @@ void Core::start(Uop *u)
     }
     u->st = Uop::ISSUED;
     u->ready = cycle_ + lat;
-    if (u->dst >= 0) preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
-    executing_.push_back({u->ready, u});
-    exec_next_ = std::min(exec_next_, u->ready);
+    if (u->dst >= 0) {
+        preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
+        wake(u->dst);
+    }
+    executing(u);
+}
+
+// ---- the issue queues (IssueQueue) ----
+// An entry goes where its ready cycle puts it.
+void Core::iq_place(Uop *u)
+{
+    IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
+    if (u->iq_ready == NEVER) { // it waits for the producer of its first operand
+        waiters_[u->src[0]].push_back(u);
+    } else if (u->iq_ready <= cycle_) {
+        // in order among the ready (it is mostly the youngest)
+        size_t at = q.ready.size();
+        q.ready.push_back(u);
+        while (at > 0 && q.ready[at - 1]->iq_stamp > u->iq_stamp) {
+            q.ready[at] = q.ready[at - 1];
+            at--;
+        }
+        q.ready[at] = u;
+    } else {
+        q.timed.push_back(u);
+        q.next = std::min(q.next, u->iq_ready);
+    }
+}
+
+// The timed entries whose cycle has come join the ready ones.
+void Core::iq_promote(IssueQueue &q)
+{
+    uint64_t next = NEVER;
+    size_t kept = 0;
+    for (Uop *u : q.timed) {
+        if (u->iq_ready <= cycle_) {
+            iq_place(u);
+        } else {
+            next = std::min(next, u->iq_ready);
+            q.timed[kept++] = u;
+        }
+    }
+    q.timed.resize(kept);
+    q.next = next;
+}
+
+// preg's producer has issued: the uops waiting for it look again (each at
+// its other operands, and may wait on).  A program uop a flush removed may
+// be among them only until preg is renamed again (dispatch() forgets them
+// then), and no uop in flight writes preg before that.
+void Core::wake(int preg)
+{
+    std::vector<Uop *> &w = waiters_[static_cast<size_t>(preg)];
+    if (w.empty()) return;
+    woken_.swap(w);
+    for (Uop *u : woken_) {
+        u->iq_ready = operands_ready(u->src);
+        iq_place(u);
+    }
+    woken_.clear();
+}
+
+// A register's ready cycle changed after readers had seen it: every entry
+// works its own out again.
+void Core::iq_recompute()
+{
+    for (IssueQueue *q : {&iq_int_, &iq_fp_}) {
+        std::vector<Uop *> all = q->ready;
+        all.insert(all.end(), q->timed.begin(), q->timed.end());
+        q->ready.clear();
+        q->timed.clear();
+        q->next = NEVER;
+        for (Uop *u : all) {
+            u->iq_ready = operands_ready(u->src);
+            iq_place(u);
+        }
+    }
 }
 
 void Core::issue()
 {
-    // Nothing can issue before the earliest time a waiting uop's operands
-    // are known to be ready, unless something changed since the last look
-    // (a uop came in, one issued, an access was re-armed): skip the scan.
-    if (!iq_dirty_ && cycle_ < iq_next_) return;
-    iq_dirty_ = false;
-    iq_next_ = NEVER;
-    // The cycle an entry's operands are ready (e.ready is worked out once
-    // the producers have all issued: NEVER until then, and the scan looks
-    // again), kept in the entry by keep().
-    auto ready_at = [this](const IqEntry &e) {
-        uint64_t r = e.ready == NEVER ? operands_ready(e.src) : e.ready;
-        if (r > cycle_) iq_next_ = std::min(iq_next_, r); // NEVER until a producer issues
-        return r;
-    };
-    // Each queue is scanned oldest first until its units are used up; the
-    // entries that stay are moved down over those that went, in order.
-    auto keep = [](std::vector<IqEntry> &q, size_t i, size_t kept, uint64_t r) {
-        if (kept != i) q[kept] = q[i];
-        q[kept].ready = r;
-    };
+    // Only ready entries can issue: those on the ready lists, and those
+    // the timed lists hold for this cycle.
+    if (cycle_ >= iq_int_.next) iq_promote(iq_int_);
+    if (cycle_ >= iq_fp_.next) iq_promote(iq_fp_);
     // integer queue: int_units a cycle, mem_ports of them for memory;
-    // serialising instructions only at the head of the ROB
-    const int width = std::min(c_.int_units, c_.issue_width);
-    int issued = 0, mem = 0;
-    size_t n = iq_int_.size(), i = 0, kept = 0;
-    for (; i < n && issued < width; i++) {
-        const IqEntry &e = iq_int_[i];
-        uint64_t r = ready_at(e);
-        if (r <= cycle_) {
-            if ((e.mem && mem >= c_.mem_ports) || (e.serial && rob_.front() != e.u)) {
-                iq_dirty_ = true; // ready, but held: look again next cycle
-            } else {
-                Uop *u = e.u;
+    // serialising instructions only at the head of the ROB; the oldest first
+    if (!iq_int_.ready.empty()) {
+        const int width = std::min(c_.int_units, c_.issue_width);
+        int issued = 0, mem = 0;
+        std::vector<Uop *> &r = iq_int_.ready;
+        size_t kept = 0, n = r.size();
+        for (size_t i = 0; i < n; i++) {
+            Uop *u = r[i];
+            if (issued < width && !(u->mem && mem >= c_.mem_ports) &&
+                !(u->serial && rob_.front() != u)) {
                 if (u->handler && !c_.handler_iq) iq_handler_--;
-                if (e.mem) mem++;
+                if (u->mem) mem++;
                 issued++;
+                iq_int_.n--;
                 start(u);
-                continue;
+            } else {
+                r[kept++] = u; // held, or not reached
             }
         }
-        keep(iq_int_, i, kept++, r);
+        r.resize(kept);
     }
-    if (kept != i) {
-        for (; i < n; i++) iq_int_[kept++] = iq_int_[i];
-        iq_int_.resize(kept);
-    }
-    if (issued == width) iq_dirty_ = true; // more may be ready
-    int fp = 0;
-    n = iq_fp_.size(), i = 0, kept = 0;
-    for (; i < n && fp < c_.fp_units; i++) {
-        const IqEntry &e = iq_fp_[i];
-        uint64_t r = ready_at(e);
-        if (r <= cycle_) {
-            fp++;
-            start(e.u);
-            continue;
+    if (!iq_fp_.ready.empty()) {
+        int fp = 0;
+        std::vector<Uop *> &r = iq_fp_.ready;
+        size_t kept = 0, n = r.size();
+        for (size_t i = 0; i < n; i++) {
+            Uop *u = r[i];
+            if (fp < c_.fp_units) {
+                fp++;
+                iq_fp_.n--;
+                start(u);
+            } else {
+                r[kept++] = u;
+            }
         }
-        keep(iq_fp_, i, kept++, r);
+        r.resize(kept);
     }
-    if (kept != i) {
-        for (; i < n; i++) iq_fp_[kept++] = iq_fp_[i];
-        iq_fp_.resize(kept);
-    }
-    if (fp == c_.fp_units) iq_dirty_ = true;
-    if (issued || fp) iq_dirty_ = true; // their results wake others
 }
 
 void Core::dispatch()
@@ -905,24 +974,27 @@ void Core::dispatch()
         if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
         // (with handler_iq = 0 the handler's uops wait beside the queue)
         bool own_queue = u->handler && !c_.handler_iq;
-        if (u->fpq ? static_cast<int>(iq_fp_.size()) >= c_.iq_fp
-                   : !own_queue && static_cast<int>(iq_int_.size() - iq_handler_) >= c_.iq_int)
+        IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
+        if (u->fpq ? static_cast<int>(q.n) >= c_.iq_fp
+                   : !own_queue && static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
             return;
         if ((u->ldq && loads_ >= c_.load_queue) || (u->stq && stores_ >= c_.store_queue)) return;
-        const Inst &in = *u->inst;
-        if (in.rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return;
+        if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return;
         decodeq_.pop_front();
         events_++;
         // rename (map_[NOREG] is the always-ready zero_preg_)
-        for (int s = 0; s < 3; s++) u->src[s] = static_cast<uint16_t>(map_[u->src_arch[s]]);
-        if (in.rd != NOREG) {
+        u->src[0] = static_cast<uint16_t>(map_[u->src_arch[0]]);
+        u->src[1] = static_cast<uint16_t>(map_[u->src_arch[1]]);
+        u->src[2] = static_cast<uint16_t>(map_[u->src_arch[2]]);
+        if (u->rd != NOREG) {
             auto &fl = u->dst_fp ? free_fp_ : free_int_;
-            u->dst = fl.back();
+            u->dst = static_cast<int16_t>(fl.back());
             fl.pop_back();
-            u->old = map_[in.rd];
-            u->arch_dst = in.rd;
-            map_[in.rd] = u->dst;
+            u->old = static_cast<int16_t>(map_[u->rd]);
+            u->arch_dst = u->rd;
+            map_[u->rd] = u->dst;
             preg_ready_[static_cast<size_t>(u->dst)] = NEVER;
+            waiters_[static_cast<size_t>(u->dst)].clear(); // (flushed readers: see wake())
         }
         u->st = Uop::WAIT;
         if (u->handler) {
@@ -933,18 +1005,12 @@ void Core::dispatch()
             if (u->stq) stores_++;
         }
         // serialising: system instructions, and a flushing handler's return
-        std::vector<IqEntry> &q = u->fpq ? iq_fp_ : iq_int_;
-        q.emplace_back(); // (written field by field: no copy of a half-written entry)
-        IqEntry &e = q.back();
-        e.ready = operands_ready(u->src);
-        e.u = u;
-        e.src[0] = u->src[0];
-        e.src[1] = u->src[1];
-        e.src[2] = u->src[2];
-        e.mem = u->mem;
-        e.serial = u->system || (in.op == TK_ERET && !u->inl);
+        u->serial = u->system || (u->op == TK_ERET && !u->inl);
+        q.n++;
+        u->iq_stamp = iq_stamp_++;
+        u->iq_ready = operands_ready(u->src);
+        iq_place(u);
         if (own_queue) iq_handler_++;
-        iq_dirty_ = true;
         if (u->handler && inline_ && c_.scheme == Scheme::PREPEND) {
             rob_.insert(static_cast<size_t>(prepend_at_), u);
             prepend_at_++;
@@ -967,49 +1033,53 @@ void Core::decode()
     }
 }
 
+// The handler's instructions, from its own address (a mispredicted branch
+// does not stop them: an in-lined handler may be what it waits for).
+void Core::fetch_handler()
+{
+    for (int n = 0; n < c_.fetch_width; n++) {
+        // a handler dispatching first has its own way past a full queue
+        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue && !handler_first()) return;
+        uint64_t pc = HANDLER_PC + 4 * handler_next_;
+        if (!fetch_line(pc)) return;
+        Uop *u;
+        if (pool_.empty()) {
+            u = new Uop();
+        } else {
+            u = pool_.back();
+            pool_.pop_back();
+        }
+        *u = handler_uops_[handler_next_]; // what it is, and a fresh timing state
+        u->inl = inline_;
+        handler_frontend_++;
+        u->pc = pc;
+        u->seq = handler_next_;
+        // the handler's memory: the PTE, and the counter below the table
+        if (u->op == LD && handler_next_ < 8)
+            u->addr = PT_BASE + miss_vpn_ * 8;
+        else if (u->mem)
+            u->addr = PT_BASE - 8;
+        u->stage_at = cycle_;
+        front_push(fetchq_, u);
+        events_++;
+        if (++handler_next_ == handler_uops_.size()) {
+            mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
+            return;
+        }
+    }
+}
+
 void Core::fetch()
 {
     if (cycle_ < fetch_stall_until_) return;
-    // a mispredicted branch stops the program's fetch until it executes; the
-    // handler is fetched from its own address regardless (an in-lined
-    // handler may be what the branch is waiting for)
-    if (waiting_branch_ && mode_ != Mode::FETCH_HANDLER) return;
+    if (mode_ == Mode::FETCH_HANDLER) {
+        fetch_handler();
+        return;
+    }
+    // a mispredicted branch stops the program's fetch until it executes
+    if (mode_ == Mode::WAIT_ERET || waiting_branch_) return;
     for (int n = 0; n < c_.fetch_width; n++) {
-        // a handler dispatching first has its own way past full front-end queues
-        bool pass = mode_ == Mode::FETCH_HANDLER && handler_first();
-        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue && !pass) return;
-        if (mode_ == Mode::WAIT_ERET) return;
-        uint64_t pc;
-        Uop *u;
-        if (mode_ == Mode::FETCH_HANDLER) {
-            pc = HANDLER_PC + 4 * handler_next_;
-            if (!fetch_line(pc)) return;
-            if (pool_.empty()) {
-                u = new Uop();
-            } else {
-                u = pool_.back();
-                pool_.pop_back();
-            }
-            *u = handler_uops_[handler_next_]; // what it is, and a fresh timing state
-            u->inl = inline_;
-            handler_frontend_++;
-            u->pc = pc;
-            u->seq = handler_next_;
-            // the handler's memory: the PTE, and the counter below the table
-            if (u->inst->op == LD && handler_next_ < 8)
-                u->addr = PT_BASE + miss_vpn_ * 8;
-            else if (u->mem)
-                u->addr = PT_BASE - 8;
-            u->stage_at = cycle_;
-            front_push(fetchq_, u);
-            events_++;
-            if (++handler_next_ == handler_uops_.size()) {
-                mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
-                return;
-            }
-            continue;
-        }
-        // the program
+        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue) return;
         if (fetch_seq_ - stream_base_ == stream_n_) { // the machine runs the next one
             if (m_.exited()) {
                 program_ended_ = true;
@@ -1023,18 +1093,17 @@ void Core::fetch()
             Uop &r = stream_[(stream_head_ + stream_n_) & (stream_.size() - 1)];
             Step s;
             m_.step(&s);
-            r.code = *s.inst;
             r.seq = stream_base_ + stream_n_;
             r.pc = s.pc;
             r.next_pc = s.next_pc;
             r.addr = s.addr;
             r.taken = s.taken;
             r.vpn = s.addr >> c_.page_bits;
-            set_kind(r, r.code);
+            set_kind(r, *s.inst);
             stream_n_++;
         }
-        u = &stream_at(fetch_seq_);
-        pc = u->pc;
+        Uop *u = &stream_at(fetch_seq_);
+        uint64_t pc = u->pc;
         if (!fetch_line(pc)) return;
         fetch_seq_++;
         // a fresh timing state
@@ -1044,56 +1113,51 @@ void Core::fetch()
         u->dst = u->old = u->arch_dst = -1;
         u->tlbmiss = u->mispred = u->ras_push = false;
         u->ras_pop = u->ras_drop = NEVER;
+        u->ghist = ghist_;
         fetchq_.push_back(u);
         events_++;
-        // branch prediction
-        const Inst &in = u->code;
-        const Uop &r = *u;
-        bool stop = false;
-        u->ghist = ghist_;
-        if (in.cls == C_BRANCH) {
+        if (u->ctl == Uop::NONE) continue;
+        // branch prediction; a taken branch ends the fetch group
+        if (u->ctl == Uop::BRANCH) {
             size_t idx = ((pc >> 1) ^ ghist_) & (bpred_.size() - 1);
             bool pred = bpred_[idx] >= 2;
             u->bp_idx = static_cast<uint32_t>(idx);
-            ghist_ = ((ghist_ << 1) | (r.taken ? 1 : 0)) & (bpred_.size() - 1);
-            if (pred != r.taken) {
+            ghist_ = ((ghist_ << 1) | (u->taken ? 1 : 0)) & (bpred_.size() - 1);
+            if (pred != u->taken) {
                 u->mispred = true;
                 waiting_branch_ = u;
                 return;
             }
-            stop = r.taken;
-        } else if (in.op == JAL) {
-            if (in.rd == 1) {
-                ras_.push_back(pc + in.len);
+            if (u->taken) return;
+        } else if (u->ctl == Uop::JAL) {
+            if (u->link) {
+                ras_.push_back(pc + u->len);
                 u->ras_push = true;
             }
-            stop = true;
-        } else if (in.op == JALR) {
+            return;
+        } else { // JALR
             uint64_t predicted;
-            bool is_return = in.rd == NOREG && in.rs1 == 1 && in.imm == 0;
-            if (is_return && !ras_.empty()) {
+            if (u->is_return && !ras_.empty()) {
                 predicted = ras_.back();
                 u->ras_pop = predicted;
                 ras_.pop_back();
             } else {
                 predicted = btb_target_[(pc >> 1) & (btb_target_.size() - 1)];
             }
-            if (in.rd == 1) {
-                ras_.push_back(pc + in.len);
+            if (u->link) {
+                ras_.push_back(pc + u->len);
                 u->ras_push = true;
             }
             if (ras_.size() > 32) {
                 u->ras_drop = ras_.front();
                 ras_.erase(ras_.begin());
             }
-            if (predicted != r.next_pc) {
+            if (predicted != u->next_pc) {
                 u->mispred = true;
                 waiting_branch_ = u;
-                return;
             }
-            stop = true;
+            return;
         }
-        if (stop) return; // a taken branch ends the fetch group
     }
 }
 
@@ -1104,12 +1168,16 @@ bool Core::run(uint64_t max_insns)
     bool ok = true;
     while (!done_) {
         uint64_t events = events_;
-        commit();
-        complete();
-        issue();
-        dispatch();
-        decode();
-        fetch();
+        // (each stage only when it may have work: the calls are a good part
+        // of a busy cycle's cost)
+        if (!rob_.empty()) commit();
+        if (cycle_ >= exec_next_) complete();
+        if (!iq_int_.ready.empty() || !iq_fp_.ready.empty() || cycle_ >= iq_int_.next ||
+            cycle_ >= iq_fp_.next)
+            issue();
+        if (!decodeq_.empty()) dispatch();
+        if (!fetchq_.empty()) decode();
+        if (cycle_ >= fetch_stall_until_) fetch();
         if (events_ == events) skip_idle();
         cycle_++;
         if (max_insns && st_.user_insns >= max_insns) break;
@@ -1132,8 +1200,8 @@ bool Core::run(uint64_t max_insns)
 // as stepping through the idle cycles, one by one, without the cost).
 void Core::skip_idle()
 {
-    if (iq_dirty_) return;
-    uint64_t next = std::min(iq_next_, exec_next_);
+    if (!iq_int_.ready.empty() || !iq_fp_.ready.empty()) return;
+    uint64_t next = std::min({iq_int_.next, iq_fp_.next, exec_next_});
     if (fetch_stall_until_ > cycle_) next = std::min(next, fetch_stall_until_);
     if (next == NEVER) // stuck: go straight to the check
         next = std::max(cycle_ + 1, last_commit_cycle_ + c_.stuck_cycles + 1);
@@ -1143,20 +1211,19 @@ void Core::skip_idle()
 void Core::dump(const char *why) const
 {
     const char *mode[] = {"user", "fetching the handler", "waiting for eret"};
-    fprintf(stderr,
-            "tksim: the pipeline is stuck: %s for %llu cycles (cycle %llu, %llu committed)\n"
-            "  fetch: mode %s, next %llu, stalled until %llu, waiting for a branch: %s\n"
-            "  queues: fetch %zu, decode %zu, ROB %zu, IQ %zu+%zu, executing %zu, loads %d, "
-            "stores %d\n"
-            "  free registers: %zu int, %zu fp; handler active %d, in-lined %d\n",
-            why, static_cast<unsigned long long>(c_.stuck_cycles),
-            static_cast<unsigned long long>(cycle_),
-            static_cast<unsigned long long>(st_.user_insns), mode[static_cast<int>(mode_)],
-            static_cast<unsigned long long>(fetch_seq_),
-            static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
-            fetchq_.size(), decodeq_.size(), rob_.size(), iq_int_.size(), iq_fp_.size(),
-            executing_.size(), loads_, stores_, free_int_.size(), free_fp_.size(),
-            handler_active_ ? 1 : 0, inline_ ? 1 : 0);
+    fprintf(
+        stderr,
+        "tksim: the pipeline is stuck: %s for %llu cycles (cycle %llu, %llu committed)\n"
+        "  fetch: mode %s, next %llu, stalled until %llu, waiting for a branch: %s\n"
+        "  queues: fetch %zu, decode %zu, ROB %zu, IQ %zu+%zu, executing %zu, loads %d, "
+        "stores %d\n"
+        "  free registers: %zu int, %zu fp; handler active %d, in-lined %d\n",
+        why, static_cast<unsigned long long>(c_.stuck_cycles),
+        static_cast<unsigned long long>(cycle_), static_cast<unsigned long long>(st_.user_insns),
+        mode[static_cast<int>(mode_)], static_cast<unsigned long long>(fetch_seq_),
+        static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
+        fetchq_.size(), decodeq_.size(), rob_.size(), iq_int_.n, iq_fp_.n, exec_uop_.size(), loads_,
+        stores_, free_int_.size(), free_fp_.size(), handler_active_ ? 1 : 0, inline_ ? 1 : 0);
     if (!rob_.empty())
         fprintf(stderr,
                 "  head: seq %llu (looked up: %llu), page 0x%llx %s the TLB; last handler's page "
@@ -1171,7 +1238,7 @@ void Core::dump(const char *why) const
     for (const Uop *u : rob_) {
         if (k++ >= 12) break;
         fprintf(stderr, "  rob[%zu]: %s%s pc 0x%llx %s%s\n", k - 1, u->handler ? "handler " : "",
-                op_name(u->inst->op), static_cast<unsigned long long>(u->pc), sn[u->st],
+                op_name(u->op), static_cast<unsigned long long>(u->pc), sn[u->st],
                 u->tlbmiss ? " (TLB miss)" : "");
     }
 }

@@ -200,45 +200,58 @@ class Core
     // functional machine runs it until it commits, and fetched again from
     // there after a flush (fetch() resets its timing state); a handler
     // instruction's comes from a pool.
-    struct Uop {
+    struct alignas(64) Uop {
         enum State : uint8_t { FRONT, WAIT, ISSUED, DONE };
+        // what it does to control flow (fetch predicts it, execution trains)
+        enum Control : uint8_t { NONE, BRANCH, JAL, JALR };
+        // (the fields the stages read most come first: a uop is two cache
+        // lines)
+        // the timing state
+        uint64_t stage_at = 0; // the cycle it entered its current front-end stage
+        uint64_t ready = NEVER_CYCLE;
+        // in an issue queue: the cycle its operands are ready (NEVER: a
+        // producer has not issued), and when it came in (the queue's order)
+        uint64_t iq_ready = NEVER_CYCLE, iq_stamp = 0;
+        uint16_t src[3] = {0, 0, 0}; // the operands' physical registers, set at rename
+        int16_t dst = -1, old = -1, arch_dst = -1;
+        State st = FRONT;
+        bool tlbmiss = false, mispred = false;
+        bool inl = false;    // handler: part of an in-lined handler
+        bool serial = false; // issues only at the head of the ROB (set at rename)
+        bool ras_push = false;
         // what the instruction is and does, the same each time it is
-        // fetched (set_kind() works out the timing model's part)
-        const Inst *inst = nullptr; // code, or the handler's code
-        uint64_t seq = 0;           // user: position in the instruction stream
-        uint64_t pc = 0, next_pc = 0, addr = 0;
-        uint64_t vpn = 0;                            // the page of addr
-        uint8_t src_arch[3] = {NOREG, NOREG, NOREG}; // the operands' registers
-        uint16_t lat = 1; // cycles to execute (an access: without the D-cache's miss)
+        // fetched (set_kind() works it out)
         bool handler = false, taken = false;
         bool mem = false;          // goes through the TLB and a memory port
         bool ldq = false;          // takes a load-queue entry (user: a load or an AMO)
         bool stq = false;          // takes a store-queue entry (user: a store or an AMO)
         bool fpq = false;          // issues from the floating-point queue
         bool dst_fp = false;       // rd is a floating-point register
-        bool system = false;       // C_SYSTEM: issues only at the head of the ROB
         bool reads_dcache = false; // an access that reads the D-cache as it executes (not a store)
-        // the timing state
-        State st = FRONT;
-        bool tlbmiss = false, mispred = false;
-        bool inl = false; // handler: part of an in-lined handler
-        bool ras_push = false;
-        uint16_t src[3] = {0, 0, 0}; // the operands' physical registers, set at rename
-        int dst = -1, old = -1, arch_dst = -1;
-        uint64_t stage_at = 0; // the cycle it entered its current front-end stage
-        uint64_t ready = NEVER_CYCLE;
+        bool system = false;       // C_SYSTEM: issues only at the head of the ROB
+        uint8_t src_arch[3] = {NOREG, NOREG, NOREG}; // the operands' registers
+        uint8_t rd = NOREG;                          // the register it writes
+        Control ctl = NONE;
+        uint16_t lat = 1; // cycles to execute (an access: without the D-cache's miss)
+        uint64_t seq = 0; // user: position in the instruction stream
+        uint64_t vpn = 0; // the page of addr
+        uint64_t addr = 0, pc = 0, next_pc = 0;
         // branch prediction: the global history before this uop was fetched,
         // the counter it was predicted by, and what it did to the return stack
         // (undone if it is flushed)
         uint64_t ghist = 0, ras_pop = NEVER_CYCLE, ras_drop = NEVER_CYCLE;
         uint32_t bp_idx = 0;
-        Inst code; // user: the instruction (the machine's decoded-instruction cache reuses its
-                   // slots)
+        Op op = ILLEGAL;
+        uint8_t len = 4;                      // bytes
+        bool link = false, is_return = false; // a call (rd = ra); a return (jalr x0, 0(ra))
     };
     struct Cache {
         int sets = 0, assoc = 0, line_bits = 6;
-        std::vector<uint64_t> tag;
-        std::vector<uint64_t> age;
+        struct Way {
+            uint64_t tag; // the line's address (NEVER: empty)
+            uint64_t age; // clock at its last access: the least is the victim
+        };
+        std::vector<Way> ways; // a set's ways side by side
         uint64_t clock = 0;
         void init(int size, int assoc, int line);
         bool access(uint64_t addr); // true on a hit; fills on a miss
@@ -263,16 +276,41 @@ class Core
     // not issued.  Once known it stays (a register's ready cycle is set
     // once, when its producer issues, and it is not reused while a reader
     // waits; rearm() makes the queues look again when it changes one).
-    uint64_t operands_ready(const uint16_t *src) const
+    // The operands may be reordered: one not ready goes first, the one
+    // whose producer the uop waits for.
+    uint64_t operands_ready(uint16_t *src) const
     {
-        return std::max(preg_ready_[src[0]], std::max(preg_ready_[src[1]], preg_ready_[src[2]]));
+        uint64_t r =
+            std::max(preg_ready_[src[0]], std::max(preg_ready_[src[1]], preg_ready_[src[2]]));
+        if (r == NEVER_CYCLE && preg_ready_[src[0]] != NEVER_CYCLE)
+            std::swap(src[0], src[preg_ready_[src[1]] == NEVER_CYCLE ? 1 : 2]);
+        return r;
     }
     void start(Uop *u);
-    void front_push(Ring<Uop *> &q, Uop *u);
+    void fetch_handler();
+    void front_push(Ring<Uop *> &q, Uop *u)
+    {
+        if (passing(u))
+            front_insert(q, u);
+        else
+            q.push_back(u);
+    }
+    void front_insert(Ring<Uop *> &q, Uop *u);
     void rearm(Uop *w);
-    bool fetch_line(uint64_t pc);
-    bool handler_first() const;
-    bool passing(const Uop *u) const;
+    bool fetch_line(uint64_t pc)
+    {
+        return (pc >> l1i_.line_bits) == last_iline_ || fetch_new_line(pc);
+    }
+    bool fetch_new_line(uint64_t pc);
+    // An in-lined handler dispatches before the program's instructions
+    // already fetched: always when prepended (the ROB's tail has moved to
+    // before its head), and when appended unless append_after_frontend
+    // says they go first.
+    bool handler_first() const { return inline_ && handler_first_scheme_; }
+    // Such a handler's uop goes ahead of the program's uops in a front-end
+    // queue (behind the handler uops already there), past a full queue: the
+    // handler is what dispatches next.
+    bool passing(const Uop *u) const { return u->handler && handler_first(); }
 
     Machine &m_;
     Config c_;
@@ -294,31 +332,53 @@ class Core
         return stream_[(stream_head_ + (seq - stream_base_)) & (stream_.size() - 1)];
     }
     void set_kind(Uop &u, const Inst &in) const;
+    // set_kind's part that depends on the class alone
+    struct ClassKind {
+        uint16_t lat = 1;
+        bool fpq = false, system = false, access = false, ldq = false, stq = false,
+             reads_dcache = false;
+    };
+    static constexpr int N_CLASSES = C_TLB + 1;
+    ClassKind class_kind_[N_CLASSES];
     std::vector<Uop> handler_uops_; // the handler's instructions as uops (set_kind)
 
     Ring<Uop *> fetchq_, decodeq_, rob_;
     Ring<Uop *> kept_; // flush_all's: the handler uops it keeps
-    // the issue queues: in the order uops came in, each with the cycle its
-    // operands are ready (NEVER: not known yet) - the scan reads no uop
-    // that cannot issue
-    struct IqEntry {
-        uint64_t ready;
-        Uop *u;
-        // the operands' physical registers, here so that the scan reads no
-        // uop (no operand: zero_preg_, a register always ready)
-        uint16_t src[3];
-        bool mem, serial;
+    // An issue queue: the uops dispatched to it and not yet issued, in the
+    // order they came in (iq_stamp).  Issue takes them oldest first from
+    // those whose operands are ready, so each entry is kept where what is
+    // known of its operands puts it: on the ready list (ready by now: what
+    // issue scans, in order), on the timed list (ready at iq_ready, a later
+    // cycle: moved to the ready list then), or, while a producer has not
+    // issued, among the waiters of that producer's register (woken when it
+    // issues).  The result is the same as scanning the whole queue every
+    // cycle, without reading an entry that cannot issue.
+    struct IssueQueue {
+        size_t n = 0;                // entries
+        std::vector<Uop *> ready;    // by iq_stamp
+        std::vector<Uop *> timed;    // any order
+        uint64_t next = NEVER_CYCLE; // the least iq_ready on the timed list
     };
-    std::vector<IqEntry> iq_int_, iq_fp_;
+    IssueQueue iq_int_, iq_fp_;
     size_t iq_handler_ = 0; // handler uops in iq_int_ beside its room (handler_iq = 0)
-    struct Executing {
-        uint64_t ready; // the cycle it finishes
-        Uop *u;
-    };
-    std::vector<Executing> executing_;
-    uint64_t exec_next_ = NEVER_CYCLE; // no entry of executing_ finishes before this cycle
-    bool iq_dirty_ = true;             // the issue queues changed since they were last scanned
-    uint64_t iq_next_ = 0;             // the earliest cycle a waiting uop's operands are ready
+    uint64_t iq_stamp_ = 0;
+    std::vector<std::vector<Uop *>> waiters_; // by physical register
+    std::vector<Uop *> woken_;                // wake()'s
+    void iq_place(Uop *u);                    // by u->iq_ready
+    void iq_promote(IssueQueue &q);           // timed entries ready now go on the ready list
+    void wake(int preg);                      // preg's producer has issued
+    void iq_recompute();                      // a ready cycle changed: every entry looks again
+    // the uops executing, each with the cycle it finishes, in two arrays
+    // (an entry moves a word at a time); exec_next_: none finishes before
+    std::vector<uint64_t> exec_ready_;
+    std::vector<Uop *> exec_uop_;
+    uint64_t exec_next_ = NEVER_CYCLE;
+    void executing(Uop *u)
+    {
+        exec_ready_.push_back(u->ready);
+        exec_uop_.push_back(u);
+        exec_next_ = std::min(exec_next_, u->ready);
+    }
     int loads_ = 0, stores_ = 0;
 
     // renaming: 72 architectural registers (x, f, k)
@@ -332,7 +392,6 @@ class Core
     std::vector<uint64_t> preg_ready_;
     int n_int_phys_ = 0;
     uint16_t zero_preg_ = 0;
-    std::vector<uint8_t> preg_used_; // flush_all's scratch
 
     // fetch state
     uint64_t fetch_stall_until_ = 0;
@@ -341,14 +400,15 @@ class Core
     // the handler: fetching it (index into handler()), and the mode
     enum class Mode { USER, FETCH_HANDLER, WAIT_ERET } mode_ = Mode::USER;
     size_t handler_next_ = 0;
-    bool inline_ = false;              // the handler being fetched is in-lined
-    uint64_t miss_vpn_ = 0;            // the page the current handler fills
-    uint64_t resume_seq_ = 0;          // traditional: re-fetch from here after eret
-    int prepend_at_ = 0;               // prepend: where the next handler uop goes in the ROB
-    int handler_undispatched_ = 0;     // in-lined: handler uops not yet in the ROB
-    int handler_frontend_ = 0;         // handler uops fetched and not yet in the ROB
-    bool handler_active_ = false;      // a handler's TLB write has not executed yet
-    uint64_t tlb_checked_seq_ = ~0ull; // the access whose program-order lookup is done
+    bool inline_ = false;               // the handler being fetched is in-lined
+    bool handler_first_scheme_ = false; // an in-lined handler dispatches first (handler_first)
+    uint64_t miss_vpn_ = 0;             // the page the current handler fills
+    uint64_t resume_seq_ = 0;           // traditional: re-fetch from here after eret
+    int prepend_at_ = 0;                // prepend: where the next handler uop goes in the ROB
+    int handler_undispatched_ = 0;      // in-lined: handler uops not yet in the ROB
+    int handler_frontend_ = 0;          // handler uops fetched and not yet in the ROB
+    bool handler_active_ = false;       // a handler's TLB write has not executed yet
+    uint64_t tlb_checked_seq_ = ~0ull;  // the access whose program-order lookup is done
 
     // the TLB
     struct TlbEntry {
