@@ -12,7 +12,7 @@ chmod 755 "$dir"
 pid= port= started=()
 kv_cleanup() {
     local rc=$?
-    for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    for p in "${started[@]}"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null || true; done
     if ((rc != 0)); then
         for f in "$dir"/*.err; do
             [[ -s $f ]] && { echo "== $f"; tail -n 40 "$f"; }

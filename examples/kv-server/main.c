@@ -3296,6 +3296,7 @@ static void event_loop(void)
             else
                 on_event(evs[i].data.ptr, evs[i].events);
         }
+        kv_hold_resize(S.kv, S.bgsave);
         run_pending();
         free_closed();
         uint64_t now = (uint64_t)wall_ms();

@@ -93,6 +93,7 @@ struct kv_store {
     struct kv_hdr *h;
     int64_t now;
     uint64_t rng, expired;
+    bool hold_resize; /* a snapshot runs: resize tables only when they must */
 };
 
 #define AT(s, off) ((void *)((s)->base + (off)))
@@ -382,7 +383,7 @@ static uint64_t pow2_at_least(uint64_t n, uint64_t min)
 static void dict_maybe_shrink(struct kv_store *s, struct kv_dict *d, uint64_t min)
 {
     uint64_t n = dict_count(d);
-    if (d->rehash < 0 && d->size[0] > min && n * 10 < d->size[0])
+    if (d->rehash < 0 && !s->hold_resize && d->size[0] > min && n * 10 < d->size[0])
         dict_resize(s, d, pow2_at_least(n, min));
 }
 
@@ -426,7 +427,8 @@ static int dict_insert(struct kv_store *s, struct kv_dict *d, uint64_t e, uint64
     rec(s, e)->next = *b;
     *b = e;
     d->used[t]++;
-    if (d->rehash < 0 && d->used[0] >= d->size[0]) dict_resize(s, d, d->size[0] * 2);
+    if (d->rehash < 0 && d->used[0] >= d->size[0] * (s->hold_resize ? 5 : 1))
+        dict_resize(s, d, d->size[0] * 2);
     return 0;
 }
 
@@ -588,6 +590,11 @@ struct kv_store *kv_open(void *area, size_t len, const char **why)
         *why = "its store's header is inconsistent";
     if (*why) return NULL;
     return handle(area);
+}
+
+void kv_hold_resize(struct kv_store *s, bool hold)
+{
+    s->hold_resize = hold;
 }
 
 void kv_set_now(struct kv_store *s, int64_t now_ms)

@@ -59,6 +59,11 @@ struct kv_store *kv_open(void *area, size_t len, const char **why);
 
 /* The time, in unix ms, that expiry is measured against. */
 void kv_set_now(struct kv_store *s, int64_t now_ms);
+/* While a snapshot runs (hold true), hash tables grow only at five
+ * entries per bucket and never shrink, as Redis holds them while its save
+ * child runs: a rehash writes every bucket array page and entry, which the
+ * snapshot must then copy. */
+void kv_hold_resize(struct kv_store *s, bool hold);
 /* Keys deleted because they expired, since kv_format/kv_open. */
 uint64_t kv_expired_total(const struct kv_store *s);
 
