@@ -19,8 +19,8 @@
  *   sets      SADD SREM SISMEMBER SMISMEMBER SMEMBERS SCARD SPOP SRANDMEMBER SSCAN
  *   hashes    HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL HKEYS HVALS
  *             HINCRBY HINCRBYFLOAT HSCAN
- *   sorted    ZADD [NX|XX] [GT|LT] [CH] [INCR] ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
- *   sets      ZREVRANK ZCOUNT ZRANGE [BYSCORE] [REV] [LIMIT o c] [WITHSCORES] ZREVRANGE
+ *   zsets     ZADD [NX|XX] [GT|LT] [CH] [INCR] ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
+ *             ZREVRANK ZCOUNT ZRANGE [BYSCORE] [REV] [LIMIT o c] [WITHSCORES] ZREVRANGE
  *             ZRANGEBYSCORE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX
  *   server    PING ECHO TIME INFO [server|clients|memory|persistence|stats|keyspace]
  *             CONFIG GET (save appendonly dir dbfilename port maxmemory maxmemory-policy
@@ -187,6 +187,13 @@ static struct {
        .dir = ".",
        .listen_fd = -1,
        .out_hard = OUT_HARD_DEFAULT};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int64_t wall_ms(void)
 {
@@ -3282,7 +3289,7 @@ static void run_pending(void)
 static void event_loop(void)
 {
     struct epoll_event evs[256];
-    uint64_t next_cron = 0;
+    int64_t next_cron = 0;
     for (;;) {
         if (S.stop) {
             shutdown_server(SHUTDOWN_DEFAULT);
@@ -3299,7 +3306,7 @@ static void event_loop(void)
         kv_hold_resize(S.kv, S.bgsave);
         run_pending();
         free_closed();
-        uint64_t now = (uint64_t)wall_ms();
+        int64_t now = mono_ms();
         if (now >= next_cron || S.bgsave) {
             poll_bgsave();
             check_save_points();
