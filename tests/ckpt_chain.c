@@ -98,7 +98,11 @@ int main(int argc, char **argv)
     CHECK(area != MAP_FAILED);
     memset(area, 0, area_len);
     struct tk_ckpt_area ar = {area, area_len};
-    tk_ckpt_config cfg = {.areas = &ar, .nareas = 1, .mech = m, .flags = TK_CKPT_TRACK};
+    /* the background thread at the writers' priority: they spin on every
+     * CPU, and an idle-priority one would wait until they stop
+     * (tests/ckpt_yield.c has it idle) */
+    tk_ckpt_config cfg = {
+        .areas = &ar, .nareas = 1, .mech = m, .flags = TK_CKPT_TRACK | TK_CKPT_FAIR};
     tk_ckpt *c;
     int err = tk_ckpt_create(&cfg, &c);
     if (err == -EOPNOTSUPP) tk_test_unavailable(argv[1]);

@@ -6,10 +6,14 @@
  * returns; the program keeps running while a background thread copies the
  * pages to a file.  A write to a page not yet copied copies that page
  * first (in the writing thread, or in trapkit's handler thread), so the
- * writer waits for one page only.  The image is consistent at the instant:
- * every write that completed before its page was protected is in it, none
- * after.  (Writes that fault while the areas are being protected wait
- * until protection is complete.)
+ * writer waits for one page only.  The background thread yields to the
+ * program: it runs at SCHED_IDLE (TK_CKPT_FAIR keeps the caller's
+ * priority; the environment variable TRAPKIT_CKPT_COPIER=idle|nice|fair
+ * overrides both), writes with direct I/O where the file system allows, so
+ * the disk paces it, and holds no lock a writer can wait for: a writer
+ * never waits for it, whether it is copying, writing or descheduled.  The image is consistent at
+ * the instant: every write that completed before its page was protected is in it, none after.
+ * (Writes that fault while the areas are being protected wait until protection is complete.)
  *
  * Incremental images (TK_CKPT_INCREMENTAL) hold only the pages written
  * since the previous snapshot of the same checkpointer; a full image
@@ -86,6 +90,19 @@ typedef struct tk_ckpt_stats {
                                   being copied) */
     uint64_t bytes_written;    /* to the image */
     uint64_t duration_ns;      /* from tk_ckpt_start to the image being complete */
+    /* The background thread's CPU time, and its time in the system calls
+     * that write and sync the image (waiting for the disk included). */
+    uint64_t thread_cpu_ns;
+    uint64_t thread_io_ns;
+    /* Where the writers' time went: sums over the write faults of the
+     * snapshot, filled only when timing is on (TK_CKPT_TIMING, or the
+     * environment variable TRAPKIT_CKPT_TIMING=1 when the checkpointer is
+     * created); 0 otherwise, and then a fault reads no extra clock. */
+    uint64_t stall_total_ns;  /* in the write-fault handler, all of it */
+    uint64_t stall_pause_ns;  /* waiting for the snapshot instant (protection) */
+    uint64_t stall_page_ns;   /* waiting for another writer copying the same page */
+    uint64_t stall_copy_ns;   /* copying pages before they are written */
+    uint64_t stall_unprot_ns; /* opening the page again (tk_unprot: lock and system call) */
 } tk_ckpt_stats;
 
 /* Called from the background thread about every 1% of the pages and at
@@ -97,6 +114,15 @@ typedef void (*tk_ckpt_progress_fn)(const tk_ckpt_stats *st, void *arg);
     0x1 /* keep track of written pages between snapshots, so                                       \
            TK_CKPT_INCREMENTAL works: copied pages stay write-protected                            \
            and a page's first write after a snapshot takes one fault */
+#define TK_CKPT_TIMING                                                                             \
+    0x2 /* time where writers' faults spend their time                                             \
+           (tk_ckpt_stats.stall_*): a few clock reads per fault */
+#define TK_CKPT_FAIR                                                                               \
+    0x4 /* the background thread keeps the priority of the                                         \
+           thread that starts the snapshot, instead of                                             \
+           SCHED_IDLE (use it when the program keeps every CPU                                     \
+           busy: an idle-priority copier would then wait, and                                      \
+           the writers copy what it has not) */
 
 typedef struct tk_ckpt_config {
     const struct tk_ckpt_area *areas;

@@ -32,10 +32,20 @@
  * it itself, and the thread, seeing the state changed, leaves the page to
  * the writer's copy, written after its own.  So a writer waits neither for
  * the disk, nor for the kernel's dirty-page throttling, nor for a
- * background thread the scheduler has put aside.  The extra memory is one
- * page per page a writer copied, released when the snapshot ends, plus
- * the state, CRC, slot and bitmap
- * arrays (17 bytes per 4 KiB page); fork's is the copy-on-write copies.
+ * background thread the scheduler has put aside.
+ *
+ * The background thread runs at SCHED_IDLE (unless TK_CKPT_FAIR): on a CPU
+ * nothing else wants, preempted at once by a program thread that wakes up
+ * there.  A thread that low may be off the CPU for long, so it holds no
+ * lock a writer can wait for: copied pages are unprotected (without
+ * TK_CKPT_TRACK) by the helper, a thread at the program's priority that
+ * does nothing else but populate the writers' pool slots ahead of them:
+ * tk_unprot holds the region's lock across its system call, and
+ * MADV_POPULATE_WRITE the address space's (mmap_lock) across its range.  TK_CKPT_TIMING (or
+ * TRAPKIT_CKPT_TIMING=1) times each part of the write-fault path; tools/ckpt_stall.c is the driver
+ * that found where a writer's time goes (docs/design.md).  The extra memory is one page per page a
+ * writer copied, released when the snapshot ends, plus the state, CRC, slot and bitmap arrays (17
+ * bytes per 4 KiB page); fork's is the copy-on-write copies.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +60,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -58,6 +69,7 @@
 
 #include "apps/checkpoint/image.h"
 #include "core/internal.h"
+#include "os/linux/os.h"
 #include "trapkit/checkpoint.h"
 #include "trapkit/probe.h"
 #include "trapkit/region.h"
@@ -68,7 +80,13 @@ enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1 };
 atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread */
 #endif
 #define UNPROT_BATCH 64
-#define BATCH 64 /* pages the background thread writes with one pwritev */
+#define BATCH 64       /* pages the background thread writes with one pwritev */
+#define POOL_AHEAD 256 /* pool pages kept populated ahead of the writers' next copies */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#define OPEN_RING 1024 /* ranges of copied pages waiting for the helper thread */
+enum { COPIER_IDLE, COPIER_NICE, COPIER_FAIR };
 
 struct tk_ckpt {
     struct tk_ckpt_area areas[TK_IMG_MAX_AREAS];
@@ -78,6 +96,8 @@ struct tk_ckpt {
     unsigned shift;
     enum tk_ckpt_mech mech;
     bool track;
+    bool timing; /* TK_CKPT_TIMING: where writers' faults spend their time */
+    int copier;  /* COPIER_*: the background thread's scheduling */
     tk_ckpt_progress_fn progress;
     void *progress_arg;
 
@@ -88,6 +108,8 @@ struct tk_ckpt {
                                     UINT32_MAX until its writer has copied it */
     _Atomic uint64_t queue_tail; /* entries handed out */
     uint64_t queue_head;         /* entries written (the background thread's) */
+    _Atomic uint64_t pool_want;  /* pool slots to keep populated (the background thread's) */
+    _Atomic uint64_t pool_ready; /* pool slots populated (the helper's) */
     uint64_t *saved;             /* bitmap of the running snapshot's pages */
     uint64_t *prefix;            /* saved pages before each bitmap word */
     size_t words;
@@ -99,16 +121,33 @@ struct tk_ckpt {
     pthread_mutex_t lock; /* start/wait/destroy */
     bool thread_live;
     pthread_t thread;
+    /* The helper: a thread at the program's priority that unprotects copied
+     * pages (without TK_CKPT_TRACK) and populates the writers' pool slots
+     * ahead of them, the two things that take locks a writer may wait for
+     * (the region's, the address space's), so the background thread, which
+     * may run at the lowest priority, takes none.  The background thread
+     * posts the ranges and the pool's target. */
+    bool helper_live;
+    pthread_t helper;
+    size_t open_from[OPEN_RING], open_to[OPEN_RING];
+    _Atomic uint64_t open_tail; /* ranges posted */
+    _Atomic uint64_t open_head; /* ranges done */
+    atomic_int help_word;       /* futex: bumped at each post */
+    atomic_bool help_stop;
     pid_t child;
 
     /* the running (or last) snapshot */
     int fd, dfd; /* the image; dfd: the same file opened for direct I/O, or fd */
     bool incremental;
     uint64_t nsaved, data_off, t_start, t_instant_real;
+    uint64_t cpu0; /* CLOCK_THREAD_CPUTIME_ID of the thread that copies, when it began */
     atomic_bool running;
     atomic_int error;
     int phase_fd; /* readable while the phase is running (wait_while_paused) */
     _Atomic uint64_t by_thread, by_writers, faults, max_stall, bytes, done, pause_ns, duration;
+    _Atomic uint64_t thread_cpu, thread_io; /* the background thread's */
+    /* with timing: sums over the snapshot's faults (tk_ckpt_stats.stall_*) */
+    _Atomic uint64_t st_total, st_pause, st_page, st_copy, st_unprot;
 };
 
 static const char *const mech_names[TK_CKPT_COUNT_] = {"auto",  "uffd-thread", "uffd-sigbus",
@@ -230,6 +269,8 @@ static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
  * ignore the reads (core/internal.h).  [signal-safe] */
 static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off)
 {
+    uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+    int err = 0;
     while (n > 0) {
         TK_TSAN_IGNORE_BEGIN();
         ssize_t w = pwritev(c->dfd, iov, n, (off_t)off);
@@ -240,8 +281,10 @@ static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off
             c->dfd = c->fd;
             continue;
         }
-        if (w < 0) return -errno;
-        if (w == 0) return -EIO;
+        if (w < 0 || w == 0) {
+            err = w < 0 ? -errno : -EIO;
+            break;
+        }
         off += (uint64_t)w;
         while (n > 0 && (size_t)w >= iov->iov_len) {
             w -= (ssize_t)iov->iov_len;
@@ -253,18 +296,22 @@ static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off
             iov->iov_len -= (size_t)w;
         }
     }
-    return 0;
+    atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
+    return err;
 }
 
-/* Writes src, the contents of page idx, to its place in the image (unless
- * the snapshot already failed) and counts the page done.  [signal-safe] */
-static void write_page(struct tk_ckpt *c, size_t idx, const unsigned char *src)
+/* Writes src, a writer's copy of page idx, to its place in the image
+ * (unless the snapshot already failed) and counts the page done. */
+static void write_page(struct tk_ckpt *c, size_t idx, unsigned char *src)
 {
     if (!atomic_load(&c->error)) {
         c->crc[idx] = tk__crc32c((uint32_t)idx, src, c->ps);
         /* buffered: single pages from scattered places; the page cache
-         * gathers them */
+         * gathers them (one direct write per page costs the disk's latency
+         * each) */
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
         int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
+        atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
         if (err)
             set_error(c, err);
         else
@@ -298,6 +345,25 @@ static void drain_queue(struct tk_ckpt *c)
     }
 }
 
+/* With timing on and a snapshot running or being set up, the clock; else
+ * 0 (no clock read).  [signal-safe] */
+static uint64_t t_now(struct tk_ckpt *c)
+{
+    if (!c->timing || (!atomic_load(&c->running) && atomic_load(&c->phase) != PHASE_PAUSED))
+        return 0;
+    return now_ns(CLOCK_MONOTONIC);
+}
+
+/* Adds the time since *t (unless 0: not timed) to *sum and moves *t to
+ * now.  [signal-safe] */
+static void t_add(_Atomic uint64_t *sum, uint64_t *t)
+{
+    if (!*t) return;
+    uint64_t n = now_ns(CLOCK_MONOTONIC);
+    atomic_fetch_add_explicit(sum, n - *t, memory_order_relaxed);
+    *t = n;
+}
+
 /* The write-fault handler of every area.  [signal-safe] */
 static tk_action on_write(const tk_fault *f, void *arg)
 {
@@ -305,10 +371,11 @@ static tk_action on_write(const tk_fault *f, void *arg)
     if (f->access == TK_ACCESS_READ || f->access == TK_ACCESS_EXEC) return TK_DECLINE;
     size_t idx = index_of(c, f->region, (uintptr_t)f->page);
     if (idx >= c->npages) return TK_DECLINE;
+    uint64_t t_in = t_now(c), t = t_in;
     if (atomic_load(&c->running)) atomic_fetch_add(&c->faults, 1);
     /* a writer's stall: from its fault to its resumption, while a
      * snapshot runs or is being set up */
-    uint64_t t0 = atomic_load(&c->running) ? now_ns(CLOCK_MONOTONIC) : 0;
+    uint64_t t0 = atomic_load(&c->running) ? (t_in ? t_in : now_ns(CLOCK_MONOTONIC)) : 0;
     /* Enter unless a snapshot is being set up; it waits for those inside,
      * so no page is opened after it chose and protected its pages. */
     for (;;) {
@@ -318,6 +385,7 @@ static tk_action on_write(const tk_fault *f, void *arg)
         if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
         wait_while_paused(c);
     }
+    t_add(&c->st_pause, &t);
     for (unsigned spins = 0;; spins++) {
         uint8_t st = atomic_load(&c->state[idx]);
         if (st == ST_PENDING || st == ST_COPYING) {
@@ -327,15 +395,20 @@ static tk_action on_write(const tk_fault *f, void *arg)
 #ifdef TK_CKPT_TEST_TAKEOVER
             if (st == ST_COPYING) atomic_fetch_add(&tk__ckpt_takeovers, 1);
 #endif
+            t_add(&c->st_page, &t);
             buffer_page(c, idx);
             atomic_fetch_add(&c->by_writers, 1);
             atomic_store(&c->state[idx], ST_DIRTY);
+            t_add(&c->st_copy, &t);
             tk_unprot(f->region, f->page, c->ps);
+            t_add(&c->st_unprot, &t);
             break;
         }
         if (st == ST_CLEAN) {
             if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_DIRTY)) continue;
+            t_add(&c->st_page, &t);
             tk_unprot(f->region, f->page, c->ps);
+            t_add(&c->st_unprot, &t);
             break;
         }
         if (st == ST_DIRTY) break; /* another thread is opening it: retry */
@@ -343,7 +416,9 @@ static tk_action on_write(const tk_fault *f, void *arg)
         if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
         if (spins > 64) sched_yield();
     }
+    t_add(&c->st_page, &t);
     atomic_fetch_sub(&c->inflight, 1);
+    if (t_in) atomic_fetch_add_explicit(&c->st_total, t - t_in, memory_order_relaxed);
     if (t0) note_max(&c->max_stall, now_ns(CLOCK_MONOTONIC) - t0);
     return TK_RESUME;
 }
@@ -378,7 +453,7 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
                                  "checkpointer");
     if ((unsigned)cfg->mech >= TK_CKPT_COUNT_)
         return tk__fail(-EINVAL, "tk_ckpt_create: unknown mechanism");
-    if (cfg->flags & ~(unsigned)TK_CKPT_TRACK)
+    if (cfg->flags & ~(unsigned)(TK_CKPT_TRACK | TK_CKPT_TIMING | TK_CKPT_FAIR))
         return tk__fail(-EINVAL, "tk_ckpt_create: unknown flags");
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     tk__crc32c_init();
@@ -396,6 +471,13 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->nareas = cfg->nareas;
     c->mech = cfg->mech;
     c->track = (cfg->flags & TK_CKPT_TRACK) != 0;
+    const char *copier = getenv("TRAPKIT_CKPT_COPIER");
+    c->copier = (cfg->flags & TK_CKPT_FAIR) ? COPIER_FAIR : COPIER_IDLE;
+    if (copier && !strcmp(copier, "fair")) c->copier = COPIER_FAIR;
+    if (copier && !strcmp(copier, "nice")) c->copier = COPIER_NICE;
+    if (copier && !strcmp(copier, "idle")) c->copier = COPIER_IDLE;
+    const char *timing = getenv("TRAPKIT_CKPT_TIMING");
+    c->timing = (cfg->flags & TK_CKPT_TIMING) || (timing && *timing && strcmp(timing, "0") != 0);
     c->progress = cfg->progress;
     c->progress_arg = cfg->progress_arg;
     c->fd = c->dfd = -1;
@@ -510,9 +592,11 @@ static int finish_image(struct tk_ckpt *c)
     h.dir_crc = tk__crc32c(0, dir, dir_len);
     munmap(dir, dir_len);
     h.header_crc = tk__crc32c(0, &h, offsetof(struct tk_img_header, header_crc));
+    uint64_t t0 = now_ns(CLOCK_MONOTONIC);
     if (!err && fsync(c->fd) < 0) err = -errno;
     if (!err) err = pwrite_all(c->fd, &h, sizeof h, 0);
     if (!err && fsync(c->fd) < 0) err = -errno;
+    atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
     if (!err) atomic_fetch_add(&c->bytes, dir_len + sizeof h);
     return err;
 }
@@ -594,6 +678,74 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
     b->n = 0;
 }
 
+/* Populates pool slots [pool_ready, pool_want) (helper thread).
+ * MADV_POPULATE_WRITE leaves the contents alone, so a slot a writer took
+ * meanwhile and is copying into is not disturbed. */
+static void populate_pool(struct tk_ckpt *c)
+{
+    uint64_t from = atomic_load(&c->pool_ready), to = atomic_load(&c->pool_want);
+    if (from >= to) return;
+    unsigned char *p = c->pool + from * c->ps;
+    size_t n = (size_t)(to - from) * c->ps;
+    if (madvise(p, n, MADV_POPULATE_WRITE) <
+        0) /* before Linux 5.14: a write that changes nothing */
+        for (size_t o = 0; o < n; o += c->ps) __atomic_fetch_add(p + o, 0, __ATOMIC_RELAXED);
+    atomic_store(&c->pool_ready, to);
+}
+
+/* The helper thread: unprotects the ranges the background thread posts and
+ * populates the pool up to its target, until told to stop and every posted
+ * range is done. */
+static void *helper_main(void *arg)
+{
+    struct tk_ckpt *c = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    for (;;) {
+        int word = atomic_load(&c->help_word);
+        populate_pool(c);
+        for (uint64_t h = atomic_load(&c->open_head); h < atomic_load(&c->open_tail); h++) {
+            release_batch(c, c->open_from[h % OPEN_RING], c->open_to[h % OPEN_RING]);
+            atomic_store(&c->open_head, h + 1);
+        }
+        if (atomic_load(&c->help_stop)) break;
+        tk__futex_wait(&c->help_word, word);
+    }
+    return NULL;
+}
+
+static void wake_helper(struct tk_ckpt *c)
+{
+    atomic_fetch_add(&c->help_word, 1);
+    tk__futex_wake(&c->help_word, 1);
+}
+
+/* Hands the copied pages among [from, to) to the helper; if its ring is
+ * full they stay protected as CLEAN pages, and a writer opens each on its
+ * first write. */
+static void post_release(struct tk_ckpt *c, size_t from, size_t to)
+{
+    uint64_t tail = atomic_load(&c->open_tail);
+    if (!c->helper_live || tail - atomic_load(&c->open_head) >= OPEN_RING) return;
+    c->open_from[tail % OPEN_RING] = from;
+    c->open_to[tail % OPEN_RING] = to;
+    atomic_store(&c->open_tail, tail + 1);
+    wake_helper(c);
+}
+
+/* Keeps POOL_AHEAD pool slots populated beyond those handed out (by the
+ * helper), so a writer's copy lands in memory already faulted in (a writer
+ * that outruns it faults the slot in itself). */
+static void prefault_pool(struct tk_ckpt *c)
+{
+    uint64_t want = atomic_load(&c->queue_tail) + POOL_AHEAD;
+    if (want > c->npages) want = c->npages;
+    if (!c->helper_live || want < atomic_load(&c->pool_want) + POOL_AHEAD / 4) return;
+    atomic_store(&c->pool_want, want);
+    wake_helper(c);
+}
+
 /* In a fork snapshot's child: the program it copies.  A child whose
  * program is gone (killed) stops at its next batch, rather than go on
  * writing a file the next run of the program may be using. */
@@ -627,12 +779,15 @@ static void copy_all(struct tk_ckpt *c, bool child)
         }
         /* release only pages of flushed batches */
         if (release && b.n == 0 && i + 1 - batch_from >= UNPROT_BATCH) {
-            release_batch(c, batch_from, i + 1);
+            post_release(c, batch_from, i + 1);
             batch_from = i + 1;
         }
         /* writers' copies only between batches: one of a page in the
          * batch being built must be written after the batch, over it */
-        if (!child && b.n == 0) drain_queue(c);
+        if (!child && b.n == 0) {
+            drain_queue(c);
+            prefault_pool(c);
+        }
         if (!child && i % step == step - 1) report(c);
     }
     flush_batch(c, &b);
@@ -641,18 +796,44 @@ static void copy_all(struct tk_ckpt *c, bool child)
         drain_queue(c);
         if (atomic_load(&c->done) < c->nsaved) sched_yield();
     }
-    if (release) release_batch(c, batch_from, c->npages);
+    if (release) post_release(c, batch_from, c->npages);
 }
 
 static void reset_queue(struct tk_ckpt *c)
 {
     uint64_t used = atomic_load(&c->queue_tail);
-    if (used) {
-        madvise(c->pool, used * c->ps, MADV_DONTNEED); /* give the copies back */
-        for (uint64_t q = 0; q < used; q++) atomic_store(&c->queue[q], UINT32_MAX);
-    }
+    uint64_t ready = atomic_load(&c->pool_ready);
+    uint64_t touched = used > ready ? used : ready;
+    if (touched) madvise(c->pool, touched * c->ps, MADV_DONTNEED); /* give the copies back */
+    for (uint64_t q = 0; q < used; q++) atomic_store(&c->queue[q], UINT32_MAX);
     atomic_store(&c->queue_tail, 0);
     c->queue_head = 0;
+    atomic_store(&c->pool_ready, 0);
+    atomic_store(&c->pool_want, 0);
+}
+
+/* Stops the helper once it has done every range posted. */
+static void stop_helper(struct tk_ckpt *c)
+{
+    if (!c->helper_live) return;
+    atomic_store(&c->help_stop, true);
+    wake_helper(c);
+    pthread_join(c->helper, NULL);
+    c->helper_live = false;
+}
+
+/* The background thread's scheduling: by default SCHED_IDLE, so that it
+ * runs only on a CPU nothing else wants and a program thread that wakes up
+ * preempts it at once; "nice": nice 19; "fair": the program's own
+ * priority.  It holds no lock a writer can wait for (the helper thread
+ * unprotects pages), so its low priority delays nobody but itself. */
+static void lower_priority(const struct tk_ckpt *c)
+{
+    if (c->copier == COPIER_IDLE) {
+        struct sched_param sp = {.sched_priority = 0};
+        if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0) return;
+    }
+    if (c->copier != COPIER_FAIR) setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 }
 
 /* The end of a snapshot: the directory and header (unless the fork child
@@ -672,6 +853,8 @@ static void end_snapshot(struct tk_ckpt *c, bool write_image)
     else
         c->base_seq = 0; /* pages were marked clean without an image: next one is full */
     atomic_store(&c->duration, now_ns(CLOCK_MONOTONIC) - c->t_start);
+    if (c->mech != TK_CKPT_FORK)
+        atomic_store(&c->thread_cpu, now_ns(CLOCK_THREAD_CPUTIME_ID) - c->cpu0);
     atomic_store(&c->running, false);
     report(c);
 }
@@ -682,10 +865,17 @@ static void *snapshot_thread(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    c->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    if (c->mech != TK_CKPT_FORK) lower_priority(c);
     if (c->mech == TK_CKPT_FORK) {
         int st = 0;
-        while (waitpid(c->child, &st, 0) < 0 && errno == EINTR) {
+        struct rusage ru;
+        memset(&ru, 0, sizeof ru);
+        while (wait4(c->child, &st, 0, &ru) < 0 && errno == EINTR) {
         }
+        atomic_store(&c->thread_cpu,
+                     (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+                         (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) set_error(c, -EIO);
         atomic_store(&c->done, c->nsaved);
         atomic_store(&c->by_thread, c->nsaved);
@@ -694,6 +884,7 @@ static void *snapshot_thread(void *arg)
         return NULL;
     }
     copy_all(c, false);
+    stop_helper(c);
     end_snapshot(c, true);
     return NULL;
 }
@@ -702,6 +893,7 @@ static void *snapshot_thread(void *arg)
 static void fork_child(struct tk_ckpt *c, pid_t parent)
 {
     fork_parent = parent;
+    lower_priority(c);
     copy_all(c, true);
     int err = atomic_load(&c->error);
     if (!err) err = finish_image(c);
@@ -749,6 +941,13 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     atomic_store(&c->bytes, 0);
     atomic_store(&c->done, 0);
     atomic_store(&c->duration, 0);
+    atomic_store(&c->thread_cpu, 0);
+    atomic_store(&c->thread_io, 0);
+    atomic_store(&c->st_total, 0);
+    atomic_store(&c->st_pause, 0);
+    atomic_store(&c->st_page, 0);
+    atomic_store(&c->st_copy, 0);
+    atomic_store(&c->st_unprot, 0);
     c->t_start = now_ns(CLOCK_MONOTONIC);
 
     /* The pause: let writers already past the phase check finish opening
@@ -820,6 +1019,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     }
     if (c->mech == TK_CKPT_STOP) {
         /* writers keep waiting until every page is copied */
+        c->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
         atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
         copy_all(c, false);
         for (size_t a = 0; a < c->nareas && !c->track; a++) {
@@ -834,9 +1034,20 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     }
     atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
     set_phase(c, PHASE_RUNNING);
+    if (c->mech != TK_CKPT_FORK) {
+        atomic_store(&c->open_head, 0);
+        atomic_store(&c->open_tail, 0);
+        atomic_store(&c->help_stop, false);
+        /* without a helper copied pages stay protected until written, and
+         * writers fault their pool slots in */
+        c->helper_live = pthread_create(&c->helper, NULL, helper_main, c) == 0;
+    }
     if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
-        /* no thread: copy here */
+        /* no thread: copy here, at the caller's priority */
+        int copier = c->copier;
+        c->copier = COPIER_FAIR;
         snapshot_thread(c);
+        c->copier = copier;
     } else {
         c->thread_live = true;
     }
@@ -865,6 +1076,13 @@ int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st)
         st->bytes_written = atomic_load(&c->bytes);
         st->duration_ns =
             running ? now_ns(CLOCK_MONOTONIC) - c->t_start : atomic_load(&c->duration);
+        st->thread_cpu_ns = atomic_load(&c->thread_cpu);
+        st->thread_io_ns = atomic_load(&c->thread_io);
+        st->stall_total_ns = atomic_load(&c->st_total);
+        st->stall_pause_ns = atomic_load(&c->st_pause);
+        st->stall_page_ns = atomic_load(&c->st_page);
+        st->stall_copy_ns = atomic_load(&c->st_copy);
+        st->stall_unprot_ns = atomic_load(&c->st_unprot);
     }
     return running ? 1 : 0;
 }
