@@ -327,6 +327,14 @@ void Core::set_kind(Uop &u, const Inst &in) const
                 : in.op == JALR    ? Uop::JALR
                                    : Uop::NONE;
     }
+    // serialising: system instructions, and a flushing handler's return
+    // (fetch_handler() knows which)
+    u.serial = k.system || (!u.handler && in.op == TK_ERET);
+    // what rename and fetch leave as they are when they do not apply (the
+    // record is fetched again after a flush, as the same instruction)
+    u.dst = u.old = u.arch_dst = -1;
+    u.mispred = u.ras_push = false;
+    u.ras_pop = u.ras_drop = NEVER;
 }
 
 Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
@@ -375,12 +383,13 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
     preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys) + 1, 0);
     zero_preg_ = static_cast<uint16_t>(n_int_phys_ + n_fp_phys);
     map_[NOREG] = zero_preg_;
-    waiters_.resize(preg_ready_.size());
+    waiters_.assign(preg_ready_.size(), nullptr);
     // the stream's ring: every user instruction in flight, and one more
     size_t in_flight = static_cast<size_t>(c.rob_size + c.fetch_queue + c.decode_queue) + 2;
     size_t ring = 16;
     while (ring < in_flight) ring *= 2;
     stream_.resize(ring);
+    stream_mask_ = ring - 1;
     for (const Inst &in : handler()) {
         Uop u;
         u.handler = true;
@@ -406,7 +415,7 @@ Core::~Core()
     // every handler uop is in the pool or in one of these (the issue
     // queues and the executing list point into the ROB); the program's
     // are the stream's
-    for (auto *q : {&fetchq_, &decodeq_, &rob_})
+    for (auto *q : {&front_, &rob_})
         for (Uop *u : *q) free_uop(u);
     for (Uop *u : pool_) delete u;
 }
@@ -491,7 +500,7 @@ void Core::flush_all(uint64_t resume_seq)
     // the oldest found it.  (Its counters and targets learn when a branch
     // executes, not at fetch: a branch flushed before it executed is
     // predicted again as it was.)  The front end holds program uops only.
-    st_.flushed_frontend += fetchq_.size() + decodeq_.size();
+    st_.flushed_frontend += front_.size();
     const Uop *oldest = nullptr;
     auto undo = [this, &oldest](const Uop *u) {
         oldest = u;
@@ -499,8 +508,7 @@ void Core::flush_all(uint64_t resume_seq)
         if (u->ras_drop != NEVER) ras_.insert(ras_.begin(), u->ras_drop);
         if (u->ras_pop != NEVER) ras_.push_back(u->ras_pop);
     };
-    for (size_t i = fetchq_.size(); i-- > 0;) undo(fetchq_[i]);
-    for (size_t i = decodeq_.size(); i-- > 0;) undo(decodeq_[i]);
+    for (size_t i = front_.size(); i-- > 0;) undo(front_[i]);
     // The ROB: its program uops go (youngest first, for the return stack),
     // their registers back to the free lists (the free registers are those
     // neither committed nor written by a uop in flight; which of them a
@@ -566,8 +574,8 @@ void Core::flush_all(uint64_t resume_seq)
     iq_fp_.next = NEVER;
     exec_next_ = NEVER;
     for (uint64_t r : exec_ready_) exec_next_ = std::min(exec_next_, r);
-    fetchq_.clear();
-    decodeq_.clear();
+    front_.clear();
+    decoded_ = 0;
     loads_ = stores_ = 0;
     // the program's registers go back to the committed map; the k
     // registers keep the kept handler's renaming
@@ -583,7 +591,7 @@ void Core::take_miss(Uop &head)
 {
     st_.tlb_misses++;
     st_.rob_occupancy_at_miss += rob_.size();
-    miss_vpn_ = head.vpn;
+    miss_vpn_ = vpn(&head);
     handler_next_ = 0;
     handler_active_ = true;
     head.tlbmiss = true;
@@ -603,14 +611,13 @@ void Core::take_miss(Uop &head)
         int fe = 0, fe_int_dst = 0, fe_fp_dst = 0, fe_iq_int = 0, fe_iq_fp = 0, fe_ld = 0,
             fe_st = 0;
         if (c_.scheme == Scheme::APPEND && c_.append_after_frontend)
-            for (auto *q : {&fetchq_, &decodeq_})
-                for (const Uop *u : *q) { // (program uops: no handler's is there)
-                    fe++;
-                    if (u->rd != NOREG) (u->dst_fp ? fe_fp_dst : fe_int_dst)++;
-                    (u->fpq ? fe_iq_fp : fe_iq_int)++;
-                    if (u->ldq) fe_ld++;
-                    if (u->stq) fe_st++;
-                }
+            for (const Uop *u : front_) { // (program uops: no handler's is there)
+                fe++;
+                if (u->rd != NOREG) (u->dst_fp ? fe_fp_dst : fe_int_dst)++;
+                (u->fpq ? fe_iq_fp : fe_iq_int)++;
+                if (u->ldq) fe_ld++;
+                if (u->stq) fe_st++;
+            }
         int h_dst = 0;
         for (const Inst &in : h)
             if (in.rd != NOREG) h_dst++;
@@ -645,13 +652,12 @@ void Core::take_miss(Uop &head)
     mode_ = Mode::FETCH_HANDLER;
 }
 
-// Puts a handler's uop in a front-end queue behind the handler uops
-// already at its front (passing).
-void Core::front_insert(Ring<Uop *> &q, Uop *u)
+// Where a passing handler uop goes in the front-end queue that is
+// front_[from, to): behind the handler uops already at its front.
+size_t Core::front_place(size_t from, size_t to) const
 {
-    size_t at = 0;
-    while (at < q.size() && q[at]->handler) at++;
-    q.insert(at, u);
+    while (from < to && front_[from]->handler) from++;
+    return from;
 }
 
 // ---- stages ----
@@ -684,7 +690,7 @@ void Core::commit()
             if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0) return;
             tlb_checked_seq_ = u->seq;
             events_++;
-            if (!tlb_lookup_commit(u->vpn)) {
+            if (!tlb_lookup_commit(vpn(u))) {
                 take_miss(*u);
                 return;
             }
@@ -712,7 +718,7 @@ void Core::commit()
         st_.user_insns++;
         st_.commit_hash = (st_.commit_hash ^ u->pc) * 0x100000001b3ull; // FNV-1a over the PCs
         rob_.pop_front();
-        stream_head_ = (stream_head_ + 1) & (stream_.size() - 1);
+        stream_head_ = (stream_head_ + 1) & stream_mask_;
         stream_n_--;
         stream_base_++;
         last_commit_cycle_ = cycle_;
@@ -789,7 +795,7 @@ void Core::complete()
                 // and the one the handler ran for (replays count the others)
                 for (Uop *w : rob_)
                     if (!w->handler && w->tlbmiss &&
-                        (w->vpn == miss_vpn_ || w->seq == tlb_checked_seq_)) {
+                        (vpn(w) == miss_vpn_ || w->seq == tlb_checked_seq_)) {
                         rearm(w);
                         if (w->seq != tlb_checked_seq_) st_.replays++;
                     }
@@ -816,12 +822,12 @@ void Core::complete()
 
 // A uop leaves its issue queue for its unit (or, an access whose page is
 // not in the TLB, is held: the miss is found).
-void Core::start(Uop *u)
+inline void Core::start(Uop *u)
 {
     events_++;
     uint64_t lat = u->lat;
     if (u->mem) {
-        if (!u->handler && !tlb_probe(u->vpn)) { // held until its page is in the TLB
+        if (!u->handler && !tlb_probe(vpn(u))) { // held until its page is in the TLB
             st_.detections++;
             st_.rob_occupancy_at_detect += rob_.size();
             u->tlbmiss = true;
@@ -847,16 +853,17 @@ void Core::start(Uop *u)
 
 // ---- the issue queues (IssueQueue) ----
 // An entry goes where its ready cycle puts it.
-void Core::iq_place(Uop *u)
+inline void Core::iq_place(Uop *u)
 {
     IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
     if (u->iq_ready == NEVER) { // it waits for the producer of its first operand
-        waiters_[u->src[0]].push_back(u);
+        u->next_waiter = waiters_[u->src[0]];
+        waiters_[u->src[0]] = u;
     } else if (u->iq_ready <= cycle_) {
         // in order among the ready (it is mostly the youngest)
         size_t at = q.ready.size();
         q.ready.push_back(u);
-        while (at > 0 && q.ready[at - 1]->iq_stamp > u->iq_stamp) {
+        while (at > 0 && older(u->iq_stamp, q.ready[at - 1]->iq_stamp)) {
             q.ready[at] = q.ready[at - 1];
             at--;
         }
@@ -888,16 +895,16 @@ void Core::iq_promote(IssueQueue &q)
 // its other operands, and may wait on).  A program uop a flush removed may
 // be among them only until preg is renamed again (dispatch() forgets them
 // then), and no uop in flight writes preg before that.
-void Core::wake(int preg)
+inline void Core::wake(int preg)
 {
-    std::vector<Uop *> &w = waiters_[static_cast<size_t>(preg)];
-    if (w.empty()) return;
-    woken_.swap(w);
-    for (Uop *u : woken_) {
+    Uop *u = waiters_[static_cast<size_t>(preg)];
+    waiters_[static_cast<size_t>(preg)] = nullptr;
+    while (u) {
+        Uop *next = u->next_waiter; // (iq_place() may link u elsewhere)
         u->iq_ready = operands_ready(u->src);
         iq_place(u);
+        u = next;
     }
-    woken_.clear();
 }
 
 // A register's ready cycle changed after readers had seen it: every entry
@@ -965,71 +972,105 @@ void Core::issue()
 
 void Core::dispatch()
 {
-    for (int n = 0; n < c_.rename_width && !decodeq_.empty(); n++) {
-        Uop *u = decodeq_.front();
-        if (u->stage_at >= cycle_) return;
+    for (int n = 0; n < c_.rename_width && decoded_ > 0; n++) {
+        Uop *u = front_.front();
+        if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
+        if (u->handler) {
+            if (!dispatch_handler(u)) return;
+            continue;
+        }
         // the program's uops wait while an in-lined handler's go in ahead
         // of them (the room the in-lining found is the handler's)
-        if (!u->handler && handler_undispatched_ > 0 && handler_first()) return;
-        if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
-        // (with handler_iq = 0 the handler's uops wait beside the queue)
-        bool own_queue = u->handler && !c_.handler_iq;
+        if (handler_undispatched_ > 0 && handler_first()) return;
         IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
         if (u->fpq ? static_cast<int>(q.n) >= c_.iq_fp
-                   : !own_queue && static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
+                   : static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
             return;
         if ((u->ldq && loads_ >= c_.load_queue) || (u->stq && stores_ >= c_.store_queue)) return;
         if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return;
-        decodeq_.pop_front();
-        events_++;
-        // rename (map_[NOREG] is the always-ready zero_preg_)
-        u->src[0] = static_cast<uint16_t>(map_[u->src_arch[0]]);
-        u->src[1] = static_cast<uint16_t>(map_[u->src_arch[1]]);
-        u->src[2] = static_cast<uint16_t>(map_[u->src_arch[2]]);
-        if (u->rd != NOREG) {
-            auto &fl = u->dst_fp ? free_fp_ : free_int_;
-            u->dst = static_cast<int16_t>(fl.back());
-            fl.pop_back();
-            u->old = static_cast<int16_t>(map_[u->rd]);
-            u->arch_dst = u->rd;
-            map_[u->rd] = u->dst;
-            preg_ready_[static_cast<size_t>(u->dst)] = NEVER;
-            waiters_[static_cast<size_t>(u->dst)].clear(); // (flushed readers: see wake())
-        }
-        u->st = Uop::WAIT;
-        if (u->handler) {
-            handler_frontend_--;
-            if (inline_ && handler_undispatched_ > 0) handler_undispatched_--;
-        } else {
-            if (u->ldq) loads_++;
-            if (u->stq) stores_++;
-        }
-        // serialising: system instructions, and a flushing handler's return
-        u->serial = u->system || (u->op == TK_ERET && !u->inl);
-        q.n++;
-        u->iq_stamp = iq_stamp_++;
-        u->iq_ready = operands_ready(u->src);
-        iq_place(u);
-        if (own_queue) iq_handler_++;
-        if (u->handler && inline_ && c_.scheme == Scheme::PREPEND) {
-            rob_.insert(static_cast<size_t>(prepend_at_), u);
-            prepend_at_++;
-        } else {
-            rob_.push_back(u);
-        }
+        front_.pop_front();
+        decoded_--;
+        loads_ += u->ldq;
+        stores_ += u->stq;
+        rename(u, q);
+        rob_.push_back(u);
     }
+}
+
+// A handler's uop, at the front of the decode queue: false if it must wait.
+bool Core::dispatch_handler(Uop *u)
+{
+    // (with handler_iq = 0 the handler's uops wait beside the queue)
+    bool own_queue = !c_.handler_iq;
+    IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
+    if (u->fpq ? static_cast<int>(q.n) >= c_.iq_fp
+               : !own_queue && static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
+        return false;
+    if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return false;
+    front_.pop_front();
+    decoded_--;
+    handler_frontend_--;
+    if (inline_ && handler_undispatched_ > 0) handler_undispatched_--;
+    rename(u, q);
+    if (own_queue) iq_handler_++;
+    if (inline_ && c_.scheme == Scheme::PREPEND) {
+        rob_.insert(static_cast<size_t>(prepend_at_), u);
+        prepend_at_++;
+    } else {
+        rob_.push_back(u);
+    }
+    return true;
+}
+
+// Renames u's registers and puts it in its issue queue.
+inline void Core::rename(Uop *u, IssueQueue &q)
+{
+    events_++;
+    // (map_[NOREG] is the always-ready zero_preg_)
+    u->src[0] = static_cast<uint16_t>(map_[u->src_arch[0]]);
+    u->src[1] = static_cast<uint16_t>(map_[u->src_arch[1]]);
+    u->src[2] = static_cast<uint16_t>(map_[u->src_arch[2]]);
+    if (u->rd != NOREG) {
+        auto &fl = u->dst_fp ? free_fp_ : free_int_;
+        int p = fl.back();
+        fl.pop_back();
+        u->dst = static_cast<int16_t>(p);
+        u->old = static_cast<int16_t>(map_[u->rd]);
+        u->arch_dst = u->rd;
+        map_[u->rd] = p;
+        preg_ready_[static_cast<size_t>(p)] = NEVER;
+        waiters_[static_cast<size_t>(p)] = nullptr; // (flushed readers: see wake())
+    }
+    u->st = Uop::WAIT;
+    q.n++;
+    u->iq_stamp = iq_stamp_++;
+    u->iq_ready = operands_ready(u->src);
+    iq_place(u);
 }
 
 void Core::decode()
 {
-    for (int n = 0; n < c_.decode_width && !fetchq_.empty(); n++) {
-        Uop *u = fetchq_.front();
-        if (u->stage_at >= cycle_) return;
-        if (static_cast<int>(decodeq_.size()) >= c_.decode_queue && !passing(u)) return;
-        fetchq_.pop_front();
+    if (handler_frontend_ == 0) { // the program's uops alone: they go in order
+        size_t room = static_cast<size_t>(c_.decode_queue) > decoded_
+                          ? static_cast<size_t>(c_.decode_queue) - decoded_
+                          : 0;
+        size_t n = std::min({static_cast<size_t>(c_.decode_width), fetchq_size(), room});
+        if (n == 0) return;
+        decoded_ += n;
         events_++;
-        u->stage_at = cycle_;
-        front_push(decodeq_, u);
+        return;
+    }
+    for (int n = 0; n < c_.decode_width && decoded_ < front_.size(); n++) {
+        Uop *u = front_[decoded_];
+        bool pass = passing(u);
+        if (static_cast<int>(decoded_) >= c_.decode_queue && !pass) return;
+        events_++;
+        if (pass) { // ahead of the program's uops decoded already
+            size_t at = front_place(0, decoded_);
+            for (size_t k = decoded_; k > at; k--) front_[k] = front_[k - 1];
+            front_[at] = u;
+        }
+        decoded_++;
     }
 }
 
@@ -1039,7 +1080,7 @@ void Core::fetch_handler()
 {
     for (int n = 0; n < c_.fetch_width; n++) {
         // a handler dispatching first has its own way past a full queue
-        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue && !handler_first()) return;
+        if (static_cast<int>(fetchq_size()) >= c_.fetch_queue && !handler_first()) return;
         uint64_t pc = HANDLER_PC + 4 * handler_next_;
         if (!fetch_line(pc)) return;
         Uop *u;
@@ -1051,6 +1092,7 @@ void Core::fetch_handler()
         }
         *u = handler_uops_[handler_next_]; // what it is, and a fresh timing state
         u->inl = inline_;
+        u->serial = u->system || (u->op == TK_ERET && !inline_);
         handler_frontend_++;
         u->pc = pc;
         u->seq = handler_next_;
@@ -1059,8 +1101,10 @@ void Core::fetch_handler()
             u->addr = PT_BASE + miss_vpn_ * 8;
         else if (u->mem)
             u->addr = PT_BASE - 8;
-        u->stage_at = cycle_;
-        front_push(fetchq_, u);
+        if (passing(u))
+            front_.insert(front_place(decoded_, front_.size()), u);
+        else
+            front_.push_back(u);
         events_++;
         if (++handler_next_ == handler_uops_.size()) {
             mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
@@ -1071,15 +1115,14 @@ void Core::fetch_handler()
 
 void Core::fetch()
 {
-    if (cycle_ < fetch_stall_until_) return;
-    if (mode_ == Mode::FETCH_HANDLER) {
-        fetch_handler();
+    if (mode_ != Mode::USER) {
+        if (mode_ == Mode::FETCH_HANDLER) fetch_handler();
         return;
     }
     // a mispredicted branch stops the program's fetch until it executes
-    if (mode_ == Mode::WAIT_ERET || waiting_branch_) return;
-    for (int n = 0; n < c_.fetch_width; n++) {
-        if (static_cast<int>(fetchq_.size()) >= c_.fetch_queue) return;
+    if (waiting_branch_) return;
+    int n = std::min(c_.fetch_width, c_.fetch_queue - static_cast<int>(fetchq_size()));
+    for (; n > 0; n--) {
         if (fetch_seq_ - stream_base_ == stream_n_) { // the machine runs the next one
             if (m_.exited()) {
                 program_ended_ = true;
@@ -1090,7 +1133,7 @@ void Core::fetch()
                 dump("the instruction stream overflowed");
                 abort();
             }
-            Uop &r = stream_[(stream_head_ + stream_n_) & (stream_.size() - 1)];
+            Uop &r = stream_[(stream_head_ + stream_n_) & stream_mask_];
             Step s;
             m_.step(&s);
             r.seq = stream_base_ + stream_n_;
@@ -1098,7 +1141,6 @@ void Core::fetch()
             r.next_pc = s.next_pc;
             r.addr = s.addr;
             r.taken = s.taken;
-            r.vpn = s.addr >> c_.page_bits;
             set_kind(r, *s.inst);
             stream_n_++;
         }
@@ -1106,59 +1148,53 @@ void Core::fetch()
         uint64_t pc = u->pc;
         if (!fetch_line(pc)) return;
         fetch_seq_++;
-        // a fresh timing state
+        // a fresh timing state (set_kind() has the rest)
         u->st = Uop::FRONT;
-        u->stage_at = cycle_;
-        u->ready = NEVER;
-        u->dst = u->old = u->arch_dst = -1;
-        u->tlbmiss = u->mispred = u->ras_push = false;
-        u->ras_pop = u->ras_drop = NEVER;
-        u->ghist = ghist_;
-        fetchq_.push_back(u);
+        u->tlbmiss = false;
+        u->ghist = static_cast<uint32_t>(ghist_);
+        front_.push_back(u);
         events_++;
-        if (u->ctl == Uop::NONE) continue;
-        // branch prediction; a taken branch ends the fetch group
-        if (u->ctl == Uop::BRANCH) {
-            size_t idx = ((pc >> 1) ^ ghist_) & (bpred_.size() - 1);
-            bool pred = bpred_[idx] >= 2;
-            u->bp_idx = static_cast<uint32_t>(idx);
-            ghist_ = ((ghist_ << 1) | (u->taken ? 1 : 0)) & (bpred_.size() - 1);
-            if (pred != u->taken) {
-                u->mispred = true;
-                waiting_branch_ = u;
-                return;
-            }
-            if (u->taken) return;
-        } else if (u->ctl == Uop::JAL) {
-            if (u->link) {
-                ras_.push_back(pc + u->len);
-                u->ras_push = true;
-            }
-            return;
-        } else { // JALR
-            uint64_t predicted;
-            if (u->is_return && !ras_.empty()) {
-                predicted = ras_.back();
-                u->ras_pop = predicted;
-                ras_.pop_back();
-            } else {
-                predicted = btb_target_[(pc >> 1) & (btb_target_.size() - 1)];
-            }
-            if (u->link) {
-                ras_.push_back(pc + u->len);
-                u->ras_push = true;
-            }
-            if (ras_.size() > 32) {
-                u->ras_drop = ras_.front();
-                ras_.erase(ras_.begin());
-            }
-            if (predicted != u->next_pc) {
-                u->mispred = true;
-                waiting_branch_ = u;
-            }
-            return;
-        }
+        if (u->ctl != Uop::NONE && predict(u)) return;
     }
+}
+
+// Fetch's branch prediction for u, a branch or a jump: true when it ends
+// the fetch group (taken, or mispredicted: fetch waits for it to execute).
+bool Core::predict(Uop *u)
+{
+    uint64_t pc = u->pc;
+    if (u->ctl == Uop::BRANCH) {
+        size_t idx = ((pc >> 1) ^ ghist_) & (bpred_.size() - 1);
+        bool pred = bpred_[idx] >= 2;
+        u->bp_idx = static_cast<uint32_t>(idx);
+        ghist_ = ((ghist_ << 1) | (u->taken ? 1 : 0)) & (bpred_.size() - 1);
+        u->mispred = pred != u->taken;
+        if (u->mispred) waiting_branch_ = u;
+        return u->mispred || u->taken;
+    }
+    u->ras_push = u->link;
+    if (u->ctl == Uop::JAL) {
+        if (u->link) ras_.push_back(pc + u->len);
+        return true;
+    }
+    // JALR
+    uint64_t predicted;
+    u->ras_pop = u->ras_drop = NEVER;
+    if (u->is_return && !ras_.empty()) {
+        predicted = ras_.back();
+        u->ras_pop = predicted;
+        ras_.pop_back();
+    } else {
+        predicted = btb_target_[(pc >> 1) & (btb_target_.size() - 1)];
+    }
+    if (u->link) ras_.push_back(pc + u->len);
+    if (ras_.size() > 32) {
+        u->ras_drop = ras_.front();
+        ras_.erase(ras_.begin());
+    }
+    u->mispred = predicted != u->next_pc;
+    if (u->mispred) waiting_branch_ = u;
+    return true;
 }
 
 // ---- the run ----
@@ -1168,15 +1204,17 @@ bool Core::run(uint64_t max_insns)
     bool ok = true;
     while (!done_) {
         uint64_t events = events_;
-        // (each stage only when it may have work: the calls are a good part
-        // of a busy cycle's cost)
+        // The stages run last to first, so a uop moves at most one stage a
+        // cycle: what a stage finds in its input queue came in an earlier
+        // cycle.  (Each stage is called only when it may have work: the
+        // calls are a good part of a busy cycle's cost.)
         if (!rob_.empty()) commit();
         if (cycle_ >= exec_next_) complete();
         if (!iq_int_.ready.empty() || !iq_fp_.ready.empty() || cycle_ >= iq_int_.next ||
             cycle_ >= iq_fp_.next)
             issue();
-        if (!decodeq_.empty()) dispatch();
-        if (!fetchq_.empty()) decode();
+        if (decoded_ > 0) dispatch();
+        if (decoded_ < front_.size()) decode();
         if (cycle_ >= fetch_stall_until_) fetch();
         if (events_ == events) skip_idle();
         cycle_++;
@@ -1222,7 +1260,7 @@ void Core::dump(const char *why) const
         static_cast<unsigned long long>(cycle_), static_cast<unsigned long long>(st_.user_insns),
         mode[static_cast<int>(mode_)], static_cast<unsigned long long>(fetch_seq_),
         static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
-        fetchq_.size(), decodeq_.size(), rob_.size(), iq_int_.n, iq_fp_.n, exec_uop_.size(), loads_,
+        fetchq_size(), decodeq_size(), rob_.size(), iq_int_.n, iq_fp_.n, exec_uop_.size(), loads_,
         stores_, free_int_.size(), free_fp_.size(), handler_active_ ? 1 : 0, inline_ ? 1 : 0);
     if (!rob_.empty())
         fprintf(stderr,
@@ -1230,8 +1268,8 @@ void Core::dump(const char *why) const
                 "0x%llx\n",
                 static_cast<unsigned long long>(rob_.front()->seq),
                 static_cast<unsigned long long>(tlb_checked_seq_),
-                static_cast<unsigned long long>(rob_.front()->vpn),
-                tlb_probe(rob_.front()->vpn) ? "in" : "not in",
+                static_cast<unsigned long long>(vpn(rob_.front())),
+                tlb_probe(vpn(rob_.front())) ? "in" : "not in",
                 static_cast<unsigned long long>(miss_vpn_));
     const char *sn[] = {"front", "waiting", "issued", "done"};
     size_t k = 0;

@@ -119,20 +119,21 @@ struct Stats {
 template <class T> class Ring
 {
   public:
+    Ring() : buf_(16), mask_(15) {}
     size_t size() const { return n_; }
     bool empty() const { return n_ == 0; }
-    T &operator[](size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
-    const T &operator[](size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
-    T &front() { return (*this)[0]; }
-    const T &front() const { return (*this)[0]; }
+    T &operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
+    const T &operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
+    T &front() { return buf_[head_]; }
+    const T &front() const { return buf_[head_]; }
     void push_back(const T &v)
     {
-        if (n_ == buf_.size()) grow();
-        buf_[(head_ + n_++) & (buf_.size() - 1)] = v;
+        if (n_ > mask_) grow();
+        buf_[(head_ + n_++) & mask_] = v;
     }
     void pop_front()
     {
-        head_ = (head_ + 1) & (buf_.size() - 1);
+        head_ = (head_ + 1) & mask_;
         n_--;
     }
     void insert(size_t at, const T &v)
@@ -145,6 +146,7 @@ template <class T> class Ring
     void swap(Ring &o)
     {
         buf_.swap(o.buf_);
+        std::swap(mask_, o.mask_);
         std::swap(head_, o.head_);
         std::swap(n_, o.n_);
     }
@@ -168,13 +170,14 @@ template <class T> class Ring
     // out of line, so that push_back stays small enough to inline
     [[gnu::noinline]] void grow()
     {
-        std::vector<T> b(buf_.empty() ? 16 : 2 * buf_.size());
+        std::vector<T> b(2 * buf_.size());
         for (size_t i = 0; i < n_; i++) b[i] = (*this)[i];
         buf_.swap(b);
+        mask_ = buf_.size() - 1;
         head_ = 0;
     }
     std::vector<T> buf_;
-    size_t head_ = 0, n_ = 0;
+    size_t mask_, head_ = 0, n_ = 0;
 };
 
 class Core
@@ -204,47 +207,58 @@ class Core
         enum State : uint8_t { FRONT, WAIT, ISSUED, DONE };
         // what it does to control flow (fetch predicts it, execution trains)
         enum Control : uint8_t { NONE, BRANCH, JAL, JALR };
-        // (the fields the stages read most come first: a uop is two cache
-        // lines)
-        // the timing state
-        uint64_t stage_at = 0; // the cycle it entered its current front-end stage
+        // Two cache lines: the first holds what the stages read of every
+        // uop, the second what fetch, rename and branches read.
         uint64_t ready = NEVER_CYCLE;
         // in an issue queue: the cycle its operands are ready (NEVER: a
-        // producer has not issued), and when it came in (the queue's order)
-        uint64_t iq_ready = NEVER_CYCLE, iq_stamp = 0;
+        // producer has not issued), and when it came in (the queue's order,
+        // modulo 2^32: see older())
+        uint64_t iq_ready = NEVER_CYCLE;
+        uint64_t seq = 0; // user: position in the instruction stream
+        uint64_t addr = 0;
         uint16_t src[3] = {0, 0, 0}; // the operands' physical registers, set at rename
         int16_t dst = -1, old = -1, arch_dst = -1;
-        State st = FRONT;
-        bool tlbmiss = false, mispred = false;
-        bool inl = false;    // handler: part of an in-lined handler
-        bool serial = false; // issues only at the head of the ROB (set at rename)
-        bool ras_push = false;
-        // what the instruction is and does, the same each time it is
-        // fetched (set_kind() works it out)
-        bool handler = false, taken = false;
-        bool mem = false;          // goes through the TLB and a memory port
-        bool ldq = false;          // takes a load-queue entry (user: a load or an AMO)
-        bool stq = false;          // takes a store-queue entry (user: a store or an AMO)
-        bool fpq = false;          // issues from the floating-point queue
-        bool dst_fp = false;       // rd is a floating-point register
-        bool reads_dcache = false; // an access that reads the D-cache as it executes (not a store)
-        bool system = false;       // C_SYSTEM: issues only at the head of the ROB
-        uint8_t src_arch[3] = {NOREG, NOREG, NOREG}; // the operands' registers
-        uint8_t rd = NOREG;                          // the register it writes
-        Control ctl = NONE;
+        uint32_t iq_stamp = 0;
         uint16_t lat = 1; // cycles to execute (an access: without the D-cache's miss)
-        uint64_t seq = 0; // user: position in the instruction stream
-        uint64_t vpn = 0; // the page of addr
-        uint64_t addr = 0, pc = 0, next_pc = 0;
+        State st = FRONT;
+        bool tlbmiss = false;
+        bool serial = false; // issues only at the head of the ROB (set at rename)
+        bool handler = false;
+        bool mem = false;          // goes through the TLB and a memory port
+        bool reads_dcache = false; // an access that reads the D-cache as it executes (not a store)
+
+        uint64_t pc = 0, next_pc = 0;
+        Uop *next_waiter = nullptr; // (waiters_)
         // branch prediction: the global history before this uop was fetched,
         // the counter it was predicted by, and what it did to the return stack
         // (undone if it is flushed)
-        uint64_t ghist = 0, ras_pop = NEVER_CYCLE, ras_drop = NEVER_CYCLE;
-        uint32_t bp_idx = 0;
+        uint64_t ras_pop = NEVER_CYCLE, ras_drop = NEVER_CYCLE;
+        uint32_t ghist = 0, bp_idx = 0;
         Op op = ILLEGAL;
-        uint8_t len = 4;                      // bytes
-        bool link = false, is_return = false; // a call (rd = ra); a return (jalr x0, 0(ra))
+        uint8_t src_arch[3] = {NOREG, NOREG, NOREG}; // the operands' registers
+        uint8_t rd = NOREG;                          // the register it writes
+        Control ctl = NONE;
+        uint8_t len = 4; // bytes
+        bool mispred = false, ras_push = false;
+        bool inl = false;   // handler: part of an in-lined handler
+        bool taken : 1;     // a branch or jump went elsewhere than pc + len
+        bool ldq : 1;       // takes a load-queue entry (user: a load or an AMO)
+        bool stq : 1;       // takes a store-queue entry (user: a store or an AMO)
+        bool fpq : 1;       // issues from the floating-point queue
+        bool dst_fp : 1;    // rd is a floating-point register
+        bool system : 1;    // C_SYSTEM: issues only at the head of the ROB
+        bool link : 1;      // a call (rd = ra)
+        bool is_return : 1; // a return (jalr x0, 0(ra))
+        Uop()
+            : taken(false), ldq(false), stq(false), fpq(false), dst_fp(false), system(false),
+              link(false), is_return(false)
+        {
+        }
     };
+    // Whether issue-queue stamp a came in before b.
+    static bool older(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+    // The page a program uop accesses (a handler's: 0, the TLB not asked).
+    uint64_t vpn(const Uop *u) const { return u->handler ? 0 : u->addr >> c_.page_bits; }
     struct Cache {
         int sets = 0, assoc = 0, line_bits = 6;
         struct Way {
@@ -287,15 +301,10 @@ class Core
         return r;
     }
     void start(Uop *u);
+    bool dispatch_handler(Uop *u);
     void fetch_handler();
-    void front_push(Ring<Uop *> &q, Uop *u)
-    {
-        if (passing(u))
-            front_insert(q, u);
-        else
-            q.push_back(u);
-    }
-    void front_insert(Ring<Uop *> &q, Uop *u);
+    bool predict(Uop *u);
+    size_t front_place(size_t from, size_t to) const;
     void rearm(Uop *w);
     bool fetch_line(uint64_t pc)
     {
@@ -324,12 +333,12 @@ class Core
     // it: it holds every instruction in flight (at most the ROB's and the
     // front-end queues' entries for the program) and the one being fetched.
     std::vector<Uop> stream_;
-    size_t stream_head_ = 0, stream_n_ = 0;
+    size_t stream_head_ = 0, stream_n_ = 0, stream_mask_ = 0;
     uint64_t stream_base_ = 0, fetch_seq_ = 0;
     bool program_ended_ = false;
     Uop &stream_at(uint64_t seq)
     {
-        return stream_[(stream_head_ + (seq - stream_base_)) & (stream_.size() - 1)];
+        return stream_[(stream_head_ + (seq - stream_base_)) & stream_mask_];
     }
     void set_kind(Uop &u, const Inst &in) const;
     // set_kind's part that depends on the class alone
@@ -342,7 +351,15 @@ class Core
     ClassKind class_kind_[N_CLASSES];
     std::vector<Uop> handler_uops_; // the handler's instructions as uops (set_kind)
 
-    Ring<Uop *> fetchq_, decodeq_, rob_;
+    // The fetch and decode queues, in one ring, oldest first: the decode
+    // queue is its first decoded_ entries, the fetch queue the rest.
+    // Decoding a uop moves the boundary past it (a handler uop passing the
+    // program's moves ahead of them: front_insert()).
+    Ring<Uop *> front_;
+    size_t decoded_ = 0;
+    size_t fetchq_size() const { return front_.size() - decoded_; }
+    size_t decodeq_size() const { return decoded_; }
+    Ring<Uop *> rob_;
     Ring<Uop *> kept_; // flush_all's: the handler uops it keeps
     // An issue queue: the uops dispatched to it and not yet issued, in the
     // order they came in (iq_stamp).  Issue takes them oldest first from
@@ -361,13 +378,15 @@ class Core
     };
     IssueQueue iq_int_, iq_fp_;
     size_t iq_handler_ = 0; // handler uops in iq_int_ beside its room (handler_iq = 0)
-    uint64_t iq_stamp_ = 0;
-    std::vector<std::vector<Uop *>> waiters_; // by physical register
-    std::vector<Uop *> woken_;                // wake()'s
-    void iq_place(Uop *u);                    // by u->iq_ready
-    void iq_promote(IssueQueue &q);           // timed entries ready now go on the ready list
-    void wake(int preg);                      // preg's producer has issued
-    void iq_recompute();                      // a ready cycle changed: every entry looks again
+    uint32_t iq_stamp_ = 0;
+    // by physical register: the uops waiting for it, linked through
+    // Uop::next_waiter
+    std::vector<Uop *> waiters_;
+    void iq_place(Uop *u); // by u->iq_ready
+    void rename(Uop *u, IssueQueue &q);
+    void iq_promote(IssueQueue &q); // timed entries ready now go on the ready list
+    void wake(int preg);            // preg's producer has issued
+    void iq_recompute();            // a ready cycle changed: every entry looks again
     // the uops executing, each with the cycle it finishes, in two arrays
     // (an entry moves a word at a time); exec_next_: none finishes before
     std::vector<uint64_t> exec_ready_;
