@@ -396,6 +396,7 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
         set_kind(u, in);
         handler_uops_.push_back(u);
     }
+    pool_.resize(handler_uops_.size());
     tlb_.assign(static_cast<size_t>(c.tlb_entries), TlbEntry());
     size_t slots = 8;
     tlb_shift_ = 61;
@@ -417,7 +418,8 @@ Core::~Core()
     // are the stream's
     for (auto *q : {&front_, &rob_})
         for (Uop *u : *q) free_uop(u);
-    for (Uop *u : pool_) delete u;
+    for (auto &p : pool_)
+        for (Uop *u : p) delete u;
 }
 
 // ---- the TLB ----
@@ -661,7 +663,7 @@ size_t Core::front_place(size_t from, size_t to) const
 }
 
 // ---- stages ----
-void Core::commit()
+[[gnu::always_inline]] inline void Core::commit()
 {
     for (int n = 0; n < c_.commit_width && !rob_.empty(); n++) {
         Uop *u = rob_.front();
@@ -767,7 +769,7 @@ bool Core::fetch_new_line(uint64_t pc)
     return c_.mem_latency == 0;
 }
 
-void Core::complete()
+[[gnu::always_inline]] inline void Core::complete()
 {
     if (cycle_ < exec_next_) return;
     // (the order matters: two branches sharing a counter train it in the
@@ -806,7 +808,7 @@ void Core::complete()
                 fetch_stall_until_ = cycle_ + 1;
             }
         } else if (u->ctl == Uop::BRANCH) { // train the counter
-            uint8_t &ctr = bpred_[u->bp_idx];
+            uint8_t &ctr = bpred_[bp_index(u->pc, u->ghist)];
             if (u->taken && ctr < 3) ctr++;
             if (!u->taken && ctr > 0) ctr--;
         } else if (u->ctl == Uop::JALR) {
@@ -924,7 +926,7 @@ void Core::iq_recompute()
     }
 }
 
-void Core::issue()
+[[gnu::always_inline]] inline void Core::issue()
 {
     // Only ready entries can issue: those on the ready lists, and those
     // the timed lists hold for this cycle.
@@ -970,7 +972,7 @@ void Core::issue()
     }
 }
 
-void Core::dispatch()
+[[gnu::always_inline]] inline void Core::dispatch()
 {
     for (int n = 0; n < c_.rename_width && decoded_ > 0; n++) {
         Uop *u = front_.front();
@@ -1048,7 +1050,7 @@ inline void Core::rename(Uop *u, IssueQueue &q)
     iq_place(u);
 }
 
-void Core::decode()
+[[gnu::always_inline]] inline void Core::decode()
 {
     if (handler_frontend_ == 0) { // the program's uops alone: they go in order
         size_t room = static_cast<size_t>(c_.decode_queue) > decoded_
@@ -1084,18 +1086,19 @@ void Core::fetch_handler()
         uint64_t pc = HANDLER_PC + 4 * handler_next_;
         if (!fetch_line(pc)) return;
         Uop *u;
-        if (pool_.empty()) {
-            u = new Uop();
+        std::vector<Uop *> &pool = pool_[handler_next_];
+        if (pool.empty()) {
+            u = new Uop(handler_uops_[handler_next_]); // what it is; a fresh timing state
+            u->pc = pc;
+            u->seq = handler_next_;
         } else {
-            u = pool_.back();
-            pool_.pop_back();
+            u = pool.back(); // what it is; the state it committed in
+            pool.pop_back();
+            u->st = Uop::FRONT;
         }
-        *u = handler_uops_[handler_next_]; // what it is, and a fresh timing state
         u->inl = inline_;
         u->serial = u->system || (u->op == TK_ERET && !inline_);
         handler_frontend_++;
-        u->pc = pc;
-        u->seq = handler_next_;
         // the handler's memory: the PTE, and the counter below the table
         if (u->op == LD && handler_next_ < 8)
             u->addr = PT_BASE + miss_vpn_ * 8;
@@ -1113,7 +1116,7 @@ void Core::fetch_handler()
     }
 }
 
-void Core::fetch()
+[[gnu::always_inline]] inline void Core::fetch()
 {
     if (mode_ != Mode::USER) {
         if (mode_ == Mode::FETCH_HANDLER) fetch_handler();
@@ -1164,9 +1167,7 @@ bool Core::predict(Uop *u)
 {
     uint64_t pc = u->pc;
     if (u->ctl == Uop::BRANCH) {
-        size_t idx = ((pc >> 1) ^ ghist_) & (bpred_.size() - 1);
-        bool pred = bpred_[idx] >= 2;
-        u->bp_idx = static_cast<uint32_t>(idx);
+        bool pred = bpred_[bp_index(pc, ghist_)] >= 2; // (u->ghist is ghist_)
         ghist_ = ((ghist_ << 1) | (u->taken ? 1 : 0)) & (bpred_.size() - 1);
         u->mispred = pred != u->taken;
         if (u->mispred) waiting_branch_ = u;

@@ -233,27 +233,22 @@ class Core
         // the counter it was predicted by, and what it did to the return stack
         // (undone if it is flushed)
         uint64_t ras_pop = NEVER_CYCLE, ras_drop = NEVER_CYCLE;
-        uint32_t ghist = 0, bp_idx = 0;
+        uint32_t ghist = 0; // (a branch's counter is bp_index(pc, ghist))
         Op op = ILLEGAL;
         uint8_t src_arch[3] = {NOREG, NOREG, NOREG}; // the operands' registers
         uint8_t rd = NOREG;                          // the register it writes
         Control ctl = NONE;
         uint8_t len = 4; // bytes
         bool mispred = false, ras_push = false;
-        bool inl = false;   // handler: part of an in-lined handler
-        bool taken : 1;     // a branch or jump went elsewhere than pc + len
-        bool ldq : 1;       // takes a load-queue entry (user: a load or an AMO)
-        bool stq : 1;       // takes a store-queue entry (user: a store or an AMO)
-        bool fpq : 1;       // issues from the floating-point queue
-        bool dst_fp : 1;    // rd is a floating-point register
-        bool system : 1;    // C_SYSTEM: issues only at the head of the ROB
-        bool link : 1;      // a call (rd = ra)
-        bool is_return : 1; // a return (jalr x0, 0(ra))
-        Uop()
-            : taken(false), ldq(false), stq(false), fpq(false), dst_fp(false), system(false),
-              link(false), is_return(false)
-        {
-        }
+        bool inl = false;       // handler: part of an in-lined handler
+        bool taken = false;     // a branch or jump went elsewhere than pc + len
+        bool ldq = false;       // takes a load-queue entry (user: a load or an AMO)
+        bool stq = false;       // takes a store-queue entry (user: a store or an AMO)
+        bool fpq = false;       // issues from the floating-point queue
+        bool dst_fp = false;    // rd is a floating-point register
+        bool system = false;    // C_SYSTEM: issues only at the head of the ROB
+        bool link = false;      // a call (rd = ra)
+        bool is_return = false; // a return (jalr x0, 0(ra))
     };
     // Whether issue-queue stamp a came in before b.
     static bool older(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
@@ -448,10 +443,17 @@ class Core
     std::vector<uint64_t> ras_;
     std::vector<uint64_t> btb_target_;
 
-    std::vector<Uop *> pool_; // handler uops not in use
+    // handler uops not in use, by their instruction (what set_kind() set
+    // stays)
+    std::vector<std::vector<Uop *>> pool_;
     void free_uop(Uop *u)
     {
-        if (u->handler) pool_.push_back(u);
+        if (u->handler) pool_[u->seq].push_back(u);
+    }
+    // the gshare counter a branch at pc is predicted by
+    size_t bp_index(uint64_t pc, uint64_t ghist) const
+    {
+        return ((pc >> 1) ^ ghist) & (bpred_.size() - 1);
     }
     uint64_t last_commit_cycle_ = 0;
     uint64_t events_ = 0; // things done: a cycle that adds none is idle
