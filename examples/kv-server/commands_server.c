@@ -1,0 +1,211 @@
+/* examples/kv-server/commands_server.c - the server's commands: PING, ECHO,
+ * TIME, INFO, CONFIG, the saves and SHUTDOWN, and those that tools expect. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "net.h"
+#include "persist.h"
+#include "server.h"
+
+void cmd_ping(struct conn *c, struct arg *a, size_t argc)
+{
+    if (argc > 2) return out_arity_error(c, "ping");
+    if (argc == 2)
+        out_bulk(c, a[1].p, a[1].n);
+    else
+        out_str(c, "+PONG\r\n");
+}
+
+void cmd_echo(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    out_bulk(c, a[1].p, a[1].n);
+}
+
+void cmd_time(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char s[24], us[24];
+    int n = snprintf(s, sizeof s, "%lld", (long long)ts.tv_sec);
+    int m = snprintf(us, sizeof us, "%ld", ts.tv_nsec / 1000);
+    out_array(c, 2);
+    out_bulk(c, s, (size_t)n);
+    out_bulk(c, us, (size_t)m);
+}
+
+void cmd_bgsave(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (persist.bgsave) return out_err(c, "ERR Background save already in progress");
+    if (persist_start_bgsave() < 0) return out_err(c, "ERR %s", persist.save_error);
+    out_str(c, "+Background saving started\r\n");
+}
+
+void cmd_save(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (persist.bgsave) return out_err(c, "ERR Background save already in progress");
+    if (persist_save() < 0) return out_err(c, "ERR %s", persist.save_error);
+    out_ok(c);
+}
+
+void cmd_shutdown(struct conn *c, struct arg *a, size_t argc)
+{
+    enum shutdown_mode mode = SHUTDOWN_DEFAULT;
+    for (size_t i = 1; i < argc; i++) {
+        if (arg_is(&a[i], "SAVE") && mode == SHUTDOWN_DEFAULT)
+            mode = SHUTDOWN_SAVE;
+        else if (arg_is(&a[i], "NOSAVE") && mode == SHUTDOWN_DEFAULT)
+            mode = SHUTDOWN_NOSAVE;
+        else
+            return out_syntax(c);
+    }
+    if (persist_shutdown(mode) < 0) out_err(c, "ERR Errors trying to SHUTDOWN. Check logs.");
+}
+
+void cmd_lastsave(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)persist.lastsave);
+}
+
+void cmd_select(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long db;
+    if (!parse_ll(&a[1], &db)) return out_err(c, ERR_NOT_INT);
+    if (db != 0) return out_err(c, "ERR DB index is out of range");
+    out_ok(c);
+}
+
+void cmd_quit(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_ok(c);
+    c->closing = true;
+}
+
+void cmd_command(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_array(c, 0);
+}
+
+/* CONFIG GET pattern...: the parameters tools ask for (redis-benchmark:
+ * save, appendonly), matched as globs */
+void cmd_config(struct conn *c, struct arg *a, size_t argc)
+{
+    if (arg_is(&a[1], "RESETSTAT") && argc == 2) return out_ok(c);
+    if (!arg_is(&a[1], "GET") || argc < 3) {
+        char sub[600];
+        return out_err(c, "ERR unknown subcommand '%s'. Try CONFIG HELP.",
+                       resp_escape(sub, sizeof sub, a[1].p, a[1].n, 128));
+    }
+    char save[512], port[16], mem[24];
+    persist_save_points_str(save, sizeof save);
+    snprintf(port, sizeof port, "%d", server.port);
+    snprintf(mem, sizeof mem, "%zu", server.mem);
+    const char *params[][2] = {{"save", save},
+                               {"appendonly", "no"},
+                               {"dir", persist.dir},
+                               {"dbfilename", persist.dbfile},
+                               {"port", port},
+                               {"maxmemory", mem},
+                               {"maxmemory-policy", "noeviction"},
+                               {"databases", "1"},
+                               {"proto-max-bulk-len", "67108864"}};
+    enum { NP = sizeof params / sizeof params[0] };
+    bool want[NP] = {false};
+    size_t count = 0;
+    for (size_t i = 2; i < argc; i++)
+        for (size_t k = 0; k < NP; k++) {
+            char low[64];
+            size_t n = a[i].n < sizeof low ? a[i].n : sizeof low - 1;
+            for (size_t j = 0; j < n; j++) low[j] = (char)tolower((unsigned char)a[i].p[j]);
+            if (!want[k] && glob_match(low, n, params[k][0], strlen(params[k][0]))) {
+                want[k] = true;
+                count++;
+            }
+        }
+    out_array(c, 2 * count);
+    for (size_t k = 0; k < NP; k++)
+        if (want[k]) {
+            out_cstr(c, params[k][0]);
+            out_cstr(c, params[k][1]);
+        }
+}
+
+/* INFO [section ...]: the sections and fields tools read. */
+void cmd_info(struct conn *c, struct arg *a, size_t argc)
+{
+    static const char *names[] = {"server",      "clients", "memory",
+                                  "persistence", "stats",   "keyspace"};
+    enum { N = sizeof names / sizeof names[0] };
+    bool want[N];
+    for (size_t k = 0; k < N; k++) want[k] = argc == 1;
+    for (size_t i = 1; i < argc; i++)
+        for (size_t k = 0; k < N; k++)
+            if (arg_is(&a[i], names[k]) || arg_is(&a[i], "all") || arg_is(&a[i], "everything") ||
+                arg_is(&a[i], "default"))
+                want[k] = true;
+    char buf[4096];
+    size_t o = 0;
+#define ADD(...) o += (size_t)snprintf(buf + o, o < sizeof buf ? sizeof buf - o : 0, __VA_ARGS__)
+    time_t now = time(NULL);
+    if (want[0])
+        ADD("# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+            "kv_server:trapkit\r\narch_bits:64\r\nmultiplexing_api:epoll\r\n"
+            "process_id:%ld\r\ntcp_port:%d\r\nuptime_in_seconds:%ld\r\n"
+            "uptime_in_days:%ld\r\nexecutable:kv-server\r\n\r\n",
+            (long)getpid(), server.port, (long)(now - server.start_time),
+            (long)(now - server.start_time) / 86400);
+    if (want[1])
+        ADD("# Clients\r\nconnected_clients:%lu\r\nblocked_clients:0\r\n"
+            "client_output_buffer_limit:%llu\r\n\r\n",
+            (unsigned long)net.nconns, net.out_hard);
+    if (want[2])
+        ADD("# Memory\r\nused_memory:%lu\r\nused_memory_human:%.2fM\r\n"
+            "used_memory_dataset:%lu\r\nmaxmemory:%zu\r\nmaxmemory_policy:noeviction\r\n"
+            "kv_heap_free:%lu\r\n\r\n",
+            (unsigned long)kv_used(server.kv), kv_used(server.kv) / 1048576.0,
+            (unsigned long)kv_used(server.kv), server.mem, (unsigned long)kv_free(server.kv));
+    if (want[3]) {
+        tk_ckpt_stats st = persist.last_stats;
+        ADD("# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:%lu\r\n"
+            "rdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%ld\r\n"
+            "rdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%ld\r\n"
+            "rdb_current_bgsave_time_sec:%ld\r\nrdb_saves:%lu\r\naof_enabled:0\r\n"
+            "trapkit_checkpoint_mechanism:%s\r\ntrapkit_last_pages_saved:%lu\r\n"
+            "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_pause_us:%lu\r\n"
+            "trapkit_last_max_writer_stall_us:%lu\r\n"
+            "trapkit_last_snapshot_instant_ms:%lld\r\n\r\n",
+            (unsigned long)server.changes, persist.bgsave ? 1 : 0, (long)persist.lastsave,
+            persist.last_status, persist.last_bgsave_ms < 0 ? -1L : persist.last_bgsave_ms / 1000,
+            persist.bgsave ? (long)(now - persist.bgsave_start) : -1L, (unsigned long)persist.saves,
+            tk_ckpt_mech_name(server.mech), (unsigned long)st.pages_saved,
+            (unsigned long)st.pages_by_writers, (unsigned long)(st.pause_ns / 1000),
+            (unsigned long)(st.max_stall_ns / 1000), (long long)persist.last_instant_ms);
+    }
+    if (want[4])
+        ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"
+            "expired_keys:%lu\r\nclient_output_limit_disconnections:%lu\r\n\r\n",
+            (unsigned long)net.total_conns, (unsigned long)server.total_commands,
+            (unsigned long)kv_expired_total(server.kv), (unsigned long)net.out_limit_closed);
+    if (want[5]) {
+        ADD("# Keyspace\r\n");
+        if (kv_count(server.kv))
+            ADD("db0:keys=%lu,expires=%lu,avg_ttl=0\r\n", (unsigned long)kv_count(server.kv),
+                (unsigned long)kv_expires(server.kv));
+        ADD("\r\n");
+    }
+#undef ADD
+    if (o > sizeof buf - 1) o = sizeof buf - 1;
+    if (o >= 2) o -= 2; /* no blank line after the last section */
+    out_bulk(c, buf, o);
+}

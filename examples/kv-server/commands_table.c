@@ -1,0 +1,222 @@
+/* examples/kv-server/commands_table.c - the commands kv-server knows, and
+ * running one: the name looked up, the arity checked, the memory a write
+ * needs checked, the store's clock set.
+ *
+ * Commands, answered as redis-server 7.0 answers them:
+ *   strings   GET SET [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] SETNX SETEX PSETEX
+ *             GETSET GETDEL MGET MSET MSETNX INCR DECR INCRBY DECRBY INCRBYFLOAT APPEND
+ *             STRLEN GETRANGE SUBSTR SETRANGE
+ *   keys      DEL UNLINK EXISTS TYPE RENAME RENAMENX KEYS SCAN [MATCH] [COUNT] [TYPE]
+ *             DBSIZE FLUSHALL FLUSHDB EXPIRE PEXPIRE EXPIREAT PEXPIREAT [NX|XX|GT|LT]
+ *             TTL PTTL EXPIRETIME PEXPIRETIME PERSIST
+ *   lists     LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP [count] LRANGE LLEN LINDEX
+ *   sets      SADD SREM SISMEMBER SMISMEMBER SMEMBERS SCARD SPOP SRANDMEMBER SSCAN
+ *   hashes    HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL HKEYS HVALS
+ *             HINCRBY HINCRBYFLOAT HSCAN
+ *   zsets     ZADD [NX|XX] [GT|LT] [CH] [INCR] ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
+ *             ZREVRANK ZCOUNT ZRANGE [BYSCORE] [REV] [LIMIT o c] [WITHSCORES] ZREVRANGE
+ *             ZRANGEBYSCORE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX
+ *   server    PING ECHO TIME INFO [server|clients|memory|persistence|stats|keyspace]
+ *             CONFIG GET (save appendonly dir dbfilename port maxmemory maxmemory-policy
+ *             databases proto-max-bulk-len) CONFIG RESETSTAT COMMAND (an empty list)
+ *             SELECT 0 QUIT SAVE BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE]
+ *
+ * Each is in commands_TYPE.c (strings, keys, lists, sets, hashes, zsets,
+ * server) as cmd_NAME, or as the cmd_ of the command it shares an
+ * implementation with (DECR: cmd_incr, PSETEX: cmd_setex, UNLINK: cmd_del,
+ * FLUSHDB: cmd_flushall, SUBSTR: cmd_getrange, ZREVRANK: cmd_zrank).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "server.h"
+
+int64_t now_ms;
+
+#define W CMD_WRITE
+#define WM (CMD_WRITE | CMD_DENYOOM)
+static struct command commands[] = {
+    /* strings */
+    {"get", 2, 0, cmd_get},
+    {"set", -3, WM, cmd_set},
+    {"setnx", 3, WM, cmd_setnx},
+    {"setex", 4, WM, cmd_setex},
+    {"psetex", 4, WM, cmd_setex},
+    {"getset", 3, WM, cmd_getset},
+    {"getdel", 2, W, cmd_getdel},
+    {"mget", -2, 0, cmd_mget},
+    {"mset", -3, WM, cmd_mset},
+    {"msetnx", -3, WM, cmd_msetnx},
+    {"incr", 2, WM, cmd_incr},
+    {"decr", 2, WM, cmd_incr},
+    {"incrby", 3, WM, cmd_incrby},
+    {"decrby", 3, WM, cmd_decrby},
+    {"incrbyfloat", 3, WM, cmd_incrbyfloat},
+    {"append", 3, WM, cmd_append},
+    {"strlen", 2, 0, cmd_strlen},
+    {"getrange", 4, 0, cmd_getrange},
+    {"substr", 4, 0, cmd_getrange},
+    {"setrange", 4, WM, cmd_setrange},
+    /* keys */
+    {"del", -2, W, cmd_del},
+    {"unlink", -2, W, cmd_del},
+    {"exists", -2, 0, cmd_exists},
+    {"type", 2, 0, cmd_type},
+    {"rename", 3, W, cmd_rename},
+    {"renamenx", 3, W, cmd_renamenx},
+    {"keys", 2, 0, cmd_keys},
+    {"scan", -2, 0, cmd_scan},
+    {"dbsize", 1, 0, cmd_dbsize},
+    {"flushall", -1, W, cmd_flushall},
+    {"flushdb", -1, W, cmd_flushall},
+    {"expire", -3, W, cmd_expire},
+    {"pexpire", -3, W, cmd_pexpire},
+    {"expireat", -3, W, cmd_expireat},
+    {"pexpireat", -3, W, cmd_pexpireat},
+    {"ttl", 2, 0, cmd_ttl},
+    {"pttl", 2, 0, cmd_pttl},
+    {"expiretime", 2, 0, cmd_expiretime},
+    {"pexpiretime", 2, 0, cmd_pexpiretime},
+    {"persist", 2, W, cmd_persist},
+    /* lists */
+    {"lpush", -3, WM, cmd_lpush},
+    {"rpush", -3, WM, cmd_rpush},
+    {"lpushx", -3, WM, cmd_lpushx},
+    {"rpushx", -3, WM, cmd_rpushx},
+    {"lpop", -2, W, cmd_lpop},
+    {"rpop", -2, W, cmd_rpop},
+    {"lrange", 4, 0, cmd_lrange},
+    {"llen", 2, 0, cmd_llen},
+    {"lindex", 3, 0, cmd_lindex},
+    /* sets */
+    {"sadd", -3, WM, cmd_sadd},
+    {"srem", -3, W, cmd_srem},
+    {"sismember", 3, 0, cmd_sismember},
+    {"smismember", -3, 0, cmd_smismember},
+    {"smembers", 2, 0, cmd_smembers},
+    {"scard", 2, 0, cmd_scard},
+    {"spop", -2, W, cmd_spop},
+    {"srandmember", -2, 0, cmd_srandmember},
+    {"sscan", -3, 0, cmd_sscan},
+    /* hashes */
+    {"hset", -4, WM, cmd_hset},
+    {"hmset", -4, WM, cmd_hmset},
+    {"hsetnx", 4, WM, cmd_hsetnx},
+    {"hget", 3, 0, cmd_hget},
+    {"hmget", -3, 0, cmd_hmget},
+    {"hdel", -3, W, cmd_hdel},
+    {"hlen", 2, 0, cmd_hlen},
+    {"hexists", 3, 0, cmd_hexists},
+    {"hstrlen", 3, 0, cmd_hstrlen},
+    {"hgetall", 2, 0, cmd_hgetall},
+    {"hkeys", 2, 0, cmd_hkeys},
+    {"hvals", 2, 0, cmd_hvals},
+    {"hincrby", 4, WM, cmd_hincrby},
+    {"hincrbyfloat", 4, WM, cmd_hincrbyfloat},
+    {"hscan", -3, 0, cmd_hscan},
+    /* sorted sets */
+    {"zadd", -4, WM, cmd_zadd},
+    {"zincrby", 4, WM, cmd_zincrby},
+    {"zrem", -3, W, cmd_zrem},
+    {"zscore", 3, 0, cmd_zscore},
+    {"zmscore", -3, 0, cmd_zmscore},
+    {"zcard", 2, 0, cmd_zcard},
+    {"zrank", 3, 0, cmd_zrank},
+    {"zrevrank", 3, 0, cmd_zrank},
+    {"zcount", 4, 0, cmd_zcount},
+    {"zrange", -4, 0, cmd_zrange},
+    {"zrevrange", -4, 0, cmd_zrevrange},
+    {"zrangebyscore", -4, 0, cmd_zrangebyscore},
+    {"zrevrangebyscore", -4, 0, cmd_zrevrangebyscore},
+    {"zpopmin", -2, W, cmd_zpopmin},
+    {"zpopmax", -2, W, cmd_zpopmax},
+    /* the server */
+    {"ping", -1, 0, cmd_ping},
+    {"echo", 2, 0, cmd_echo},
+    {"time", 1, 0, cmd_time},
+    {"info", -1, 0, cmd_info},
+    {"config", -2, 0, cmd_config},
+    {"command", -1, 0, cmd_command},
+    {"select", 2, 0, cmd_select},
+    {"quit", -1, 0, cmd_quit},
+    {"bgsave", -1, 0, cmd_bgsave},
+    {"save", 1, 0, cmd_save},
+    {"lastsave", 1, 0, cmd_lastsave},
+    {"shutdown", -1, 0, cmd_shutdown},
+};
+#undef W
+#undef WM
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+static int command_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct command *)a)->name, ((const struct command *)b)->name);
+}
+
+void commands_init(void)
+{
+    qsort(commands, NCOMMANDS, sizeof commands[0], command_cmp);
+}
+
+static const struct command *lookup_command(const struct arg *name)
+{
+    char low[32];
+    if (name->n >= sizeof low) return NULL;
+    for (size_t i = 0; i < name->n; i++) {
+        char ch = name->p[i];
+        low[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+    }
+    low[name->n] = 0;
+    struct command key = {.name = low};
+    return bsearch(&key, commands, NCOMMANDS, sizeof commands[0], command_cmp);
+}
+
+/* The command's time: the store's too, so that what expired is gone. */
+static void set_now(void)
+{
+    now_ms = wall_ms();
+    kv_set_now(server.kv, now_ms);
+}
+
+static void unknown_command(struct conn *c, struct arg *a, size_t argc)
+{
+    char name[600], args[700], one[600];
+    size_t o = 0;
+    args[0] = 0;
+    for (size_t i = 1; i < argc && o < 128; i++) {
+        resp_escape(one, sizeof one, a[i].p, a[i].n, 128 - o);
+        o += (size_t)snprintf(args + o, sizeof args - o, "'%s' ", one);
+    }
+    out_err(c, "ERR unknown command '%s', with args beginning with: %s",
+            resp_escape(name, sizeof name, a[0].p, a[0].n, 128), args);
+}
+
+void commands_execute(struct conn *c, struct arg *a, size_t argc)
+{
+    server.total_commands++;
+    const struct command *cmd = lookup_command(&a[0]);
+    if (!cmd) return unknown_command(c, a, argc);
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity))
+        return out_arity_error(c, cmd->name);
+    set_now();
+    if (cmd->flags & CMD_DENYOOM) {
+        uint64_t need = 0;
+        for (size_t i = 1; i < argc; i++) need += a[i].n + 64;
+        if (need > kv_free(server.kv)) return out_oom(c);
+    }
+    cmd->fn(c, a, argc);
+}
+
+/* Background work for the store, every 100 ms: expired keys (for at most
+ * about a millisecond, more while a quarter of those looked at had
+ * expired, as Redis's active expiry does) and a step of rehashing. */
+void store_cron(void)
+{
+    set_now();
+    for (int k = 0; k < 16 && kv_expires(server.kv); k++)
+        if (kv_expire_cycle(server.kv, 200) < 50 || wall_ms() - now_ms >= 1) break;
+    kv_cron(server.kv);
+}

@@ -1,0 +1,305 @@
+/* examples/kv-server/net.c - the event loop and the connections (net.h).
+ *
+ * Each turn: wait for events (not at all if clients have input to run);
+ * read once from each readable client; run a bounded slice of each pending
+ * client's commands; write replies.  A client is pending while its input
+ * may hold a complete command.  It is read only while it is not pending
+ * and its unsent output is below OUT_SOFT, so neither its input nor its
+ * output grows without bound.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "net.h"
+#include "persist.h"
+#include "resp.h"
+#include "server.h"
+#include "store.h"
+
+struct net_state net = {.listen_fd = -1, .ep = -1, .out_hard = OUT_HARD_DEFAULT};
+
+/* ---- output ------------------------------------------------------------ */
+/* Appends to the client's replies.  A client whose unsent replies would
+ * pass the hard limit is marked dead: nothing more is added, and it is
+ * disconnected after the command. */
+void out_raw(struct conn *c, const void *p, size_t n)
+{
+    if (c->dead) return;
+    if (conn_unsent(c) + n > net.out_hard) {
+        fprintf(stderr,
+                "kv-server: client %lu disconnected: %zu bytes of replies unsent, above the "
+                "limit of %llu (--client-output-buffer-limit)\n",
+                (unsigned long)c->id, conn_unsent(c) + n, net.out_hard);
+        net.out_limit_closed++;
+        c->dead = true;
+        return;
+    }
+    if (c->out_sent && c->out_len + n > c->out_cap) { /* move what is unsent to the front */
+        memmove(c->out, c->out + c->out_sent, conn_unsent(c));
+        c->out_len -= c->out_sent;
+        c->out_sent = 0;
+    }
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 16384;
+        while (cap < c->out_len + n) cap *= 2;
+        char *o = realloc(c->out, cap);
+        if (!o) {
+            c->dead = true;
+            return;
+        }
+        c->out = o;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+}
+
+/* ---- connections ------------------------------------------------------- */
+static void set_events(struct conn *c)
+{
+    if (c->fd < 0) return;
+    size_t unsent = conn_unsent(c);
+    uint32_t ev = 0;
+    if (!c->pending && !c->closing && unsent < OUT_SOFT) ev |= EPOLLIN;
+    if (unsent) ev |= EPOLLOUT;
+    if (ev == c->events) return;
+    struct epoll_event e = {.events = ev, .data.ptr = c};
+    epoll_ctl(net.ep, EPOLL_CTL_MOD, c->fd, &e);
+    c->events = ev;
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->fd < 0) return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        net.conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    epoll_ctl(net.ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    net.nconns--;
+    c->next = net.closed;
+    net.closed = c;
+}
+
+static void free_closed(void)
+{
+    while (net.closed) {
+        struct conn *c = net.closed;
+        net.closed = c->next;
+        free(c->in);
+        free(c->out);
+        free(c->args);
+        free(c->scratch);
+        free(c);
+    }
+}
+
+static void set_pending(struct conn *c)
+{
+    if (c->pending) return;
+    c->pending = true;
+    c->pend_next = net.pending;
+    net.pending = c;
+}
+
+/* Sends what the socket takes; returns false if the connection is gone. */
+static bool flush_out(struct conn *c)
+{
+    while (c->out_sent < c->out_len) {
+        ssize_t w = write(c->fd, c->out + c->out_sent, c->out_len - c->out_sent);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) break;
+            return false;
+        }
+        c->out_sent += (size_t)w;
+    }
+    if (c->out_sent == c->out_len) {
+        c->out_sent = c->out_len = 0;
+        if (c->out_cap > (1u << 20)) { /* give a large buffer back */
+            free(c->out);
+            c->out = NULL;
+            c->out_cap = 0;
+        }
+        if (c->closing) return false;
+    }
+    return true;
+}
+
+/* One read of at most READ_CHUNK (or of the rest of a large argument, up
+ * to 4 MiB); returns false if the connection is gone. */
+static bool read_some(struct conn *c)
+{
+    size_t want = resp_bulk_missing(c);
+    if (want < READ_CHUNK) want = READ_CHUNK;
+    if (want > (4u << 20)) want = 4u << 20;
+    if (c->in_cap - c->in_len < want) {
+        resp_compact_input(c);
+        size_t cap = c->in_cap ? c->in_cap : 16384;
+        while (cap - c->in_len < want) cap *= 2;
+        if (cap > QUERY_LIMIT) {
+            resp_protocol_error(c, "query buffer limit reached");
+            return true;
+        }
+        if (cap != c->in_cap) {
+            char *ni = realloc(c->in, cap);
+            if (!ni) {
+                resp_protocol_error(c, "out of memory");
+                return true;
+            }
+            c->in = ni;
+            c->in_cap = cap;
+        }
+    }
+    ssize_t r = read(c->fd, c->in + c->in_len, want);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (r <= 0) return false;
+    c->in_len += (size_t)r;
+    c->need_more = false;
+    set_pending(c);
+    return true;
+}
+
+/* Runs the client's commands: at most TURN_COMMANDS, and none once its
+ * unsent output reaches OUT_SOFT.  It stays pending if it stopped for
+ * either. */
+static void run_commands(struct conn *c)
+{
+    unsigned ran = 0;
+    while (!c->closing && !c->dead && ran < TURN_COMMANDS && conn_unsent(c) < OUT_SOFT) {
+        struct arg *argv;
+        size_t argc;
+        int r = resp_parse_command(c, &argv, &argc);
+        if (r == PARSE_MORE) {
+            c->need_more = true;
+            break;
+        }
+        if (r == PARSE_ERROR) break;
+        if (argc) commands_execute(c, argv, argc);
+        if (c->argc > 4096) { /* a very long command's argument list: give it back */
+            free(c->args);
+            c->args = NULL;
+            c->args_cap = 0;
+        }
+        c->argc = 0;
+        ran++;
+    }
+    if (c->mb_left == 0 && c->scan == c->in_len) c->scan = c->in_len = c->cmd_start = 0;
+}
+
+static void accept_clients(void)
+{
+    for (int k = 0; k < 1000; k++) {
+        int fd = accept4(net.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->id = ++net.next_id;
+        c->bulk_len = -1;
+        c->next = net.conns;
+        if (net.conns) net.conns->prev = c;
+        net.conns = c;
+        net.nconns++;
+        net.total_conns++;
+        c->events = EPOLLIN;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        epoll_ctl(net.ep, EPOLL_CTL_ADD, fd, &ev);
+    }
+}
+
+static void on_event(struct conn *c, uint32_t events)
+{
+    if (c->fd < 0) return;
+    if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) return conn_close(c);
+    if ((events & EPOLLIN) && !read_some(c)) return conn_close(c);
+    if (events & EPOLLOUT) {
+        if (!flush_out(c)) return conn_close(c);
+        if (conn_unsent(c) < OUT_SOFT && !c->need_more && c->scan < c->in_len)
+            set_pending(c); /* output drained: run what input waits */
+    }
+    set_events(c);
+}
+
+/* One slice for each pending client, in turn.  Every client on the list
+ * is taken off it, so none that closed stays on it. */
+static void run_pending(void)
+{
+    struct conn *list = net.pending, *keep = NULL;
+    net.pending = NULL;
+    while (list) {
+        struct conn *c = list;
+        list = c->pend_next;
+        c->pending = false;
+        if (c->fd < 0) continue;
+        if (conn_unsent(c) < OUT_SOFT) run_commands(c);
+        if (c->fd < 0) continue;
+        if (c->dead || !flush_out(c)) {
+            conn_close(c);
+            continue;
+        }
+        if (!c->need_more && !c->closing && c->scan < c->in_len && conn_unsent(c) < OUT_SOFT) {
+            c->pending = true;
+            c->pend_next = keep;
+            keep = c;
+        }
+        set_events(c);
+    }
+    net.pending = keep;
+}
+
+/* ---- the event loop ---------------------------------------------------- */
+void net_watch_listener(void)
+{
+    net.ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(net.ep, EPOLL_CTL_ADD, net.listen_fd, &lev);
+}
+
+void net_event_loop(void)
+{
+    struct epoll_event evs[256];
+    int64_t next_cron = 0;
+    for (;;) {
+        if (server.stop) {
+            persist_shutdown(SHUTDOWN_DEFAULT);
+            server.stop = 0; /* the save failed: keep serving */
+        }
+        int timeout = net.pending ? 0 : persist.bgsave ? 5 : 100;
+        int n = epoll_wait(net.ep, evs, 256, timeout);
+        for (int i = 0; i < n; i++) {
+            if (!evs[i].data.ptr)
+                accept_clients();
+            else
+                on_event(evs[i].data.ptr, evs[i].events);
+        }
+        kv_hold_resize(server.kv, persist.bgsave);
+        run_pending();
+        free_closed();
+        int64_t now = mono_ms();
+        if (now >= next_cron || persist.bgsave) {
+            persist_poll_bgsave();
+            persist_check_save_points();
+        }
+        if (now >= next_cron) {
+            store_cron();
+            next_cron = now + 100;
+        }
+    }
+}

@@ -1,0 +1,85 @@
+/* examples/kv-server/net.h - the event loop and the clients' connections:
+ * accepting, reading a bounded slice of each client's input, running its
+ * commands in turn, and its output buffer with the limits that keep one
+ * client from holding up the others or the server's memory.
+ */
+#ifndef KV_NET_H
+#define KV_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QUERY_LIMIT (1024u << 20)       /* most input buffered for one command */
+#define READ_CHUNK (64u << 10)          /* read from one client per event-loop turn */
+#define TURN_COMMANDS 1000              /* commands run for one client per turn */
+#define OUT_SOFT (1u << 20)             /* unsent output that stops reading a client */
+#define OUT_HARD_DEFAULT (256ull << 20) /* unsent output that disconnects it */
+
+/* A client.  Its input is parsed where it stands (resp.c): in[scan..] is
+ * not yet looked at; a command being parsed began at cmd_start; a
+ * multibulk has mb_left bulk arguments still to come, the next of bulk_len
+ * bytes (-1: its length line comes first).  Arguments are kept as offsets
+ * into in (it may move as it grows) until the command is complete. */
+struct conn {
+    struct conn *prev, *next; /* every open connection */
+    struct conn *pend_next;   /* on the list of clients with input to run */
+    bool pending;
+    int fd;
+    uint32_t events; /* registered with epoll */
+    char *in;
+    size_t in_len, in_cap, scan, cmd_start;
+    long long mb_left, bulk_len;
+    bool need_more; /* the input holds no complete command */
+    struct span {
+        size_t off, n;
+    } * args;
+    size_t argc, args_cap;
+    char *scratch; /* an inline command's words, unquoted */
+    size_t scratch_cap;
+    char *out;
+    size_t out_len, out_cap, out_sent;
+    bool closing; /* close once the output is sent */
+    bool dead;    /* close now: the output limit was passed */
+    uint64_t id;
+};
+
+struct net_state {
+    int listen_fd;
+    int ep;                      /* the epoll instance */
+    struct conn *conns;          /* every open connection */
+    struct conn *pending;        /* clients whose input may hold a command to run */
+    struct conn *closed;         /* closed this turn: freed at its end */
+    uint64_t nconns;             /* open */
+    uint64_t next_id;            /* the last client's id */
+    uint64_t total_conns;        /* accepted since start */
+    uint64_t out_limit_closed;   /* disconnected for passing out_hard */
+    unsigned long long out_hard; /* --client-output-buffer-limit */
+};
+
+extern struct net_state net;
+
+/* Bytes of the client's replies not yet sent. */
+static inline size_t conn_unsent(const struct conn *c)
+{
+    return c->out_len - c->out_sent;
+}
+
+/* Whether n more bytes of replies fit in the client's output buffer as it
+ * is, within the limit, so that they may be written there in place. */
+static inline bool conn_out_fits(const struct conn *c, size_t n)
+{
+    return c->out_len + n <= c->out_cap && !c->dead && conn_unsent(c) + n <= net.out_hard;
+}
+
+/* Appends to the client's replies (the reply writers in resp.h build on
+ * it), or marks a client dead whose unsent replies would pass the limit. */
+void out_raw(struct conn *c, const void *p, size_t n);
+
+/* Start-up: watch net.listen_fd for clients. */
+void net_watch_listener(void);
+
+/* Serves until the server shuts down (persist_shutdown exits). */
+void net_event_loop(void) __attribute__((noreturn));
+
+#endif

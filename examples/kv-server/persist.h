@@ -1,0 +1,76 @@
+/* examples/kv-server/persist.h - persistence: the image loaded at start,
+ * SAVE and BGSAVE, the save points (--save), SHUTDOWN, and the fork
+ * mechanism's child closing the server's sockets.  The semantics, which
+ * are Redis's, are described in main.c.
+ */
+#ifndef KV_PERSIST_H
+#define KV_PERSIST_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <trapkit/checkpoint.h>
+
+enum shutdown_mode { SHUTDOWN_DEFAULT, SHUTDOWN_SAVE, SHUTDOWN_NOSAVE };
+
+#define MAX_SAVE_POINTS 16
+
+/* The event loop's thread owns it; the helper thread that publishes a
+ * background save's image touches none of it. */
+struct persist_state {
+    tk_ckpt *ckpt;
+    const char *dir, *dbfile;                /* --dir, --dbfilename */
+    char path[PATH_MAX], tmp_path[PATH_MAX]; /* DIR/NAME and DIR/NAME.tmp */
+    int save_fd;                             /* the running save's file */
+    bool bgsave;                             /* a background save runs */
+    time_t lastsave;                         /* the last successful save's end (LASTSAVE) */
+    time_t bgsave_start, last_bgsave_try;
+    const char *last_status;  /* "ok" or "err" */
+    uint64_t changes_at_save; /* server.changes at the running save's instant */
+    long last_bgsave_ms;      /* how long the last save took; -1: none yet */
+    uint64_t saves;           /* completed successfully since start */
+    tk_ckpt_stats last_stats; /* the last save's */
+    int64_t last_instant_ms;  /* the snapshot instant of the image last saved or loaded */
+    int64_t save_instant_ms;  /* the running save's */
+    struct save_point {
+        long seconds, changes;
+    } save_points[MAX_SAVE_POINTS]; /* --save */
+    int nsave_points;
+    char save_error[PATH_MAX + 256]; /* why the last save failed to start or complete */
+};
+
+extern struct persist_state persist;
+
+/* Loads the image at persist.path into the area, or formats an empty
+ * store there if there is none; sets server.kv.  Returns -1 after saying
+ * why on stderr. */
+int persist_load_image(const struct tk_ckpt_area *ar);
+
+/* BGSAVE: 0 once the snapshot is taken and the image being written, -1
+ * with persist.save_error. */
+int persist_start_bgsave(void);
+
+/* SAVE: 0 once the image is complete and published, -1 with
+ * persist.save_error. */
+int persist_save(void);
+
+/* The event loop's: notes a background save that completed and publishes
+ * its image; starts one that a save point calls for. */
+void persist_poll_bgsave(void);
+void persist_check_save_points(void);
+
+/* SHUTDOWN and SIGTERM/SIGINT: returns -1 if the server must keep running
+ * (the save failed); else exits. */
+int persist_shutdown(enum shutdown_mode mode);
+
+/* --save "SECONDS CHANGES [SECONDS CHANGES ...]" or ""; CONFIG GET save */
+bool persist_parse_save_points(const char *v);
+void persist_save_points_str(char *buf, size_t n);
+
+/* For pthread_atfork: in the fork mechanism's child, closes the server's
+ * sockets. */
+void persist_close_sockets_in_child(void);
+
+#endif
