@@ -506,6 +506,7 @@ void Core::flush_all(uint64_t resume_seq)
     const Uop *oldest = nullptr;
     auto undo = [this, &oldest](const Uop *u) {
         oldest = u;
+        if (u->ctl < Uop::JAL) return; // (only jumps use the return stack)
         if (u->ras_push) ras_.pop_back();
         if (u->ras_drop != NEVER) ras_.insert(ras_.begin(), u->ras_drop);
         if (u->ras_pop != NEVER) ras_.push_back(u->ras_pop);
@@ -665,10 +666,22 @@ size_t Core::front_place(size_t from, size_t to) const
 // ---- stages ----
 [[gnu::always_inline]] inline void Core::commit()
 {
-    for (int n = 0; n < c_.commit_width && !rob_.empty(); n++) {
+    int committed = commit_some();
+    if (committed) {
+        last_commit_cycle_ = cycle_;
+        events_++;
+    }
+}
+
+// Commits up to commit_width uops from the head of the ROB; how many.
+inline int Core::commit_some()
+{
+    const int width = c_.commit_width;
+    int n = 0;
+    for (; n < width && !rob_.empty(); n++) {
         Uop *u = rob_.front();
         if (u->handler) {
-            if (u->st != Uop::DONE) return;
+            if (u->st != Uop::DONE) return n;
             if (u->arch_dst >= 0) {
                 committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
                 (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
@@ -681,28 +694,26 @@ size_t Core::front_place(size_t from, size_t to) const
             rob_.pop_front();
             if (prepend_at_ > 0) prepend_at_--;
             free_uop(u);
-            last_commit_cycle_ = cycle_;
-            events_++;
             continue;
         }
         if (u->mem && u->seq != tlb_checked_seq_) {
             // the access's program-order TLB lookup: one handler at a time,
             // and the last one wholly in the ROB (a flush keeps only the
             // handler instructions there)
-            if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0) return;
+            if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0) return n;
             tlb_checked_seq_ = u->seq;
             events_++;
             if (!tlb_lookup_commit(vpn(u))) {
                 take_miss(*u);
-                return;
+                return n;
             }
             if (u->tlbmiss) { // flagged by a probe, but present now: access again
                 rearm(u);
                 st_.replays++;
-                return;
+                return n;
             }
         }
-        if (u->st != Uop::DONE || u->tlbmiss) return;
+        if (u->st != Uop::DONE || u->tlbmiss) return n;
         if (u->stq) { // a store writes the D-cache now
             st_.l1d_accesses++;
             if (!l1d_.access(u->addr)) st_.l1d_misses++;
@@ -723,13 +734,12 @@ size_t Core::front_place(size_t from, size_t to) const
         stream_head_ = (stream_head_ + 1) & stream_mask_;
         stream_n_--;
         stream_base_++;
-        last_commit_cycle_ = cycle_;
-        events_++;
         if (program_ended_ && stream_n_ == 0) {
             done_ = true;
-            return;
+            return n + 1;
         }
     }
+    return n;
 }
 
 // An access held for its page accesses again (the TLB and the cache).
@@ -824,7 +834,7 @@ bool Core::fetch_new_line(uint64_t pc)
 
 // A uop leaves its issue queue for its unit (or, an access whose page is
 // not in the TLB, is held: the miss is found).
-inline void Core::start(Uop *u)
+[[gnu::always_inline]] inline void Core::start(Uop *u)
 {
     events_++;
     uint64_t lat = u->lat;

@@ -268,6 +268,7 @@ class Core
 
     // the stages
     void commit();
+    int commit_some();
     void complete();
     void issue();
     void dispatch();
