@@ -113,7 +113,7 @@ int main(void)
     CHECK(memcmp(target + 6, mem + 6, len - 6) == 0);
     tk_ckpt_image_info info;
     CHECK_OK(tk_ckpt_info(good, &info));
-    CHECK(info.version == 1 && info.page_size == ps && !info.incremental && info.seq == 1);
+    CHECK(info.version == 2 && info.page_size == ps && !info.incremental && info.seq == 1);
 
     struct tk_img_header h;
     CHECK(pread(good, &h, sizeof h, 0) == sizeof h);
@@ -143,7 +143,7 @@ int main(void)
     /* another version (with a valid checksum), not an image, incomplete */
     fd = copy_of(good, "version.img");
     struct tk_img_header h2 = h;
-    h2.version = 2;
+    h2.version = 3;
     tk__crc32c_init();
     h2.header_crc = tk__crc32c(0, &h2, offsetof(struct tk_img_header, header_crc));
     CHECK(pwrite(fd, &h2, sizeof h2, 0) == (ssize_t)sizeof h2);

@@ -79,7 +79,7 @@ typedef struct tk_ckpt_stats {
     bool running;              /* still being written */
     int error;                 /* 0, or the negative errno that ended it */
     uint64_t pages_total;      /* pages in the areas */
-    uint64_t pages_saved;      /* pages in this image */
+    uint64_t pages_saved;      /* pages whose data this image holds */
     uint64_t pages_done;       /* pages written so far */
     uint64_t pages_by_thread;  /* copied by the background thread (or the fork child) */
     uint64_t pages_by_writers; /* copied by a writer that reached them first */
@@ -103,6 +103,16 @@ typedef struct tk_ckpt_stats {
     uint64_t stall_page_ns;   /* waiting for another writer copying the same page */
     uint64_t stall_copy_ns;   /* copying pages before they are written */
     uint64_t stall_unprot_ns; /* opening the page again (tk_unprot: lock and system call) */
+    /* Protecting the areas: tk_ckpt_start protects them in steps while the
+     * program runs, then pauses the writers that fault for the last step
+     * (the pages written meanwhile): only protect_pause_ns holds anyone up. */
+    uint64_t protect_ns;       /* all of it, in tk_ckpt_start */
+    uint64_t protect_pause_ns; /* the last step: the pause */
+    uint32_t protect_rounds;   /* steps over the pages written meanwhile */
+    bool compressed;           /* TK_CKPT_COMPRESS */
+    uint64_t pages_zero;       /* not populated at the instant: zero in the image, not written */
+    uint64_t image_bytes;      /* the image file's size, once complete */
+    uint64_t data_bytes;       /* of which the pages' data (compressed, or pages_saved pages) */
 } tk_ckpt_stats;
 
 /* Called from the background thread about every 1% of the pages and at
@@ -149,6 +159,9 @@ int tk_ckpt_destroy(tk_ckpt *c);
     0x1 /* only the pages written since the previous                                               \
            snapshot (needs TK_CKPT_TRACK; the first                                                \
            snapshot is always full) */
+#define TK_CKPT_COMPRESS                                                                           \
+    0x2 /* each page compressed with LZ4 (the CRC stays                                            \
+           the uncompressed page's) */
 
 /* Starts a snapshot into fd (a regular file opened for writing; it is
  * truncated and written with pwrite).  Returns once the snapshot instant
@@ -171,15 +184,19 @@ int tk_ckpt_snapshot(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st);
 
 /* What an image's header says. */
 typedef struct tk_ckpt_image_info {
-    uint32_t version;
+    uint32_t version; /* 2; images of version 1 are read as well */
     uint32_t page_size;
     bool incremental;
+    bool compressed;
     uint64_t lineage; /* one per checkpointer: a chain must share it */
     uint64_t seq, parent_seq;
-    uint64_t pages_total, pages_saved;
+    uint64_t pages_total, pages_saved; /* saved: pages it holds (data or zero) */
+    uint64_t pages_zero;               /* of those, zero (not populated): no data */
     size_t nareas;
     uint64_t area_len[16];
     uint64_t created_ns; /* CLOCK_REALTIME at the snapshot instant */
+    uint64_t file_bytes; /* the file's size */
+    uint64_t data_bytes; /* the pages' data in it */
 } tk_ckpt_image_info;
 
 /* Reads and checks an image's header (not its pages).  Returns 0 or

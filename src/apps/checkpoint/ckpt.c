@@ -3,36 +3,54 @@
  *
  * Per page of the areas, one byte of state:
  *
- *   DIRTY    written since the last snapshot (or never saved); writable
- *   PENDING  in the running snapshot, not copied yet; write-protected
- *   COPYING  being written to the image by the background thread
- *   TAKEN    being copied by a writer
- *   CLEAN    saved (in the running or a past snapshot); write-protected, so
- *            the first write after it faults and makes it DIRTY
+ *   DIRTY     written since the last snapshot (or never saved); writable
+ *   PENDING   in the snapshot being taken, not copied yet; write-protected
+ *   HOLE      in it, not populated (zero): nothing to copy; write-protected
+ *   COPYING   being written to the image by the background thread
+ *   TAKEN     being copied by a writer
+ *   CLEAN     saved (in the running or a past snapshot); write-protected, so
+ *             the first write after it faults and makes it DIRTY
+ *   OPENING   while the areas are being armed: a writer is opening it
+ *   REOPENED  while the areas are being armed: written after it was
+ *             protected; writable, to be protected again
  *
- * tk_ckpt_start: phase = PAUSED; the pages of the snapshot (all, or the
- * DIRTY ones for an incremental one) become PENDING and are write-protected;
- * phase = RUNNING.  A writer that faults while PAUSED waits for RUNNING, so
- * every write either completed before its page was protected (it is in the
- * image) or waits until after the instant (it is not): the image is a
- * consistent cut.  Then a background thread copies PENDING pages in order;
- * a writer that reaches a PENDING page first copies it itself and goes on.
- * Without TK_CKPT_TRACK copied pages are unprotected again in batches.
+ * tk_ckpt_start arms the areas in steps while the program runs (phase
+ * ARMING): chunk by chunk, the pages of the snapshot (all, or the DIRTY
+ * ones for an incremental one) become PENDING and are write-protected; a
+ * write to a page already armed is not held: the writer reopens it (the
+ * write belongs to the snapshot) and it is armed again in the next round,
+ * until few enough pages are reopened in a round.  Then the pause (phase
+ * PAUSED): writers that fault wait, those inside the handler are waited
+ * for, the last reopened pages are protected again - that is the instant
+ * - and phase = RUNNING.  Consistency: a write is in the image exactly when
+ * it completed before its page's last protection; a write that faults on a
+ * page armed for good waits for the end of the pause, and so does every
+ * write after it in its thread, so the writes in the image are closed under
+ * happens-before (a write reopening a page in a round is itself in the
+ * image).  Pages found not populated right after their protection (a
+ * PAGEMAP_SCAN of the chunk: neither present nor swapped, or the shared
+ * zero page) become HOLEs: zero in the image, never read or written.  Then
+ * a background thread copies PENDING pages in order; a writer that reaches
+ * a PENDING page first copies it itself and goes on.  Without
+ * TK_CKPT_TRACK copied pages are unprotected again in batches.
  *
  * The background thread writes runs of up to BATCH pages to the image
  * straight from memory, with one pwritev and direct I/O where the file
  * system allows (no copy, no page cache, no write-back thread competing
  * with the program for the CPU; buffered otherwise); the pages stay
  * write-protected meanwhile, so then it computes their CRC-32C from memory
- * and marks them CLEAN.  A writer copies its page into a pool slot (one
- * memcpy, in its fault handler or on trapkit's handler thread) and queues
- * it for the background thread, which computes its CRC and writes it
- * (buffered).  A writer never waits for the background thread: a page the
- * thread is writing (COPYING) is taken over by the writer, which copies
- * it itself, and the thread, seeing the state changed, leaves the page to
- * the writer's copy, written after its own.  So a writer waits neither for
- * the disk, nor for the kernel's dirty-page throttling, nor for a
- * background thread the scheduler has put aside.
+ * and marks them CLEAN.  A page that is all zero is not written (a hole of
+ * the file).  With TK_CKPT_COMPRESS it compresses each page (LZ4) into a
+ * staging buffer written with direct I/O when full; a page's place is in
+ * the directory.  A writer copies its page into a pool slot (one memcpy,
+ * in its fault handler or on trapkit's handler thread) and queues it for
+ * the background thread, which computes its CRC and writes it.  A writer
+ * never waits for the background thread: a page the thread is writing
+ * (COPYING) is taken over by the writer, which copies it itself, and the
+ * thread, seeing the state changed, leaves the page to the writer's copy,
+ * written after its own.  So a writer waits neither for the disk, nor for
+ * the kernel's dirty-page throttling, nor for a background thread the
+ * scheduler has put aside.
  *
  * The background thread runs at SCHED_IDLE (unless TK_CKPT_FAIR): on a CPU
  * nothing else wants, preempted at once by a program thread that wakes up
@@ -41,14 +59,22 @@
  * TK_CKPT_TRACK) by the helper, a thread at the program's priority that
  * does nothing else but populate the writers' pool slots ahead of them:
  * tk_unprot holds the region's lock across its system call, and
- * MADV_POPULATE_WRITE the address space's (mmap_lock) across its range.  TK_CKPT_TIMING (or
- * TRAPKIT_CKPT_TIMING=1) times each part of the write-fault path; tools/ckpt_stall.c is the driver
- * that found where a writer's time goes (docs/design.md).  The extra memory is one page per page a
- * writer copied, released when the snapshot ends, plus the state, CRC, slot and bitmap arrays (17
- * bytes per 4 KiB page); fork's is the copy-on-write copies.
+ * MADV_POPULATE_WRITE the address space's (mmap_lock) across its range.
+ * TK_CKPT_TIMING (or TRAPKIT_CKPT_TIMING=1) times each part of the
+ * write-fault path; tools/ckpt_stall.c is the driver that found where a
+ * writer's time goes (docs/design.md).
+ *
+ * The extra memory during a snapshot is one page per page a writer copied
+ * (released when the snapshot ends) and 256 pool pages populated ahead,
+ * plus the per-page arrays, touched at the first snapshot and kept: state
+ * (1 byte), CRC (4), pool slot (4, per copied page), bitmaps, and with
+ * TK_CKPT_COMPRESS each page's place (8); the compression staging buffer
+ * (1 MiB); fork's is the copy-on-write copies.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <lz4.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -56,12 +82,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -74,18 +101,31 @@
 #include "trapkit/probe.h"
 #include "trapkit/region.h"
 
-enum { ST_DIRTY = 0, ST_PENDING = 1, ST_COPYING = 2, ST_CLEAN = 3, ST_TAKEN = 4 };
-enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1 };
+enum {
+    ST_DIRTY = 0,
+    ST_PENDING = 1,
+    ST_COPYING = 2,
+    ST_CLEAN = 3,
+    ST_TAKEN = 4,
+    ST_OPENING = 5,
+    ST_REOPENED = 6,
+    ST_HOLE = 7
+};
+enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1, PHASE_ARMING = 2 };
 #ifdef TK_CKPT_TEST_TAKEOVER
 atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread */
 #endif
 #define UNPROT_BATCH 64
-#define BATCH 64       /* pages the background thread writes with one pwritev */
-#define POOL_AHEAD 256 /* pool pages kept populated ahead of the writers' next copies */
+#define BATCH 64         /* pages the background thread writes with one pwritev */
+#define POOL_AHEAD 256   /* pool pages kept populated ahead of the writers' next copies */
+#define OPEN_RING 1024   /* ranges of copied pages waiting for the helper thread */
+#define ARM_CHUNK 512    /* pages armed at a time (one protection, one scan) */
+#define ARM_ROUNDS 8     /* rounds of re-arming reopened pages at most */
+#define ARM_FINAL 32     /* reopened pages few enough to protect in the pause */
+#define STAGE (1u << 20) /* the compressed data's staging buffer */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
-#define OPEN_RING 1024 /* ranges of copied pages waiting for the helper thread */
 enum { COPIER_IDLE, COPIER_NICE, COPIER_FAIR };
 
 struct tk_ckpt {
@@ -98,11 +138,13 @@ struct tk_ckpt {
     bool track;
     bool timing; /* TK_CKPT_TIMING: where writers' faults spend their time */
     int copier;  /* COPIER_*: the background thread's scheduling */
+    bool scan;   /* PAGEMAP_SCAN finds pages never populated */
     tk_ckpt_progress_fn progress;
     void *progress_arg;
 
     _Atomic uint8_t *state;
     uint32_t *crc;
+    uint64_t *loc;               /* compressed: each data page's offset << 20 | length */
     unsigned char *pool;         /* writers' copies: npages pages reserved, touched as used */
     _Atomic uint32_t *queue;     /* entry q: the page whose copy is in pool slot q,
                                     UINT32_MAX until its writer has copied it */
@@ -110,13 +152,22 @@ struct tk_ckpt {
     uint64_t queue_head;         /* entries written (the background thread's) */
     _Atomic uint64_t pool_want;  /* pool slots to keep populated (the background thread's) */
     _Atomic uint64_t pool_ready; /* pool slots populated (the helper's) */
-    uint64_t *saved;             /* bitmap of the running snapshot's pages */
-    uint64_t *prefix;            /* saved pages before each bitmap word */
+    uint64_t *saved;             /* bitmap: the snapshot's pages (atomic ops while arming) */
+    uint64_t *zero;              /* bitmap: of those, HOLEs at the instant */
+    uint64_t *prefix;            /* data pages (saved, not zero) before each bitmap word */
     size_t words;
+    unsigned char *stage; /* compressed data waiting to be written (STAGE bytes) */
+    size_t staged;
+    uint64_t append; /* compressed: where the next staged data goes in the image */
 
     uint64_t lineage, seq, base_seq; /* base_seq: the last complete snapshot, 0 none */
     atomic_int phase;
-    atomic_int inflight; /* writers between reading the phase and opening their page */
+    /* Writers between reading the phase and opening their page, by the
+     * parity of the epoch they entered in: a snapshot starts a new epoch and
+     * waits for the old one's, without waiting for the new writers. */
+    _Atomic uint64_t epoch;
+    atomic_int inflight[2];
+    atomic_long reopened; /* pages reopened while arming, this round */
 
     pthread_mutex_t lock; /* start/wait/destroy */
     bool thread_live;
@@ -138,13 +189,15 @@ struct tk_ckpt {
 
     /* the running (or last) snapshot */
     int fd, dfd; /* the image; dfd: the same file opened for direct I/O, or fd */
-    bool incremental;
-    uint64_t nsaved, data_off, t_start, t_instant_real;
+    bool incremental, compress;
+    _Atomic uint64_t nsaved, nzero, ndata; /* held, held as zero, data pages */
+    uint64_t data_off, t_start, t_instant_real;
     uint64_t cpu0; /* CLOCK_THREAD_CPUTIME_ID of the thread that copies, when it began */
     atomic_bool running;
     atomic_int error;
     int phase_fd; /* readable while the phase is running (wait_while_paused) */
     _Atomic uint64_t by_thread, by_writers, faults, max_stall, bytes, done, pause_ns, duration;
+    _Atomic uint64_t protect_ns, protect_pause_ns, rounds, image_bytes, data_bytes;
     _Atomic uint64_t thread_cpu, thread_io; /* the background thread's */
     /* with timing: sums over the snapshot's faults (tk_ckpt_stats.stall_*) */
     _Atomic uint64_t st_total, st_pause, st_page, st_copy, st_unprot;
@@ -232,15 +285,41 @@ static size_t index_of(const struct tk_ckpt *c, const tk_region *r, uintptr_t pa
     return (size_t)-1;
 }
 
-/* Where page idx goes in the image.  [signal-safe] */
+/* [signal-safe] */
+static bool test_bit(const uint64_t *bits, size_t i)
+{
+    return __atomic_load_n(&bits[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1;
+}
+
+/* [signal-safe] */
+static void set_bit(uint64_t *bits, size_t i)
+{
+    __atomic_fetch_or(&bits[i / 64], 1ull << (i % 64), __ATOMIC_SEQ_CST);
+}
+
+/* [signal-safe] */
+static void clear_bit(uint64_t *bits, size_t i)
+{
+    __atomic_fetch_and(&bits[i / 64], ~(1ull << (i % 64)), __ATOMIC_SEQ_CST);
+}
+
+/* Where data page idx goes in an uncompressed image: its rank among the
+ * data pages (saved, not zero), fixed at the instant.  [signal-safe] */
 static uint64_t image_offset(const struct tk_ckpt *c, size_t idx)
 {
-    uint64_t rank = idx;
-    if (c->incremental) {
-        uint64_t below = c->saved[idx / 64] & ((1ull << (idx % 64)) - 1);
-        rank = c->prefix[idx / 64] + (uint64_t)__builtin_popcountll(below);
-    }
-    return c->data_off + rank * c->ps;
+    uint64_t data = c->saved[idx / 64] & ~c->zero[idx / 64];
+    uint64_t below = data & ((1ull << (idx % 64)) - 1);
+    return c->data_off + (c->prefix[idx / 64] + (uint64_t)__builtin_popcountll(below)) * c->ps;
+}
+
+/* Whether the page at p is all zero.  [signal-safe] */
+static bool zero_page(const unsigned char *p, size_t n)
+{
+    const uint64_t *w = (const uint64_t *)p;
+    for (size_t i = 0; i < n / 8; i += 8)
+        if (w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] | w[i + 5] | w[i + 6] | w[i + 7])
+            return false;
+    return true;
 }
 
 /* [signal-safe] */
@@ -300,15 +379,63 @@ static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off
     return err;
 }
 
-/* Writes src, a writer's copy of page idx, to its place in the image
- * (unless the snapshot already failed) and counts the page done. */
+/* Writes the staged compressed data (padded to a multiple of 4096 for
+ * direct I/O) at the append position (background thread). */
+static void flush_stage(struct tk_ckpt *c)
+{
+    if (!c->staged) return;
+    size_t n = (c->staged + 4095) & ~(size_t)4095;
+    memset(c->stage + c->staged, 0, n - c->staged);
+    if (!atomic_load(&c->error)) {
+        struct iovec iov = {c->stage, n};
+        int err = write_pages(c, &iov, 1, c->append);
+        if (err)
+            set_error(c, err);
+        else
+            atomic_fetch_add(&c->bytes, n);
+    }
+    c->append += n;
+    c->staged = 0;
+}
+
+/* Stages page idx, read from src, compressed; records where it goes and
+ * its CRC unless `keep` says the copy was overtaken (then its bytes are
+ * left unused).  Returns whether it was recorded (background thread). */
+static bool stage_page(struct tk_ckpt *c, size_t idx, const unsigned char *src,
+                       bool (*keep)(struct tk_ckpt *, size_t))
+{
+    if (c->staged + (size_t)LZ4_COMPRESSBOUND(c->ps) > STAGE) flush_stage(c);
+    TK_TSAN_IGNORE_BEGIN();
+    uint32_t crc = tk__crc32c((uint32_t)idx, src, c->ps);
+    uint32_t len = 0;
+    if (!zero_page(src, c->ps)) {
+        int n = LZ4_compress_default((const char *)src, (char *)c->stage + c->staged, (int)c->ps,
+                                     LZ4_COMPRESSBOUND(c->ps));
+        if (n > 0 && (size_t)n < c->ps) {
+            len = (uint32_t)n;
+        } else {
+            memcpy(c->stage + c->staged, src, c->ps); /* LZ4 does not make it smaller */
+            len = (uint32_t)c->ps;
+        }
+    }
+    TK_TSAN_IGNORE_END();
+    if (keep && !keep(c, idx)) return false;
+    c->crc[idx] = crc;
+    c->loc[idx] = (len ? (c->append + c->staged) << 20 : 0) | len;
+    c->staged += len;
+    return true;
+}
+
+/* Writes src, a writer's copy of page idx, to the image (unless the
+ * snapshot already failed) and counts the page done.  Uncompressed at its
+ * place, buffered: single pages from scattered places, which the page
+ * cache gathers (one direct write per page costs the disk's latency each). */
 static void write_page(struct tk_ckpt *c, size_t idx, unsigned char *src)
 {
-    if (!atomic_load(&c->error)) {
+    if (c->compress) {
+        stage_page(c, idx, src, NULL);
+    } else if (!atomic_load(&c->error)) {
         c->crc[idx] = tk__crc32c((uint32_t)idx, src, c->ps);
-        /* buffered: single pages from scattered places; the page cache
-         * gathers them (one direct write per page costs the disk's latency
-         * each) */
         uint64_t t0 = now_ns(CLOCK_MONOTONIC);
         int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
         atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
@@ -376,19 +503,36 @@ static tk_action on_write(const tk_fault *f, void *arg)
     /* a writer's stall: from its fault to its resumption, while a
      * snapshot runs or is being set up */
     uint64_t t0 = atomic_load(&c->running) ? (t_in ? t_in : now_ns(CLOCK_MONOTONIC)) : 0;
-    /* Enter unless a snapshot is being set up; it waits for those inside,
-     * so no page is opened after it chose and protected its pages. */
+    /* Enter unless a snapshot is pausing; it waits for those inside, so no
+     * page is opened after it protected its pages for good.  A snapshot
+     * that starts waits only for those of the epoch before. */
+    uint64_t e;
     for (;;) {
-        atomic_fetch_add(&c->inflight, 1);
-        if (atomic_load(&c->phase) != PHASE_PAUSED) break;
-        atomic_fetch_sub(&c->inflight, 1);
+        e = atomic_load(&c->epoch);
+        atomic_fetch_add(&c->inflight[e & 1], 1);
+        if (atomic_load(&c->phase) != PHASE_PAUSED && atomic_load(&c->epoch) == e) break;
+        atomic_fetch_sub(&c->inflight[e & 1], 1);
         if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
         wait_while_paused(c);
     }
+    int phase = atomic_load(&c->phase);
     t_add(&c->st_pause, &t);
     for (unsigned spins = 0;; spins++) {
         uint8_t st = atomic_load(&c->state[idx]);
-        if (st == ST_PENDING || st == ST_COPYING) {
+        if (phase == PHASE_ARMING && (st == ST_PENDING || st == ST_HOLE || st == ST_CLEAN)) {
+            /* armed (or saved before) and written before the instant: the
+             * write belongs to the snapshot; the page is armed again */
+            if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_OPENING)) continue;
+            if (st == ST_CLEAN) set_bit(c->saved, idx); /* written since: in the snapshot */
+            if (st == ST_HOLE) clear_bit(c->zero, idx);
+            t_add(&c->st_page, &t);
+            tk_unprot(f->region, f->page, c->ps);
+            t_add(&c->st_unprot, &t);
+            atomic_store(&c->state[idx], ST_REOPENED);
+            atomic_fetch_add(&c->reopened, 1);
+            break;
+        }
+        if (phase == PHASE_RUNNING && (st == ST_PENDING || st == ST_COPYING)) {
             /* not copied yet, or being copied by the background thread,
              * which drops its copy when it sees TAKEN */
             if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_TAKEN)) continue;
@@ -404,20 +548,22 @@ static tk_action on_write(const tk_fault *f, void *arg)
             t_add(&c->st_unprot, &t);
             break;
         }
-        if (st == ST_CLEAN) {
+        if (phase == PHASE_RUNNING && (st == ST_CLEAN || st == ST_HOLE)) {
+            /* saved, or zero in the image: nothing to copy */
             if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_DIRTY)) continue;
             t_add(&c->st_page, &t);
             tk_unprot(f->region, f->page, c->ps);
             t_add(&c->st_unprot, &t);
             break;
         }
-        if (st == ST_DIRTY) break; /* another thread is opening it: retry */
+        /* DIRTY, OPENING, REOPENED: another thread is opening it: retry */
+        if (st != ST_TAKEN) break;
         /* TAKEN: another writer is copying this page; wait for it only */
         if (!t0) t0 = now_ns(CLOCK_MONOTONIC);
         if (spins > 64) sched_yield();
     }
     t_add(&c->st_page, &t);
-    atomic_fetch_sub(&c->inflight, 1);
+    atomic_fetch_sub(&c->inflight[e & 1], 1);
     if (t_in) atomic_fetch_add_explicit(&c->st_total, t - t_in, memory_order_relaxed);
     if (t0) note_max(&c->max_stall, now_ns(CLOCK_MONOTONIC) - t0);
     return TK_RESUME;
@@ -438,7 +584,10 @@ static void release(struct tk_ckpt *c)
     if (c->state) munmap((void *)c->state, c->npages);
     if (c->crc) munmap(c->crc, c->npages * 4);
     if (c->saved) munmap(c->saved, c->words * 8);
+    if (c->zero) munmap(c->zero, c->words * 8);
     if (c->prefix) munmap(c->prefix, c->words * 8);
+    if (c->loc) munmap(c->loc, c->npages * 8);
+    if (c->stage) munmap(c->stage, STAGE);
     if (c->pool) munmap(c->pool, c->npages * c->ps);
     if (c->queue) munmap((void *)c->queue, c->npages * 4);
     if (c->phase_fd >= 0) close(c->phase_fd);
@@ -498,11 +647,14 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->state = map_zero(c->npages);
     c->crc = map_zero(c->npages * 4);
     c->saved = map_zero(c->words * 8);
+    c->zero = map_zero(c->words * 8);
     c->prefix = map_zero(c->words * 8);
+    c->loc = map_zero(c->npages * 8);
     c->pool = map_zero(c->npages * ps);
     c->queue = map_zero(c->npages * 4);
     if (c->queue) memset((void *)c->queue, 0xff, c->npages * 4);
-    if (!c->state || !c->crc || !c->saved || !c->prefix || !c->pool || !c->queue) {
+    if (!c->state || !c->crc || !c->saved || !c->zero || !c->prefix || !c->loc || !c->pool ||
+        !c->queue) {
         release(c);
         return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory for the page tables");
     }
@@ -543,6 +695,9 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
             return tk__failf(err, "tk_ckpt_create: area %zu: %s", a, why);
         }
     }
+    /* pages never populated are found by PAGEMAP_SCAN (Linux 6.7) */
+    const tk_probe_info *probe = tk__probe();
+    c->scan = probe && probe->pagemap_scan;
     if (getrandom(&c->lineage, sizeof c->lineage, 0) != sizeof c->lineage)
         c->lineage = now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid() << 32;
     *out = c;
@@ -558,46 +713,98 @@ static void report(struct tk_ckpt *c)
     c->progress(&st, c->progress_arg);
 }
 
-/* Directory, fsync, header, fsync.  Returns 0 or an error. */
+/* Writes n bytes at *off through buf's staging, chaining the CRC. */
+struct dirw {
+    struct tk_ckpt *c;
+    unsigned char *buf;
+    size_t used, cap;
+    uint64_t off;
+    uint32_t crc;
+    int err;
+};
+
+static void dir_flush(struct dirw *d)
+{
+    if (!d->used || d->err) return;
+    d->crc = tk__crc32c(d->crc, d->buf, d->used);
+    d->err = pwrite_all(d->c->fd, d->buf, d->used, d->off);
+    d->off += d->used;
+    d->used = 0;
+}
+
+static void dir_put(struct dirw *d, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    while (n) {
+        size_t k = d->cap - d->used < n ? d->cap - d->used : n;
+        memcpy(d->buf + d->used, s, k);
+        d->used += k;
+        s += k;
+        n -= k;
+        if (d->used == d->cap) dir_flush(d);
+    }
+}
+
+/* Directory (streamed through a 64 KiB buffer), fsync, header, fsync.
+ * Returns 0 or an error. */
 static int finish_image(struct tk_ckpt *c)
 {
-    size_t bitmap_len = c->words * 8, crcs_len = c->nsaved * 4;
-    size_t dir_len = bitmap_len + crcs_len;
-    unsigned char *dir = map_zero(dir_len);
-    if (!dir) return -ENOMEM;
-    memcpy(dir, c->saved, bitmap_len);
-    uint32_t *out = (uint32_t *)(dir + bitmap_len);
-    size_t k = 0;
-    for (size_t i = 0; i < c->npages; i++)
-        if (c->saved[i / 64] >> (i % 64) & 1) out[k++] = c->crc[i];
-    uint64_t dir_off = c->data_off + c->nsaved * c->ps;
-    int err = pwrite_all(c->fd, dir, dir_len, dir_off);
+    uint64_t dir_off = c->compress ? c->append : c->data_off + c->ndata * c->ps;
+    struct dirw d = {.c = c, .cap = 65536, .off = dir_off};
+    d.buf = map_zero(d.cap);
+    if (!d.buf) return -ENOMEM;
+    for (size_t w = 0; w < c->words; w++) c->zero[w] &= c->saved[w]; /* held as zero */
+    dir_put(&d, c->saved, c->words * 8);
+    dir_put(&d, c->zero, c->words * 8);
+    for (size_t w = 0; w < c->words; w++) {
+        for (uint64_t bits = c->saved[w] & ~c->zero[w]; bits; bits &= bits - 1) {
+            size_t i = w * 64 + (size_t)__builtin_ctzll(bits);
+            if (c->compress) {
+                struct tk_img_entry e = {c->loc[i] >> 20, (uint32_t)(c->loc[i] & 0xfffff),
+                                         c->crc[i]};
+                dir_put(&d, &e, sizeof e);
+            } else {
+                dir_put(&d, &c->crc[i], 4);
+            }
+        }
+    }
+    dir_flush(&d);
+    munmap(d.buf, d.cap);
+    int err = d.err;
+    uint64_t dir_len = d.off - dir_off;
     struct tk_img_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, TK_IMG_MAGIC, 8);
     h.version = TK_IMG_VERSION;
     h.page_size = (uint32_t)c->ps;
-    h.flags = c->incremental ? TK_IMG_INCREMENTAL : 0;
+    h.flags = (c->incremental ? TK_IMG_INCREMENTAL : 0) | (c->compress ? TK_IMG_COMPRESSED : 0);
     h.nareas = (uint32_t)c->nareas;
     h.lineage = c->lineage;
     h.seq = c->seq;
     h.parent_seq = c->incremental ? c->base_seq : 0;
     h.npages = c->npages;
     h.nsaved = c->nsaved;
+    h.nzero = c->nzero;
     h.data_off = c->data_off;
+    h.data_len = dir_off - c->data_off;
     h.dir_off = dir_off;
     h.dir_len = dir_len;
     h.created_ns = c->t_instant_real;
     for (size_t a = 0; a < c->nareas; a++) h.area_len[a] = c->areas[a].len;
-    h.dir_crc = tk__crc32c(0, dir, dir_len);
-    munmap(dir, dir_len);
+    h.dir_crc = d.crc;
     h.header_crc = tk__crc32c(0, &h, offsetof(struct tk_img_header, header_crc));
     uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+    /* an uncompressed image whose last pages were zero ends in a hole:
+     * the directory's write made the file long enough */
     if (!err && fsync(c->fd) < 0) err = -errno;
     if (!err) err = pwrite_all(c->fd, &h, sizeof h, 0);
     if (!err && fsync(c->fd) < 0) err = -errno;
     atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
-    if (!err) atomic_fetch_add(&c->bytes, dir_len + sizeof h);
+    if (!err) {
+        atomic_fetch_add(&c->bytes, dir_len + sizeof h);
+        atomic_store(&c->image_bytes, dir_off + dir_len);
+        atomic_store(&c->data_bytes, dir_off - c->data_off);
+    }
     return err;
 }
 
@@ -641,6 +848,7 @@ struct batch {
     size_t idx[BATCH];
     struct iovec iov[BATCH];
     bool mine[BATCH]; /* COPYING by the thread; else a writer took the page first */
+    bool zero[BATCH]; /* all zero when taken: not written (a hole of the file) */
     size_t n;
     uint64_t off; /* image offset of idx[0] */
 };
@@ -656,8 +864,8 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
             continue;
         }
         size_t e = k;
-        while (e < b->n && b->mine[e]) e++;
-        if (!atomic_load(&c->error)) {
+        while (e < b->n && b->mine[e] && b->zero[e] == b->zero[k]) e++;
+        if (!b->zero[k] && !atomic_load(&c->error)) {
             int err = write_pages(c, &b->iov[k], (int)(e - k), b->off + k * c->ps);
             if (err)
                 set_error(c, err);
@@ -676,6 +884,17 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
         k = e;
     }
     b->n = 0;
+}
+
+/* stage_page's test that the background thread's copy of page idx counts
+ * (no writer took the page meanwhile). */
+static bool keep_mine(struct tk_ckpt *c, size_t idx)
+{
+    uint8_t st = ST_COPYING;
+    if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_CLEAN)) return false;
+    atomic_fetch_add(&c->by_thread, 1);
+    atomic_fetch_add(&c->done, 1);
+    return true;
 }
 
 /* Populates pool slots [pool_ready, pool_want) (helper thread).
@@ -746,21 +965,201 @@ static void prefault_pool(struct tk_ckpt *c)
     wake_helper(c);
 }
 
+/* ---- arming ------------------------------------------------------------- */
+
+/* Sets in `data` (bit i - from) the pages of [from, to) (one area's) that
+ * may hold data: present and not the shared zero page, or swapped out.  A
+ * page write-protected with UFFD_FEATURE_WP_UNPOPULATED before it was ever
+ * populated shows as swapped (a PTE marker): so swapped pages count as data
+ * unless the system has no swap at all.  Returns 0, or -EOPNOTSUPP to
+ * count every page as data.  Called right after the pages were protected:
+ * a page without data cannot get any without a write fault. */
+static int scan_data(struct tk_ckpt *c, size_t from, size_t to, uint64_t *data)
+{
+    if (!c->scan) return -EOPNOTSUPP;
+    int pm = tk__pagemap_fd();
+    if (pm < 0) return -EOPNOTSUPP;
+    struct sysinfo si;
+    bool swap = sysinfo(&si) != 0 || si.totalswap != 0;
+    uintptr_t start = (uintptr_t)page_addr(c, from), end = start + ((to - from) << c->shift);
+    memset(data, 0, ((to - from + 63) / 64) * 8);
+    struct page_region vec[64];
+    while (start < end) {
+        uintptr_t walk_end = end;
+        long n = tk__pagemap_scan_any(pm, start, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                      PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO, vec, 64,
+                                      &walk_end);
+        if (n < 0) return -EOPNOTSUPP;
+        for (long k = 0; k < n; k++) {
+            uint64_t cat = vec[k].categories;
+            bool has = (cat & PAGE_IS_PRESENT) ? !(cat & PAGE_IS_PFNZERO) : swap;
+            if (!has) continue;
+            size_t i = (size_t)((vec[k].start - (uintptr_t)page_addr(c, from)) >> c->shift);
+            size_t j = (size_t)((vec[k].end - (uintptr_t)page_addr(c, from)) >> c->shift);
+            for (; i < j && i < to - from; i++) data[i / 64] |= 1ull << (i % 64);
+        }
+        if (walk_end <= start) break;
+        start = walk_end;
+    }
+    return 0;
+}
+
+/* Protects the pages of [from, to) (one area's) marked in `prot` (bit
+ * i - from), one tk_protect per run. */
+static int protect_marked(struct tk_ckpt *c, size_t from, size_t to, const uint64_t *prot)
+{
+    size_t a = area_of_index(c, from);
+    for (size_t i = 0; i < to - from;) {
+        if (!(prot[i / 64] >> (i % 64) & 1)) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < to - from && (prot[j / 64] >> (j % 64) & 1)) j++;
+        int err = tk_protect(c->regions[a], page_addr(c, from + i), (j - i) * c->ps, TK_PROT_READ);
+        if (err) return err;
+        i = j;
+    }
+    return 0;
+}
+
+/* The first arming pass over [from, to) (one area's, at most ARM_CHUNK
+ * pages): the snapshot's pages become PENDING (DIRTY ones are protected,
+ * CLEAN ones are already), then those found without data become HOLEs. */
+static int arm_chunk(struct tk_ckpt *c, size_t from, size_t to)
+{
+    uint64_t prot[ARM_CHUNK / 64] = {0}, armed[ARM_CHUNK / 64] = {0}, data[ARM_CHUNK / 64];
+    bool any = false;
+    for (size_t i = from; i < to; i++) {
+        uint8_t st = atomic_load(&c->state[i]);
+        if (st == ST_DIRTY) {
+            if (!atomic_compare_exchange_strong(&c->state[i], &st, ST_PENDING)) continue;
+            prot[(i - from) / 64] |= 1ull << ((i - from) % 64);
+        } else if (st == ST_CLEAN && !c->incremental) {
+            if (!atomic_compare_exchange_strong(&c->state[i], &st, ST_PENDING)) continue;
+        } else {
+            continue; /* CLEAN in an incremental one: not in it; REOPENED: in it */
+        }
+        armed[(i - from) / 64] |= 1ull << ((i - from) % 64);
+        set_bit(c->saved, i);
+        any = true;
+    }
+    if (!c->incremental)
+        for (size_t i = from; i < to; i++) set_bit(c->saved, i);
+    if (!any) return 0;
+    int err = protect_marked(c, from, to, prot);
+    if (err || scan_data(c, from, to, data) < 0) return err;
+    for (size_t i = from; i < to; i++) {
+        size_t k = i - from;
+        if (!(armed[k / 64] >> (k % 64) & 1) || (data[k / 64] >> (k % 64) & 1)) continue;
+        /* the bit first: a writer that reopens the HOLE clears it after */
+        set_bit(c->zero, i);
+        uint8_t st = ST_PENDING;
+        if (!atomic_compare_exchange_strong(&c->state[i], &st, ST_HOLE)) clear_bit(c->zero, i);
+    }
+    return 0;
+}
+
+/* Arms the pages reopened since they were armed (a later round, or the
+ * pause): REOPENED becomes PENDING and is protected again.  One pass over
+ * the states, eight at a time. */
+static int rearm(struct tk_ckpt *c)
+{
+    const uint64_t ones = 0x0101010101010101ull, want = ones * ST_REOPENED;
+    for (size_t a = 0; a < c->nareas; a++) {
+        for (size_t base = c->first[a]; base < c->first[a + 1]; base += ARM_CHUNK) {
+            size_t end = base + ARM_CHUNK < c->first[a + 1] ? base + ARM_CHUNK : c->first[a + 1];
+            uint64_t prot[ARM_CHUNK / 64] = {0};
+            bool any = false;
+            for (size_t i = base; i < end;) {
+                if ((i & 7) == 0 && i + 8 <= end) {
+                    uint64_t w;
+                    TK_TSAN_IGNORE_BEGIN(); /* a hint: the CAS below decides */
+                    memcpy(&w, (const void *)&c->state[i], 8);
+                    TK_TSAN_IGNORE_END();
+                    uint64_t x = w ^ want; /* a zero byte where a page is REOPENED */
+                    if (!((x - ones) & ~x & (ones << 7))) {
+                        i += 8;
+                        continue;
+                    }
+                }
+                uint8_t st = ST_REOPENED;
+                if (atomic_compare_exchange_strong(&c->state[i], &st, ST_PENDING)) {
+                    prot[(i - base) / 64] |= 1ull << ((i - base) % 64);
+                    any = true;
+                }
+                i++;
+            }
+            if (!any) continue;
+            int err = protect_marked(c, base, end, prot);
+            if (err) return err;
+        }
+    }
+    return 0;
+}
+
+/* Waits until no writer of the given epoch parities is inside the
+ * handler. */
+static void wait_writers(struct tk_ckpt *c, bool both, uint64_t e)
+{
+    for (;;) {
+        int n = atomic_load(&c->inflight[e & 1]) + (both ? atomic_load(&c->inflight[~e & 1]) : 0);
+        if (!n) return;
+        sched_yield();
+    }
+}
+
+/* Arms the areas while the program runs: the first pass chunk by chunk,
+ * then rounds over the pages reopened, until few enough are. */
+static int arm(struct tk_ckpt *c)
+{
+    /* handlers that entered before: they may open pages as the last
+     * snapshot left them (CLEAN to DIRTY) */
+    uint64_t e = atomic_fetch_add(&c->epoch, 1);
+    wait_writers(c, false, e);
+    for (size_t a = 0; a < c->nareas; a++)
+        for (size_t i = c->first[a]; i < c->first[a + 1]; i += ARM_CHUNK) {
+            size_t end = i + ARM_CHUNK < c->first[a + 1] ? i + ARM_CHUNK : c->first[a + 1];
+            int err = arm_chunk(c, i, end);
+            if (err) return err;
+        }
+    for (unsigned round = 1; round <= ARM_ROUNDS; round++) {
+        long n = atomic_exchange(&c->reopened, 0);
+        atomic_store(&c->rounds, round);
+        if (n <= ARM_FINAL) break;
+        int err = rearm(c);
+        if (err) return err;
+    }
+    return 0;
+}
+
 /* In a fork snapshot's child: the program it copies.  A child whose
  * program is gone (killed) stops at its next batch, rather than go on
  * writing a file the next run of the program may be using. */
 static pid_t fork_parent;
 
-/* Copies every PENDING page, BATCH at a time; then (in the process, not
- * in a fork child) waits for writers' copies to be written.  Copied pages
- * are unprotected in batches unless tracking keeps them protected. */
+/* Copies every PENDING page (HOLEs are zero in the image: none is read),
+ * BATCH at a time or compressed one by one; then (in the process, not in a
+ * fork child) waits for writers' copies to be written.  Copied pages are
+ * unprotected in batches unless tracking keeps them protected. */
 static void copy_all(struct tk_ckpt *c, bool child)
 {
     struct batch b = {.n = 0};
     bool release = !child && !c->track && c->mech != TK_CKPT_STOP;
-    size_t step = c->npages / 100 + 1, batch_from = 0;
-    for (size_t i = 0; i < c->npages; i++) {
-        if (c->saved[i / 64] >> (i % 64) & 1) {
+    size_t step = c->npages / 100 + 1, batch_from = 0, next_report = step;
+    for (size_t i = tk__bitmap_next(c->saved, c->npages, 0); i < c->npages;
+         i = tk__bitmap_next(c->saved, c->npages, i + 1)) {
+        if (test_bit(c->zero, i)) {
+            /* zero in the image; saved as such */
+            uint8_t st = ST_HOLE;
+            if (!child) atomic_compare_exchange_strong(&c->state[i], &st, ST_CLEAN);
+        } else if (c->compress) {
+            uint8_t st = ST_PENDING;
+            if (atomic_load(&c->state[i]) == ST_PENDING &&
+                atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING))
+                stage_page(c, i, page_addr(c, i), keep_mine);
+            if (child && getppid() != fork_parent) _exit(1);
+        } else {
             size_t k = b.n;
             if (k == 0) b.off = image_offset(c, i);
             b.idx[k] = i;
@@ -768,6 +1167,9 @@ static void copy_all(struct tk_ckpt *c, bool child)
             uint8_t st = ST_PENDING;
             b.mine[k] = atomic_load(&c->state[i]) == ST_PENDING &&
                         atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING);
+            TK_TSAN_IGNORE_BEGIN(); /* write-protected while COPYING: see crc_in_place */
+            b.zero[k] = b.mine[k] && zero_page(page_addr(c, i), c->ps);
+            TK_TSAN_IGNORE_END();
 #ifdef TK_CKPT_TEST_TAKEOVER
             if (b.mine[k])
                 usleep(20); /* a test build: widen the window in which writers take pages */
@@ -788,14 +1190,18 @@ static void copy_all(struct tk_ckpt *c, bool child)
             drain_queue(c);
             prefault_pool(c);
         }
-        if (!child && i % step == step - 1) report(c);
+        if (!child && i >= next_report) {
+            report(c);
+            next_report = i + step;
+        }
     }
     flush_batch(c, &b);
-    if (child) return;
-    while (atomic_load(&c->done) < c->nsaved) {
-        drain_queue(c);
-        if (atomic_load(&c->done) < c->nsaved) sched_yield();
-    }
+    if (!child)
+        while (atomic_load(&c->done) < c->ndata) {
+            drain_queue(c);
+            if (atomic_load(&c->done) < c->ndata) sched_yield();
+        }
+    if (c->compress) flush_stage(c);
     if (release) post_release(c, batch_from, c->npages);
 }
 
@@ -848,6 +1254,15 @@ static void end_snapshot(struct tk_ckpt *c, bool write_image)
         err = finish_image(c);
         if (err) set_error(c, err);
     }
+    if (!err && !write_image) {
+        /* the fork child wrote it: its header says what it holds */
+        tk_ckpt_image_info info;
+        if (tk_ckpt_info(c->fd, &info) == 0) {
+            c->nzero = info.pages_zero;
+            atomic_store(&c->image_bytes, info.file_bytes);
+            atomic_store(&c->data_bytes, info.data_bytes);
+        }
+    }
     if (!err)
         c->base_seq = c->seq;
     else
@@ -877,9 +1292,9 @@ static void *snapshot_thread(void *arg)
                      (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
                          (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) set_error(c, -EIO);
-        atomic_store(&c->done, c->nsaved);
-        atomic_store(&c->by_thread, c->nsaved);
-        atomic_store(&c->bytes, c->nsaved * c->ps);
+        atomic_store(&c->done, c->ndata);
+        atomic_store(&c->by_thread, c->ndata);
+        atomic_store(&c->bytes, c->ndata * c->ps);
         end_snapshot(c, false);
         return NULL;
     }
@@ -889,21 +1304,64 @@ static void *snapshot_thread(void *arg)
     return NULL;
 }
 
-/* The fork child: writes the image from its copy of the memory. */
+/* Counts the snapshot's pages at the instant and each bitmap word's data
+ * pages before it (the uncompressed image's layout). */
+static void count_pages(struct tk_ckpt *c)
+{
+    uint64_t held = 0, zero = 0, data = 0;
+    for (size_t w = 0; w < c->words; w++) {
+        c->zero[w] &= c->saved[w];
+        c->prefix[w] = data;
+        held += (uint64_t)__builtin_popcountll(c->saved[w]);
+        zero += (uint64_t)__builtin_popcountll(c->zero[w]);
+        data += (uint64_t)__builtin_popcountll(c->saved[w] & ~c->zero[w]);
+    }
+    c->nsaved = held;
+    c->nzero = zero;
+    c->ndata = data;
+}
+
+/* The fork child: writes the image from its copy of the memory, which no
+ * one changes: pages without data are found here. */
 static void fork_child(struct tk_ckpt *c, pid_t parent)
 {
     fork_parent = parent;
     lower_priority(c);
+    uint64_t data[ARM_CHUNK / 64];
+    for (size_t a = 0; a < c->nareas; a++)
+        for (size_t i = c->first[a]; i < c->first[a + 1]; i += ARM_CHUNK) {
+            size_t end = i + ARM_CHUNK < c->first[a + 1] ? i + ARM_CHUNK : c->first[a + 1];
+            if (scan_data(c, i, end, data) < 0) continue;
+            for (size_t k = i; k < end; k++)
+                if (!(data[(k - i) / 64] >> ((k - i) % 64) & 1))
+                    c->zero[k / 64] |= 1ull << (k % 64);
+        }
+    count_pages(c);
+    c->append = c->data_off;
     copy_all(c, true);
     int err = atomic_load(&c->error);
     if (!err) err = finish_image(c);
     _exit(err ? 1 : 0);
 }
 
+/* Puts the pages back as they were after a failed start: writable, to be
+ * saved next time (writers are paused and none is inside). */
+static void unwind_start(struct tk_ckpt *c)
+{
+    for (size_t i = 0; i < c->npages; i++) {
+        uint8_t st = atomic_load(&c->state[i]);
+        if (st == ST_PENDING || st == ST_HOLE || st == ST_REOPENED || st == ST_CLEAN)
+            atomic_store(&c->state[i], ST_DIRTY);
+    }
+    for (size_t a = 0; a < c->nareas; a++)
+        tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
+    c->base_seq = 0;
+}
+
 int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_start: checkpointer is NULL");
-    if (flags & ~(unsigned)TK_CKPT_INCREMENTAL)
+    if (flags & ~(unsigned)(TK_CKPT_INCREMENTAL | TK_CKPT_COMPRESS))
         return tk__fail(-EINVAL, "tk_ckpt_start: unknown flags");
     if ((flags & TK_CKPT_INCREMENTAL) && !c->track)
         return tk__fail(-EINVAL, "tk_ckpt_start: incremental snapshots need a checkpointer made "
@@ -925,6 +1383,14 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         pthread_mutex_unlock(&c->lock);
         return tk__failf(err, "tk_ckpt_start: cannot truncate the image file: %s", strerror(-err));
     }
+    c->compress = (flags & TK_CKPT_COMPRESS) != 0;
+    if (c->compress && !c->stage) {
+        c->stage = map_zero(STAGE);
+        if (!c->stage) {
+            pthread_mutex_unlock(&c->lock);
+            return tk__fail(-ENOMEM, "tk_ckpt_start: out of memory for compression");
+        }
+    }
     c->fd = c->dfd = fd;
     char self[40];
     snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
@@ -933,6 +1399,9 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     c->incremental = (flags & TK_CKPT_INCREMENTAL) && c->base_seq != 0;
     c->seq++;
     c->data_off = TK_IMG_HEADER;
+    c->append = TK_IMG_HEADER;
+    c->staged = 0;
+    c->nsaved = c->nzero = c->ndata = 0;
     atomic_store(&c->error, 0);
     atomic_store(&c->by_thread, 0);
     atomic_store(&c->by_writers, 0);
@@ -941,6 +1410,12 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     atomic_store(&c->bytes, 0);
     atomic_store(&c->done, 0);
     atomic_store(&c->duration, 0);
+    atomic_store(&c->pause_ns, 0);
+    atomic_store(&c->protect_ns, 0);
+    atomic_store(&c->protect_pause_ns, 0);
+    atomic_store(&c->rounds, 0);
+    atomic_store(&c->image_bytes, 0);
+    atomic_store(&c->data_bytes, 0);
     atomic_store(&c->thread_cpu, 0);
     atomic_store(&c->thread_io, 0);
     atomic_store(&c->st_total, 0);
@@ -948,67 +1423,78 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     atomic_store(&c->st_page, 0);
     atomic_store(&c->st_copy, 0);
     atomic_store(&c->st_unprot, 0);
+    atomic_store(&c->reopened, 0);
+    memset(c->saved, 0, c->words * 8);
+    memset(c->zero, 0, c->words * 8);
     c->t_start = now_ns(CLOCK_MONOTONIC);
+    int err = 0;
 
-    /* The pause: let writers already past the phase check finish opening
-     * their pages, then choose the pages and protect them. */
-    set_phase(c, PHASE_PAUSED);
-    while (atomic_load(&c->inflight) > 0) sched_yield();
-    atomic_store(&c->running, true);
-    c->t_instant_real = now_ns(CLOCK_REALTIME);
-    uint64_t n = 0;
-    for (size_t w = 0; w < c->words; w++) {
-        c->prefix[w] = n;
-        uint64_t bits = 0;
-        for (size_t i = w * 64; i < (w + 1) * 64 && i < c->npages; i++) {
+    if (c->mech == TK_CKPT_FORK) {
+        /* The pause: let writers already past the phase check finish
+         * opening their pages, choose the pages, protect them (to track
+         * the next writes) and fork. */
+        set_phase(c, PHASE_PAUSED);
+        wait_writers(c, true, atomic_load(&c->epoch));
+        atomic_store(&c->running, true);
+        c->t_instant_real = now_ns(CLOCK_REALTIME);
+        for (size_t i = 0; i < c->npages; i++) {
             uint8_t st = atomic_load(&c->state[i]);
             if (!c->incremental || st == ST_DIRTY) {
-                bits |= 1ull << (i % 64);
+                set_bit(c->saved, i);
                 atomic_store(&c->state[i], ST_PENDING);
             }
         }
-        c->saved[w] = bits;
-        n += (uint64_t)__builtin_popcountll(bits);
-    }
-    c->nsaved = n;
-    int err = 0;
-    /* fork without tracking needs no protection: the child's copy is the
-     * snapshot */
-    bool protect = !(c->mech == TK_CKPT_FORK && !c->track);
-    for (size_t a = 0; a < c->nareas && !err && protect; a++) {
-        if (!c->incremental) {
-            err = tk_protect(c->regions[a], c->areas[a].addr, c->areas[a].len, TK_PROT_READ);
-            continue;
-        }
-        for (size_t i = c->first[a]; i < c->first[a + 1] && !err;) {
-            if (!(c->saved[i / 64] >> (i % 64) & 1)) {
-                i++;
-                continue;
+        /* without tracking no protection is needed: the child's copy is
+         * the snapshot */
+        for (size_t a = 0; a < c->nareas && !err && c->track; a++) {
+            size_t n = c->first[a + 1] - c->first[a];
+            uint64_t *prot = calloc((n + 63) / 64, 8);
+            if (!prot) {
+                err = -ENOMEM;
+                break;
             }
-            size_t j = i;
-            while (j < c->first[a + 1] && (c->saved[j / 64] >> (j % 64) & 1)) j++;
-            err = tk_protect(c->regions[a], page_addr(c, i), (j - i) * c->ps, TK_PROT_READ);
-            i = j;
+            for (size_t i = 0; i < n; i++)
+                if (test_bit(c->saved, c->first[a] + i)) prot[i / 64] |= 1ull << (i % 64);
+            err = protect_marked(c, c->first[a], c->first[a + 1], prot);
+            free(prot);
         }
-    }
-    if (!err && c->mech == TK_CKPT_FORK) {
-        pid_t parent = getpid();
-        pid_t pid = fork();
-        if (pid == 0) fork_child(c, parent);
-        if (pid < 0) err = -errno;
-        c->child = pid;
+        atomic_store(&c->protect_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
+        atomic_store(&c->protect_pause_ns, atomic_load(&c->protect_ns));
+        if (!err) {
+            count_pages(c); /* the child finds the zero pages */
+            pid_t parent = getpid();
+            pid_t pid = fork();
+            if (pid == 0) fork_child(c, parent);
+            if (pid < 0) err = -errno;
+            c->child = pid;
+        }
         if (!err)
             for (size_t i = 0; i < c->npages; i++)
                 if (atomic_load(&c->state[i]) == ST_PENDING)
                     atomic_store(&c->state[i], c->track ? ST_CLEAN : ST_DIRTY);
+    } else {
+        /* Arm while the program runs, then the pause: the writers that
+         * fault wait, those inside are waited for, the pages reopened last
+         * are protected again: the instant. */
+        atomic_store(&c->running, true);
+        set_phase(c, PHASE_ARMING);
+        err = arm(c);
+        uint64_t t_pause = now_ns(CLOCK_MONOTONIC);
+        set_phase(c, PHASE_PAUSED);
+        wait_writers(c, true, atomic_load(&c->epoch));
+        if (!err) err = rearm(c);
+        c->t_instant_real = now_ns(CLOCK_REALTIME);
+        count_pages(c);
+        uint64_t t_end = now_ns(CLOCK_MONOTONIC);
+        atomic_store(&c->protect_ns, t_end - c->t_start);
+        atomic_store(&c->protect_pause_ns, t_end - t_pause);
     }
     if (err) {
-        /* Put the pages back as they were: writable, to be saved next time. */
-        for (size_t i = 0; i < c->npages; i++)
-            if (atomic_load(&c->state[i]) == ST_PENDING) atomic_store(&c->state[i], ST_DIRTY);
-        for (size_t a = 0; a < c->nareas; a++)
-            tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
-        c->base_seq = 0;
+        if (atomic_load(&c->phase) != PHASE_PAUSED) {
+            set_phase(c, PHASE_PAUSED);
+            wait_writers(c, true, atomic_load(&c->epoch));
+        }
+        unwind_start(c);
         set_error(c, err);
         if (c->dfd != c->fd) close(c->dfd);
         c->dfd = c->fd;
@@ -1019,8 +1505,8 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     }
     if (c->mech == TK_CKPT_STOP) {
         /* writers keep waiting until every page is copied */
-        c->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
         atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
+        c->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
         copy_all(c, false);
         for (size_t a = 0; a < c->nareas && !c->track; a++) {
             for (size_t i = c->first[a]; i < c->first[a + 1]; i++)
@@ -1032,7 +1518,8 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         pthread_mutex_unlock(&c->lock);
         return 0;
     }
-    atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
+    atomic_store(&c->pause_ns, c->mech == TK_CKPT_FORK ? now_ns(CLOCK_MONOTONIC) - c->t_start
+                                                       : atomic_load(&c->protect_pause_ns));
     set_phase(c, PHASE_RUNNING);
     if (c->mech != TK_CKPT_FORK) {
         atomic_store(&c->open_head, 0);
@@ -1066,8 +1553,9 @@ int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st)
         st->running = running;
         st->error = atomic_load(&c->error);
         st->pages_total = c->npages;
-        st->pages_saved = c->nsaved;
+        st->pages_saved = c->nsaved - c->nzero;
         st->pages_done = atomic_load(&c->done);
+        if (st->pages_done > st->pages_saved) st->pages_done = st->pages_saved;
         st->pages_by_thread = atomic_load(&c->by_thread);
         st->pages_by_writers = atomic_load(&c->by_writers);
         st->faults = atomic_load(&c->faults);
@@ -1083,6 +1571,13 @@ int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st)
         st->stall_page_ns = atomic_load(&c->st_page);
         st->stall_copy_ns = atomic_load(&c->st_copy);
         st->stall_unprot_ns = atomic_load(&c->st_unprot);
+        st->protect_ns = atomic_load(&c->protect_ns);
+        st->protect_pause_ns = atomic_load(&c->protect_pause_ns);
+        st->protect_rounds = (uint32_t)atomic_load(&c->rounds);
+        st->compressed = c->compress;
+        st->pages_zero = c->nzero;
+        st->image_bytes = atomic_load(&c->image_bytes);
+        st->data_bytes = atomic_load(&c->data_bytes);
     }
     return running ? 1 : 0;
 }

@@ -224,6 +224,29 @@ long tk__pagemap_scan(int pmfd, uintptr_t start, uintptr_t end, uint64_t flags,
     RETURN(n);
 }
 
+long tk__pagemap_scan_any(int pmfd, uintptr_t start, uintptr_t end, uint64_t anyof,
+                          uint64_t return_mask, struct page_region *vec, size_t vec_len,
+                          uintptr_t *walk_end)
+{
+    SAVE_ERRNO;
+    struct pm_scan_arg arg = {
+        .size = sizeof(arg),
+        .start = start,
+        .end = end,
+        .vec = (uintptr_t)vec,
+        .vec_len = vec_len,
+        .category_anyof_mask = anyof,
+        .return_mask = return_mask,
+    };
+    long n;
+    do {
+        n = ioctl(pmfd, PAGEMAP_SCAN, &arg);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) RETURN(-errno);
+    if (walk_end) *walk_end = (uintptr_t)arg.walk_end;
+    RETURN(n);
+}
+
 int tk__clear_soft_dirty(void)
 {
     SAVE_ERRNO;

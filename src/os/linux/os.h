@@ -68,6 +68,12 @@ long tk__pagemap_scan(int pmfd, uintptr_t start, uintptr_t end, uint64_t flags,
                       uint64_t category_mask, uint64_t return_mask, struct page_region *vec,
                       size_t vec_len, uintptr_t *walk_end);
 
+/* The same with category_anyof_mask: the pages with any of the categories
+ * in anyof (the checkpointer's pages that hold data). */
+long tk__pagemap_scan_any(int pmfd, uintptr_t start, uintptr_t end, uint64_t anyof,
+                          uint64_t return_mask, struct page_region *vec, size_t vec_len,
+                          uintptr_t *walk_end);
+
 /* Writes "4" to /proc/self/clear_refs: clears every soft-dirty bit of the
  * process. */
 int tk__clear_soft_dirty(void);
