@@ -154,7 +154,7 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             if (arg_is(&a[i], names[k]) || arg_is(&a[i], "all") || arg_is(&a[i], "everything") ||
                 arg_is(&a[i], "default"))
                 want[k] = true;
-    char buf[4096];
+    char buf[8192];
     size_t o = 0;
 #define ADD(...) o += (size_t)snprintf(buf + o, o < sizeof buf ? sizeof buf - o : 0, __VA_ARGS__)
     time_t now = time(NULL);
@@ -184,13 +184,21 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             "trapkit_checkpoint_mechanism:%s\r\ntrapkit_last_pages_saved:%lu\r\n"
             "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_pause_us:%lu\r\n"
             "trapkit_last_max_writer_stall_us:%lu\r\n"
-            "trapkit_last_snapshot_instant_ms:%lld\r\n\r\n",
+            "trapkit_last_snapshot_instant_ms:%lld\r\n"
+            "trapkit_last_image_incremental:%d\r\ntrapkit_last_image_compressed:%d\r\n"
+            "trapkit_last_image_bytes:%lu\r\ntrapkit_chain_incremental_images:%lu\r\n"
+            "trapkit_chain_full_bytes:%lu\r\ntrapkit_chain_incremental_bytes:%lu\r\n"
+            "trapkit_restore:%s\r\n\r\n",
             (unsigned long)server.changes, persist.bgsave ? 1 : 0, (long)persist.lastsave,
             persist.last_status, persist.last_bgsave_ms < 0 ? -1L : persist.last_bgsave_ms / 1000,
             persist.bgsave ? (long)(now - persist.bgsave_start) : -1L, (unsigned long)persist.saves,
             tk_ckpt_mech_name(server.mech), (unsigned long)st.pages_saved,
             (unsigned long)st.pages_by_writers, (unsigned long)(st.pause_ns / 1000),
-            (unsigned long)(st.max_stall_ns / 1000), (long long)persist.last_instant_ms);
+            (unsigned long)(st.max_stall_ns / 1000), (long long)persist.last_instant_ms,
+            st.incremental ? 1 : 0, st.compressed ? 1 : 0, (unsigned long)st.image_bytes,
+            (unsigned long)(persist.chain.last_seq - persist.chain.base_seq),
+            (unsigned long)persist.chain.base_bytes, (unsigned long)persist.chain.inc_bytes,
+            persist.lazy ? "lazy" : "eager");
     }
     if (want[4])
         ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"

@@ -7,6 +7,8 @@
  *             [--memory SIZE] [--save "SECONDS CHANGES [SECONDS CHANGES ...]"]
  *             [--client-output-buffer-limit SIZE]
  *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
+ *             [--incremental yes|no] [--full-after N] [--compress yes|no]
+ *             [--eager-restore yes|no]
  *
  * Commands: the strings, keys, lists, sets, hashes, sorted sets and server
  * commands of redis-server 7.0, answered as it answers them; the list is
@@ -44,9 +46,14 @@
  * Persistence (persist.h), as Redis does it:
  * - An image holds the data as it was at its snapshot instant: inside
  *   BGSAVE or SAVE, after the commands executed before it and before any
- *   executed after (INFO: trapkit_last_snapshot_instant_ms).  BGSAVE writes
- *   DIR/NAME.tmp and renames it to DIR/NAME when complete, so a crash
- *   (kill -9) during BGSAVE leaves the previous image as it was.
+ *   executed after (INFO: trapkit_last_snapshot_instant_ms).
+ * - The dump is a chain (README.md): DIR/NAME, a full image, then
+ *   DIR/NAME.inc.SEQ, incremental images of the pages written since the
+ *   image before (--incremental yes, the default), with a full image again
+ *   after --full-after N (8) of them or once they add up to more than the
+ *   full one.  A save writes DIR/NAME.tmp and renames it into the chain
+ *   when complete, so a crash (kill -9) at any instant leaves the chain of
+ *   the last completed save.  --compress yes compresses pages with LZ4.
  * - LASTSAVE (INFO rdb_last_save_time) is the time the last successful save
  *   completed; at start, the start time.  rdb_changes_since_last_save counts
  *   the writes made since the last successful save's snapshot instant, so
@@ -116,7 +123,8 @@ static int usage(const char *msg)
     fprintf(stderr,
             "kv-server: %s\nusage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
             "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
-            "SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]\n",
+            "SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
+            "yes|no] [--full-after N] [--compress yes|no] [--eager-restore yes|no]\n",
             msg);
     return 2;
 }
@@ -176,6 +184,23 @@ int main(int argc, char **argv)
             net.out_hard = parse_size(v);
             if (net.out_hard < OUT_SOFT)
                 return usage("--client-output-buffer-limit must be at least 1m");
+        } else if (!strcmp(o, "--incremental") || !strcmp(o, "--compress") ||
+                   !strcmp(o, "--eager-restore")) {
+            bool yes = !strcmp(v, "yes");
+            if (!yes && strcmp(v, "no"))
+                return usage("--incremental, --compress and --eager-restore take yes or no");
+            if (o[2] == 'i')
+                persist.incremental = yes;
+            else if (o[2] == 'c')
+                persist.compress = yes;
+            else
+                persist.eager_restore = yes;
+        } else if (!strcmp(o, "--full-after")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (end == v || *end || n < 0 || n > MAX_CHAIN)
+                return usage("--full-after takes a count of incremental images, 0 to 64");
+            persist.full_after = (int)n;
         } else if (!strcmp(o, "--mechanism")) {
             server.mech = tk_ckpt_mech_parse(v);
             if (server.mech == TK_CKPT_COUNT_) return usage("unknown --mechanism");
@@ -197,13 +222,7 @@ int main(int argc, char **argv)
     server.start_time = time(NULL);
     persist.lastsave = server.start_time; /* as Redis: at start the data set counts as saved */
     if (persist_load_image(&ar) < 0) return 1;
-    tk_ckpt_config cfg = {.areas = &ar, .nareas = 1, .mech = server.mech};
-    if (tk_ckpt_create(&cfg, &persist.ckpt) < 0) {
-        fprintf(stderr, "kv-server: %s\n", tk_last_error());
-        return 1;
-    }
-    tk_ckpt_stats none;
-    tk_ckpt_poll(persist.ckpt, &none);
+    if (persist_create_ckpt(&ar) < 0) return 1;
 
     int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     net.listen_fd = ls;

@@ -1,6 +1,7 @@
 /* examples/kv-server/persist.c - persistence (persist.h): loading the
  * image at start, SAVE, BGSAVE and the save points, SHUTDOWN, and the fork
  * mechanism's child.  main.c describes what is saved when, as Redis does. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,68 +18,177 @@
 #include "server.h"
 #include "store.h"
 
-struct persist_state persist = {
-    .save_fd = -1, .last_status = "ok", .dbfile = "dump.tkimg", .dir = ".", .last_bgsave_ms = -1};
+struct persist_state persist = {.save_fd = -1,
+                                .last_status = "ok",
+                                .dbfile = "dump.tkimg",
+                                .dir = ".",
+                                .last_bgsave_ms = -1,
+                                .incremental = true,
+                                .full_after = 8,
+                                .need_full = true};
+
+/* ---- the chain on disk ------------------------------------------------- */
+/* DIR/NAME.inc.SEQ */
+static void inc_path(char *buf, size_t n, uint64_t seq)
+{
+    snprintf(buf, n, "%s.inc.%llu", persist.path, (unsigned long long)seq);
+}
+
+/* The SEQ of a directory entry named NAME.inc.SEQ, or 0 if it is not one. */
+static uint64_t inc_seq(const char *name)
+{
+    size_t l = strlen(persist.dbfile);
+    if (strncmp(name, persist.dbfile, l) || strncmp(name + l, ".inc.", 5)) return 0;
+    const char *p = name + l + 5;
+    if (*p < '1' || *p > '9') return 0;
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    return *end ? 0 : (uint64_t)v;
+}
+
+/* Removes the incremental images that are not part of the chain from
+ * from_seq to to_seq (all of them if from_seq > to_seq).  Touches only the
+ * file system: the helper thread that publishes a save runs it. */
+static void remove_incs_except(uint64_t from_seq, uint64_t to_seq)
+{
+    DIR *d = opendir(persist.dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        uint64_t seq = inc_seq(e->d_name);
+        if (seq && (seq < from_seq || seq > to_seq)) unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
 
 /* ---- loading ----------------------------------------------------------- */
-/* Only a missing image (ENOENT) formats an empty store.  An image that
- * exists but cannot be opened or read stops the server: starting empty
- * would let the next save replace it. */
-int persist_load_image(const struct tk_ckpt_area *ar)
+static const char *const why_stop =
+    "; not starting, as an empty store would replace it at the next save";
+
+/* Opens one image of the chain and reads its header.  Returns the fd; -1
+ * with nothing said if path does not exist and missing_ok; -2 after saying
+ * why the server must not start. */
+static int open_image(const char *path, bool missing_ok, tk_ckpt_image_info *info)
 {
-    const char *why = "; not starting, as an empty store would replace it at the next save";
-    int img = open(persist.path, O_RDONLY | O_CLOEXEC);
+    int img = open(path, O_RDONLY | O_CLOEXEC);
     if (img < 0) {
         int e = errno;
         struct stat lst;
-        if (e == ENOENT && lstat(persist.path, &lst) < 0 && errno == ENOENT) {
-            server.kv = kv_format(ar->addr, ar->len);
-            return server.kv ? 0 : -1;
-        }
-        fprintf(stderr, "kv-server: cannot open the image %s: %s%s\n", persist.path,
-                e == ENOENT ? "a symbolic link to nothing" : strerror(e), why);
-        return -1;
+        if (e == ENOENT && lstat(path, &lst) < 0 && errno == ENOENT && missing_ok) return -1;
+        fprintf(stderr, "kv-server: cannot open the image %s: %s%s\n", path,
+                e == ENOENT ? "a symbolic link to nothing" : strerror(e), why_stop);
+        return -2;
     }
     struct stat sb;
     if (fstat(img, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        fprintf(stderr, "kv-server: the image %s is not a regular file%s\n", persist.path, why);
+        fprintf(stderr, "kv-server: the image %s is not a regular file%s\n", path, why_stop);
         close(img);
-        return -1;
+        return -2;
     }
-    tk_ckpt_image_info info;
-    int err = tk_ckpt_info(img, &info);
+    int err = tk_ckpt_info(img, info);
     if (err < 0) {
         if (err == -EINVAL)
-            fprintf(stderr, "kv-server: %s is not a usable image: %s\n", persist.path,
-                    tk_last_error());
+            fprintf(stderr, "kv-server: %s is not a usable image: %s\n", path, tk_last_error());
         else
-            fprintf(stderr, "kv-server: cannot read the image %s: %s%s\n", persist.path,
-                    strerror(-err), why);
+            fprintf(stderr, "kv-server: cannot read the image %s: %s%s\n", path, strerror(-err),
+                    why_stop);
         close(img);
-        return -1;
+        return -2;
     }
+    return img;
+}
+
+/* Only a missing image (ENOENT) formats an empty store.  An image that
+ * exists but cannot be opened or read stops the server: starting empty
+ * would let the next save replace it.  The chain is DIR/NAME, then
+ * DIR/NAME.inc.SEQ for SEQ = its seq + 1, + 2, ... as long as each exists
+ * and is an incremental image of the same lineage on the one before;
+ * anything else is left over from an earlier chain (a save that a crash
+ * interrupted before its old files were removed) and is removed. */
+int persist_load_image(const struct tk_ckpt_area *ar)
+{
+    tk_ckpt_image_info info, inc;
+    int fds[MAX_CHAIN + 1], n = 0;
+    unlink(persist.tmp_path); /* a save a crash interrupted */
+    int img = open_image(persist.path, true, &info);
+    if (img == -1) {
+        server.kv = kv_format(ar->addr, ar->len);
+        remove_incs_except(1, 0);
+        return server.kv ? 0 : -1;
+    }
+    if (img < 0) return -1;
+    fds[n++] = img;
+    int ret = -1;
     if (info.nareas != 1 || info.area_len[0] != ar->len) {
         fprintf(stderr, "kv-server: %s was saved with --memory %lu; start with that size\n",
                 persist.path, (unsigned long)info.area_len[0]);
-        close(img);
-        return -1;
+        goto out;
     }
-    err = tk_ckpt_restore(ar, 1, &img, 1);
-    close(img);
+    if (info.incremental) {
+        fprintf(stderr,
+                "kv-server: %s is an incremental image, not the full image a chain "
+                "begins with%s\n",
+                persist.path, why_stop);
+        goto out;
+    }
+    persist.chain.lineage = info.lineage;
+    persist.chain.base_seq = persist.chain.last_seq = info.seq;
+    persist.chain.base_bytes = info.file_bytes;
+    persist.chain.inc_bytes = 0;
+    uint64_t created_ns = info.created_ns;
+    while (n < MAX_CHAIN + 1) {
+        char path[PATH_MAX + 32];
+        inc_path(path, sizeof path, persist.chain.last_seq + 1);
+        int fd = open_image(path, true, &inc);
+        if (fd == -1) break;
+        if (fd < 0) goto out;
+        if (!inc.incremental || inc.lineage != persist.chain.lineage ||
+            inc.parent_seq != persist.chain.last_seq) {
+            close(fd); /* of an earlier chain */
+            break;
+        }
+        fds[n++] = fd;
+        persist.chain.last_seq = inc.seq;
+        persist.chain.inc_bytes += inc.file_bytes;
+        created_ns = inc.created_ns;
+    }
+    int err = tk_ckpt_restore(ar, 1, fds, (size_t)n);
     if (err < 0) {
-        fprintf(stderr, "kv-server: cannot load %s: %s%s\n", persist.path, tk_last_error(), why);
-        return -1;
+        fprintf(stderr, "kv-server: cannot load %s: %s%s\n", persist.path, tk_last_error(),
+                why_stop);
+        goto out;
     }
     const char *bad;
     server.kv = kv_open(ar->addr, ar->len, &bad);
     if (!server.kv) {
         fprintf(stderr, "kv-server: cannot load %s: %s\n", persist.path,
                 bad ? bad : "out of memory");
+        goto out;
+    }
+    remove_incs_except(persist.chain.base_seq + 1, persist.chain.last_seq);
+    persist.last_instant_ms = (int64_t)(created_ns / 1000000u);
+    fprintf(stderr,
+            "kv-server: loaded %lu keys from %s and %d incremental images (the snapshot instant "
+            "of the last: %.3f)\n",
+            (unsigned long)kv_count(server.kv), persist.path, n - 1, persist.last_instant_ms / 1e3);
+    ret = 0;
+out:
+    for (int i = 0; i < n; i++) close(fds[i]);
+    return ret;
+}
+
+int persist_create_ckpt(const struct tk_ckpt_area *ar)
+{
+    tk_ckpt_config cfg = {.areas = ar,
+                          .nareas = 1,
+                          .mech = server.mech,
+                          .flags = persist.incremental ? TK_CKPT_TRACK : 0};
+    if (tk_ckpt_create(&cfg, &persist.ckpt) < 0) {
+        fprintf(stderr, "kv-server: %s\n", tk_last_error());
         return -1;
     }
-    persist.last_instant_ms = (int64_t)(info.created_ns / 1000000u);
-    fprintf(stderr, "kv-server: loaded %lu keys from %s (its snapshot instant: %.3f)\n",
-            (unsigned long)kv_count(server.kv), persist.path, persist.last_instant_ms / 1e3);
+    tk_ckpt_stats none;
+    tk_ckpt_poll(persist.ckpt, &none);
+    persist.need_full = true; /* a new checkpointer's first image is full */
     return 0;
 }
 
@@ -97,18 +207,47 @@ static int open_tmp(void)
     return persist.save_fd;
 }
 
-/* The image in fd is complete (unless err): make it the current one, or
- * remove it.  Touches only the file system and fd, so the helper thread
- * below may run it while the event loop goes on; returns the error. */
-static int publish_image(int err, int fd)
+/* The flags of the next save: incremental unless the chain on disk is not
+ * this checkpointer's, a save failed since, --full-after incremental
+ * images are there already, or they add up to more than the full image. */
+static unsigned save_flags(void)
 {
-    if (!err && rename(persist.tmp_path, persist.path) < 0) err = -errno;
+    unsigned f = persist.compress ? TK_CKPT_COMPRESS : 0;
+    uint64_t incs = persist.chain.last_seq - persist.chain.base_seq;
+    if (persist.incremental && !persist.need_full && persist.chain.ours &&
+        incs < (uint64_t)persist.full_after && persist.chain.inc_bytes <= persist.chain.base_bytes)
+        f |= TK_CKPT_INCREMENTAL;
+    return f;
+}
+
+/* Where a complete image is published: DIR/NAME for a full one (which
+ * ends the chain before it), DIR/NAME.inc.SEQ for an incremental one. */
+static void set_target(const tk_ckpt_stats *st)
+{
+    if (st->incremental)
+        inc_path(persist.last_target, sizeof persist.last_target, st->seq);
+    else
+        snprintf(persist.last_target, sizeof persist.last_target, "%s", persist.path);
+}
+
+/* The image in fd is complete (unless err): make it part of the chain by
+ * renaming it to target, or remove it.  A full image replaces the whole
+ * chain: the incremental images of the one before are removed once it is
+ * in place (a crash before leaves them, and the next start removes them:
+ * they no longer chain onto DIR/NAME).  Touches only the file system and
+ * fd, so the helper thread below may run it while the event loop goes on;
+ * returns the error. */
+static int publish_image(int err, int fd, const char *target, bool full)
+{
+    if (!err && fsync(fd) < 0) err = -errno;
+    if (!err && rename(persist.tmp_path, target) < 0) err = -errno;
     if (!err) {
         int d = open(persist.dir, O_RDONLY | O_DIRECTORY);
         if (d >= 0) {
             fsync(d);
             close(d);
         }
+        if (full) remove_incs_except(1, 0);
     } else {
         unlink(persist.tmp_path);
         fprintf(stderr, "kv-server: saving failed: %s\n", strerror(-err));
@@ -128,8 +267,19 @@ static void note_save(int err, const tk_ckpt_stats *st)
         persist.last_instant_ms = persist.save_instant_ms;
         persist.last_status = "ok";
         persist.saves++;
+        if (st && st->incremental) {
+            persist.chain.last_seq = st->seq;
+            persist.chain.inc_bytes += st->image_bytes;
+        } else if (st) {
+            persist.chain.base_seq = persist.chain.last_seq = st->seq;
+            persist.chain.base_bytes = st->image_bytes;
+            persist.chain.inc_bytes = 0;
+            persist.chain.ours = true;
+        }
+        persist.need_full = false;
     } else {
         persist.last_status = "err";
+        persist.need_full = true; /* the next image must not chain onto a missing one */
     }
     persist.changes_at_save = 0;
     if (st) {
@@ -142,7 +292,8 @@ static void note_save(int err, const tk_ckpt_stats *st)
 /* A background save has ended: its image published, in this thread. */
 static void commit_bgsave(int err, const tk_ckpt_stats *st)
 {
-    note_save(publish_image(err, persist.save_fd), st);
+    set_target(st);
+    note_save(publish_image(err, persist.save_fd, persist.last_target, !st->incremental), st);
     persist.bgsave = false;
 }
 
@@ -152,6 +303,7 @@ static void commit_bgsave(int err, const tk_ckpt_stats *st)
 static struct {
     pthread_t thread;
     int err, fd;
+    bool full;
     tk_ckpt_stats st;
     atomic_bool done, live;
 } commit;
@@ -159,7 +311,7 @@ static struct {
 static void *commit_thread(void *arg)
 {
     (void)arg;
-    commit.err = publish_image(commit.err, commit.fd);
+    commit.err = publish_image(commit.err, commit.fd, persist.last_target, commit.full);
     atomic_store(&commit.done, true);
     return NULL;
 }
@@ -185,6 +337,8 @@ void persist_poll_bgsave(void)
     commit.err = err;
     commit.fd = persist.save_fd;
     commit.st = st;
+    commit.full = !st.incremental;
+    set_target(&st); /* persist.last_target: the helper thread reads it until joined */
     atomic_store(&commit.done, false);
     if (pthread_create(&commit.thread, NULL, commit_thread, NULL) == 0) {
         atomic_store(&commit.live, true);
@@ -192,9 +346,10 @@ void persist_poll_bgsave(void)
         commit_bgsave(err, &st);
     }
     fprintf(stderr,
-            "kv-server: background save %s: %lu pages in %.1f ms (pause %.2f ms, %lu copied by "
-            "writers, longest writer stall %.2f ms)\n",
-            err ? "failed" : "done", (unsigned long)st.pages_saved, st.duration_ns / 1e6,
+            "kv-server: background save %s: %s image of %lu pages, %lu bytes, in %.1f ms (pause "
+            "%.2f ms, %lu copied by writers, longest writer stall %.2f ms)\n",
+            err ? "failed" : "done", st.incremental ? "an incremental" : "a full",
+            (unsigned long)st.pages_saved, (unsigned long)st.image_bytes, st.duration_ns / 1e6,
             st.pause_ns / 1e6, (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
 }
 
@@ -204,13 +359,14 @@ int persist_start_bgsave(void)
 {
     if (open_tmp() < 0) return -1;
     persist.last_bgsave_try = time(NULL);
-    int err = tk_ckpt_start(persist.ckpt, persist.save_fd, 0);
+    int err = tk_ckpt_start(persist.ckpt, persist.save_fd, save_flags());
     if (err) {
         snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
         close(persist.save_fd);
         persist.save_fd = -1;
         unlink(persist.tmp_path);
         persist.last_status = "err";
+        persist.need_full = true;
         return -1;
     }
     persist.save_instant_ms = wall_ms();
@@ -231,11 +387,12 @@ int persist_save(void)
     }
     tk_ckpt_stats st;
     persist.changes_at_save = server.changes;
-    int err = tk_ckpt_start(persist.ckpt, persist.save_fd, 0);
+    int err = tk_ckpt_start(persist.ckpt, persist.save_fd, save_flags());
     persist.save_instant_ms = wall_ms();
     if (!err) err = tk_ckpt_wait(persist.ckpt, &st);
     if (err) snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
-    err = publish_image(err, persist.save_fd);
+    if (!err) set_target(&st);
+    err = publish_image(err, persist.save_fd, persist.last_target, !err && !st.incremental);
     note_save(err, err ? NULL : &st);
     if (err && !persist.save_error[0])
         snprintf(persist.save_error, sizeof persist.save_error, "saving failed: %s",

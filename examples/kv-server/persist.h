@@ -1,7 +1,8 @@
-/* examples/kv-server/persist.h - persistence: the image loaded at start,
- * SAVE and BGSAVE, the save points (--save), SHUTDOWN, and the fork
- * mechanism's child closing the server's sockets.  The semantics, which
- * are Redis's, are described in main.c.
+/* examples/kv-server/persist.h - persistence: the chain of images loaded
+ * at start, SAVE and BGSAVE (a full image, then incremental ones), the
+ * save points (--save), SHUTDOWN, and the fork mechanism's child closing
+ * the server's sockets.  The semantics, which are Redis's, are described
+ * in main.c; the files on disk in README.md.
  */
 #ifndef KV_PERSIST_H
 #define KV_PERSIST_H
@@ -16,6 +17,7 @@
 enum shutdown_mode { SHUTDOWN_DEFAULT, SHUTDOWN_SAVE, SHUTDOWN_NOSAVE };
 
 #define MAX_SAVE_POINTS 16
+#define MAX_CHAIN 64 /* incremental images kept before a full one, at most */
 
 /* The event loop's thread owns it; the helper thread that publishes a
  * background save's image touches none of it. */
@@ -23,17 +25,31 @@ struct persist_state {
     tk_ckpt *ckpt;
     const char *dir, *dbfile;                /* --dir, --dbfilename */
     char path[PATH_MAX], tmp_path[PATH_MAX]; /* DIR/NAME and DIR/NAME.tmp */
-    int save_fd;                             /* the running save's file */
-    bool bgsave;                             /* a background save runs */
-    time_t lastsave;                         /* the last successful save's end (LASTSAVE) */
+    /* The chain on disk: DIR/NAME, a full image, then DIR/NAME.inc.SEQ for
+     * SEQ = base_seq + 1 .. last_seq, each incremental on the one before. */
+    struct {
+        uint64_t lineage, base_seq, last_seq;
+        uint64_t base_bytes, inc_bytes; /* the files' sizes */
+        bool ours;                      /* its full image was written by this process */
+    } chain;
+    bool incremental;   /* --incremental yes (the default): BGSAVE writes incremental images */
+    bool compress;      /* --compress yes: LZ4 */
+    bool eager_restore; /* --eager-restore yes: the chain is loaded before the server listens */
+    bool lazy;          /* the chain loaded at start is being restored lazily */
+    int full_after;     /* --full-after N: a full image after N incremental ones */
+    bool need_full;     /* the next save is full (a save failed, or nothing of ours yet) */
+    int save_fd;        /* the running save's file */
+    bool bgsave;        /* a background save runs */
+    time_t lastsave;    /* the last successful save's end (LASTSAVE) */
     time_t bgsave_start, last_bgsave_try;
-    const char *last_status;  /* "ok" or "err" */
-    uint64_t changes_at_save; /* server.changes at the running save's instant */
-    long last_bgsave_ms;      /* how long the last save took; -1: none yet */
-    uint64_t saves;           /* completed successfully since start */
-    tk_ckpt_stats last_stats; /* the last save's */
-    int64_t last_instant_ms;  /* the snapshot instant of the image last saved or loaded */
-    int64_t save_instant_ms;  /* the running save's */
+    const char *last_status;         /* "ok" or "err" */
+    uint64_t changes_at_save;        /* server.changes at the running save's instant */
+    long last_bgsave_ms;             /* how long the last save took; -1: none yet */
+    uint64_t saves;                  /* completed successfully since start */
+    tk_ckpt_stats last_stats;        /* the last save's */
+    char last_target[PATH_MAX + 32]; /* where the running (or last) save's image is published */
+    int64_t last_instant_ms;         /* the snapshot instant of the image last saved or loaded */
+    int64_t save_instant_ms;         /* the running save's */
     struct save_point {
         long seconds, changes;
     } save_points[MAX_SAVE_POINTS]; /* --save */
@@ -43,10 +59,14 @@ struct persist_state {
 
 extern struct persist_state persist;
 
-/* Loads the image at persist.path into the area, or formats an empty
- * store there if there is none; sets server.kv.  Returns -1 after saying
- * why on stderr. */
+/* Loads the chain at persist.path (the full image, then its incremental
+ * images) into the area, or formats an empty store there if there is none;
+ * sets server.kv.  Returns -1 after saying why on stderr. */
 int persist_load_image(const struct tk_ckpt_area *ar);
+
+/* Creates the checkpointer over the area (persist.ckpt); -1 after saying
+ * why on stderr. */
+int persist_create_ckpt(const struct tk_ckpt_area *ar);
 
 /* BGSAVE: 0 once the snapshot is taken and the image being written, -1
  * with persist.save_error. */

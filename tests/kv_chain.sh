@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# examples/kv-server's dump as a chain of images (README.md there):
+#  - BGSAVE writes a full image, then incremental ones (DIR/NAME.inc.SEQ);
+#    a restart restores the whole chain: values of every type, expiry
+#    times kept, keys deleted or expired since the full image gone
+#  - a full image again after --full-after incremental ones, and the old
+#    incremental images are removed; --compress yes chains load too
+#  - files left over from an earlier chain are ignored and removed
+#  - kill -9 at random instants of a BGSAVE (full or incremental) leaves
+#    a chain that loads and holds the last completed save (or the one
+#    being written, if it completed before the kill)
+#  - an image of trapkit's previous format (version 1) loads; a store of
+#    kv-server's previous format (KVSTR01) is refused with a clear message
+# Usage: kv_chain.sh KV_SERVER_BINARY
+server=$1
+source "$(dirname "$0")/kv_lib.sh"
+
+wait_saved() { # wait_saved: the BGSAVE started has completed, successfully
+    wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+    [[ $(info_field rdb_last_bgsave_status) == ok ]] || { echo "BGSAVE failed"; exit 1; }
+}
+bgsave() { # bgsave full|incremental: a BGSAVE that writes an image of that kind
+    expect "Background saving started" BGSAVE
+    wait_saved
+    local inc; inc=$(info_field trapkit_last_image_incremental)
+    [[ $1 == full && $inc == 0 || $1 == incremental && $inc == 1 ]] ||
+        { echo "BGSAVE wrote trapkit_last_image_incremental:$inc, want a $1 image"; exit 1; }
+}
+files() { (cd "$1" && ls | grep -v '\.err$\|\.out$' | sort | tr '\n' ' '); }
+
+# ---- 1. a chain with every type and expiries
+mkdir -p "$dir/a"
+A=(--dir "$dir/a" --memory 16m)
+kv_start a1 "${A[@]}"
+expect OK SET s1 one
+expect OK SET gone soon
+expect 3 RPUSH l a b c
+expect 2 SADD st x y
+expect 1 HSET h f v
+expect 2 ZADD z 1 m1 2 m2
+bgsave full
+[[ $(files "$dir/a") == "dump.tkimg " ]] || { echo "after a full BGSAVE: $(files "$dir/a")"; exit 1; }
+expect OK SET s1 uno
+expect 1 DEL gone
+expect OK SET ttl v PX 3600000
+expect 4 LPUSH l z
+bgsave incremental
+expect OK SET brief v PX 1500 # expires while the server is down
+expect 1 PEXPIRE s1 7200000
+expect 1 SADD st w
+expect 0 HSET h f v2
+expect 1 ZADD z 3 m3
+bgsave incremental
+[[ $(files "$dir/a") == "dump.tkimg dump.tkimg.inc.2 dump.tkimg.inc.3 " ]] ||
+    { echo "the chain's files: $(files "$dir/a")"; exit 1; }
+[[ $(info_field trapkit_chain_incremental_images) == 2 ]] || { echo "INFO: not 2 incremental images"; exit 1; }
+expect OK SET after-save v # not saved: lost at kill -9
+kv_kill
+sleep 1.6
+kv_start a2 "${A[@]}"
+grep -q "and 2 incremental images" "$dir/a2.err" || { cat "$dir/a2.err"; echo "the chain was not loaded"; exit 1; }
+expect uno GET s1
+expect "" GET gone
+expect "" GET brief
+expect "" GET after-save
+expect v GET ttl
+pttl=$(cli PTTL ttl); ((pttl > 3000000 && pttl <= 3600000)) || { echo "PTTL ttl $pttl"; exit 1; }
+pttl=$(cli PTTL s1); ((pttl > 7000000 && pttl <= 7200000)) || { echo "PTTL s1 $pttl"; exit 1; }
+[[ $(cli LRANGE l 0 -1 | tr '\n' ' ') == "z a b c " ]] || { echo "LRANGE l: $(cli LRANGE l 0 -1)"; exit 1; }
+[[ $(cli SMEMBERS st | sort | tr '\n' ' ') == "w x y " ]] || { echo "SMEMBERS st"; exit 1; }
+expect v2 HGET h f
+[[ $(cli ZRANGE z 0 -1 | tr '\n' ' ') == "m1 m2 m3 " ]] || { echo "ZRANGE z"; exit 1; }
+expect 6 DBSIZE
+echo "an incremental chain with expiries restores: ok"
+
+# ---- 2. a new server's first image is full (a new chain), the old one's
+# incremental images go; files of an earlier chain are ignored and removed
+cp "$dir/a/dump.tkimg.inc.2" "$dir/old.inc.2"
+expect OK SET s2 two
+bgsave full
+[[ $(files "$dir/a") == "dump.tkimg " ]] || { echo "after a new chain's full image: $(files "$dir/a")"; exit 1; }
+expect OK SET s3 three
+bgsave incremental
+cp "$dir/old.inc.2" "$dir/a/dump.tkimg.inc.3" # of the earlier chain, where the next would be
+kv_kill
+kv_start a3 "${A[@]}"
+grep -q "and 1 incremental images" "$dir/a3.err" || { cat "$dir/a3.err"; echo "want a chain of 1 incremental image"; exit 1; }
+expect three GET s3
+expect two GET s2
+[[ $(files "$dir/a") == "dump.tkimg dump.tkimg.inc.2 " ]] || { echo "the earlier chain's file stays: $(files "$dir/a")"; exit 1; }
+kv_kill
+echo "a new chain replaces the old; an earlier chain's image is ignored: ok"
+
+# ---- 3. --full-after and --compress
+mkdir -p "$dir/b"
+B=(--dir "$dir/b" --memory 16m --full-after 2 --compress yes)
+kv_start b1 "${B[@]}"
+for i in 1 2 3 4 5; do expect OK SET "k$i" "$(printf 'v%.0s' $(seq 200))$i"; done
+bgsave full
+[[ $(info_field trapkit_last_image_compressed) == 1 ]] || { echo "not compressed"; exit 1; }
+expect OK SET k1 one
+bgsave incremental
+expect OK SET k2 two
+bgsave incremental
+expect OK SET k3 three
+bgsave full # after 2 incremental images
+[[ $(files "$dir/b") == "dump.tkimg " ]] || { echo "after the full image: $(files "$dir/b")"; exit 1; }
+expect OK SET k4 four
+bgsave incremental
+kv_kill
+kv_start b2 "${B[@]}"
+expect one GET k1
+expect two GET k2
+expect three GET k3
+expect four GET k4
+expect 5 DBSIZE
+kv_kill
+# --incremental no: every image full
+kv_start b3 --dir "$dir/b" --memory 16m --incremental no
+expect OK SET k5 five
+bgsave full
+expect OK SET k5 cinq
+bgsave full
+kv_kill
+echo "--full-after, --compress, --incremental no: ok"
+
+# ---- 4. kill -9 at random instants of a BGSAVE
+mkdir -p "$dir/k"
+K=(--dir "$dir/k" --memory 128m)
+kv_start k0 "${K[@]}"
+python3 - "$port" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+v = b"y" * 65536
+s.sendall(b"".join(b"*3\r\n$3\r\nSET\r\n$8\r\nbig:%04d\r\n$%d\r\n%s\r\n" % (i, len(v), v)
+                   for i in range(1000)))
+got = b""
+while got.count(b"\r\n") < 1000: got += s.recv(65536)
+PY
+expect OK SET gen 0
+bgsave full
+saved=0 kept=0
+for i in $(seq 1 8); do
+    # the server started from the last chain: its first image is full, the
+    # second incremental; kill -9 during one or the other
+    kv_kill
+    kv_start "k$i" "${K[@]}"
+    got=$(cli GET gen)
+    [[ $got == "$saved" || $got == "$((saved + 1))" ]] || { echo "round $i: gen $got after a kill, want $saved (or $((saved + 1)))"; exit 1; }
+    [[ $got == "$saved" ]] || kept=$((kept + 1))
+    saved=$got
+    expect 1000 EXISTS $(seq -f 'big:%04g' 0 999)
+    if ((i % 2)); then
+        expect OK SET gen $((saved + 1))
+        expect "Background saving started" BGSAVE
+    else
+        bgsave full
+        expect OK SET gen $((saved + 1))
+        expect OK SET "big:$(printf %04d $((i * 97 % 1000)))" changed
+        expect "Background saving started" BGSAVE
+    fi
+    sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"
+done
+kv_kill
+kv_start kend "${K[@]}"
+got=$(cli GET gen)
+[[ $got == "$saved" || $got == "$((saved + 1))" ]] || { echo "at the end: gen $got, want $saved"; exit 1; }
+ls "$dir/k" | grep -q '\.tmp$' && { echo "a temporary file stayed: $(files "$dir/k")"; exit 1; }
+kv_kill
+kv_check_log
+echo "kill -9 during BGSAVE: ok ($kept of 8 saves completed before the kill)"
+# ---- 5. images of previous formats
+mkdir -p "$dir/v"
+kv_start v0 --dir "$dir/v" --memory 1m
+expect OK SET old format
+expect 3 RPUSH ol a b c
+expect OK SAVE
+kv_kill
+python3 "$(dirname "$0")/kv_image.py" v1 "$dir/v/dump.tkimg" "$dir/v1.img"
+python3 "$(dirname "$0")/kv_image.py" v1 "$dir/v/dump.tkimg" "$dir/v1-store1.img" --store-v1
+mv "$dir/v1.img" "$dir/v/dump.tkimg"
+kv_start v1 --dir "$dir/v" --memory 1m
+expect format GET old
+[[ $(cli LRANGE ol 0 -1 | tr '\n' ' ') == "a b c " ]] || { echo "LRANGE ol after a version 1 image"; exit 1; }
+expect OK SET new 1
+bgsave full # the version 1 image is replaced by a version 2 one
+kv_kill
+kv_start v2 --dir "$dir/v" --memory 1m
+expect 1 GET new
+kv_kill
+mkdir -p "$dir/w"
+mv "$dir/v1-store1.img" "$dir/w/dump.tkimg"
+cp "$dir/w/dump.tkimg" "$dir/w1"
+kv_start_fails w --dir "$dir/w" --memory 1m
+grep -q "it holds a store of an older kv-server (format 1), which this one cannot read" "$dir/w.err" ||
+    { cat "$dir/w.err"; echo "no clear message for a store of format 1"; exit 1; }
+cmp -s "$dir/w/dump.tkimg" "$dir/w1" || { echo "the refused image changed"; exit 1; }
+echo "a version 1 image loads; a store of format 1 is refused: ok"
+echo "kv_chain: ok"
