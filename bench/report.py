@@ -28,6 +28,8 @@ BENCHES = [
     ("fast", "fast paths: sub-page delivery and completion, eager amplification"),
     ("checkpoint", "checkpoint: kv-server's BGSAVE (trapkit's best mechanism and fork) and "
                    "redis-server's, under open-loop load (tk-loadgen)"),
+    ("restore", "restore: kv-server restarted from its image, lazily and eagerly, beside "
+                "redis-server loading its RDB; image sizes"),
     ("scale", "scale/prot1+unprot from 1 to 1,000,000 protected pages, populated and untouched, "
               "1 and 2 threads"),
     ("dirty", "dirty/per-page with 1%, 10% and 100% of the region dirtied"),
@@ -664,6 +666,10 @@ SECTIONS = [
         "checkpoint/p50-during-snapshot", "checkpoint/p99-during-snapshot",
         "checkpoint/p99.9-after-snapshot", "checkpoint/max-after-snapshot",
         "checkpoint/extra-memory", "checkpoint/pages-by-writers"]),
+    ("Restoring (examples/kv-server restarted from its image, and redis-server from its RDB)", [
+        "checkpoint/restore-first-reply", "checkpoint/restore-resident",
+        "checkpoint/restore-first-reply-over-eager", "checkpoint/restore-resident-over-eager",
+        "checkpoint/image-size"]),
     ("DIRTY", ["dirty/per-page", "dirty/write-completion"]),
     ("Mosberger, Druschel & Peterson, Table 1 (cycles of the time-stamp counter)", [
         "mosberger/null", "mosberger/lifo", "mosberger/fifo", "mosberger/signal",
@@ -686,6 +692,24 @@ SECTIONS = [
 
 # What a section's rows mean, said under its title (keyed by the title).
 SECTION_TEXT = {
+    "Restoring (examples/kv-server restarted from its image, and redis-server from its RDB)":
+        "bench/restore.py. kv-server is filled to size_gib with 1 KiB entries by its own SET "
+        "(tk-loadgen --mode fill) and SAVEs its full image; redis-server is filled the same way "
+        "and SAVEs its RDB (its defaults). checkpoint/restore-first-reply is the time from "
+        "starting the server to its first correct reply to GET of a random key (the client "
+        "connects every 0.2 ms; redis-server answers -LOADING until it has loaded); "
+        "checkpoint/restore-resident the time until the whole image is in memory: lazy, until "
+        "INFO persistence says loading:0 (polled every 2 ms); eager kv-server and redis-server "
+        "answer only once loaded, so theirs is the first reply. lazy is kv-server's default "
+        "(pages arrive on fault while a background thread prefetches the rest, each page's "
+        "CRC checked as it arrives), eager is --eager-restore yes (the chain read and verified "
+        "before it listens). cache=warm: the image read just before, in the page cache; "
+        "cache=dropped: after sync and echo 3 > /proc/sys/vm/drop_caches. Each figure is the "
+        "median of 3 rounds (the systems' order rotated each round) with [min, max]; the "
+        "-over-eager ratios are lazy over eager's load time, paired per round. "
+        "checkpoint/image-size: trapkit is the full image, trapkit-lz4 the same saved with "
+        "--compress yes, trapkit-incremental an incremental image after SET of 1% of the keys, "
+        "redis-rdb redis-server's RDB of the same entries (rdbcompression yes, its default).",
     "Jaleel & Jacob, Figures 3-5 (tksim, an Alpha 21264-like core)":
         "tksim is deterministic: each configuration runs once (n = 1), so min = max. "
         "tlb_entries 0 is the perfect TLB (1 GiB pages). jaleel-jacob/sweep-* vary one "

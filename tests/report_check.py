@@ -88,6 +88,13 @@ EXPECTED = [
     ("checkpoint/snapshot-duration", "fork", {"offered_load": 0.5}),
     ("checkpoint/lateness-p99", "redis-fork", {"offered_load": 0.5}),
     ("checkpoint/extra-memory", "fork", {"offered_load": 0.5}),
+    ("checkpoint/restore-first-reply", "lazy", {"cache": "warm"}),
+    ("checkpoint/restore-first-reply", "eager", {"cache": "dropped"}),
+    ("checkpoint/restore-resident", "redis-server", {"cache": "warm"}),
+    ("checkpoint/restore-first-reply-over-eager", "lazy", {"cache": "dropped"}),
+    ("checkpoint/restore-resident-over-eager", "lazy", {"cache": "warm"}),
+    ("checkpoint/image-size", "trapkit", {}), ("checkpoint/image-size", "trapkit-lz4", {}),
+    ("checkpoint/image-size", "trapkit-incremental", {}), ("checkpoint/image-size", "redis-rdb", {}),
     ("analysis/table5-breakeven", "cpu", {"program": "Tree"}),
     ("analysis/table5-exceptions-over-checks", "posix", {"program": "Interactive"}),
     ("mosberger/rollforward", "dyn-jump", {}),
@@ -185,8 +192,8 @@ if has("analysis/heap-overflow-overhead", "cpu", detection="check"):
     err("analysis/heap-overflow-overhead has the seed's 4% check as a row for this CPU")
 
 goals = doc.get("goals", [])
-if len(goals) != 11:
-    err(f"expected 11 goals, found {len(goals)}: {[g.get('goal') for g in goals]}")
+if len(goals) != 13:
+    err(f"expected 13 goals, found {len(goals)}: {[g.get('goal') for g in goals]}")
 for g in goals:
     if not {"goal", "measured", "met", "ratio", "status"} <= set(g):
         err(f"goal without goal/measured/met/ratio/status: {g}")
