@@ -673,6 +673,14 @@ size_t Core::front_place(size_t from, size_t to) const
     }
 }
 
+// Whether commit may do anything: the head is done, or is an access whose
+// program-order TLB lookup is still to come (else it returns at once).
+inline bool Core::head_may_commit() const
+{
+    const Uop *h = rob_.front();
+    return h->st == Uop::DONE || (h->mem && !h->handler && h->seq != tlb_checked_seq_);
+}
+
 // Commits up to commit_width uops from the head of the ROB; how many.
 inline int Core::commit_some()
 {
@@ -1219,7 +1227,7 @@ bool Core::run(uint64_t max_insns)
         // cycle: what a stage finds in its input queue came in an earlier
         // cycle.  (Each stage is called only when it may have work: the
         // calls are a good part of a busy cycle's cost.)
-        if (!rob_.empty()) commit();
+        if (!rob_.empty() && head_may_commit()) commit();
         if (cycle_ >= exec_next_) complete();
         if (!iq_int_.ready.empty() || !iq_fp_.ready.empty() || cycle_ >= iq_int_.next ||
             cycle_ >= iq_fp_.next)

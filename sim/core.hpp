@@ -269,6 +269,7 @@ class Core
     // the stages
     void commit();
     int commit_some();
+    bool head_may_commit() const;
     void complete();
     void issue();
     void dispatch();
