@@ -7,7 +7,10 @@ version node that names it, and every function the public headers declare.
 - The map names every symbol (no wildcard in a global list) and ends each
   node's globals with `local: *`;
 - nm -D --defined-only of the library: each exported symbol is in the map,
-  at its node (name@@NODE), and each name of the map is exported;
+  at its node (name@@NODE), and each name of the map is exported; a name in
+  several nodes (a function whose behaviour changed, kept for the programs
+  bound to the old node) is exported at the newest as the default
+  (name@@NEW) and at each older one as name@OLD, nothing else;
 - every non-inline function of trapkit/*.h but eh.h (gcc -aux-info) is
   exported by libtrapkit.so; those of eh.h by libtrapkit_eh.so;
 - a program linked against the library binds its symbols at a version
@@ -39,8 +42,9 @@ def run(cmd):
 # ---- the map --------------------------------------------------------------
 with open(os.path.join(src, "src", "trapkit.map")) as f:
     text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
-node_of = {}
-nodes = re.findall(r"(\w+)\s*\{(.*?)\}\s*(\w*)\s*;", text, re.S)
+node_of = {}  # name -> the newest node naming it (its default version)
+nodes_of = {}  # name -> every node naming it, in the map's order
+nodes = re.findall(r"([\w.]+)\s*\{(.*?)\}\s*([\w.]*)\s*;", text, re.S)
 if not nodes:
     fail("no version node in src/trapkit.map")
 for node, body, parent in nodes:
@@ -53,8 +57,9 @@ for node, body, parent in nodes:
             continue
         if re.search(r"[*?\[]", name):
             fail(f"{node}: '{name}' is a pattern; the map names every symbol")
-        if name in node_of:
-            fail(f"{name} is in {node_of[name]} and {node}")
+        if node in nodes_of.get(name, []):
+            fail(f"{name} is named twice in {node}")
+        nodes_of.setdefault(name, []).append(node)
         node_of[name] = node
     if parent and parent not in (n for n, _, _ in nodes):
         fail(f"{node} inherits {parent}, which is no node")
@@ -63,7 +68,8 @@ if nodes and (nodes[0][2] or (nodes[0][1].split("local:")[-1].strip().rstrip(";"
     fail(f"the first node {nodes[0][0]} must inherit nothing and end with 'local: *;'")
 
 # ---- the library ------------------------------------------------------------
-exported = {}
+exported = {}  # name -> its default version
+versions = {}  # name -> {version: "@@" or "@"}
 for line in run(["nm", "-D", "--defined-only", lib]).splitlines():
     parts = line.split()
     if len(parts) < 3 or parts[1] == "A":  # A: the version nodes themselves
@@ -72,14 +78,22 @@ for line in run(["nm", "-D", "--defined-only", lib]).splitlines():
     if not m:
         fail(f"{parts[2]} is exported without a version")
         continue
-    exported[m.group(1)] = m.group(3)
-    if m.group(2) != "@@":
-        fail(f"{parts[2]}: not the default version")
-for name, ver in sorted(exported.items()):
+    versions.setdefault(m.group(1), {})[m.group(3)] = m.group(2)
+    if m.group(2) == "@@":
+        exported[m.group(1)] = m.group(3)
+for name, vers in sorted(versions.items()):
     if name not in node_of:
         fail(f"{name} is exported but not named in src/trapkit.map")
-    elif node_of[name] != ver:
-        fail(f"{name} is exported at {ver}, the map puts it in {node_of[name]}")
+        continue
+    if name not in exported:
+        fail(f"{name} has no default version (only {sorted(vers)})")
+    elif exported[name] != node_of[name]:
+        fail(f"{name} is exported at {exported[name]}, the map puts it in {node_of[name]}")
+    want = {n: "@" for n in nodes_of[name][:-1]}
+    want[node_of[name]] = "@@"
+    if vers != want:
+        fail(f"{name} is exported as {sorted(k + v for v, k in vers.items())}, the map wants "
+             f"{sorted(k + v for v, k in want.items())}")
 for name in sorted(set(node_of) - set(exported)):
     fail(f"{name} is named in src/trapkit.map but the library does not define it")
 

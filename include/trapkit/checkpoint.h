@@ -113,7 +113,18 @@ typedef struct tk_ckpt_stats {
     uint64_t pages_zero;       /* not populated at the instant: zero in the image, not written */
     uint64_t image_bytes;      /* the image file's size, once complete */
     uint64_t data_bytes;       /* of which the pages' data (compressed, or pages_saved pages) */
+    /* The snapshot instant: when the image's state was cut (the end of the
+     * pause; fork: the fork).  CLOCK_REALTIME (the image's created_ns) and
+     * CLOCK_MONOTONIC; 0 before tk_ckpt_start has passed it. */
+    uint64_t instant_realtime_ns;
+    uint64_t instant_monotonic_ns;
 } tk_ckpt_stats;
+/* tk_ckpt_stats grew after the TRAPKIT_0 version node: a program linked
+ * against it binds tk_ckpt_wait, tk_ckpt_poll and tk_ckpt_snapshot at
+ * TRAPKIT_0, whose versions fill only the fields up to duration_ns (the
+ * struct it was built with); programs built now bind the TRAPKIT_0.2 ones,
+ * which fill the whole struct.  A field added later comes with a new node
+ * for the three functions. */
 
 /* Called from the background thread about every 1% of the pages and at
  * the end (st->running false). */
@@ -133,6 +144,12 @@ typedef void (*tk_ckpt_progress_fn)(const tk_ckpt_stats *st, void *arg);
            SCHED_IDLE (use it when the program keeps every CPU                                     \
            busy: an idle-priority copier would then wait, and                                      \
            the writers copy what it has not) */
+#define TK_CKPT_CLOSE_FDS                                                                          \
+    0x8 /* fork: the child closes every file descriptor but                                        \
+           0, 1, 2 and the image's right after fork, so it                                         \
+           holds none of the program's sockets or files (a                                         \
+           listening socket kept by a child that outlives a                                        \
+           killed program makes the next one's bind fail) */
 
 typedef struct tk_ckpt_config {
     const struct tk_ckpt_area *areas;
@@ -181,6 +198,15 @@ int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st);
 
 /* tk_ckpt_start + tk_ckpt_wait. */
 int tk_ckpt_snapshot(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st);
+
+/* Stops the running snapshot: the background thread stops copying (the
+ * fork child is killed), the image is left incomplete, without a valid
+ * header (restore refuses it), every page of the areas is unprotected and
+ * the next snapshot is a full one.  Returns once all that is done: 0 if it
+ * stopped a snapshot (which then reports -ECANCELED: tk_ckpt_wait,
+ * tk_ckpt_stats.error), 1 if none was running (the last one completed or
+ * failed on its own first: tk_ckpt_wait says which), -EINVAL. */
+int tk_ckpt_cancel(tk_ckpt *c);
 
 /* What an image's header says. */
 typedef struct tk_ckpt_image_info {

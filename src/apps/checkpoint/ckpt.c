@@ -88,6 +88,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -100,6 +101,28 @@
 #include "trapkit/checkpoint.h"
 #include "trapkit/probe.h"
 #include "trapkit/region.h"
+
+/* tk_ckpt_stats up to duration_ns: the struct of the TRAPKIT_0 version
+ * node, which programs linked against that node pass. */
+#define STATS_V0 offsetof(tk_ckpt_stats, thread_cpu_ns)
+
+/* The default versions (TRAPKIT_0.2) fill the whole struct; the TRAPKIT_0
+ * ones, for programs built before it grew, the fields up to duration_ns
+ * (trapkit/checkpoint.h).  Both versions of each are exported (symver);
+ * the static library's programs get the default one. */
+#define TK_SYMVER(impl, name, node) __asm__(".symver " #impl ", " #name node)
+TK_SYMVER(tk_ckpt_poll_v2, tk_ckpt_poll, "@@TRAPKIT_0.2");
+TK_SYMVER(tk_ckpt_poll_v0, tk_ckpt_poll, "@TRAPKIT_0");
+TK_SYMVER(tk_ckpt_wait_v2, tk_ckpt_wait, "@@TRAPKIT_0.2");
+TK_SYMVER(tk_ckpt_wait_v0, tk_ckpt_wait, "@TRAPKIT_0");
+TK_SYMVER(tk_ckpt_snapshot_v2, tk_ckpt_snapshot, "@@TRAPKIT_0.2");
+TK_SYMVER(tk_ckpt_snapshot_v0, tk_ckpt_snapshot, "@TRAPKIT_0");
+int tk_ckpt_poll_v2(tk_ckpt *c, tk_ckpt_stats *st);
+int tk_ckpt_poll_v0(tk_ckpt *c, void *st);
+int tk_ckpt_wait_v2(tk_ckpt *c, tk_ckpt_stats *st);
+int tk_ckpt_wait_v0(tk_ckpt *c, void *st);
+int tk_ckpt_snapshot_v2(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st);
+int tk_ckpt_snapshot_v0(tk_ckpt *c, int fd, unsigned flags, void *st);
 
 enum {
     ST_DIRTY = 0,
@@ -185,13 +208,17 @@ struct tk_ckpt {
     _Atomic uint64_t open_head; /* ranges done */
     atomic_int help_word;       /* futex: bumped at each post */
     atomic_bool help_stop;
-    pid_t child;
+    pid_t child;                /* the fork child not yet reaped, or 0 (under child_lock) */
+    pthread_mutex_t child_lock; /* tk_ckpt_cancel kills only a child not yet reaped */
+    bool close_fds;             /* TK_CKPT_CLOSE_FDS */
+    atomic_bool cancel;         /* tk_ckpt_cancel asked the running snapshot to stop */
 
     /* the running (or last) snapshot */
     int fd, dfd; /* the image; dfd: the same file opened for direct I/O, or fd */
     bool incremental, compress;
     _Atomic uint64_t nsaved, nzero, ndata; /* held, held as zero, data pages */
-    uint64_t data_off, t_start, t_instant_real;
+    uint64_t data_off, t_start;
+    _Atomic uint64_t t_instant_real, t_instant_mono; /* the snapshot instant, 0 before */
     uint64_t cpu0; /* CLOCK_THREAD_CPUTIME_ID of the thread that copies, when it began */
     atomic_bool running;
     atomic_int error;
@@ -592,6 +619,7 @@ static void release(struct tk_ckpt *c)
     if (c->queue) munmap((void *)c->queue, c->npages * 4);
     if (c->phase_fd >= 0) close(c->phase_fd);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->child_lock);
     free(c);
 }
 
@@ -602,13 +630,14 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
                                  "checkpointer");
     if ((unsigned)cfg->mech >= TK_CKPT_COUNT_)
         return tk__fail(-EINVAL, "tk_ckpt_create: unknown mechanism");
-    if (cfg->flags & ~(unsigned)(TK_CKPT_TRACK | TK_CKPT_TIMING | TK_CKPT_FAIR))
+    if (cfg->flags & ~(unsigned)(TK_CKPT_TRACK | TK_CKPT_TIMING | TK_CKPT_FAIR | TK_CKPT_CLOSE_FDS))
         return tk__fail(-EINVAL, "tk_ckpt_create: unknown flags");
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     tk__crc32c_init();
     struct tk_ckpt *c = calloc(1, sizeof *c);
     if (!c) return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory");
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->child_lock, NULL);
     c->phase_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK); /* running */
     if (c->phase_fd < 0) {
         int err = -errno;
@@ -620,6 +649,7 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->nareas = cfg->nareas;
     c->mech = cfg->mech;
     c->track = (cfg->flags & TK_CKPT_TRACK) != 0;
+    c->close_fds = (cfg->flags & TK_CKPT_CLOSE_FDS) != 0;
     const char *copier = getenv("TRAPKIT_CKPT_COPIER");
     c->copier = (cfg->flags & TK_CKPT_FAIR) ? COPIER_FAIR : COPIER_IDLE;
     if (copier && !strcmp(copier, "fair")) c->copier = COPIER_FAIR;
@@ -709,7 +739,7 @@ static void report(struct tk_ckpt *c)
 {
     if (!c->progress) return;
     tk_ckpt_stats st;
-    tk_ckpt_poll(c, &st);
+    tk_ckpt_poll_v2(c, &st);
     c->progress(&st, c->progress_arg);
 }
 
@@ -1149,6 +1179,8 @@ static void copy_all(struct tk_ckpt *c, bool child)
     size_t step = c->npages / 100 + 1, batch_from = 0, next_report = step;
     for (size_t i = tk__bitmap_next(c->saved, c->npages, 0); i < c->npages;
          i = tk__bitmap_next(c->saved, c->npages, i + 1)) {
+        if (!child && b.n == 0 && atomic_load_explicit(&c->cancel, memory_order_relaxed))
+            return; /* tk_ckpt_cancel: end_snapshot puts the pages back */
         if (test_bit(c->zero, i)) {
             /* zero in the image; saved as such */
             uint8_t st = ST_HOLE;
@@ -1197,10 +1229,11 @@ static void copy_all(struct tk_ckpt *c, bool child)
     }
     flush_batch(c, &b);
     if (!child)
-        while (atomic_load(&c->done) < c->ndata) {
+        while (atomic_load(&c->done) < c->ndata && !atomic_load(&c->cancel)) {
             drain_queue(c);
             if (atomic_load(&c->done) < c->ndata) sched_yield();
         }
+    if (!child && atomic_load(&c->cancel)) return;
     if (c->compress) flush_stage(c);
     if (release) post_release(c, batch_from, c->npages);
 }
@@ -1242,10 +1275,32 @@ static void lower_priority(const struct tk_ckpt *c)
     if (c->copier != COPIER_FAIR) setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 }
 
+/* After tk_ckpt_cancel (the background thread has stopped, the helper
+ * too): every page becomes DIRTY and writable again, the next snapshot is
+ * a full one.  A page a writer is copying (TAKEN) is left to it: it makes
+ * the page DIRTY and opens it itself; the writers still inside the handler
+ * are waited for, so none queues a copy after the queue is reset. */
+static void unwind_cancel(struct tk_ckpt *c)
+{
+    for (size_t i = 0; i < c->npages; i++) {
+        uint8_t st = atomic_load(&c->state[i]);
+        while (st != ST_DIRTY && st != ST_TAKEN &&
+               !atomic_compare_exchange_weak(&c->state[i], &st, ST_DIRTY)) {
+        }
+    }
+    for (size_t a = 0; a < c->nareas; a++)
+        tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
+    wait_writers(c, true, atomic_load(&c->epoch));
+    c->base_seq = 0;
+}
+
 /* The end of a snapshot: the directory and header (unless the fork child
  * wrote them), the statistics, and whether the next may be incremental. */
 static void end_snapshot(struct tk_ckpt *c, bool write_image)
 {
+    /* cancelled before the image was complete: it never will be */
+    if (atomic_load(&c->cancel) && !atomic_load(&c->error)) set_error(c, -ECANCELED);
+    if (atomic_load(&c->error) == -ECANCELED) unwind_cancel(c);
     reset_queue(c);
     if (c->dfd != c->fd) close(c->dfd);
     c->dfd = c->fd;
@@ -1286,12 +1341,23 @@ static void *snapshot_thread(void *arg)
         int st = 0;
         struct rusage ru;
         memset(&ru, 0, sizeof ru);
+        /* wait for it to end without reaping it, so that tk_ckpt_cancel,
+         * under child_lock, never signals a pid already reused */
+        siginfo_t si;
+        while (waitid(P_PID, (id_t)c->child, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+        }
+        pthread_mutex_lock(&c->child_lock);
         while (wait4(c->child, &st, 0, &ru) < 0 && errno == EINTR) {
         }
+        c->child = 0;
+        pthread_mutex_unlock(&c->child_lock);
         atomic_store(&c->thread_cpu,
                      (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
                          (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) set_error(c, -EIO);
+        if (atomic_load(&c->cancel))
+            set_error(c, -ECANCELED);
+        else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            set_error(c, -EIO);
         atomic_store(&c->done, c->ndata);
         atomic_store(&c->by_thread, c->ndata);
         atomic_store(&c->bytes, c->ndata * c->ps);
@@ -1321,11 +1387,49 @@ static void count_pages(struct tk_ckpt *c)
     c->ndata = data;
 }
 
+/* TK_CKPT_CLOSE_FDS, in the fork child: closes every descriptor but 0, 1,
+ * 2, the image's (fd, dfd) and the pagemap's the child reads.  No
+ * allocation: the child of a threaded program may call only what is
+ * async-signal-safe (close_range, else close one by one). */
+static void close_fds_but_image(const struct tk_ckpt *c)
+{
+    int keep[4] = {c->fd, c->dfd, tk__pagemap_fd(), -1};
+    /* sorted, so the gaps between them are closed */
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (keep[j] < keep[i]) {
+                int t = keep[i];
+                keep[i] = keep[j];
+                keep[j] = t;
+            }
+    struct rlimit rl;
+    unsigned max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1u << 20)
+                       ? (unsigned)rl.rlim_cur
+                       : (1u << 20);
+    unsigned from = 3;
+    for (int i = 0; i <= 3; i++) {
+        unsigned to = i < 3 ? (keep[i] < 0 ? 0 : (unsigned)keep[i]) : ~0u; /* exclusive */
+        if (to <= from) {
+            if (i < 3 && keep[i] >= 0 && (unsigned)keep[i] + 1 > from) from = (unsigned)keep[i] + 1;
+            continue;
+        }
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, from, to - 1, 0) == 0) {
+            from = to + 1;
+            continue;
+        }
+#endif
+        for (unsigned fd = from; fd < to && fd < max; fd++) close((int)fd);
+        from = to + 1;
+    }
+}
+
 /* The fork child: writes the image from its copy of the memory, which no
  * one changes: pages without data are found here. */
 static void fork_child(struct tk_ckpt *c, pid_t parent)
 {
     fork_parent = parent;
+    if (c->close_fds) close_fds_but_image(c);
     lower_priority(c);
     uint64_t data[ARM_CHUNK / 64];
     for (size_t a = 0; a < c->nareas; a++)
@@ -1402,6 +1506,8 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     c->append = TK_IMG_HEADER;
     c->staged = 0;
     c->nsaved = c->nzero = c->ndata = 0;
+    c->t_instant_real = c->t_instant_mono = 0;
+    atomic_store(&c->cancel, false);
     atomic_store(&c->error, 0);
     atomic_store(&c->by_thread, 0);
     atomic_store(&c->by_writers, 0);
@@ -1437,6 +1543,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         wait_writers(c, true, atomic_load(&c->epoch));
         atomic_store(&c->running, true);
         c->t_instant_real = now_ns(CLOCK_REALTIME);
+        c->t_instant_mono = now_ns(CLOCK_MONOTONIC);
         for (size_t i = 0; i < c->npages; i++) {
             uint8_t st = atomic_load(&c->state[i]);
             if (!c->incremental || st == ST_DIRTY) {
@@ -1463,10 +1570,12 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         if (!err) {
             count_pages(c); /* the child finds the zero pages */
             pid_t parent = getpid();
+            pthread_mutex_lock(&c->child_lock);
             pid_t pid = fork();
             if (pid == 0) fork_child(c, parent);
             if (pid < 0) err = -errno;
-            c->child = pid;
+            c->child = pid > 0 ? pid : 0;
+            pthread_mutex_unlock(&c->child_lock);
         }
         if (!err)
             for (size_t i = 0; i < c->npages; i++)
@@ -1484,6 +1593,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         wait_writers(c, true, atomic_load(&c->epoch));
         if (!err) err = rearm(c);
         c->t_instant_real = now_ns(CLOCK_REALTIME);
+        c->t_instant_mono = now_ns(CLOCK_MONOTONIC);
         count_pages(c);
         uint64_t t_end = now_ns(CLOCK_MONOTONIC);
         atomic_store(&c->protect_ns, t_end - c->t_start);
@@ -1542,7 +1652,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     return 0;
 }
 
-int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st)
+int tk_ckpt_poll_v2(tk_ckpt *c, tk_ckpt_stats *st)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_poll: checkpointer is NULL");
     bool running = atomic_load(&c->running);
@@ -1578,11 +1688,21 @@ int tk_ckpt_poll(tk_ckpt *c, tk_ckpt_stats *st)
         st->pages_zero = c->nzero;
         st->image_bytes = atomic_load(&c->image_bytes);
         st->data_bytes = atomic_load(&c->data_bytes);
+        st->instant_realtime_ns = atomic_load(&c->t_instant_real);
+        st->instant_monotonic_ns = atomic_load(&c->t_instant_mono);
     }
     return running ? 1 : 0;
 }
 
-int tk_ckpt_wait(tk_ckpt *c, tk_ckpt_stats *st)
+int tk_ckpt_poll_v0(tk_ckpt *c, void *st)
+{
+    tk_ckpt_stats full;
+    int r = tk_ckpt_poll_v2(c, st ? &full : NULL);
+    if (st && r >= 0) memcpy(st, &full, STATS_V0);
+    return r;
+}
+
+int tk_ckpt_wait_v2(tk_ckpt *c, tk_ckpt_stats *st)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_wait: checkpointer is NULL");
     pthread_mutex_lock(&c->lock);
@@ -1591,23 +1711,58 @@ int tk_ckpt_wait(tk_ckpt *c, tk_ckpt_stats *st)
         c->thread_live = false;
     }
     pthread_mutex_unlock(&c->lock);
-    tk_ckpt_poll(c, st);
+    tk_ckpt_poll_v2(c, st);
     int err = atomic_load(&c->error);
+    if (err == -ECANCELED) return tk__fail(err, "tk_ckpt_wait: the snapshot was cancelled");
     if (err) return tk__failf(err, "tk_ckpt_wait: the snapshot failed: %s", strerror(-err));
     return 0;
 }
 
-int tk_ckpt_snapshot(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st)
+int tk_ckpt_wait_v0(tk_ckpt *c, void *st)
+{
+    tk_ckpt_stats full;
+    int r = tk_ckpt_wait_v2(c, st ? &full : NULL);
+    if (st && c) memcpy(st, &full, STATS_V0);
+    return r;
+}
+
+int tk_ckpt_snapshot_v2(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st)
 {
     int err = tk_ckpt_start(c, fd, flags);
     if (err) return err;
-    return tk_ckpt_wait(c, st);
+    return tk_ckpt_wait_v2(c, st);
+}
+
+int tk_ckpt_snapshot_v0(tk_ckpt *c, int fd, unsigned flags, void *st)
+{
+    int err = tk_ckpt_start(c, fd, flags);
+    if (err) return err;
+    return tk_ckpt_wait_v0(c, st);
+}
+
+int tk_ckpt_cancel(tk_ckpt *c)
+{
+    if (!c) return tk__fail(-EINVAL, "tk_ckpt_cancel: checkpointer is NULL");
+    pthread_mutex_lock(&c->lock);
+    bool asked = atomic_load(&c->running);
+    if (asked) {
+        atomic_store(&c->cancel, true);
+        pthread_mutex_lock(&c->child_lock);
+        if (c->child > 0) kill(c->child, SIGKILL); /* not reaped yet: still ours */
+        pthread_mutex_unlock(&c->child_lock);
+    }
+    if (c->thread_live) {
+        pthread_join(c->thread, NULL);
+        c->thread_live = false;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return asked && atomic_load(&c->error) == -ECANCELED ? 0 : 1;
 }
 
 int tk_ckpt_destroy(tk_ckpt *c)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_destroy: checkpointer is NULL");
-    tk_ckpt_wait(c, NULL);
+    tk_ckpt_wait_v2(c, NULL);
     release(c);
     return 0;
 }
