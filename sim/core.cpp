@@ -337,7 +337,31 @@ void Core::set_kind(Uop &u, const Inst &in) const
     u.ras_pop = u.ras_drop = NEVER;
 }
 
-Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
+void Core::set_kind_program(Uop &u, const Inst &in)
+{
+    KindMemo &k = kind_memo_[(in.raw * 0x9e3779b1u) >> (32 - KIND_MEMO_BITS)];
+    if (!k.valid || k.raw != in.raw) {
+        set_kind(u, in);
+        k.raw = in.raw;
+        k.valid = true;
+        k.serial = u.serial;
+        k.mem = u.mem;
+        k.reads_dcache = u.reads_dcache;
+        k.lat = u.lat;
+        memcpy(k.block, &u.op, KIND_BLOCK);
+        return;
+    }
+    memcpy(&u.op, k.block, KIND_BLOCK);
+    u.lat = k.lat;
+    u.serial = k.serial;
+    u.mem = k.mem;
+    u.reads_dcache = k.reads_dcache;
+    u.dst = u.old = u.arch_dst = -1;
+    u.ras_push = false;
+    u.ras_pop = u.ras_drop = NEVER;
+}
+
+Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_MEMO_BITS)
 {
     for (int cls = 0; cls < N_CLASSES; cls++) {
         ClassKind &k = class_kind_[cls];
@@ -1162,7 +1186,7 @@ void Core::fetch_handler()
             r.next_pc = s.next_pc;
             r.addr = s.addr;
             r.taken = s.taken;
-            set_kind(r, *s.inst);
+            set_kind_program(r, *s.inst);
             stream_n_++;
         }
         Uop *u = &stream_at(fetch_seq_);

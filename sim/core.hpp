@@ -31,7 +31,9 @@
 #define TKSIM_CORE_HPP
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -233,15 +235,13 @@ class Core
         // the counter it was predicted by, and what it did to the return stack
         // (undone if it is flushed)
         uint64_t ras_pop = NEVER_CYCLE, ras_drop = NEVER_CYCLE;
-        uint32_t ghist = 0; // (a branch's counter is bp_index(pc, ghist))
+        // what the instruction is, from op to mispred (false) in one block of
+        // KIND_BLOCK bytes (fetch copies it: set_kind_program())
         Op op = ILLEGAL;
         uint8_t src_arch[3] = {NOREG, NOREG, NOREG}; // the operands' registers
         uint8_t rd = NOREG;                          // the register it writes
         Control ctl = NONE;
-        uint8_t len = 4; // bytes
-        bool mispred = false, ras_push = false;
-        bool inl = false;       // handler: part of an in-lined handler
-        bool taken = false;     // a branch or jump went elsewhere than pc + len
+        uint8_t len = 4;        // bytes
         bool ldq = false;       // takes a load-queue entry (user: a load or an AMO)
         bool stq = false;       // takes a store-queue entry (user: a store or an AMO)
         bool fpq = false;       // issues from the floating-point queue
@@ -249,7 +249,16 @@ class Core
         bool system = false;    // C_SYSTEM: issues only at the head of the ROB
         bool link = false;      // a call (rd = ra)
         bool is_return = false; // a return (jalr x0, 0(ra))
+        bool mispred = false, ras_push = false;
+        bool inl = false;   // handler: part of an in-lined handler
+        bool taken = false; // a branch or jump went elsewhere than pc + len
+        uint32_t ghist = 0; // (a branch's counter is bp_index(pc, ghist))
     };
+    static constexpr size_t KIND_BLOCK = 16;
+    static_assert(sizeof(Uop) == 128, "a uop is two cache lines");
+    static_assert(offsetof(Uop, mispred) + 1 - offsetof(Uop, op) == KIND_BLOCK &&
+                      offsetof(Uop, op) % 8 == 0,
+                  "the kind's block is op to mispred");
     // Whether issue-queue stamp a came in before b.
     static bool older(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
     // The page a program uop accesses (a handler's: 0, the TLB not asked).
@@ -338,6 +347,17 @@ class Core
         return stream_[(stream_head_ + (seq - stream_base_)) & stream_mask_];
     }
     void set_kind(Uop &u, const Inst &in) const;
+    // set_kind() for a program instruction, remembered by its encoding (what
+    // it is depends on nothing else): a direct-mapped table
+    struct KindMemo {
+        uint32_t raw = 0;
+        bool valid = false, serial = false, mem = false, reads_dcache = false;
+        uint16_t lat = 0;
+        alignas(8) unsigned char block[KIND_BLOCK] = {};
+    };
+    static constexpr unsigned KIND_MEMO_BITS = 10;
+    std::vector<KindMemo> kind_memo_;
+    void set_kind_program(Uop &u, const Inst &in);
     // set_kind's part that depends on the class alone
     struct ClassKind {
         uint16_t lat = 1;
