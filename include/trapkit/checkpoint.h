@@ -238,6 +238,89 @@ int tk_ckpt_info(int fd, tk_ckpt_image_info *info);
  * was wrong with which image.  Not during a snapshot of the same areas. */
 int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *fds, size_t nfds);
 
+/* ---- lazy restore ------------------------------------------------------
+ *
+ * Restores a chain as tk_ckpt_restore does, but returns at once: the
+ * areas' pages are brought in as threads touch them (userfaultfd MISSING
+ * faults, served by a handler thread with the page read from the image and
+ * its CRC checked), while a background thread prefetches the rest, pages
+ * near those faulted so far first.  A damaged page is never served: the
+ * error function is called and the thread that touched the page does not
+ * go on.
+ *
+ * The areas must be freshly mmapped private anonymous memory, never
+ * touched (no page populated: tk_ckpt_restore_lazy refuses with -EEXIST
+ * otherwise); do not read or write them through system calls (read(2) into
+ * them) before tk_ckpt_lazy_wait, and do not create a checkpointer
+ * (tk_ckpt_create) on them before the lazy restore is done: it returns
+ * -EBUSY then.  Where userfaultfd is not available (tk_probe), the chain is
+ * restored eagerly by tk_ckpt_restore_lazy itself, which then reports done
+ * at once. */
+typedef struct tk_ckpt_lazy tk_ckpt_lazy;
+
+typedef struct tk_ckpt_lazy_stats {
+    uint64_t pages_total;    /* pages of the areas */
+    uint64_t pages_resident; /* in place so far (by fault or prefetch, data or zero) */
+    uint64_t pages_by_fault; /* brought in by a thread touching them */
+    uint64_t pages_by_prefetch;
+    uint64_t pages_verified;                    /* data pages whose CRC was checked */
+    uint64_t start_ns, first_fault_ns, done_ns; /* CLOCK_MONOTONIC; 0 if not yet */
+    bool done;                                  /* every page resident and verified */
+    int error;         /* 0, or negative errno: -EBADMSG a damaged page, -EIO ... */
+    uint64_t bad_page; /* with -EBADMSG: the page index */
+    bool eager;        /* userfaultfd was not available: restored eagerly */
+} tk_ckpt_lazy_stats;
+
+/* Called (from whichever thread found it, possibly inside a fault handler:
+ * must be async-signal-safe) when a page cannot be restored; the default
+ * (NULL) writes a clear message to stderr and _exit(70)s: a damaged page is
+ * never served.  If it returns, the page stays missing and the threads that
+ * touch it wait (forever): the function should end the process or the
+ * thread. */
+typedef void (*tk_ckpt_lazy_error_fn)(int err, uint64_t page, const char *msg, void *arg);
+
+/* tk_ckpt_lazy_config.flags */
+#define TK_CKPT_LAZY_NO_PREFETCH 0x1 /* pages only on fault: no background thread */
+
+typedef struct tk_ckpt_lazy_config {
+    const struct tk_ckpt_area *areas;
+    size_t nareas;
+    const int *fds; /* the chain, oldest first, as tk_ckpt_restore */
+    size_t nfds;
+    unsigned flags; /* TK_CKPT_LAZY_NO_PREFETCH: pages only on fault */
+    tk_ckpt_lazy_error_fn on_error;
+    void *arg;
+} tk_ckpt_lazy_config;
+
+/* Checks every image's header and directory (as tk_ckpt_restore does: a bad
+ * chain is refused before any memory is touched), then returns at once: the
+ * areas' pages are brought in as threads touch them, while a background
+ * thread prefetches the rest.  The fds stay in use until done.  Returns 0,
+ * -EINVAL (bad chain or areas; tk_last_error() says what), -EEXIST (a page
+ * of the areas is already populated), -EBUSY (an area is a trapkit region
+ * or under another lazy restore), -ENOMEM, or a system call's error. */
+int tk_ckpt_restore_lazy(const tk_ckpt_lazy_config *cfg, tk_ckpt_lazy **out);
+/* Statistics so far.  Returns 1 while pages are missing, 0 when done, or
+ * the negative errno of the error that stopped it. */
+int tk_ckpt_lazy_poll(tk_ckpt_lazy *l, tk_ckpt_lazy_stats *st);
+/* Waits until every page is resident and verified (or an error): 0 or the
+ * error.  With TK_CKPT_LAZY_NO_PREFETCH it brings the missing pages in
+ * itself. */
+int tk_ckpt_lazy_wait(tk_ckpt_lazy *l, tk_ckpt_lazy_stats *st);
+/* Waits as tk_ckpt_lazy_wait, then releases it (the areas become ordinary
+ * memory).  Returns what tk_ckpt_lazy_wait returned. */
+int tk_ckpt_lazy_destroy(tk_ckpt_lazy *l);
+
+/* Compaction: writes one full image holding the state the chain restores
+ * (its newest image's seq and lineage, so incremental images taken after the
+ * newest still chain onto it) into out_fd (a regular file, truncated).  Every
+ * page read is verified; a damaged chain is refused and out_fd's content is
+ * then unspecified.  flags: TK_CKPT_COMPRESS.  Crash safety is the caller's:
+ * write to a new file, fsync, rename over (the man page shows how).
+ * Returns 0, -EINVAL (a bad chain; tk_last_error() says what), or a
+ * system call's error. */
+int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,4 +28,8 @@ int tk__chain_find(const struct tk_chain *ch, uint64_t i);
 unsigned char *tk__area_page(const struct tk_ckpt_area *areas, size_t nareas, uint64_t i,
                              size_t ps);
 
+/* Whether any of the areas overlaps one under a lazy restore that is not
+ * done (lazy.c): a checkpointer must not be created on them yet. */
+bool tk__lazy_busy(const struct tk_ckpt_area *areas, size_t nareas);
+
 #endif

@@ -1,7 +1,10 @@
 /* src/apps/checkpoint/restore.c - reading checkpoint images back: every
- * image of a chain is checked completely before any memory is written. */
+ * image of a chain is checked completely before any memory is written; and
+ * compaction, a chain written again as one full image. */
 #include <errno.h>
+#include <lz4.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -191,6 +194,197 @@ int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *
     }
     free(page);
     free(scratch);
+    tk__chain_close(&ch);
+    return err;
+}
+
+/* ---- compaction ------------------------------------------------------------ */
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t r = pwrite(fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+struct out {
+    int fd, err;
+    unsigned char *buf;
+    size_t used, cap;
+    uint64_t off; /* of buf[0] in the file */
+    uint32_t crc; /* of what went through put_crc */
+};
+
+static void out_flush(struct out *o)
+{
+    if (!o->used || o->err) return;
+    o->err = pwrite_all(o->fd, o->buf, o->used, o->off);
+    o->off += o->used;
+    o->used = 0;
+}
+
+static void out_put(struct out *o, const void *p, size_t n, bool crc)
+{
+    if (crc) o->crc = tk__crc32c(o->crc, p, n);
+    const unsigned char *s = p;
+    while (n) {
+        size_t k = o->cap - o->used < n ? o->cap - o->used : n;
+        memcpy(o->buf + o->used, s, k);
+        o->used += k;
+        s += k;
+        n -= k;
+        if (o->used == o->cap) out_flush(o);
+    }
+}
+
+static void *map_zero(size_t n)
+{
+    void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags)
+{
+    static const char who[] = "tk_ckpt_compact";
+    if (!fds || nfds == 0 || out_fd < 0)
+        return tk__fail(-EINVAL, "tk_ckpt_compact: give at least one image and an output file");
+    if (flags & ~(unsigned)TK_CKPT_COMPRESS)
+        return tk__fail(-EINVAL, "tk_ckpt_compact: unknown flags");
+    for (size_t k = 0; k < nfds; k++)
+        if (fds[k] == out_fd)
+            return tk__failf(-EINVAL, "tk_ckpt_compact: the output is image %zu of the chain", k);
+    /* the layout is the first image's; the chain is checked against it */
+    struct tk_img first;
+    const char *msg = NULL;
+    int err = tk__img_open(fds[0], &first, false, &msg);
+    if (err) return tk__failf(err, "%s: image 0: %s", who, msg);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    struct tk_ckpt_area areas[TK_IMG_MAX_AREAS];
+    size_t nareas = first.nareas;
+    for (size_t a = 0; a < nareas; a++) {
+        areas[a].addr = (void *)ps; /* only the layout is looked at */
+        areas[a].len = (size_t)first.area_len[a];
+    }
+    tk__img_close(&first);
+    struct tk_chain ch;
+    if ((err = tk__chain_open(who, areas, nareas, fds, nfds, &ch))) return err;
+    const struct tk_img *newest = &ch.imgs[ch.n - 1];
+    uint64_t npages = newest->npages, words = (npages + 63) / 64;
+    bool compress = (flags & TK_CKPT_COMPRESS) != 0;
+    size_t esize = compress ? sizeof(struct tk_img_entry) : 4;
+    uint64_t *held = map_zero(words * 8), *zero = map_zero(words * 8);
+    unsigned char *entries = map_zero(npages * esize);
+    unsigned char *page = malloc(ps), *scratch = malloc(ps), *lz = malloc(LZ4_COMPRESSBOUND(ps));
+    struct out o = {.fd = out_fd, .cap = 1u << 20, .off = TK_IMG_HEADER};
+    o.buf = malloc(o.cap);
+    if (!held || !zero || !entries || !page || !scratch || !lz || !o.buf)
+        err = tk__failf(-ENOMEM, "%s: out of memory", who);
+    if (!err && ftruncate(out_fd, 0) < 0)
+        err = tk__failf(-errno, "%s: truncating the output failed: %s", who, strerror(errno));
+    uint64_t ndata = 0, nzero = 0;
+    for (uint64_t i = 0; i < npages && !err; i++) {
+        held[i / 64] |= 1ull << (i % 64);
+        int k = tk__chain_find(&ch, i);
+        uint64_t rank = 0;
+        int kind = k < 0 ? TK_IMG_ZERO : tk__img_page(&ch.imgs[k], i, &rank);
+        if (kind == TK_IMG_DATA) {
+            int e = tk__img_read(&ch.imgs[k], i, rank, page, scratch);
+            if (e == -EINVAL) {
+                err = tk__failf(e,
+                                "%s: image %zu: page %lu is damaged (checksum mismatch or bad "
+                                "compression)",
+                                who, ch.idx[k], (unsigned long)i);
+                break;
+            }
+            if (e) {
+                err = tk__failf(e, "%s: image %zu: reading page %lu failed: %s", who, ch.idx[k],
+                                (unsigned long)i, strerror(-e));
+                break;
+            }
+            if (is_zero(page, ps)) kind = TK_IMG_ZERO; /* held as zero: no data */
+        }
+        if (kind != TK_IMG_DATA) {
+            zero[i / 64] |= 1ull << (i % 64);
+            nzero++;
+            continue;
+        }
+        uint32_t crc = tk__crc32c((uint32_t)i, page, ps);
+        if (compress) {
+            int n = LZ4_compress_default((const char *)page, (char *)lz, (int)ps,
+                                         LZ4_COMPRESSBOUND(ps));
+            struct tk_img_entry en = {o.off + o.used, (uint32_t)ps, crc};
+            if (n > 0 && (size_t)n < ps) {
+                en.len = (uint32_t)n;
+                out_put(&o, lz, (size_t)n, false);
+            } else {
+                out_put(&o, page, ps, false); /* LZ4 does not make it smaller */
+            }
+            memcpy(entries + ndata * esize, &en, sizeof en);
+        } else {
+            out_put(&o, page, ps, false);
+            memcpy(entries + ndata * esize, &crc, 4);
+        }
+        ndata++;
+    }
+    out_flush(&o);
+    if (!err && o.err)
+        err = tk__failf(o.err, "%s: writing the image failed: %s", who, strerror(-o.err));
+    uint64_t dir_off = o.off;
+    if (!err) {
+        o.crc = 0;
+        out_put(&o, held, words * 8, true);
+        out_put(&o, zero, words * 8, true);
+        out_put(&o, entries, ndata * esize, true);
+        out_flush(&o);
+        if (o.err)
+            err = tk__failf(o.err, "%s: writing the image failed: %s", who, strerror(-o.err));
+    }
+    if (!err) {
+        struct tk_img_header h;
+        memset(&h, 0, sizeof h);
+        memcpy(h.magic, TK_IMG_MAGIC, 8);
+        h.version = TK_IMG_VERSION;
+        h.page_size = (uint32_t)ps;
+        h.flags = compress ? TK_IMG_COMPRESSED : 0;
+        h.nareas = (uint32_t)nareas;
+        h.lineage = newest->lineage;
+        h.seq = newest->seq;
+        h.parent_seq = 0;
+        h.npages = npages;
+        h.nsaved = npages;
+        h.nzero = nzero;
+        h.data_off = TK_IMG_HEADER;
+        h.data_len = dir_off - TK_IMG_HEADER;
+        h.dir_off = dir_off;
+        h.dir_len = o.off - dir_off;
+        h.created_ns = newest->created_ns;
+        for (size_t a = 0; a < nareas; a++) h.area_len[a] = areas[a].len;
+        h.dir_crc = o.crc;
+        h.header_crc = tk__crc32c(0, &h, offsetof(struct tk_img_header, header_crc));
+        /* the header last, after the rest is on disk: a crash before leaves
+         * an image restore refuses */
+        if (fsync(out_fd) < 0 || (err = pwrite_all(out_fd, &h, sizeof h, 0)) != 0 ||
+            fsync(out_fd) < 0) {
+            if (!err) err = -errno;
+            err = tk__failf(err, "%s: writing the image failed: %s", who, strerror(-err));
+        }
+    }
+    if (held) munmap(held, words * 8 ?: 1);
+    if (zero) munmap(zero, words * 8 ?: 1);
+    if (entries) munmap(entries, npages * esize ?: 1);
+    free(page);
+    free(scratch);
+    free(lz);
+    free(o.buf);
     tk__chain_close(&ch);
     return err;
 }

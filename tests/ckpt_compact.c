@@ -1,0 +1,178 @@
+/* tests/ckpt_compact.c - compaction (tk_ckpt_compact): a chain of a full
+ * image and two incremental ones (compressed and not), compacted with and
+ * without compression, restores byte-identical to the chain; the compacted
+ * image is a full image with the newest one's sequence and lineage, so an
+ * incremental image taken afterwards chains onto it (and the old
+ * incremental images given after it are skipped); a damaged chain is
+ * refused; the compacted image restores lazily as well.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <trapkit/checkpoint.h>
+#include <unistd.h>
+
+#include "../src/apps/checkpoint/image.h"
+#include "testutil.h"
+
+enum { NPAGES = 2048 };
+static size_t ps, len;
+static char dir[] = "/tmp/tk-compact-XXXXXX";
+
+static int new_file(const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    return fd;
+}
+
+static unsigned char *fresh(void)
+{
+    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    return m;
+}
+
+static void restore_equals(const int *fds, size_t n, const unsigned char *want)
+{
+    unsigned char *back = fresh();
+    struct tk_ckpt_area t = {back, len};
+    CHECK_OK(tk_ckpt_restore(&t, 1, fds, n));
+    CHECK(memcmp(back, want, len) == 0);
+    munmap(back, len);
+}
+
+static void lazy_equals(const int *fds, size_t n, const unsigned char *want)
+{
+    unsigned char *back = fresh();
+    struct tk_ckpt_area t = {back, len};
+    tk_ckpt_lazy_config cfg = {.areas = &t, .nareas = 1, .fds = fds, .nfds = n};
+    tk_ckpt_lazy *l;
+    CHECK_OK(tk_ckpt_restore_lazy(&cfg, &l));
+    CHECK_OK(tk_ckpt_lazy_destroy(l));
+    CHECK(memcmp(back, want, len) == 0);
+    munmap(back, len);
+}
+
+/* Some pages rewritten, some zeroed, some never populated written. */
+static void change(unsigned char *a, uint64_t seed, size_t step)
+{
+    for (size_t p = seed % step; p < NPAGES; p += step) {
+        if (p % 3 == 0)
+            memset(a + p * ps, 0, ps);
+        else
+            for (size_t i = 0; i < ps; i += 32) a[p * ps + i] = (unsigned char)tk_test_rand(&seed);
+    }
+}
+
+static void run(bool compress_chain)
+{
+    unsigned char *area = fresh(), *want = malloc(len);
+    CHECK(want);
+    /* the first half random and text, the rest never populated */
+    uint64_t seed = 99;
+    for (size_t p = 0; p < NPAGES / 2; p++)
+        for (size_t i = 0; i < ps; i++)
+            area[p * ps + i] =
+                p % 2 ? (unsigned char)"abcdefgh"[i % 8] : (unsigned char)tk_test_rand(&seed);
+    struct tk_ckpt_area ar = {area, len};
+    tk_ckpt_config cfg = {.areas = &ar, .nareas = 1, .flags = TK_CKPT_TRACK};
+    tk_ckpt *c;
+    CHECK_OK(tk_ckpt_create(&cfg, &c));
+    unsigned zf = compress_chain ? TK_CKPT_COMPRESS : 0;
+    int chain[4];
+    chain[0] = new_file("full");
+    CHECK_OK(tk_ckpt_snapshot(c, chain[0], zf, NULL));
+    change(area, 1, 5);
+    chain[1] = new_file("incr1");
+    CHECK_OK(tk_ckpt_snapshot(c, chain[1], zf | TK_CKPT_INCREMENTAL, NULL));
+    change(area, 2, 7);
+    chain[2] = new_file("incr2");
+    CHECK_OK(tk_ckpt_snapshot(c, chain[2], zf | TK_CKPT_INCREMENTAL, NULL));
+    memcpy(want, area, len);
+    restore_equals(chain, 3, want);
+    tk_ckpt_image_info newest, info;
+    CHECK_OK(tk_ckpt_info(chain[2], &newest));
+
+    for (int zc = 0; zc < 2; zc++) {
+        int out = new_file(zc ? "compact.z" : "compact");
+        CHECK_OK(tk_ckpt_compact(chain, 3, out, zc ? TK_CKPT_COMPRESS : 0));
+        CHECK_OK(tk_ckpt_info(out, &info));
+        CHECK(!info.incremental && info.compressed == (zc == 1) && info.version == 2);
+        CHECK(info.seq == newest.seq && info.lineage == newest.lineage);
+        CHECK(info.created_ns == newest.created_ns && info.pages_saved == NPAGES);
+        printf("%s chain compacted%s: %lu bytes, %lu zero pages\n",
+               compress_chain ? "compressed" : "uncompressed", zc ? " compressed" : "",
+               (unsigned long)info.file_bytes, (unsigned long)info.pages_zero);
+        restore_equals(&out, 1, want);
+        lazy_equals(&out, 1, want);
+        /* compacting a compacted image (and the old images after it, which
+         * it covers) gives the same */
+        int all[4] = {out, chain[1], chain[2]};
+        restore_equals(all, 3, want);
+        int again = new_file("again");
+        CHECK_OK(tk_ckpt_compact(all, 3, again, 0));
+        restore_equals(&again, 1, want);
+        close(again);
+        close(out);
+    }
+
+    /* an incremental image after compaction chains onto the compacted one */
+    int out = new_file("compact2");
+    CHECK_OK(tk_ckpt_compact(chain, 3, out, TK_CKPT_COMPRESS));
+    change(area, 3, 11);
+    chain[3] = new_file("incr3");
+    CHECK_OK(tk_ckpt_snapshot(c, chain[3], zf | TK_CKPT_INCREMENTAL, NULL));
+    memcpy(want, area, len);
+    int two[2] = {out, chain[3]};
+    restore_equals(two, 2, want);
+    lazy_equals(two, 2, want);
+    int five[5] = {out, chain[1], chain[2], chain[3]};
+    restore_equals(five, 4, want);
+    restore_equals(chain, 4, want);
+
+    /* refused: a damaged page the chain restores, the output one of the
+     * chain, an incremental image first */
+    struct tk_img img;
+    const char *msg;
+    CHECK_OK(tk__img_open(chain[2], &img, true, &msg));
+    uint64_t i = tk__bitmap_next(img.held, img.npages, 0), rank = 0, off;
+    while (i < img.npages && tk__img_page(&img, i, &rank) != TK_IMG_DATA)
+        i = tk__bitmap_next(img.held, img.npages, i + 1);
+    CHECK(i < img.npages);
+    uint32_t plen, crc;
+    tk__img_where(&img, rank, &off, &plen, &crc);
+    tk__img_close(&img);
+    unsigned char b;
+    CHECK(pread(chain[2], &b, 1, (off_t)(off + plen / 2)) == 1);
+    b ^= 0x04;
+    CHECK(pwrite(chain[2], &b, 1, (off_t)(off + plen / 2)) == 1);
+    int bad = new_file("bad");
+    CHECK_ERR(tk_ckpt_compact(chain, 4, bad, 0), -EINVAL);
+    CHECK(strstr(tk_last_error(), "damaged") && strstr(tk_last_error(), "image 2"));
+    CHECK_ERR(tk_ckpt_compact(chain, 4, chain[1], 0), -EINVAL);
+    CHECK_ERR(tk_ckpt_compact(chain + 1, 3, bad, 0), -EINVAL);
+    CHECK_ERR(tk_ckpt_compact(chain, 2, bad, 0x100), -EINVAL);
+    close(bad);
+    for (int k = 0; k < 4; k++) close(chain[k]);
+    close(out);
+    CHECK_OK(tk_ckpt_destroy(c));
+    munmap(area, len);
+    free(want);
+}
+
+int main(void)
+{
+    ps = tk_test_page();
+    len = NPAGES * ps;
+    CHECK(mkdtemp(dir));
+    run(false);
+    run(true);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    printf("ok\n");
+    return 0;
+}
