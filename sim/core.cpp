@@ -456,10 +456,15 @@ size_t Core::tlb_home(uint64_t vpn) const
 
 int Core::tlb_find(uint64_t vpn) const
 {
+    if (vpn == found_vpn_) return found_; // (the same page again, mostly)
     size_t mask = tlb_hash_.size() - 1;
     for (size_t i = tlb_home(vpn);; i = (i + 1) & mask) {
         int e = tlb_hash_[i];
-        if (e < 0 || tlb_[static_cast<size_t>(e)].vpn == vpn) return e;
+        if (e < 0 || tlb_[static_cast<size_t>(e)].vpn == vpn) {
+            found_vpn_ = vpn;
+            found_ = e;
+            return e;
+        }
     }
 }
 
@@ -479,6 +484,7 @@ bool Core::tlb_lookup_commit(uint64_t vpn)
 
 void Core::tlb_fill(uint64_t vpn)
 {
+    found_vpn_ = NEVER; // (the entries move)
     size_t v = 0;
     if (c_.tlb_replacement == Replacement::ROUND_ROBIN) {
         v = tlb_rr_;

@@ -456,6 +456,9 @@ class Core
     int tlb_shift_ = 0;
     size_t tlb_home(uint64_t vpn) const;
     int tlb_find(uint64_t vpn) const;
+    // tlb_find()'s last answer (a page is never NEVER; tlb_fill() forgets it)
+    mutable uint64_t found_vpn_ = NEVER_CYCLE;
+    mutable int found_ = -1;
     uint64_t tlb_clock_ = 0;
     size_t tlb_rr_ = 0;
 

@@ -24,8 +24,12 @@ namespace tksim
 
 // What one executed instruction did, for the timing model.
 struct Step {
-    uint64_t pc = 0, next_pc = 0;
+    // (pc and next_pc apart: step() writes them at different times, and a
+    // copy of both as one 16-byte load would wait for both stores to reach
+    // the cache)
+    uint64_t pc = 0;
     const Inst *inst = nullptr;
+    uint64_t next_pc = 0;
     uint64_t addr = 0;  // memory address of a load, store or AMO
     bool taken = false; // a branch or jump went elsewhere than pc + len
 };
