@@ -31,7 +31,9 @@
  * PAGEMAP_SCAN of the chunk: neither present nor swapped, or the shared
  * zero page) become HOLEs: zero in the image, never read or written.  Then
  * a background thread copies PENDING pages in order; a writer that reaches
- * a PENDING page first copies it itself and goes on.  Without
+ * a PENDING page first copies it itself and goes on - with the pages
+ * around it in its aligned block of 16 (take_neighbours), so that a program
+ * writing its pages takes one fault per block, not one per page.  Without
  * TK_CKPT_TRACK copied pages are unprotected again in batches.
  *
  * The background thread writes runs of up to BATCH pages to the image
@@ -44,7 +46,10 @@
  * staging buffer written with direct I/O when full; a page's place is in
  * the directory.  A writer copies its page into a pool slot (one memcpy,
  * in its fault handler or on trapkit's handler thread) and queues it for
- * the background thread, which computes its CRC and writes it.  A writer
+ * the background thread, which computes its CRC and writes it: the queued
+ * copies in image order, each run of consecutive places with one direct
+ * pwritev (no dirty page cache whose write-back throttles the process), and
+ * the helper gives their slots back once written.  A writer
  * never waits for the background thread: a page the thread is writing
  * (COPYING) is taken over by the writer, which copies it itself, and the
  * thread, seeing the state changed, leaves the page to the writer's copy,
@@ -65,7 +70,9 @@
  * writer's time goes (docs/design.md).
  *
  * The extra memory during a snapshot is one page per page a writer copied
- * (released when the snapshot ends) and 256 pool pages populated ahead,
+ * and the background thread has not yet written (given back as written;
+ * neighbours are copied only while fewer than BACKLOG pages wait), and
+ * POOL_AHEAD pool pages populated ahead,
  * plus the per-page arrays, touched at the first snapshot and kept: state
  * (1 byte), CRC (4), pool slot (4, per copied page), bitmaps, and with
  * TK_CKPT_COMPRESS each page's place (8); the compression staging buffer
@@ -139,13 +146,17 @@ enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1, PHASE_ARMING = 2 };
 atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread */
 #endif
 #define UNPROT_BATCH 64
-#define BATCH 64         /* pages the background thread writes with one pwritev */
-#define POOL_AHEAD 256   /* pool pages kept populated ahead of the writers' next copies */
-#define OPEN_RING 1024   /* ranges of copied pages waiting for the helper thread */
-#define ARM_CHUNK 512    /* pages armed at a time (one protection, one scan) */
-#define ARM_ROUNDS 8     /* rounds of re-arming reopened pages at most */
-#define ARM_FINAL 32     /* reopened pages few enough to protect in the pause */
-#define STAGE (1u << 20) /* the compressed data's staging buffer */
+#define BATCH 64          /* pages the background thread writes with one pwritev */
+#define POOL_AHEAD 512    /* pool pages kept populated ahead of the writers' next copies */
+#define NEIGHBOURS 16     /* a writer's fault copies and opens up to this aligned block */
+#define NEIGHBOURS_MAX 64 /* TRAPKIT_CKPT_BLOCK's largest */
+#define BACKLOG 2048      /* copies queued, not yet written, beyond which a fault takes one page */
+#define POOL_FREE 256     /* written pool slots given back at a time */
+#define OPEN_RING 1024    /* ranges of copied pages waiting for the helper thread */
+#define ARM_CHUNK 512     /* pages armed at a time (one protection, one scan) */
+#define ARM_ROUNDS 8      /* rounds of re-arming reopened pages at most */
+#define ARM_FINAL 32      /* reopened pages few enough to protect in the pause */
+#define STAGE (1u << 20)  /* the compressed data's staging buffer */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
@@ -159,25 +170,28 @@ struct tk_ckpt {
     unsigned shift;
     enum tk_ckpt_mech mech;
     bool track;
-    bool timing; /* TK_CKPT_TIMING: where writers' faults spend their time */
-    int copier;  /* COPIER_*: the background thread's scheduling */
-    bool scan;   /* PAGEMAP_SCAN finds pages never populated */
+    bool timing;    /* TK_CKPT_TIMING: where writers' faults spend their time */
+    int copier;     /* COPIER_*: the background thread's scheduling */
+    bool scan;      /* PAGEMAP_SCAN finds pages never populated */
+    unsigned block; /* pages a writer's fault copies and opens at most (a power of 2) */
     tk_ckpt_progress_fn progress;
     void *progress_arg;
 
     _Atomic uint8_t *state;
     uint32_t *crc;
-    uint64_t *loc;               /* compressed: each data page's offset << 20 | length */
-    unsigned char *pool;         /* writers' copies: npages pages reserved, touched as used */
-    _Atomic uint32_t *queue;     /* entry q: the page whose copy is in pool slot q,
-                                    UINT32_MAX until its writer has copied it */
-    _Atomic uint64_t queue_tail; /* entries handed out */
-    uint64_t queue_head;         /* entries written (the background thread's) */
-    _Atomic uint64_t pool_want;  /* pool slots to keep populated (the background thread's) */
-    _Atomic uint64_t pool_ready; /* pool slots populated (the helper's) */
-    uint64_t *saved;             /* bitmap: the snapshot's pages (atomic ops while arming) */
-    uint64_t *zero;              /* bitmap: of those, HOLEs at the instant */
-    uint64_t *prefix;            /* data pages (saved, not zero) before each bitmap word */
+    uint64_t *loc;                   /* compressed: each data page's offset << 20 | length */
+    unsigned char *pool;             /* writers' copies: npages pages reserved, touched as used */
+    _Atomic uint32_t *queue;         /* entry q: the page whose copy is in pool slot q,
+                                        UINT32_MAX until its writer has copied it */
+    _Atomic uint64_t queue_tail;     /* entries handed out */
+    _Atomic uint64_t queue_head;     /* entries written (the background thread's) */
+    _Atomic uint64_t pool_free_want; /* written slots below this may be given back */
+    uint64_t pool_freed;             /* slots given back (the helper's) */
+    _Atomic uint64_t pool_want;      /* pool slots to keep populated (the background thread's) */
+    _Atomic uint64_t pool_ready;     /* pool slots populated (the helper's) */
+    uint64_t *saved;                 /* bitmap: the snapshot's pages (atomic ops while arming) */
+    uint64_t *zero;                  /* bitmap: of those, HOLEs at the instant */
+    uint64_t *prefix;                /* data pages (saved, not zero) before each bitmap word */
     size_t words;
     unsigned char *stage; /* compressed data waiting to be written (STAGE bytes) */
     size_t staged;
@@ -454,9 +468,9 @@ static bool stage_page(struct tk_ckpt *c, size_t idx, const unsigned char *src,
 }
 
 /* Writes src, a writer's copy of page idx, to the image (unless the
- * snapshot already failed) and counts the page done.  Uncompressed at its
- * place, buffered: single pages from scattered places, which the page
- * cache gathers (one direct write per page costs the disk's latency each). */
+ * snapshot already failed) and counts the page done: compressed, staged;
+ * uncompressed, at its place, buffered (drain_queue writes runs of them
+ * directly). */
 static void write_page(struct tk_ckpt *c, size_t idx, unsigned char *src)
 {
     if (c->compress) {
@@ -474,12 +488,23 @@ static void write_page(struct tk_ckpt *c, size_t idx, unsigned char *src)
     atomic_fetch_add(&c->done, 1);
 }
 
+static void wake_helper(struct tk_ckpt *c);
+
 /* A writer's copy of page idx (state TAKEN): into the pool, queued for
  * the background thread.  [signal-safe] */
 static void buffer_page(struct tk_ckpt *c, size_t idx)
 {
     uint64_t q = atomic_fetch_add(&c->queue_tail, 1); /* one slot per page at most */
     unsigned char *dst = c->pool + q * c->ps;
+    if (q % 64 == 0 && c->helper_live) {
+        /* keep the helper populating slots ahead of the writers, whatever
+         * the background thread's priority lets it do */
+        uint64_t want = q + POOL_AHEAD < c->npages ? q + POOL_AHEAD : c->npages;
+        uint64_t cur = atomic_load(&c->pool_want);
+        while (want > cur && !atomic_compare_exchange_weak(&c->pool_want, &cur, want)) {
+        }
+        if (want > cur) wake_helper(c);
+    }
     /* the page is still write-protected (TAKEN): ordered after the writes
      * before the protection, which TSan cannot see (core/internal.h) */
     TK_TSAN_IGNORE_BEGIN();
@@ -491,11 +516,63 @@ static void buffer_page(struct tk_ckpt *c, size_t idx)
 /* Writes the queued copies that are ready (background thread). */
 static void drain_queue(struct tk_ckpt *c)
 {
-    while (c->queue_head < atomic_load(&c->queue_tail)) {
-        uint32_t idx = atomic_load_explicit(&c->queue[c->queue_head], memory_order_acquire);
-        if (idx == UINT32_MAX) return;                       /* its writer is still copying */
-        write_page(c, idx, c->pool + c->queue_head * c->ps); /* from its slot */
-        c->queue_head++;
+    uint64_t head = atomic_load(&c->queue_head);
+    for (;;) {
+        uint64_t tail = atomic_load(&c->queue_tail);
+        struct {
+            uint32_t idx;
+            uint64_t q;
+        } e[BATCH];
+        size_t n = 0;
+        while (n < BATCH && head + n < tail) {
+            uint32_t idx = atomic_load_explicit(&c->queue[head + n], memory_order_acquire);
+            if (idx == UINT32_MAX) break; /* its writer is still copying */
+            e[n].idx = idx;
+            e[n].q = head + n;
+            n++;
+        }
+        if (!n) break;
+        if (c->compress) {
+            for (size_t k = 0; k < n; k++) write_page(c, e[k].idx, c->pool + e[k].q * c->ps);
+        } else {
+            /* in image order (a fault's block arrives in runs, the pages
+             * below the faulting one last), each run of consecutive places
+             * with one pwritev, direct where the file system allows */
+            for (size_t k = 1; k < n; k++)
+                for (size_t j = k; j > 0 && e[j - 1].idx > e[j].idx; j--) {
+                    __typeof__(e[0]) t = e[j];
+                    e[j] = e[j - 1];
+                    e[j - 1] = t;
+                }
+            struct iovec iov[BATCH];
+            for (size_t k = 0; k < n;) {
+                size_t r = k;
+                uint64_t off = image_offset(c, e[k].idx);
+                for (; r < n && (r == k || image_offset(c, e[r].idx) == off + (r - k) * c->ps);
+                     r++) {
+                    unsigned char *src = c->pool + e[r].q * c->ps;
+                    c->crc[e[r].idx] = tk__crc32c(e[r].idx, src, c->ps);
+                    iov[r - k] = (struct iovec){src, c->ps};
+                }
+                if (!atomic_load(&c->error)) {
+                    int err = write_pages(c, iov, (int)(r - k), off);
+                    if (err)
+                        set_error(c, err);
+                    else
+                        atomic_fetch_add(&c->bytes, (r - k) * c->ps);
+                }
+                k = r;
+            }
+            atomic_fetch_add(&c->done, n);
+        }
+        head += n;
+        atomic_store(&c->queue_head, head);
+    }
+    /* the helper gives the written slots back: the copies' memory stays
+     * about what is queued, not every page the writers copied */
+    if (c->helper_live && head >= atomic_load(&c->pool_free_want) + POOL_FREE) {
+        atomic_store(&c->pool_free_want, head);
+        wake_helper(c);
     }
 }
 
@@ -516,6 +593,56 @@ static void t_add(_Atomic uint64_t *sum, uint64_t *t)
     uint64_t n = now_ns(CLOCK_MONOTONIC);
     atomic_fetch_add_explicit(sum, n - *t, memory_order_relaxed);
     *t = n;
+}
+
+/* Takes page j for a writer that faulted on a neighbour: copies it if it
+ * is still to be copied (PENDING or COPYING), opens it if it is saved or a
+ * HOLE; DIRTY is open already.  False if it must stay protected (another
+ * writer is copying it).  [signal-safe] */
+static bool take_neighbour(struct tk_ckpt *c, size_t j)
+{
+    for (;;) {
+        uint8_t st = atomic_load(&c->state[j]);
+        if (st == ST_DIRTY) return true;
+        if (c->track && (st == ST_CLEAN || st == ST_HOLE)) return false; /* see take_neighbours */
+        if (st == ST_PENDING || st == ST_COPYING) {
+            if (!atomic_compare_exchange_strong(&c->state[j], &st, ST_TAKEN)) continue;
+            buffer_page(c, j);
+            atomic_fetch_add(&c->by_writers, 1);
+            atomic_store(&c->state[j], ST_DIRTY);
+            return true;
+        }
+        if (st == ST_CLEAN || st == ST_HOLE) {
+            if (!atomic_compare_exchange_strong(&c->state[j], &st, ST_DIRTY)) continue;
+            return true;
+        }
+        return false; /* TAKEN */
+    }
+}
+
+/* A writer's fault copies and opens the pages around idx too, within its
+ * aligned block of c->block pages (NEIGHBOURS; TRAPKIT_CKPT_BLOCK), as far
+ * as they run contiguously.  A page the snapshot still has to copy is
+ * copied once either way, and the program writes most pages of its working
+ * set while a snapshot lasts (one that writes its pages in order, all of
+ * them): one fault per block then replaces one per page - the system call
+ * that opens the pages, the signal or the handler thread's round trip cost
+ * about the same for 16 pages as for one.  With TK_CKPT_TRACK a page opened
+ * so counts as written (the next incremental image holds it): only pages
+ * this snapshot copies are taken then, not saved or zero ones.  Not while
+ * the copies queued for the disk exceed BACKLOG pages, so that their memory
+ * stays bounded.  [lo, hi) grows to the pages to open.  [signal-safe] */
+static void take_neighbours(struct tk_ckpt *c, size_t idx, size_t *lo, size_t *hi)
+{
+    if (c->block <= 1 ||
+        atomic_load(&c->queue_tail) - atomic_load(&c->queue_head) + c->block > BACKLOG)
+        return;
+    size_t a = area_of_index(c, idx);
+    size_t from = idx & ~(size_t)(c->block - 1), to = from + c->block;
+    if (from < c->first[a]) from = c->first[a];
+    if (to > c->first[a + 1]) to = c->first[a + 1];
+    while (*hi < to && take_neighbour(c, *hi)) (*hi)++;
+    while (*lo > from && take_neighbour(c, *lo - 1)) (*lo)--;
 }
 
 /* The write-fault handler of every area.  [signal-safe] */
@@ -570,8 +697,10 @@ static tk_action on_write(const tk_fault *f, void *arg)
             buffer_page(c, idx);
             atomic_fetch_add(&c->by_writers, 1);
             atomic_store(&c->state[idx], ST_DIRTY);
+            size_t lo = idx, hi = idx + 1;
+            take_neighbours(c, idx, &lo, &hi);
             t_add(&c->st_copy, &t);
-            tk_unprot(f->region, f->page, c->ps);
+            tk_unprot(f->region, page_addr(c, lo), (hi - lo) * c->ps);
             t_add(&c->st_unprot, &t);
             break;
         }
@@ -655,6 +784,14 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     if (copier && !strcmp(copier, "fair")) c->copier = COPIER_FAIR;
     if (copier && !strcmp(copier, "nice")) c->copier = COPIER_NICE;
     if (copier && !strcmp(copier, "idle")) c->copier = COPIER_IDLE;
+    const char *block = getenv("TRAPKIT_CKPT_BLOCK");
+    c->block = NEIGHBOURS;
+    if (block && *block) {
+        long b = strtol(block, NULL, 10);
+        c->block = b <= 1                ? 1
+                   : b >= NEIGHBOURS_MAX ? NEIGHBOURS_MAX
+                                         : 1u << (63 - __builtin_clzll((unsigned long long)b));
+    }
     const char *timing = getenv("TRAPKIT_CKPT_TIMING");
     c->timing = (cfg->flags & TK_CKPT_TIMING) || (timing && *timing && strcmp(timing, "0") != 0);
     c->progress = cfg->progress;
@@ -933,6 +1070,7 @@ static bool keep_mine(struct tk_ckpt *c, size_t idx)
 static void populate_pool(struct tk_ckpt *c)
 {
     uint64_t from = atomic_load(&c->pool_ready), to = atomic_load(&c->pool_want);
+    if (from < c->pool_freed) from = c->pool_freed; /* written and given back */
     if (from >= to) return;
     unsigned char *p = c->pool + from * c->ps;
     size_t n = (size_t)(to - from) * c->ps;
@@ -940,6 +1078,16 @@ static void populate_pool(struct tk_ckpt *c)
         0) /* before Linux 5.14: a write that changes nothing */
         for (size_t o = 0; o < n; o += c->ps) __atomic_fetch_add(p + o, 0, __ATOMIC_RELAXED);
     atomic_store(&c->pool_ready, to);
+}
+
+/* Gives back the pool slots written to the image (helper thread): no
+ * writer copies into a slot below queue_head again. */
+static void free_pool(struct tk_ckpt *c)
+{
+    uint64_t to = atomic_load(&c->pool_free_want);
+    if (to <= c->pool_freed) return;
+    madvise(c->pool + c->pool_freed * c->ps, (size_t)(to - c->pool_freed) * c->ps, MADV_DONTNEED);
+    c->pool_freed = to;
 }
 
 /* The helper thread: unprotects the ranges the background thread posts and
@@ -953,6 +1101,7 @@ static void *helper_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
         int word = atomic_load(&c->help_word);
+        free_pool(c);
         populate_pool(c);
         for (uint64_t h = atomic_load(&c->open_head); h < atomic_load(&c->open_tail); h++) {
             release_batch(c, c->open_from[h % OPEN_RING], c->open_to[h % OPEN_RING]);
@@ -1246,7 +1395,9 @@ static void reset_queue(struct tk_ckpt *c)
     if (touched) madvise(c->pool, touched * c->ps, MADV_DONTNEED); /* give the copies back */
     for (uint64_t q = 0; q < used; q++) atomic_store(&c->queue[q], UINT32_MAX);
     atomic_store(&c->queue_tail, 0);
-    c->queue_head = 0;
+    atomic_store(&c->queue_head, 0);
+    atomic_store(&c->pool_free_want, 0);
+    c->pool_freed = 0;
     atomic_store(&c->pool_ready, 0);
     atomic_store(&c->pool_want, 0);
 }
