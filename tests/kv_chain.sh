@@ -150,6 +150,7 @@ for i in $(seq 1 8); do
     [[ $got == "$saved" ]] || kept=$((kept + 1))
     saved=$got
     expect 1000 EXISTS $(seq -f 'big:%04g' 0 999)
+    kv_loaded
     if ((i % 2)); then
         expect OK SET gen $((saved + 1))
         expect "Background saving started" BGSAVE

@@ -109,6 +109,9 @@ wait_until() {
     done
     echo "timed out after $s s waiting for: $1"; exit 1
 }
+# kv_loaded: the image loaded at start (lazily, by default) is wholly in
+# place and verified: BGSAVE is refused until then
+kv_loaded() { wait_until 60 '[[ $(info_field loading) == 0 ]]'; }
 # the pid of a child of $1 (the fork mechanism's image writer), or nothing
 child_of() { cat "/proc/$1/task/$1/children" 2>/dev/null | awk '{print $1}'; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -120,7 +120,9 @@ PY
 # ---- 4. the fork child keeps no socket
 P=$(free_port)
 mkdir -p "$dir/f"
-kv_start fork1 --dir "$dir/f" --port "$P" --mechanism fork --memory 256m
+# every image full: an incremental one after the SAVE would be written
+# before its child could be stopped
+kv_start fork1 --dir "$dir/f" --port "$P" --mechanism fork --memory 256m --incremental no
 fill
 expect OK SET k old
 expect OK SAVE

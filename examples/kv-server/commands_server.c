@@ -39,9 +39,22 @@ void cmd_time(struct conn *c, struct arg *a, size_t argc)
     out_bulk(c, us, (size_t)m);
 }
 
+/* BGSAVE [SCHEDULE].  While the image loaded at start is still arriving
+ * (a lazy restore: INFO persistence loading:1) no save may replace it -
+ * every page of it must have been verified first: BGSAVE replies an error,
+ * BGSAVE SCHEDULE starts one once it has loaded (as Redis schedules one
+ * behind an AOF rewrite).  SAVE waits until it has loaded. */
 void cmd_bgsave(struct conn *c, struct arg *a, size_t argc)
 {
-    (void)a, (void)argc;
+    bool schedule = argc == 2 && arg_is(&a[1], "SCHEDULE");
+    if (argc > 2 || (argc == 2 && !schedule)) return out_syntax(c);
+    if (persist.lazy) {
+        if (!schedule)
+            return out_err(c, "ERR Background save not possible while the dataset is still "
+                              "loading (INFO persistence: loading:1); use BGSAVE SCHEDULE");
+        persist.bgsave_scheduled = true;
+        return out_str(c, "+Background saving scheduled\r\n");
+    }
     if (persist.bgsave) return out_err(c, "ERR Background save already in progress");
     if (persist_start_bgsave() < 0) return out_err(c, "ERR %s", persist.save_error);
     out_str(c, "+Background saving started\r\n");
@@ -177,7 +190,29 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             (unsigned long)kv_used(server.kv), server.mem, (unsigned long)kv_free(server.kv));
     if (want[3]) {
         tk_ckpt_stats st = persist.last_stats;
-        ADD("# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:%lu\r\n"
+        tk_ckpt_lazy_stats ls;
+        if (persist_loading_stats(&ls)) {
+            uint64_t total = ls.pages_total ? ls.pages_total : 1;
+            double perc = 100.0 * (double)ls.pages_resident / (double)total;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            double el = ((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec - (double)ls.start_ns) / 1e9;
+            double eta = ls.pages_resident
+                             ? el * (double)(total - ls.pages_resident) / (double)ls.pages_resident
+                             : 1;
+            ADD("# Persistence\r\nloading:1\r\nasync_loading:0\r\nloading_start_time:%ld\r\n"
+                "loading_total_bytes:%lu\r\nloading_loaded_bytes:%lu\r\n"
+                "loading_loaded_perc:%.2f\r\nloading_eta_seconds:%ld\r\n"
+                "trapkit_loading_pages_by_fault:%lu\r\ntrapkit_loading_pages_by_prefetch:%lu\r\n"
+                "trapkit_loading_pages_verified:%lu\r\n",
+                (long)persist.loading_start, (unsigned long)(ls.pages_total * 4096),
+                (unsigned long)(ls.pages_resident * 4096), perc, (long)(eta + 0.5),
+                (unsigned long)ls.pages_by_fault, (unsigned long)ls.pages_by_prefetch,
+                (unsigned long)ls.pages_verified);
+        } else {
+            ADD("# Persistence\r\nloading:0\r\nasync_loading:0\r\n");
+        }
+        ADD("rdb_changes_since_last_save:%lu\r\n"
             "rdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%ld\r\n"
             "rdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%ld\r\n"
             "rdb_current_bgsave_time_sec:%ld\r\nrdb_saves:%lu\r\naof_enabled:0\r\n"
@@ -198,7 +233,7 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             st.incremental ? 1 : 0, st.compressed ? 1 : 0, (unsigned long)st.image_bytes,
             (unsigned long)(persist.chain.last_seq - persist.chain.base_seq),
             (unsigned long)persist.chain.base_bytes, (unsigned long)persist.chain.inc_bytes,
-            persist.lazy ? "lazy" : "eager");
+            persist.eager_restore ? "eager" : "lazy");
     }
     if (want[4])
         ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"

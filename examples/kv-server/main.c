@@ -8,7 +8,7 @@
  *             [--client-output-buffer-limit SIZE]
  *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
  *             [--incremental yes|no] [--full-after N] [--compress yes|no]
- *             [--eager-restore yes|no]
+ *             [--eager-restore yes|no] [--restore-prefetch yes|no]
  *
  * Commands: the strings, keys, lists, sets, hashes, sorted sets and server
  * commands of redis-server 7.0, answered as it answers them; the list is
@@ -124,7 +124,8 @@ static int usage(const char *msg)
             "kv-server: %s\nusage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
             "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
             "SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
-            "yes|no] [--full-after N] [--compress yes|no] [--eager-restore yes|no]\n",
+            "yes|no] [--full-after N] [--compress yes|no] [--eager-restore yes|no] "
+            "[--restore-prefetch yes|no]\n",
             msg);
     return 2;
 }
@@ -185,14 +186,17 @@ int main(int argc, char **argv)
             if (net.out_hard < OUT_SOFT)
                 return usage("--client-output-buffer-limit must be at least 1m");
         } else if (!strcmp(o, "--incremental") || !strcmp(o, "--compress") ||
-                   !strcmp(o, "--eager-restore")) {
+                   !strcmp(o, "--eager-restore") || !strcmp(o, "--restore-prefetch")) {
             bool yes = !strcmp(v, "yes");
             if (!yes && strcmp(v, "no"))
-                return usage("--incremental, --compress and --eager-restore take yes or no");
+                return usage("--incremental, --compress, --eager-restore and --restore-prefetch "
+                             "take yes or no");
             if (o[2] == 'i')
                 persist.incremental = yes;
             else if (o[2] == 'c')
                 persist.compress = yes;
+            else if (o[2] == 'r')
+                persist.prefetch = yes;
             else
                 persist.eager_restore = yes;
         } else if (!strcmp(o, "--full-after")) {

@@ -281,7 +281,7 @@ void net_event_loop(void)
             persist_shutdown(SHUTDOWN_DEFAULT);
             server.stop = 0; /* the save failed: keep serving */
         }
-        int timeout = net.pending ? 0 : persist.bgsave ? 5 : 100;
+        int timeout = net.pending ? 0 : persist.bgsave || persist.lazy ? 5 : 100;
         int n = epoll_wait(net.ep, evs, 256, timeout);
         for (int i = 0; i < n; i++) {
             if (!evs[i].data.ptr)
@@ -293,6 +293,7 @@ void net_event_loop(void)
         run_pending();
         free_closed();
         int64_t now = mono_ms();
+        persist_poll_loading();
         if (now >= next_cron || persist.bgsave) {
             persist_poll_bgsave();
             persist_check_save_points();

@@ -24,6 +24,7 @@ struct persist_state persist = {.save_fd = -1,
                                 .dir = ".",
                                 .last_bgsave_ms = -1,
                                 .incremental = true,
+                                .prefetch = true,
                                 .full_after = 8,
                                 .need_full = true};
 
@@ -61,6 +62,87 @@ static void remove_incs_except(uint64_t from_seq, uint64_t to_seq)
 }
 
 /* ---- loading ----------------------------------------------------------- */
+/* A page of the chain is damaged (or cannot be read) and was found only
+ * now, while the server runs: it is never served - the server stops.
+ * Called from whichever thread found it, possibly in a fault handler:
+ * [signal-safe] (write and _exit only). */
+static void lazy_error(int err, uint64_t page, const char *msg, void *arg)
+{
+    (void)arg, (void)err;
+    char num[24], *p = num + sizeof num;
+    *--p = 0;
+    do *--p = (char)('0' + page % 10);
+    while ((page /= 10) && p > num);
+    const char *parts[] = {"kv-server: the image ",
+                           persist.path,
+                           " cannot be loaded: page ",
+                           p,
+                           ": ",
+                           msg ? msg : "damaged",
+                           "; stopping: no data of a damaged image is served\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        ssize_t w = write(2, parts[i], strlen(parts[i]));
+        (void)w;
+    }
+    _exit(70);
+}
+
+/* The lazy restore is done: every page is in place and verified.  The
+ * images may now be replaced, so the checkpointer is made. */
+static void finish_lazy(void)
+{
+    tk_ckpt_lazy_stats st;
+    tk_ckpt_lazy_poll(persist.lazy_restore, &st);
+    int err = tk_ckpt_lazy_destroy(persist.lazy_restore);
+    persist.lazy_restore = NULL;
+    persist.lazy = false;
+    for (int i = 0; i < persist.nchain_fds; i++) close(persist.chain_fds[i]);
+    persist.nchain_fds = 0;
+    if (err < 0) { /* the error function stops the server: this is in case it returned */
+        fprintf(stderr, "kv-server: the image %s cannot be loaded: %s; stopping\n", persist.path,
+                strerror(-err));
+        _exit(70);
+    }
+    fprintf(stderr,
+            "kv-server: loaded every page of %s: %lu on fault, %lu ahead of use, %lu verified, "
+            "in %.1f ms\n",
+            persist.path, (unsigned long)st.pages_by_fault, (unsigned long)st.pages_by_prefetch,
+            (unsigned long)st.pages_verified, (double)(st.done_ns - st.start_ns) / 1e6);
+    if (persist_create_ckpt(&persist.area) < 0) _exit(1);
+}
+
+void persist_poll_loading(void)
+{
+    if (persist.lazy) {
+        tk_ckpt_lazy_stats st;
+        if (tk_ckpt_lazy_poll(persist.lazy_restore, &st) == 1) return;
+        finish_lazy();
+    }
+    if (persist.bgsave_scheduled && !persist.bgsave) {
+        persist.bgsave_scheduled = false;
+        fprintf(stderr, "kv-server: loaded: the scheduled background save starts\n");
+        if (persist_start_bgsave() < 0)
+            fprintf(stderr, "kv-server: the scheduled background save failed: %s\n",
+                    persist.save_error);
+    }
+}
+
+void persist_finish_loading(void)
+{
+    if (!persist.lazy) return;
+    fprintf(stderr, "kv-server: waiting for every page of the image to be loaded\n");
+    tk_ckpt_lazy_stats st;
+    tk_ckpt_lazy_wait(persist.lazy_restore, &st);
+    finish_lazy();
+}
+
+bool persist_loading_stats(tk_ckpt_lazy_stats *st)
+{
+    if (!persist.lazy) return false;
+    tk_ckpt_lazy_poll(persist.lazy_restore, st);
+    return true;
+}
+
 static const char *const why_stop =
     "; not starting, as an empty store would replace it at the next save";
 
@@ -108,6 +190,7 @@ int persist_load_image(const struct tk_ckpt_area *ar)
 {
     tk_ckpt_image_info info, inc;
     int fds[MAX_CHAIN + 1], n = 0;
+    persist.area = *ar;
     unlink(persist.tmp_path); /* a save a crash interrupted */
     int img = open_image(persist.path, true, &info);
     if (img == -1) {
@@ -151,7 +234,27 @@ int persist_load_image(const struct tk_ckpt_area *ar)
         persist.chain.inc_bytes += inc.file_bytes;
         created_ns = inc.created_ns;
     }
-    int err = tk_ckpt_restore(ar, 1, fds, (size_t)n);
+    int err, nimg = n;
+    if (persist.eager_restore) {
+        err = tk_ckpt_restore(ar, 1, fds, (size_t)n);
+    } else {
+        tk_ckpt_lazy_config lc = {.areas = ar,
+                                  .nareas = 1,
+                                  .fds = fds,
+                                  .nfds = (size_t)n,
+                                  .flags = persist.prefetch ? 0 : TK_CKPT_LAZY_NO_PREFETCH,
+                                  .on_error = lazy_error};
+        err = tk_ckpt_restore_lazy(&lc, &persist.lazy_restore);
+        if (!err) {
+            tk_ckpt_lazy_stats ls;
+            persist.lazy = tk_ckpt_lazy_poll(persist.lazy_restore, &ls) == 1;
+            persist.loading_start = time(NULL);
+            memcpy(persist.chain_fds, fds, sizeof fds);
+            persist.nchain_fds = n;
+            n = 0; /* kept open until the restore is done */
+            if (!persist.lazy) finish_lazy();
+        }
+    }
     if (err < 0) {
         fprintf(stderr, "kv-server: cannot load %s: %s%s\n", persist.path, tk_last_error(),
                 why_stop);
@@ -167,9 +270,11 @@ int persist_load_image(const struct tk_ckpt_area *ar)
     remove_incs_except(persist.chain.base_seq + 1, persist.chain.last_seq);
     persist.last_instant_ms = (int64_t)(created_ns / 1000000u);
     fprintf(stderr,
-            "kv-server: loaded %lu keys from %s and %d incremental images (the snapshot instant "
+            "kv-server: %s %lu keys from %s and %d incremental images (the snapshot instant "
             "of the last: %.3f)\n",
-            (unsigned long)kv_count(server.kv), persist.path, n - 1, persist.last_instant_ms / 1e3);
+            persist.lazy ? "loading (lazily, while serving)" : "loaded",
+            (unsigned long)kv_count(server.kv), persist.path, nimg - 1,
+            persist.last_instant_ms / 1e3);
     ret = 0;
 out:
     for (int i = 0; i < n; i++) close(fds[i]);
@@ -178,6 +283,8 @@ out:
 
 int persist_create_ckpt(const struct tk_ckpt_area *ar)
 {
+    persist.area = *ar;
+    if (persist.lazy || persist.ckpt) return 0; /* made once every page is in place */
     tk_ckpt_config cfg = {.areas = ar,
                           .nareas = 1,
                           .mech = server.mech,
@@ -379,6 +486,7 @@ int persist_start_bgsave(void)
 /* SAVE: the image is complete and published when it returns 0. */
 int persist_save(void)
 {
+    persist_finish_loading(); /* the image is replaced only once every page was verified */
     persist.save_error[0] = 0;
     if (open_tmp() < 0) {
         fprintf(stderr, "kv-server: saving failed: %s\n", persist.save_error);
@@ -418,7 +526,7 @@ static void finish_bgsave(void)
  * after a failed one, not before 5 seconds (as Redis does). */
 void persist_check_save_points(void)
 {
-    if (persist.bgsave || server.stop) return;
+    if (persist.bgsave || persist.lazy || server.stop) return;
     time_t now = time(NULL);
     for (int i = 0; i < persist.nsave_points; i++) {
         const struct save_point *sp = &persist.save_points[i];
@@ -442,6 +550,7 @@ int persist_shutdown(enum shutdown_mode mode)
     bool save = mode == SHUTDOWN_SAVE || (mode == SHUTDOWN_DEFAULT && persist.nsave_points > 0);
     fprintf(stderr, "kv-server: shutting down%s\n", save ? ", saving first" : "");
     if (save) {
+        persist_finish_loading();
         finish_bgsave();
         if (persist_save() < 0) {
             fprintf(stderr, "kv-server: error trying to save the data set, cannot exit: %s\n",

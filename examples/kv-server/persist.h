@@ -32,15 +32,21 @@ struct persist_state {
         uint64_t base_bytes, inc_bytes; /* the files' sizes */
         bool ours;                      /* its full image was written by this process */
     } chain;
-    bool incremental;   /* --incremental yes (the default): BGSAVE writes incremental images */
-    bool compress;      /* --compress yes: LZ4 */
-    bool eager_restore; /* --eager-restore yes: the chain is loaded before the server listens */
-    bool lazy;          /* the chain loaded at start is being restored lazily */
-    int full_after;     /* --full-after N: a full image after N incremental ones */
-    bool need_full;     /* the next save is full (a save failed, or nothing of ours yet) */
-    int save_fd;        /* the running save's file */
-    bool bgsave;        /* a background save runs */
-    time_t lastsave;    /* the last successful save's end (LASTSAVE) */
+    bool incremental;      /* --incremental yes (the default): BGSAVE writes incremental images */
+    bool compress;         /* --compress yes: LZ4 */
+    bool eager_restore;    /* --eager-restore yes: the chain is loaded before the server listens */
+    bool lazy;             /* the chain loaded at start is being restored lazily */
+    bool prefetch;         /* --restore-prefetch yes (the default): pages not touched come too */
+    bool bgsave_scheduled; /* BGSAVE SCHEDULE during loading: once loaded */
+    tk_ckpt_lazy *lazy_restore; /* while persist.lazy */
+    int chain_fds[MAX_CHAIN + 1], nchain_fds;
+    struct tk_ckpt_area area; /* the data set's */
+    time_t loading_start;
+    int full_after;  /* --full-after N: a full image after N incremental ones */
+    bool need_full;  /* the next save is full (a save failed, or nothing of ours yet) */
+    int save_fd;     /* the running save's file */
+    bool bgsave;     /* a background save runs */
+    time_t lastsave; /* the last successful save's end (LASTSAVE) */
     time_t bgsave_start, last_bgsave_try;
     const char *last_status;         /* "ok" or "err" */
     uint64_t changes_at_save;        /* server.changes at the running save's instant */
@@ -64,9 +70,18 @@ extern struct persist_state persist;
  * sets server.kv.  Returns -1 after saying why on stderr. */
 int persist_load_image(const struct tk_ckpt_area *ar);
 
-/* Creates the checkpointer over the area (persist.ckpt); -1 after saying
- * why on stderr. */
+/* Creates the checkpointer over the area (persist.ckpt), unless a lazy
+ * restore is still bringing its pages in: then once it is done
+ * (persist_poll_loading).  -1 after saying why on stderr. */
 int persist_create_ckpt(const struct tk_ckpt_area *ar);
+
+/* The event loop's: notes a lazy restore that is done (every page in place
+ * and verified) and creates the checkpointer; starts a scheduled BGSAVE. */
+void persist_poll_loading(void);
+/* Waits until a lazy restore is done (SAVE, SHUTDOWN SAVE). */
+void persist_finish_loading(void);
+/* The lazy restore's progress so far (INFO persistence); false if none runs. */
+bool persist_loading_stats(tk_ckpt_lazy_stats *st);
 
 /* BGSAVE: 0 once the snapshot is taken and the image being written, -1
  * with persist.save_error. */

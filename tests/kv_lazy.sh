@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# examples/kv-server's lazy restore (its default at start):
+#  - the first GET is answered while the image's pages are still arriving
+#    (--restore-prefetch no: pages only on fault, so INFO persistence says
+#    loading:1 for as long as the test needs), every value exact
+#  - while loading, BGSAVE is refused (the image must not be replaced before
+#    every page of it was verified), BGSAVE SCHEDULE runs once loaded, SAVE
+#    waits until loaded
+#  - a damaged page found late (on fault, or by the background prefetch)
+#    stops the server with a clear error (exit status 70) and no wrong value
+#    is ever served; eagerly (--eager-restore yes) the image is refused at
+#    start
+# Usage: kv_lazy.sh KV_SERVER_BINARY
+server=$1
+source "$(dirname "$0")/kv_lib.sh"
+
+# checks every key: each reply is the key's value, or the connection ends
+# (the server stopped); prints how many were answered
+check_all() { # check_all N [must-all]
+    python3 - "$port" "$1" "${2:-}" <<'PY'
+import socket, sys
+port, n, must = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "must-all"
+def val(i): return (b"value-%06d-" % i) * 300
+ok = 0
+try:
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rb")
+    for i in range(n):
+        k = b"k:%06d" % i
+        s.sendall(b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(k), k))
+        line = f.readline()
+        if not line:
+            break
+        assert line.startswith(b"$"), line
+        body = f.read(int(line[1:]) + 2)
+        if len(body) < int(line[1:]) + 2:
+            break
+        if body[:-2] != val(i):
+            print("WRONG VALUE served for", k.decode()); sys.exit(1)
+        ok += 1
+except (ConnectionError, OSError):
+    pass
+if must and ok != n:
+    print(f"only {ok} of {n} keys answered"); sys.exit(1)
+print(ok)
+PY
+}
+
+N=12000 # 12000 values of 3.3 KB: about 40 MiB
+mkdir -p "$dir/l"
+L=(--dir "$dir/l" --memory 128m)
+kv_start fill "${L[@]}"
+python3 - "$port" "$N" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+n = int(sys.argv[2])
+for lo in range(0, n, 500):
+    batch = []
+    for i in range(lo, min(n, lo + 500)):
+        k, v = b"k:%06d" % i, (b"value-%06d-" % i) * 300
+        batch.append(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
+    s.sendall(b"".join(batch))
+    got = b""
+    while got.count(b"\r\n") < len(batch): got += s.recv(65536)
+PY
+expect OK SAVE
+kv_kill
+cp "$dir/l/dump.tkimg" "$dir/good.img"
+
+# ---- 1. served while loading
+kv_start lazy1 "${L[@]}" --restore-prefetch no
+[[ $(info_field trapkit_restore) == lazy ]] || { echo "not a lazy restore"; exit 1; }
+expect "$(python3 -c 'print(("value-%06d-" % 7) * 300)')" GET k:000007
+[[ $(info_field loading) == 1 ]] || { echo "INFO loading is not 1 after the first GET"; exit 1; }
+faults=$(info_field trapkit_loading_pages_by_fault)
+((faults > 0)) || { echo "no page came by fault"; exit 1; }
+perc=$(info_field loading_loaded_perc)
+python3 -c "import sys; sys.exit(not 0 < float('$perc') < 100)" || { echo "loading_loaded_perc $perc"; exit 1; }
+got=$(cli BGSAVE)
+[[ $got == *"not possible while the dataset is still loading"* ]] || { echo "BGSAVE while loading: $got"; exit 1; }
+expect "Background saving scheduled" BGSAVE SCHEDULE
+[[ $(check_all $N must-all) == "$N" ]] || { echo "not every key answered exactly"; exit 1; }
+expect OK SET new 1
+[[ $(info_field loading) == 1 ]] || { echo "loading:0 before the free pages arrived (prefetch no)"; exit 1; }
+[[ $(info_field rdb_bgsave_in_progress) == 0 ]] || { echo "a BGSAVE runs while loading"; exit 1; }
+cmp -s "$dir/l/dump.tkimg" "$dir/good.img" || { echo "the image changed while loading"; exit 1; }
+expect OK SAVE # waits until every page is in place and verified
+[[ $(info_field loading) == 0 ]] || { echo "loading after SAVE"; exit 1; }
+wait_until 30 '[[ $(info_field rdb_saves) == 2 ]]' # SAVE, then the scheduled BGSAVE
+kv_kill
+kv_start lazy2 "${L[@]}"
+expect 1 GET new
+[[ $(check_all $N must-all) == "$N" ]] || { echo "not every key answered exactly after the save"; exit 1; }
+wait_until 30 '[[ $(info_field loading) == 0 ]]'
+grep -q "loaded every page" "$dir/lazy2.err" || { cat "$dir/lazy2.err"; echo "no word of the loading's end"; exit 1; }
+kv_kill
+echo "served while loading, saves wait for the whole image: ok"
+
+# ---- 2. a damaged page found late stops the server; nothing wrong is served
+python3 "$(dirname "$0")/kv_image.py" damage "$dir/good.img" "$dir/bad.img" 0.6
+for how in fault prefetch; do
+    mkdir -p "$dir/d-$how"
+    cp "$dir/bad.img" "$dir/d-$how/dump.tkimg"
+    opts=(--dir "$dir/d-$how" --memory 128m)
+    [[ $how == fault ]] && opts+=(--restore-prefetch no)
+    # the prefetch may find the page before the server listens: no kv_start
+    port=
+    "$server" "${opts[@]}" --port 0 >"$dir/bad-$how.out" 2>"$dir/bad-$how.err" &
+    pid=$!
+    started+=("$pid")
+    for _ in $(seq 600); do
+        port=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$dir/bad-$how.out")
+        [[ -n $port ]] || ! kill -0 "$pid" 2>/dev/null && break
+        sleep 0.05
+    done
+    answered=0
+    if [[ -n $port ]]; then
+        answered=$(check_all $N) || { echo "$how: a wrong value was served"; exit 1; }
+    fi
+    ((answered < N)) || { echo "$how: every key answered from a damaged image"; exit 1; }
+    kv_wait_exit 30
+    ((rc == 70)) || { cat "$dir/bad-$how.err"; echo "$how: exit status $rc, want 70"; exit 1; }
+    grep -q "cannot be loaded: page .*; stopping: no data of a damaged image is served" "$dir/bad-$how.err" ||
+        { cat "$dir/bad-$how.err"; echo "$how: no clear error"; exit 1; }
+    cmp -s "$dir/d-$how/dump.tkimg" "$dir/bad.img" || { echo "$how: the image changed"; exit 1; }
+    echo "damaged page found by $how: stopped after $answered exact replies"
+done
+mkdir -p "$dir/d-eager"
+cp "$dir/bad.img" "$dir/d-eager/dump.tkimg"
+kv_start_fails bad-eager --dir "$dir/d-eager" --memory 128m --eager-restore yes
+grep -q "cannot load" "$dir/bad-eager.err" || { cat "$dir/bad-eager.err"; echo "eager: no clear error"; exit 1; }
+kv_check_log
+echo "kv_lazy: ok"
