@@ -152,6 +152,7 @@ atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread
 #define NEIGHBOURS_MAX 64 /* TRAPKIT_CKPT_BLOCK's largest */
 #define BACKLOG 2048      /* copies queued, not yet written, beyond which a fault takes one page */
 #define POOL_FREE 256     /* written pool slots given back at a time */
+#define DIRECT_RUN 8      /* writers' copies in a run this long are written directly */
 #define OPEN_RING 1024    /* ranges of copied pages waiting for the helper thread */
 #define ARM_CHUNK 512     /* pages armed at a time (one protection, one scan) */
 #define ARM_ROUNDS 8      /* rounds of re-arming reopened pages at most */
@@ -420,6 +421,21 @@ static int write_pages(struct tk_ckpt *c, struct iovec *iov, int n, uint64_t off
     return err;
 }
 
+/* Writes a short run of writers' copies (fewer than DIRECT_RUN) through the
+ * page cache, which gathers them: a direct write waits for the disk, and
+ * single pages from scattered places would cost its latency each. */
+static int write_buffered(struct tk_ckpt *c, const struct iovec *iov, int n, uint64_t off)
+{
+    uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+    int err = 0;
+    for (int k = 0; k < n && !err; k++) {
+        err = pwrite_all(c->fd, iov[k].iov_base, iov[k].iov_len, off);
+        off += iov[k].iov_len;
+    }
+    atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
+    return err;
+}
+
 /* Writes the staged compressed data (padded to a multiple of 4096 for
  * direct I/O) at the append position (background thread). */
 static void flush_stage(struct tk_ckpt *c)
@@ -537,7 +553,8 @@ static void drain_queue(struct tk_ckpt *c)
         } else {
             /* in image order (a fault's block arrives in runs, the pages
              * below the faulting one last), each run of consecutive places
-             * with one pwritev, direct where the file system allows */
+             * with one pwritev, direct where the file system allows if it
+             * is long enough, else buffered */
             for (size_t k = 1; k < n; k++)
                 for (size_t j = k; j > 0 && e[j - 1].idx > e[j].idx; j--) {
                     __typeof__(e[0]) t = e[j];
@@ -555,7 +572,8 @@ static void drain_queue(struct tk_ckpt *c)
                     iov[r - k] = (struct iovec){src, c->ps};
                 }
                 if (!atomic_load(&c->error)) {
-                    int err = write_pages(c, iov, (int)(r - k), off);
+                    int err = r - k >= DIRECT_RUN ? write_pages(c, iov, (int)(r - k), off)
+                                                  : write_buffered(c, iov, (int)(r - k), off);
                     if (err)
                         set_error(c, err);
                     else
@@ -1325,6 +1343,13 @@ static void copy_all(struct tk_ckpt *c, bool child)
 {
     struct batch b = {.n = 0};
     bool release = !child && !c->track && c->mech != TK_CKPT_STOP;
+    /* the pages' place in the file allocated at once: the writers' copies,
+     * written at scattered places, would otherwise make it thousands of
+     * extents, each allocated on its write (the file system's journal busy
+     * meanwhile) and discarded one by one when the image is deleted or
+     * replaced (minutes on a file system mounted with discard) */
+    if (!c->compress && c->ndata)
+        (void)!fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)c->data_off, (off_t)(c->ndata * c->ps));
     size_t step = c->npages / 100 + 1, batch_from = 0, next_report = step;
     for (size_t i = tk__bitmap_next(c->saved, c->npages, 0); i < c->npages;
          i = tk__bitmap_next(c->saved, c->npages, i + 1)) {
