@@ -216,7 +216,7 @@ struct tk_ckpt {
      * (the region's, the address space's), so the background thread, which
      * may run at the lowest priority, takes none.  The background thread
      * posts the ranges and the pool's target. */
-    bool helper_live;
+    atomic_bool helper_live; /* read by writers (buffer_page) */
     pthread_t helper;
     size_t open_from[OPEN_RING], open_to[OPEN_RING];
     _Atomic uint64_t open_tail; /* ranges posted */
