@@ -18,7 +18,7 @@ kv_cleanup() {
             [[ -s $f ]] && { echo "== $f"; tail -n 40 "$f"; }
         done
     fi
-    rm -rf "$dir"
+    [[ -n ${KV_KEEP:-} ]] && echo "kept $dir" || rm -rf "$dir"
 }
 trap kv_cleanup EXIT
 trap 'echo "$(basename "$0"): failed at line $LINENO" >&2' ERR

@@ -223,7 +223,7 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             "trapkit_last_image_incremental:%d\r\ntrapkit_last_image_compressed:%d\r\n"
             "trapkit_last_image_bytes:%lu\r\ntrapkit_chain_incremental_images:%lu\r\n"
             "trapkit_chain_full_bytes:%lu\r\ntrapkit_chain_incremental_bytes:%lu\r\n"
-            "trapkit_restore:%s\r\n\r\n",
+            "trapkit_restore:%s\r\n",
             (unsigned long)server.changes, persist.bgsave ? 1 : 0, (long)persist.lastsave,
             persist.last_status, persist.last_bgsave_ms < 0 ? -1L : persist.last_bgsave_ms / 1000,
             persist.bgsave ? (long)(now - persist.bgsave_start) : -1L, (unsigned long)persist.saves,
@@ -234,6 +234,15 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             (unsigned long)(persist.chain.last_seq - persist.chain.base_seq),
             (unsigned long)persist.chain.base_bytes, (unsigned long)persist.chain.inc_bytes,
             persist.eager_restore ? "eager" : "lazy");
+        int64_t since;
+        bool compacting = persist_compacting(&since);
+        ADD("trapkit_compact_in_progress:%d\r\ntrapkit_current_compact_time_sec:%ld\r\n"
+            "trapkit_last_compact_status:%s\r\ntrapkit_last_compact_time_sec:%ld\r\n"
+            "trapkit_compactions:%lu\r\n\r\n",
+            compacting ? 1 : 0, compacting ? (long)((mono_ms() - since) / 1000) : -1L,
+            persist.last_compact_status,
+            persist.last_compact_ms < 0 ? -1L : persist.last_compact_ms / 1000,
+            (unsigned long)persist.compactions);
     }
     if (want[4])
         ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"

@@ -8,6 +8,7 @@
  *             [--client-output-buffer-limit SIZE]
  *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
  *             [--incremental yes|no] [--full-after N] [--compress yes|no]
+ *             [--compact-after N] [--compact-percentage P] [--compact-min-size SIZE]
  *             [--eager-restore yes|no] [--restore-prefetch yes|no]
  *
  * Commands: the strings, keys, lists, sets, hashes, sorted sets and server
@@ -50,10 +51,15 @@
  * - The dump is a chain (README.md): DIR/NAME, a full image, then
  *   DIR/NAME.inc.SEQ, incremental images of the pages written since the
  *   image before (--incremental yes, the default), with a full image again
- *   after --full-after N (8) of them or once they add up to more than the
- *   full one.  A save writes DIR/NAME.tmp and renames it into the chain
- *   when complete, so a crash (kill -9) at any instant leaves the chain of
- *   the last completed save.  --compress yes compresses pages with LZ4.
+ *   after --full-after N (8) of them.  A save writes DIR/NAME.tmp and
+ *   renames it into the chain when complete, so a crash (kill -9) at any
+ *   instant leaves the chain of the last completed save.  A thread compacts
+ *   the chain into one full image once it holds --compact-after N (4)
+ *   incremental images or they add up to --compact-percentage P (100) % of
+ *   the full image and at least --compact-min-size (64m) (0 and 0: never;
+ *   then a full image is saved once they outweigh it).  --compact-delay MS makes a compaction wait
+ * that long before it renames its image, for tests (as Redis's rdb-key-save-delay slows its saves).
+ * --compress yes compresses pages with LZ4.
  * - LASTSAVE (INFO rdb_last_save_time) is the time the last successful save
  *   completed; at start, the start time.  rdb_changes_since_last_save counts
  *   the writes made since the last successful save's snapshot instant, so
@@ -124,7 +130,8 @@ static int usage(const char *msg)
             "kv-server: %s\nusage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
             "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
             "SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
-            "yes|no] [--full-after N] [--compress yes|no] [--eager-restore yes|no] "
+            "yes|no] [--full-after N] [--compress yes|no] [--compact-after N] "
+            "[--compact-percentage P] [--compact-min-size SIZE] [--eager-restore yes|no] "
             "[--restore-prefetch yes|no]\n",
             msg);
     return 2;
@@ -205,6 +212,27 @@ int main(int argc, char **argv)
             if (end == v || *end || n < 0 || n > MAX_CHAIN)
                 return usage("--full-after takes a count of incremental images, 0 to 64");
             persist.full_after = (int)n;
+        } else if (!strcmp(o, "--compact-after") || !strcmp(o, "--compact-percentage")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            bool after = o[10] == 'a';
+            if (end == v || *end || n < 0 || n > (after ? MAX_CHAIN : 100000))
+                return usage(after ? "--compact-after takes a count of incremental images, 0 to 64"
+                                   : "--compact-percentage takes a percentage, 0 to 100000");
+            if (after)
+                persist.compact_after = (int)n;
+            else
+                persist.compact_percentage = (int)n;
+        } else if (!strcmp(o, "--compact-min-size")) {
+            persist.compact_min_size = strcmp(v, "0") ? parse_size(v) : 0;
+            if (strcmp(v, "0") && !persist.compact_min_size)
+                return usage("--compact-min-size takes a size (64m, 1g, 0)");
+        } else if (!strcmp(o, "--compact-delay")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (end == v || *end || n < 0 || n > 600000)
+                return usage("--compact-delay takes milliseconds, 0 to 600000");
+            persist.compact_delay_ms = n;
         } else if (!strcmp(o, "--mechanism")) {
             server.mech = tk_ckpt_mech_parse(v);
             if (server.mech == TK_CKPT_COUNT_) return usage("unknown --mechanism");
@@ -214,6 +242,8 @@ int main(int argc, char **argv)
     }
     snprintf(persist.path, sizeof persist.path, "%s/%s", persist.dir, persist.dbfile);
     snprintf(persist.tmp_path, sizeof persist.tmp_path, "%s/%s.tmp", persist.dir, persist.dbfile);
+    snprintf(persist.compact_path, sizeof persist.compact_path, "%s/%s.tmp-compact", persist.dir,
+             persist.dbfile);
     commands_init();
 
     void *area = mmap(NULL, server.mem, PROT_READ | PROT_WRITE,

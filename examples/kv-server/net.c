@@ -297,6 +297,7 @@ void net_event_loop(void)
         if (now >= next_cron || persist.bgsave) {
             persist_poll_bgsave();
             persist_check_save_points();
+            persist_poll_compact();
         }
         if (now >= next_cron) {
             store_cron();

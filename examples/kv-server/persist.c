@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <trapkit/trapkit.h>
 #include <unistd.h>
 
@@ -26,6 +28,11 @@ struct persist_state persist = {.save_fd = -1,
                                 .incremental = true,
                                 .prefetch = true,
                                 .full_after = 8,
+                                .compact_after = 4,
+                                .compact_percentage = 100,
+                                .compact_min_size = 64u << 20,
+                                .last_compact_status = "ok",
+                                .last_compact_ms = -1,
                                 .need_full = true};
 
 /* ---- the chain on disk ------------------------------------------------- */
@@ -191,7 +198,8 @@ int persist_load_image(const struct tk_ckpt_area *ar)
     tk_ckpt_image_info info, inc;
     int fds[MAX_CHAIN + 1], n = 0;
     persist.area = *ar;
-    unlink(persist.tmp_path); /* a save a crash interrupted */
+    unlink(persist.tmp_path);     /* a save a crash interrupted */
+    unlink(persist.compact_path); /* a compaction a crash interrupted */
     int img = open_image(persist.path, true, &info);
     if (img == -1) {
         server.kv = kv_format(ar->addr, ar->len);
@@ -314,15 +322,24 @@ static int open_tmp(void)
     return persist.save_fd;
 }
 
+/* Whether the chain is compacted in the background (--compact-after,
+ * --compact-percentage). */
+static bool compaction_on(void)
+{
+    return persist.incremental && (persist.compact_after > 0 || persist.compact_percentage > 0);
+}
+
 /* The flags of the next save: incremental unless the chain on disk is not
  * this checkpointer's, a save failed since, --full-after incremental
- * images are there already, or they add up to more than the full image. */
+ * images are there already, or, without compaction, they add up to more
+ * than the full image (with it, compaction makes the chain short again). */
 static unsigned save_flags(void)
 {
     unsigned f = persist.compress ? TK_CKPT_COMPRESS : 0;
     uint64_t incs = persist.chain.last_seq - persist.chain.base_seq;
+    bool heavy = persist.chain.inc_bytes > persist.chain.base_bytes && !compaction_on();
     if (persist.incremental && !persist.need_full && persist.chain.ours &&
-        incs < (uint64_t)persist.full_after && persist.chain.inc_bytes <= persist.chain.base_bytes)
+        incs < (uint64_t)persist.full_after && !heavy)
         f |= TK_CKPT_INCREMENTAL;
     return f;
 }
@@ -337,6 +354,23 @@ static void set_target(const tk_ckpt_stats *st)
         snprintf(persist.last_target, sizeof persist.last_target, "%s", persist.path);
 }
 
+/* Whoever renames a file into the chain (a save's helper thread, SAVE in
+ * the event loop, the compaction thread) holds publish_lock from the rename
+ * until the files it replaced are removed; full_generation counts the full
+ * images renamed to DIR/NAME, so a compaction learns whether a save
+ * replaced the full image it compacted from. */
+static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t full_generation; /* under publish_lock */
+
+static void sync_dir(void)
+{
+    int d = open(persist.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d >= 0) {
+        fsync(d);
+        close(d);
+    }
+}
+
 /* The image in fd is complete (unless err): make it part of the chain by
  * renaming it to target, or remove it.  A full image replaces the whole
  * chain: the incremental images of the one before are removed once it is
@@ -347,15 +381,19 @@ static void set_target(const tk_ckpt_stats *st)
 static int publish_image(int err, int fd, const char *target, bool full)
 {
     if (!err && fsync(fd) < 0) err = -errno;
-    if (!err && rename(persist.tmp_path, target) < 0) err = -errno;
     if (!err) {
-        int d = open(persist.dir, O_RDONLY | O_DIRECTORY);
-        if (d >= 0) {
-            fsync(d);
-            close(d);
+        pthread_mutex_lock(&publish_lock);
+        if (rename(persist.tmp_path, target) < 0) err = -errno;
+        if (!err) {
+            sync_dir();
+            if (full) {
+                full_generation++;
+                remove_incs_except(1, 0);
+            }
         }
-        if (full) remove_incs_except(1, 0);
-    } else {
+        pthread_mutex_unlock(&publish_lock);
+    }
+    if (err) {
         unlink(persist.tmp_path);
         fprintf(stderr, "kv-server: saving failed: %s\n", strerror(-err));
     }
@@ -570,6 +608,204 @@ int persist_shutdown(enum shutdown_mode mode)
     tk_ckpt_destroy(persist.ckpt);
     fflush(NULL);
     exit(0);
+}
+
+/* ---- compaction -------------------------------------------------------- */
+/* Once the chain holds --compact-after incremental images, or they add up
+ * to --compact-percentage of the full image (and --compact-min-size), a
+ * thread writes the whole chain as one full image (tk_ckpt_compact: no
+ * snapshot, so no write fault in the server) to DIR/NAME.tmp-compact,
+ * renames it over DIR/NAME and removes the incremental images it covers.
+ * The compacted image has the newest image's sequence number and lineage,
+ * so the images saved since (DIR/NAME.inc.SEQ with a greater SEQ) chain
+ * onto it.  A crash at any instant leaves a chain that loads the last
+ * completed save: before the rename the old chain is whole; after it,
+ * DIR/NAME's sequence number is the newest compacted image's, and the old
+ * incremental images no longer chain onto it (the next start removes
+ * them).  A full image saved while the compaction runs makes it give up:
+ * it would be older. */
+static struct {
+    pthread_t thread;
+    atomic_bool live, done;
+    /* set by the event loop before the thread starts */
+    int fds[MAX_CHAIN + 1];
+    size_t n;
+    uint64_t base_seq, last_seq, inc_bytes, generation;
+    unsigned flags;
+    int64_t start_ms;
+    /* set by the thread before done */
+    int err;
+    bool replaced;  /* the compacted image is DIR/NAME now */
+    bool overtaken; /* a full image was saved meanwhile: the compaction gave up */
+    uint64_t bytes;
+    char error[PATH_MAX + 256];
+} compact;
+
+static void *compact_thread(void *arg)
+{
+    (void)arg;
+    /* below the event loop: a compaction is never urgent */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    int err = 0;
+    int out = open(persist.compact_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) {
+        err = -errno;
+        snprintf(compact.error, sizeof compact.error, "cannot open %s: %s", persist.compact_path,
+                 strerror(errno));
+    } else {
+        err = tk_ckpt_compact(compact.fds, compact.n, out, compact.flags);
+        struct stat st;
+        if (err)
+            snprintf(compact.error, sizeof compact.error, "%s", tk_last_error());
+        else if (fstat(out, &st) == 0)
+            compact.bytes = (uint64_t)st.st_size;
+        close(out);
+    }
+    for (size_t i = 0; i < compact.n; i++) close(compact.fds[i]);
+    if (!err && persist.compact_delay_ms > 0) /* tests: saves complete meanwhile */
+        nanosleep(&(struct timespec){persist.compact_delay_ms / 1000,
+                                     persist.compact_delay_ms % 1000 * 1000000L},
+                  NULL);
+    if (!err) { /* tk_ckpt_compact synced it */
+        pthread_mutex_lock(&publish_lock);
+        if (full_generation != compact.generation) {
+            compact.overtaken = true;
+        } else if (rename(persist.compact_path, persist.path) < 0) {
+            err = -errno;
+            snprintf(compact.error, sizeof compact.error, "cannot rename it to %s: %s",
+                     persist.path, strerror(errno));
+        } else {
+            sync_dir();
+            full_generation++;
+            compact.replaced = true;
+            for (uint64_t seq = compact.base_seq + 1; seq <= compact.last_seq; seq++) {
+                char path[PATH_MAX + 32];
+                inc_path(path, sizeof path, seq);
+                unlink(path);
+            }
+        }
+        pthread_mutex_unlock(&publish_lock);
+    }
+    if (!compact.replaced) unlink(persist.compact_path);
+    compact.err = err;
+    atomic_store(&compact.done, true);
+    return NULL;
+}
+
+/* Whether the chain should be compacted now. */
+static bool compact_due(void)
+{
+    if (!compaction_on() || persist.lazy || persist.bgsave || server.stop) return false;
+    uint64_t incs = persist.chain.last_seq - persist.chain.base_seq;
+    if (incs == 0) return false;
+    if (!strcmp(persist.last_compact_status, "err") && time(NULL) - persist.last_compact_try < 5)
+        return false;
+    return (persist.compact_after > 0 && incs >= (uint64_t)persist.compact_after) ||
+           (persist.compact_percentage > 0 && persist.chain.inc_bytes >= persist.compact_min_size &&
+            persist.chain.inc_bytes * 100 >=
+                persist.chain.base_bytes * (uint64_t)persist.compact_percentage);
+}
+
+static void compact_failed(const char *why)
+{
+    persist.last_compact_status = "err";
+    fprintf(stderr, "kv-server: compacting the chain failed: %s\n", why);
+}
+
+/* Opens the chain as it is on disk (no save is being published: the event
+ * loop's thread, no BGSAVE running) and starts the thread. */
+static void start_compact(void)
+{
+    persist.last_compact_try = time(NULL);
+    compact.n = 0;
+    compact.base_seq = persist.chain.base_seq;
+    compact.last_seq = persist.chain.last_seq;
+    compact.inc_bytes = persist.chain.inc_bytes;
+    compact.flags = persist.compress ? TK_CKPT_COMPRESS : 0;
+    compact.err = 0;
+    compact.replaced = compact.overtaken = false;
+    compact.bytes = 0;
+    compact.error[0] = 0;
+    pthread_mutex_lock(&publish_lock);
+    compact.generation = full_generation;
+    pthread_mutex_unlock(&publish_lock);
+    char why[PATH_MAX + 128];
+    uint64_t lineage = 0;
+    for (uint64_t seq = compact.base_seq; seq <= compact.last_seq; seq++) {
+        char path[PATH_MAX + 32];
+        if (seq == compact.base_seq)
+            snprintf(path, sizeof path, "%s", persist.path);
+        else
+            inc_path(path, sizeof path, seq);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        tk_ckpt_image_info info;
+        if (fd >= 0 && tk_ckpt_info(fd, &info) == 0 && seq == compact.base_seq)
+            lineage = info.lineage;
+        if (fd < 0 || tk_ckpt_info(fd, &info) < 0 || info.seq != seq || info.lineage != lineage ||
+            info.incremental != (seq != compact.base_seq)) {
+            snprintf(why, sizeof why, "%s: %s", path,
+                     fd < 0 ? strerror(errno) : "not the image of the chain it should be");
+            if (fd >= 0) close(fd);
+            goto fail;
+        }
+        compact.fds[compact.n++] = fd;
+    }
+    atomic_store(&compact.done, false);
+    compact.start_ms = mono_ms();
+    if (pthread_create(&compact.thread, NULL, compact_thread, NULL) != 0) {
+        snprintf(why, sizeof why, "cannot start a thread");
+        goto fail;
+    }
+    atomic_store(&compact.live, true);
+    fprintf(stderr, "kv-server: compacting the chain: the full image and %lu incremental images\n",
+            (unsigned long)(compact.last_seq - compact.base_seq));
+    return;
+fail:
+    for (size_t i = 0; i < compact.n; i++) close(compact.fds[i]);
+    compact_failed(why);
+}
+
+/* The thread has ended: what INFO reports, and the chain as it is now. */
+static void join_compact(void)
+{
+    pthread_join(compact.thread, NULL);
+    atomic_store(&compact.live, false);
+    persist.last_compact_ms = (long)(mono_ms() - compact.start_ms);
+    if (compact.err) return compact_failed(compact.error);
+    persist.last_compact_status = "ok";
+    if (compact.overtaken) {
+        fprintf(stderr, "kv-server: a full image was saved while the chain was compacted: the "
+                        "compaction is dropped\n");
+        return;
+    }
+    persist.compactions++;
+    /* a full image saved after the rename is noted already: it stays */
+    if (persist.chain.base_seq == compact.base_seq) {
+        persist.chain.base_seq = compact.last_seq;
+        persist.chain.base_bytes = compact.bytes;
+        persist.chain.inc_bytes -= compact.inc_bytes;
+    }
+    fprintf(stderr,
+            "kv-server: compacted the chain: a full image of %lu bytes replaces it and %lu "
+            "incremental images (%lu bytes), in %ld ms\n",
+            (unsigned long)compact.bytes, (unsigned long)(compact.last_seq - compact.base_seq),
+            (unsigned long)compact.inc_bytes, persist.last_compact_ms);
+}
+
+void persist_poll_compact(void)
+{
+    if (atomic_load(&compact.live)) {
+        if (atomic_load(&compact.done)) join_compact();
+        return;
+    }
+    if (compact_due()) start_compact();
+}
+
+bool persist_compacting(int64_t *since_ms)
+{
+    if (!atomic_load(&compact.live)) return false;
+    *since_ms = compact.start_ms;
+    return true;
 }
 
 /* ---- save points ------------------------------------------------------- */

@@ -42,7 +42,18 @@ struct persist_state {
     int chain_fds[MAX_CHAIN + 1], nchain_fds;
     struct tk_ckpt_area area; /* the data set's */
     time_t loading_start;
-    int full_after;  /* --full-after N: a full image after N incremental ones */
+    int full_after; /* --full-after N: a full image after N incremental ones */
+    /* --compact-after N, --compact-percentage P: the chain is compacted in
+     * the background once it holds N incremental images or they add up to
+     * P% of the full image and compact_min_size (0: never for that reason) */
+    int compact_after, compact_percentage;
+    uint64_t compact_min_size;       /* --compact-min-size: P% counts from this many bytes on */
+    long compact_delay_ms;           /* --compact-delay MS (tests): before the rename */
+    char compact_path[PATH_MAX];     /* DIR/NAME.tmp-compact */
+    const char *last_compact_status; /* "ok" or "err" */
+    long last_compact_ms;            /* how long the last compaction took; -1: none yet */
+    uint64_t compactions;            /* chains replaced by a compacted image */
+    time_t last_compact_try;
     bool need_full;  /* the next save is full (a save failed, or nothing of ours yet) */
     int save_fd;     /* the running save's file */
     bool bgsave;     /* a background save runs */
@@ -95,6 +106,13 @@ int persist_save(void);
  * its image; starts one that a save point calls for. */
 void persist_poll_bgsave(void);
 void persist_check_save_points(void);
+
+/* The event loop's: starts a compaction of the chain when it is due
+ * (never while a lazy restore has pages not yet verified, nor during a
+ * BGSAVE), notes one that has ended. */
+void persist_poll_compact(void);
+/* Whether a compaction runs; since when (mono_ms). */
+bool persist_compacting(int64_t *since_ms);
 
 /* SHUTDOWN and SIGTERM/SIGINT: returns -1 if the server must keep running
  * (the save failed); else exits. */
