@@ -46,10 +46,12 @@
  * staging buffer written with direct I/O when full; a page's place is in
  * the directory.  A writer copies its page into a pool slot (one memcpy,
  * in its fault handler or on trapkit's handler thread) and queues it for
- * the background thread, which computes its CRC and writes it: the queued
- * copies in image order, each run of consecutive places with one direct
- * pwritev (no dirty page cache whose write-back throttles the process), and
- * the helper gives their slots back once written.  A writer
+ * the background thread, which computes its CRC and writes it when its
+ * sweep reaches the page's place, in the same pwritev as the pages around it
+ * (uncompressed; compressed, as it drains the queue): the disk sees the
+ * sweep's long sequential writes only, never a write per copy at scattered
+ * places (whose write-back throttled the thread to a fraction of the disk),
+ * and the helper gives the copies' slots back once written.  A writer
  * never waits for the background thread: a page the thread is writing
  * (COPYING) is taken over by the writer, which copies it itself, and the
  * thread, seeing the state changed, leaves the page to the writer's copy,
@@ -182,6 +184,10 @@ struct tk_ckpt {
     uint32_t *crc;
     uint64_t *loc;                   /* compressed: each data page's offset << 20 | length */
     unsigned char *pool;             /* writers' copies: npages pages reserved, touched as used */
+    uint32_t *slot_of;               /* a page's pool slot, once a writer copied it */
+    _Atomic uint64_t copies_written; /* writers' copies written to the image */
+    size_t free_from[OPEN_RING], free_to[OPEN_RING]; /* pool slots written, to give back */
+    _Atomic uint64_t free_tail, free_head;
     _Atomic uint32_t *queue;         /* entry q: the page whose copy is in pool slot q,
                                         UINT32_MAX until its writer has copied it */
     _Atomic uint64_t queue_tail;     /* entries handed out */
@@ -526,6 +532,7 @@ static void buffer_page(struct tk_ckpt *c, size_t idx)
     TK_TSAN_IGNORE_BEGIN();
     memcpy(dst, page_addr(c, idx), c->ps); /* the CRC is the background thread's */
     TK_TSAN_IGNORE_END();
+    c->slot_of[idx] = (uint32_t)q; /* read once the page is no longer TAKEN */
     atomic_store_explicit(&c->queue[q], (uint32_t)idx, memory_order_release);
 }
 
@@ -548,6 +555,7 @@ static void drain_queue(struct tk_ckpt *c)
             n++;
         }
         if (!n) break;
+        atomic_fetch_add(&c->copies_written, n);
         if (c->compress) {
             for (size_t k = 0; k < n; k++) write_page(c, e[k].idx, c->pool + e[k].q * c->ps);
         } else {
@@ -653,7 +661,7 @@ static bool take_neighbour(struct tk_ckpt *c, size_t j)
 static void take_neighbours(struct tk_ckpt *c, size_t idx, size_t *lo, size_t *hi)
 {
     if (c->block <= 1 ||
-        atomic_load(&c->queue_tail) - atomic_load(&c->queue_head) + c->block > BACKLOG)
+        atomic_load(&c->queue_tail) - atomic_load(&c->copies_written) + c->block > BACKLOG)
         return;
     size_t a = area_of_index(c, idx);
     size_t from = idx & ~(size_t)(c->block - 1), to = from + c->block;
@@ -764,6 +772,7 @@ static void release(struct tk_ckpt *c)
     if (c->stage) munmap(c->stage, STAGE);
     if (c->pool) munmap(c->pool, c->npages * c->ps);
     if (c->queue) munmap((void *)c->queue, c->npages * 4);
+    if (c->slot_of) munmap(c->slot_of, c->npages * 4);
     if (c->phase_fd >= 0) close(c->phase_fd);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->child_lock);
@@ -837,9 +846,10 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->loc = map_zero(c->npages * 8);
     c->pool = map_zero(c->npages * ps);
     c->queue = map_zero(c->npages * 4);
+    c->slot_of = map_zero(c->npages * 4);
     if (c->queue) memset((void *)c->queue, 0xff, c->npages * 4);
     if (!c->state || !c->crc || !c->saved || !c->zero || !c->prefix || !c->loc || !c->pool ||
-        !c->queue) {
+        !c->queue || !c->slot_of) {
         release(c);
         return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory for the page tables");
     }
@@ -1033,6 +1043,7 @@ struct batch {
     size_t idx[BATCH];
     struct iovec iov[BATCH];
     bool mine[BATCH]; /* COPYING by the thread; else a writer took the page first */
+    bool copy[BATCH]; /* a writer took it first: its copy, in the pool, is written here */
     bool zero[BATCH]; /* all zero when taken: not written (a hole of the file) */
     size_t n;
     uint64_t off; /* image offset of idx[0] */
@@ -1041,15 +1052,53 @@ struct batch {
 /* Writes the batch's pages straight from memory (they are write-protected
  * while COPYING), then checksums each and marks it CLEAN, unless a writer
  * took it meanwhile: then the writer's copy, queued, is written after. */
+static void post_free(struct tk_ckpt *c, size_t from, size_t to);
+
+/* A writer's copy of page idx, once it is complete (the page no longer
+ * TAKEN): its pool slot.  [the background thread] */
+static unsigned char *writer_copy(struct tk_ckpt *c, size_t idx)
+{
+    while (atomic_load(&c->state[idx]) == ST_TAKEN) sched_yield(); /* a memcpy away */
+    return c->pool + (size_t)c->slot_of[idx] * c->ps;
+}
+
+/* Gives back the pool slots of the writers' copies a batch wrote (by the
+ * helper), in runs. */
+static void free_copies(struct tk_ckpt *c, uint32_t *slots, size_t n)
+{
+    for (size_t k = 1; k < n; k++)
+        for (size_t j = k; j > 0 && slots[j - 1] > slots[j]; j--) {
+            uint32_t t = slots[j];
+            slots[j] = slots[j - 1];
+            slots[j - 1] = t;
+        }
+    for (size_t k = 0; k < n;) {
+        size_t e = k + 1;
+        while (e < n && slots[e] == slots[e - 1] + 1) e++;
+        post_free(c, slots[k], (size_t)slots[e - 1] + 1);
+        k = e;
+    }
+}
+
+/* Writes the batch's pages in place order: the thread's straight from
+ * memory (write-protected while COPYING), the writers' copies (taken before
+ * the thread reached them) from their pool slots, each run with one
+ * pwritev; then checksums each of the thread's and marks it CLEAN, unless a
+ * writer took it during the write: then the writer's copy is written over
+ * it.  So every page, copied by a writer or not, is written as the thread
+ * sweeps the image in order: the disk sees long sequential writes, not a
+ * write per writer's copy at scattered places. */
 static void flush_batch(struct tk_ckpt *c, struct batch *b)
 {
+    uint32_t slots[BATCH];
+    size_t nslots = 0;
     for (size_t k = 0; k < b->n;) {
-        if (!b->mine[k]) {
+        if (!b->mine[k] && !b->copy[k]) {
             k++;
             continue;
         }
         size_t e = k;
-        while (e < b->n && b->mine[e] && b->zero[e] == b->zero[k]) e++;
+        while (e < b->n && (b->mine[e] || b->copy[e]) && b->zero[e] == b->zero[k]) e++;
         if (!b->zero[k] && !atomic_load(&c->error)) {
             int err = write_pages(c, &b->iov[k], (int)(e - k), b->off + k * c->ps);
             if (err)
@@ -1059,15 +1108,37 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
         }
         for (size_t j = k; j < e; j++) {
             size_t idx = b->idx[j];
+            if (b->copy[j]) {
+                c->crc[idx] = tk__crc32c((uint32_t)idx, b->iov[j].iov_base, c->ps);
+                slots[nslots++] = c->slot_of[idx];
+                atomic_fetch_add(&c->copies_written, 1);
+                atomic_fetch_add(&c->done, 1);
+                continue;
+            }
             uint32_t crc = crc_in_place(c, idx);
             uint8_t st = ST_COPYING;
-            if (!atomic_compare_exchange_strong(&c->state[idx], &st, ST_CLEAN)) continue;
-            c->crc[idx] = crc; /* the page did not change since it was written */
-            atomic_fetch_add(&c->by_thread, 1);
+            if (atomic_compare_exchange_strong(&c->state[idx], &st, ST_CLEAN)) {
+                c->crc[idx] = crc; /* the page did not change since it was written */
+                atomic_fetch_add(&c->by_thread, 1);
+                atomic_fetch_add(&c->done, 1);
+                continue;
+            }
+            /* taken while it was being written: the writer's copy over it */
+            unsigned char *src = writer_copy(c, idx);
+            c->crc[idx] = tk__crc32c((uint32_t)idx, src, c->ps);
+            if (!atomic_load(&c->error)) {
+                uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+                int err = pwrite_all(c->fd, src, c->ps, b->off + j * c->ps);
+                atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
+                if (err) set_error(c, err);
+            }
+            slots[nslots++] = c->slot_of[idx];
+            atomic_fetch_add(&c->copies_written, 1);
             atomic_fetch_add(&c->done, 1);
         }
         k = e;
     }
+    if (nslots) free_copies(c, slots, nslots);
     b->n = 0;
 }
 
@@ -1102,6 +1173,11 @@ static void populate_pool(struct tk_ckpt *c)
  * writer copies into a slot below queue_head again. */
 static void free_pool(struct tk_ckpt *c)
 {
+    for (uint64_t h = atomic_load(&c->free_head); h < atomic_load(&c->free_tail); h++) {
+        size_t from = c->free_from[h % OPEN_RING], to = c->free_to[h % OPEN_RING];
+        madvise(c->pool + from * c->ps, (to - from) * c->ps, MADV_DONTNEED);
+        atomic_store(&c->free_head, h + 1);
+    }
     uint64_t to = atomic_load(&c->pool_free_want);
     if (to <= c->pool_freed) return;
     madvise(c->pool + c->pool_freed * c->ps, (size_t)(to - c->pool_freed) * c->ps, MADV_DONTNEED);
@@ -1135,6 +1211,18 @@ static void wake_helper(struct tk_ckpt *c)
 {
     atomic_fetch_add(&c->help_word, 1);
     tk__futex_wake(&c->help_word, 1);
+}
+
+/* Hands the pool slots [from, to), written, to the helper to give back; if
+ * its ring is full they are given back when the snapshot ends. */
+static void post_free(struct tk_ckpt *c, size_t from, size_t to)
+{
+    uint64_t tail = atomic_load(&c->free_tail);
+    if (!c->helper_live || tail - atomic_load(&c->free_head) >= OPEN_RING) return;
+    c->free_from[tail % OPEN_RING] = from;
+    c->free_to[tail % OPEN_RING] = to;
+    atomic_store(&c->free_tail, tail + 1);
+    wake_helper(c);
 }
 
 /* Hands the copied pages among [from, to) to the helper; if its ring is
@@ -1373,6 +1461,9 @@ static void copy_all(struct tk_ckpt *c, bool child)
             uint8_t st = ST_PENDING;
             b.mine[k] = atomic_load(&c->state[i]) == ST_PENDING &&
                         atomic_compare_exchange_strong(&c->state[i], &st, ST_COPYING);
+            /* a writer took it first: its copy is written in its place */
+            b.copy[k] = !b.mine[k] && !child;
+            if (b.copy[k]) b.iov[k] = (struct iovec){writer_copy(c, i), c->ps};
             TK_TSAN_IGNORE_BEGIN(); /* write-protected while COPYING: see crc_in_place */
             b.zero[k] = b.mine[k] && zero_page(page_addr(c, i), c->ps);
             TK_TSAN_IGNORE_END();
@@ -1390,10 +1481,10 @@ static void copy_all(struct tk_ckpt *c, bool child)
             post_release(c, batch_from, i + 1);
             batch_from = i + 1;
         }
-        /* writers' copies only between batches: one of a page in the
-         * batch being built must be written after the batch, over it */
+        /* (compressed) writers' copies only between batches: one of a
+         * page in the batch being built must be written after it */
         if (!child && b.n == 0) {
-            drain_queue(c);
+            if (c->compress) drain_queue(c);
             prefault_pool(c);
         }
         if (!child && i >= next_report) {
@@ -1402,7 +1493,7 @@ static void copy_all(struct tk_ckpt *c, bool child)
         }
     }
     flush_batch(c, &b);
-    if (!child)
+    if (!child && c->compress)
         while (atomic_load(&c->done) < c->ndata && !atomic_load(&c->cancel)) {
             drain_queue(c);
             if (atomic_load(&c->done) < c->ndata) sched_yield();
@@ -1421,6 +1512,7 @@ static void reset_queue(struct tk_ckpt *c)
     for (uint64_t q = 0; q < used; q++) atomic_store(&c->queue[q], UINT32_MAX);
     atomic_store(&c->queue_tail, 0);
     atomic_store(&c->queue_head, 0);
+    atomic_store(&c->copies_written, 0);
     atomic_store(&c->pool_free_want, 0);
     c->pool_freed = 0;
     atomic_store(&c->pool_ready, 0);
@@ -1810,6 +1902,8 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     if (c->mech != TK_CKPT_FORK) {
         atomic_store(&c->open_head, 0);
         atomic_store(&c->open_tail, 0);
+        atomic_store(&c->free_head, 0);
+        atomic_store(&c->free_tail, 0);
         atomic_store(&c->help_stop, false);
         /* without a helper copied pages stay protected until written, and
          * writers fault their pool slots in */
