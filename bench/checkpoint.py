@@ -72,6 +72,9 @@ REDIS = "redis-fork"
 VSIZE = 984
 ENTRY = 1024  # bytes per entry in kv-server (16-byte key, 984-byte value, header)
 CONNS = 16
+# kv-server kept up across the rounds: every BGSAVE a full image, as the
+# first one after a start is
+KV_RESIDENT_ARGS = ["--incremental", "no"]
 SET_RATIO = 0.5
 LATE_WARN_US = 1000  # tk-loadgen's p99 send lateness above this is noted beside a figure
 
@@ -212,7 +215,7 @@ class Server:
     """kv-server (by mechanism) or redis-server, started in workdir, where
     its image (dump.tkimg or dump.rdb) is loaded from if present."""
 
-    def __init__(self, system, workdir, mem, kv):
+    def __init__(self, system, workdir, mem, kv, extra=()):
         self.system, self.dir = system, workdir
         self.port = free_port()
         self.err = os.path.join(workdir, "server.err")
@@ -225,7 +228,7 @@ class Server:
                    "--daemonize", "no", "--logfile", os.path.join(workdir, "redis.log")]
         else:
             cmd = [kv, "--port", str(self.port), "--dir", workdir, "--memory", f"{mem >> 20}m",
-                   "--mechanism", system]
+                   "--mechanism", system] + list(extra)
         t0 = time.time()
         self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.err, "w"))
         deadline = time.time() + 900
@@ -312,7 +315,7 @@ def capacity(lg, port, keys, quick):
     runs = []
     for i in range(3):
         d = Loadgen(lg, port, ["--mode", "closed", "--connections", CONNS, "--depth", 1,
-                               "--duration", (0.8 if quick else 3.0) + (0.3 if i == 0 else 0),
+                               "--duration", (0.8 if quick else 2.0) + (0.3 if i == 0 else 0),
                                "--warmup", 0.3 if i == 0 else 0, "--keys", keys,
                                "--value-size", VSIZE, "--set-ratio", SET_RATIO, "--interval", 0,
                                "--quiet"]).result()
@@ -487,27 +490,43 @@ def run_size(a, systems, size, loads):
         null_size(systems, size, loads, reason)
         return
 
+    # every kv-server kept up across the rounds (each BGSAVE a full image:
+    # --incremental no) when memory allows it, else each run starts one
+    # afresh from the seed image
+    a.resident = bool(kv) and avail >= len(kv) * mem + need
     log(f"  checkpoint: {size:g} GiB ({keys:,} keys), systems {', '.join(systems)}, "
-        f"loads {', '.join(f'{x:g}' for x in loads)}, {a.reps} rounds")
+        f"loads {', '.join(f'{x:g}' for x in loads)}, {a.reps} rounds; kv-server "
+        + ("kept up across the rounds" if a.resident else "started afresh for each run"))
     seed = kv_seed(a, kv[0], keys, mem) if kv else None
     redis = None
     if REDIS in systems:
         d = os.path.join(a.work, "redis")
         os.makedirs(d, exist_ok=True)
         redis = filled(a, REDIS, d, keys, mem)
+    servers = {}
     try:
-        measure_size(a, systems, size, loads, keys, mem, seed, redis)
+        if a.resident:
+            for s in kv:
+                run = tempfile.mkdtemp(prefix=f"kv-{s}-", dir=a.work)
+                os.link(os.path.join(seed, "dump.tkimg"), os.path.join(run, "dump.tkimg"))
+                servers[s] = Server(s, run, mem, a.kv_server, KV_RESIDENT_ARGS)
+                log(f"    kv-server {s}: started in {servers[s].start_s:.1f} s")
+        if redis:
+            servers[REDIS] = redis
+        measure_size(a, systems, size, loads, keys, mem, seed, servers)
     finally:
+        for srv in servers.values():
+            srv.stop()
         if redis:
             redis.stop()
 
 
-def measure_size(a, systems, size, loads, keys, mem, seed, redis):
+def measure_size(a, systems, size, loads, keys, mem, seed, servers):
     # capacity of each system, the base rate from the slower one
     cap = {}
     for s in systems:
-        if s == REDIS:
-            cap[s] = capacity(a.loadgen, redis.port, keys, a.quick)
+        if s in servers:
+            cap[s] = capacity(a.loadgen, servers[s].port, keys, a.quick)
         else:
             run = tempfile.mkdtemp(prefix=f"cap-{s}-", dir=a.work)
             os.link(os.path.join(seed, "dump.tkimg"), os.path.join(run, "dump.tkimg"))
@@ -538,14 +557,16 @@ def measure_size(a, systems, size, loads, keys, mem, seed, redis):
                 # the same request sequence for every system in a round
                 rng_seed = 1 + rnd * len(loads) + li
                 try:
-                    if s == REDIS:
+                    if s in servers:
+                        srv = servers[s]
                         try:
-                            r = snapshot_run(a, redis, keys, rate, rng_seed)
+                            r = snapshot_run(a, srv, keys, rate, rng_seed)
                         finally:
                             # its image is not needed: free the page cache
-                            # for kv-server's seed image
-                            for f in glob.glob(os.path.join(redis.dir, "*.rdb")):
+                            # for the next run
+                            for f in glob.glob(os.path.join(srv.dir, "*.rdb")):
                                 os.unlink(f)
+                        r["start_s"] = None
                     else:
                         r = kv_run(a, s, seed, mem, keys, rate, rng_seed)
                     # no dirty pages of this run left to write back during
@@ -675,8 +696,8 @@ def main():
     ap.add_argument("--mechanisms", default=None,
                     help="comma-separated, of: " + ", ".join(MECHS + [REDIS]))
     ap.add_argument("--reps", type=int, default=3, help="rounds (3)")
-    ap.add_argument("--before", type=float, default=None, help="steady seconds before (5)")
-    ap.add_argument("--after", type=float, default=None, help="seconds after (5)")
+    ap.add_argument("--before", type=float, default=None, help="steady seconds before (3)")
+    ap.add_argument("--after", type=float, default=None, help="seconds after (3)")
     ap.add_argument("--save-timeout", type=float, default=1200)
     a = ap.parse_args()
     a.full = a.full or os.environ.get("TK_BENCH_FULL") == "1"
@@ -684,11 +705,11 @@ def main():
         ap.error("--quick and --full exclude each other")
     if a.reps < 1:
         ap.error("--reps must be at least 1")
-    a.warmup = 0.5 if a.quick else 1.0
+    a.warmup = 0.5
     if a.before is None:
-        a.before = 1.0 if a.quick else 5.0
+        a.before = 1.0 if a.quick else 3.0
     if a.after is None:
-        a.after = 1.0 if a.quick else 5.0
+        a.after = 1.0 if a.quick else 3.0
     sizes = [float(x) for x in a.sizes.split(",")] if a.sizes else \
         ([1 / 16] if a.quick else [1.0, 4.0])
     loads = [float(x) for x in a.loads.split(",")] if a.loads else \
