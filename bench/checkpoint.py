@@ -7,26 +7,28 @@ The protocol, for each data size (1 and 4 GiB; 64 MiB with --quick):
 1. Fill.  kv-server and redis-server are each filled to the size with their
    own SET command (keys key:%012d, 984-byte random values: 1 KiB per entry
    in kv-server; tk-loadgen --mode fill).  kv-server then SAVEs a seed image
-   and stops: each of its runs starts afresh from that image (hard-linked: a
-   BGSAVE writes a new file and renames it), so every kv-server BGSAVE is
-   the first after a start on the same data, whatever the history a future
-   incremental BGSAVE would depend on.  redis-server stays up for the size
-   (its BGSAVE is always whole): one kv-server and one redis-server at most
-   are resident at a time.  redis-server runs with rdbcompression no: its
+   and stops.  Where memory allows every server at once (1 GiB here), one
+   kv-server per mechanism starts from that image and stays up across the
+   rounds with --incremental no, so each of its BGSAVEs is a full image of
+   the same data, as the first after a start is; else each run starts a
+   kv-server afresh from the image (hard-linked: a BGSAVE writes a new file
+   and renames it), one kv-server and one redis-server at most resident at
+   a time.  redis-server stays up for the size (its BGSAVE is always
+   whole).  redis-server runs with rdbcompression no: its
    image raw like kv-server's (compressing these random values made its
    BGSAVE 2.5x as long here).
 2. Capacity.  Each system (kv-server per mechanism, redis-server) is driven
    closed loop by tk-loadgen --mode closed (16 connections, one request
-   outstanding on each, the same SET/GET mix): three consecutive runs after
-   a warm-up on one server; checkpoint/capacity is their median [min, max].
+   outstanding on each, the same SET/GET mix): three consecutive runs of 2 s
+   after a warm-up on one server (the one the rounds use, if kept up); checkpoint/capacity is their median [min, max].
    The base rate is the slower system's median capacity.
 3. Snapshot runs.  At each offered load (a fraction of the base rate: one
    absolute rate, the same for every system), tk-loadgen sends open-loop
    (Poisson arrivals, 16 connections, 50% SET / 50% GET on random keys,
    latency from each request's scheduled send time) through: a warm-up
-   (left out), a steady phase (5 s), BGSAVE until INFO says it is complete
-   (the during-snapshot phase; it starts just before BGSAVE is sent, so a
-   fork pause is inside it), then 5 s after.  A request belongs to the phase
+   (0.5 s, left out), a steady phase (3 s), BGSAVE until INFO says it is
+   complete (the during-snapshot phase; it starts just before BGSAVE is sent,
+   so a fork pause is inside it), then 3 s after.  A request belongs to the phase
    in which it was scheduled.  The memory of the server and its children
    (PSS) is sampled every 250 ms during the snapshot.
 4. Repetitions: n (3) rounds; in each round every system runs once at each
