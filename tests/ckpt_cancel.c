@@ -7,6 +7,7 @@
  * - cancel with no snapshot running returns 1 and changes nothing;
  * - tk_ckpt_stats gives the instant: CLOCK_REALTIME as the image header's,
  *   CLOCK_MONOTONIC within tk_ckpt_start's call;
+ * - TK_CKPT_ASYNC_START: the image exact, a cancel right after it;
  * - fork with TK_CKPT_CLOSE_FDS: the child holds neither a listening socket
  *   (the port can be bound again at once) nor a pipe of the program's.
  */
@@ -171,7 +172,27 @@ static void run(enum tk_ckpt_mech m, const char *dir)
     CHECK_OK(tk_ckpt_info(fd2, &info));
     CHECK(info.created_ns == st.instant_realtime_ns && !info.incremental);
     restore_equals(fd2, want);
-    printf("%s: cancelled, pages writable, next snapshot full and exact\n", tk_ckpt_mech_name(m));
+
+    /* TK_CKPT_ASYNC_START: tk_ckpt_start returns before the instant (the
+     * background thread protects the areas); the image is exact; a cancel
+     * right after it stops the snapshot once armed */
+    int fd3 = open_image(dir, "async");
+    uint64_t a0 = now(CLOCK_MONOTONIC);
+    CHECK_OK(tk_ckpt_start(c, fd3, TK_CKPT_ASYNC_START));
+    CHECK_OK(tk_ckpt_wait(c, &st));
+    CHECK(st.instant_monotonic_ns >= a0 && st.instant_realtime_ns > 0);
+    restore_equals(fd3, want);
+    CHECK_OK(tk_ckpt_start(c, fd3, TK_CKPT_ASYNC_START));
+    int k = tk_ckpt_cancel(c);
+    CHECK(k == 0 || k == 1);
+    CHECK(tk_ckpt_wait(c, &st) == (k == 0 ? -ECANCELED : 0));
+    for (size_t p = 0; p < NPAGES; p++) area[p * ps + 40]++; /* writable */
+    memcpy(want, area, len);
+    CHECK_OK(tk_ckpt_snapshot(c, fd3, TK_CKPT_ASYNC_START, &st));
+    restore_equals(fd3, want);
+    close(fd3);
+    printf("%s: cancelled, pages writable, next snapshot full and exact; asynchronous start\n",
+           tk_ckpt_mech_name(m));
     CHECK_OK(tk_ckpt_destroy(c));
     close(fd0);
     close(fd1);

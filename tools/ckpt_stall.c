@@ -18,7 +18,7 @@
  * breakdown of the write-fault path (TK_CKPT_TIMING).
  *
  *   ckpt_stall [--mech M] [--mib N] [--rate R] [--work-us W] [--tick-us T]
- *              [--busy B] [--steady S] [--after S] [--incremental]
+ *              [--busy B] [--steady S] [--after S] [--incremental] [--async]
  *              [--watch MS] [--file PATH]
  *
  * --watch MS prints every thread's kernel stack when the server thread has
@@ -171,9 +171,13 @@ int main(int argc, char **argv)
     double mib = 256, rate = 20000, steady = 1, after = 1;
     double work_us = 2, tick_us = 100;
     int busy = 1;
-    bool incremental = false;
+    bool incremental = false, async = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--async")) { /* TK_CKPT_ASYNC_START */
+            async = true;
+            continue;
+        }
         if (!strcmp(a, "--incremental")) {
             incremental = true;
             continue;
@@ -258,7 +262,8 @@ int main(int argc, char **argv)
         if (!started && n >= snap_at) {
             started = true;
             snap_start = n;
-            err = tk_ckpt_start(c, fd, incremental ? TK_CKPT_INCREMENTAL : 0);
+            err = tk_ckpt_start(
+                c, fd, (incremental ? TK_CKPT_INCREMENTAL : 0) | (async ? TK_CKPT_ASYNC_START : 0));
             start_ns = now() - n;
             if (err) return fprintf(stderr, "tk_ckpt_start: %s\n", tk_last_error()), 1;
         }

@@ -179,6 +179,11 @@ int tk_ckpt_destroy(tk_ckpt *c);
 #define TK_CKPT_COMPRESS                                                                           \
     0x2 /* each page compressed with LZ4 (the CRC stays                                            \
            the uncompressed page's) */
+#define TK_CKPT_ASYNC_START                                                                        \
+    0x4 /* return at once: the background thread protects                                          \
+           the areas (at the caller's priority) and passes                                         \
+           the instant; tk_ckpt_poll's instant_*_ns say when.                                      \
+           Not fork or stop-the-world (ignored there) */
 
 /* Starts a snapshot into fd (a regular file opened for writing; it is
  * truncated and written with pwrite).  Returns once the snapshot instant

@@ -237,6 +237,7 @@ struct tk_ckpt {
     /* the running (or last) snapshot */
     int fd, dfd; /* the image; dfd: the same file opened for direct I/O, or fd */
     bool incremental, compress;
+    bool async_arm;                        /* TK_CKPT_ASYNC_START: the background thread arms */
     _Atomic uint64_t nsaved, nzero, ndata; /* held, held as zero, data pages */
     uint64_t data_off, t_start;
     _Atomic uint64_t t_instant_real, t_instant_mono; /* the snapshot instant, 0 before */
@@ -1597,6 +1598,9 @@ static void end_snapshot(struct tk_ckpt *c, bool write_image)
     report(c);
 }
 
+static int arm_and_pause(struct tk_ckpt *c);
+static void fail_start(struct tk_ckpt *c, int err);
+
 static void *snapshot_thread(void *arg)
 {
     struct tk_ckpt *c = arg;
@@ -1604,6 +1608,16 @@ static void *snapshot_thread(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     c->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    if (c->async_arm) {
+        /* at the program's priority: writers wait for the pause's end */
+        int err = arm_and_pause(c);
+        if (err) {
+            stop_helper(c);
+            fail_start(c, err);
+            report(c);
+            return NULL;
+        }
+    }
     if (c->mech != TK_CKPT_FORK) lower_priority(c);
     if (c->mech == TK_CKPT_FORK) {
         int st = 0;
@@ -1730,10 +1744,51 @@ static void unwind_start(struct tk_ckpt *c)
     c->base_seq = 0;
 }
 
+/* Arms the areas while the program runs, then the pause: the writers that
+ * fault wait, those inside are waited for, the pages reopened last are
+ * protected again - the instant - and the phase is running again (unless
+ * arming failed, or stop-the-world: then still paused).  In tk_ckpt_start, or in the background
+ * thread at the program's priority (TK_CKPT_ASYNC_START). */
+static int arm_and_pause(struct tk_ckpt *c)
+{
+    set_phase(c, PHASE_ARMING);
+    int err = arm(c);
+    uint64_t t_pause = now_ns(CLOCK_MONOTONIC);
+    set_phase(c, PHASE_PAUSED);
+    wait_writers(c, true, atomic_load(&c->epoch));
+    if (!err) err = rearm(c);
+    if (err) return err;
+    atomic_store(&c->t_instant_real, now_ns(CLOCK_REALTIME));
+    atomic_store(&c->t_instant_mono, now_ns(CLOCK_MONOTONIC));
+    count_pages(c);
+    uint64_t t_end = now_ns(CLOCK_MONOTONIC);
+    atomic_store(&c->protect_ns, t_end - c->t_start);
+    atomic_store(&c->protect_pause_ns, t_end - t_pause);
+    atomic_store(&c->pause_ns, t_end - t_pause);
+    if (c->mech != TK_CKPT_STOP) set_phase(c, PHASE_RUNNING); /* stop-the-world: not yet */
+    return 0;
+}
+
+/* Puts everything back after arming failed: the pages writable, the
+ * snapshot not running, its error set. */
+static void fail_start(struct tk_ckpt *c, int err)
+{
+    if (atomic_load(&c->phase) != PHASE_PAUSED) {
+        set_phase(c, PHASE_PAUSED);
+        wait_writers(c, true, atomic_load(&c->epoch));
+    }
+    unwind_start(c);
+    set_error(c, err);
+    if (c->dfd != c->fd) close(c->dfd);
+    c->dfd = c->fd;
+    atomic_store(&c->running, false);
+    set_phase(c, PHASE_RUNNING);
+}
+
 int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_start: checkpointer is NULL");
-    if (flags & ~(unsigned)(TK_CKPT_INCREMENTAL | TK_CKPT_COMPRESS))
+    if (flags & ~(unsigned)(TK_CKPT_INCREMENTAL | TK_CKPT_COMPRESS | TK_CKPT_ASYNC_START))
         return tk__fail(-EINVAL, "tk_ckpt_start: unknown flags");
     if ((flags & TK_CKPT_INCREMENTAL) && !c->track)
         return tk__fail(-EINVAL, "tk_ckpt_start: incremental snapshots need a checkpointer made "
@@ -1756,6 +1811,8 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         return tk__failf(err, "tk_ckpt_start: cannot truncate the image file: %s", strerror(-err));
     }
     c->compress = (flags & TK_CKPT_COMPRESS) != 0;
+    c->async_arm =
+        (flags & TK_CKPT_ASYNC_START) && c->mech != TK_CKPT_FORK && c->mech != TK_CKPT_STOP;
     if (c->compress && !c->stage) {
         c->stage = map_zero(STAGE);
         if (!c->stage) {
@@ -1849,35 +1906,14 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
             for (size_t i = 0; i < c->npages; i++)
                 if (atomic_load(&c->state[i]) == ST_PENDING)
                     atomic_store(&c->state[i], c->track ? ST_CLEAN : ST_DIRTY);
+    } else if (c->async_arm) {
+        atomic_store(&c->running, true); /* the background thread arms */
     } else {
-        /* Arm while the program runs, then the pause: the writers that
-         * fault wait, those inside are waited for, the pages reopened last
-         * are protected again: the instant. */
         atomic_store(&c->running, true);
-        set_phase(c, PHASE_ARMING);
-        err = arm(c);
-        uint64_t t_pause = now_ns(CLOCK_MONOTONIC);
-        set_phase(c, PHASE_PAUSED);
-        wait_writers(c, true, atomic_load(&c->epoch));
-        if (!err) err = rearm(c);
-        c->t_instant_real = now_ns(CLOCK_REALTIME);
-        c->t_instant_mono = now_ns(CLOCK_MONOTONIC);
-        count_pages(c);
-        uint64_t t_end = now_ns(CLOCK_MONOTONIC);
-        atomic_store(&c->protect_ns, t_end - c->t_start);
-        atomic_store(&c->protect_pause_ns, t_end - t_pause);
+        err = arm_and_pause(c);
     }
     if (err) {
-        if (atomic_load(&c->phase) != PHASE_PAUSED) {
-            set_phase(c, PHASE_PAUSED);
-            wait_writers(c, true, atomic_load(&c->epoch));
-        }
-        unwind_start(c);
-        set_error(c, err);
-        if (c->dfd != c->fd) close(c->dfd);
-        c->dfd = c->fd;
-        atomic_store(&c->running, false);
-        set_phase(c, PHASE_RUNNING);
+        fail_start(c, err);
         pthread_mutex_unlock(&c->lock);
         return tk__failf(err, "tk_ckpt_start: protecting the areas failed: %s", strerror(-err));
     }
@@ -1896,9 +1932,8 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         pthread_mutex_unlock(&c->lock);
         return 0;
     }
-    atomic_store(&c->pause_ns, c->mech == TK_CKPT_FORK ? now_ns(CLOCK_MONOTONIC) - c->t_start
-                                                       : atomic_load(&c->protect_pause_ns));
-    set_phase(c, PHASE_RUNNING);
+    if (c->mech == TK_CKPT_FORK) atomic_store(&c->pause_ns, now_ns(CLOCK_MONOTONIC) - c->t_start);
+    if (!c->async_arm) set_phase(c, PHASE_RUNNING);
     if (c->mech != TK_CKPT_FORK) {
         atomic_store(&c->open_head, 0);
         atomic_store(&c->open_tail, 0);
@@ -1910,7 +1945,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         c->helper_live = pthread_create(&c->helper, NULL, helper_main, c) == 0;
     }
     if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
-        /* no thread: copy here, at the caller's priority */
+        /* no thread: arm and copy here, at the caller's priority */
         int copier = c->copier;
         c->copier = COPIER_FAIR;
         snapshot_thread(c);
