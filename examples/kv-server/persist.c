@@ -285,6 +285,13 @@ int persist_load_image(const struct tk_ckpt_area *ar)
             persist.last_instant_ms / 1e3);
     ret = 0;
 out:
+    if (ret < 0 && persist.lazy_restore) { /* not a store of ours: the threads end first */
+        tk_ckpt_lazy_destroy(persist.lazy_restore);
+        persist.lazy_restore = NULL;
+        persist.lazy = false;
+        for (int i = 0; i < persist.nchain_fds; i++) close(persist.chain_fds[i]);
+        persist.nchain_fds = 0;
+    }
     for (int i = 0; i < n; i++) close(fds[i]);
     return ret;
 }
