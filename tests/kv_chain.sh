@@ -11,6 +11,8 @@
 #    being written, if it completed before the kill)
 #  - an image of trapkit's previous format (version 1) loads; a store of
 #    kv-server's previous format (KVSTR01) is refused with a clear message
+#  - a rehash of the keyspace puts only the pages whose links change in the
+#    next incremental image
 # Usage: kv_chain.sh KV_SERVER_BINARY
 server=$1
 source "$(dirname "$0")/kv_lib.sh"
@@ -197,4 +199,34 @@ grep -q "it holds a store of an older kv-server (format 1), which this one canno
     { cat "$dir/w.err"; echo "no clear message for a store of format 1"; exit 1; }
 cmp -s "$dir/w/dump.tkimg" "$dir/w1" || { echo "the refused image changed"; exit 1; }
 echo "a version 1 image loads; a store of format 1 is refused: ok"
+
+# ---- 6. a rehash of the keyspace writes only the links that change: the
+# entries of a bucket that go to the same new bucket keep their order, so
+# most keep their next (before, every entry was written: the incremental
+# image after a rehash held every page of the data set)
+mkdir -p "$dir/r"
+kv_start r1 --dir "$dir/r" --memory 128m
+python3 - "$port" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+for lo in range(0, 32768, 4096):
+    s.sendall(b"".join(b"*3\r\n$3\r\nSET\r\n$7\r\nr:%05d\r\n$1000\r\n%s\r\n" % (i, b"%05d" % i * 200)
+                       for i in range(lo, lo + 4096)))
+    got = b""
+    while got.count(b"\r\n") < 4096: got += s.recv(65536)
+PY
+# the table grew at the 32768th key: a rehash runs
+bgsave full
+full=$(info_field trapkit_last_pages_saved)
+wait_until 60 '[[ $(info_field kv_keyspace_rehashing) == 0 ]]'
+bgsave incremental
+pages=$(info_field trapkit_last_pages_saved)
+((pages * 4 < full * 3)) || { echo "after a rehash the incremental image holds $pages of the $full pages"; exit 1; }
+kv_kill
+kv_start r2 --dir "$dir/r" --memory 128m
+expect 32768 DBSIZE
+expect "$(printf '12345%.0s' $(seq 200))" GET r:12345
+[[ $(cli --scan --pattern 'r:*' | sort -u | wc -l) == 32768 ]] || { echo "SCAN after the rehash"; exit 1; }
+kv_kill
+echo "a rehash writes only the links that change: ok ($pages of $full pages in the incremental image)"
 echo "kv_chain: ok"

@@ -29,8 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "commands.h"
+#include "persist.h"
 #include "server.h"
 
 int64_t now_ms;
@@ -212,11 +214,22 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
 
 /* Background work for the store, every 100 ms: expired keys (for at most
  * about a millisecond, more while a quarter of those looked at had
- * expired, as Redis's active expiry does) and a step of rehashing. */
+ * expired, as Redis's active expiry does) and a millisecond of rehashing
+ * (as Redis's activerehashing: a table of a million keys is rehashed in
+ * seconds, not the quarter of an hour 100 buckets a turn would take; each
+ * moved entry whose link changes is a page an incremental image holds, so
+ * a rehash that drags on puts pages in image after image).  Not while a
+ * save runs: its pages would be copied first. */
 void store_cron(void)
 {
     set_now();
     for (int k = 0; k < 16 && kv_expires(server.kv); k++)
         if (kv_expire_cycle(server.kv, 200) < 50 || wall_ms() - now_ms >= 1) break;
-    kv_cron(server.kv);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int steps = persist.bgsave ? 1 : 1000;
+    while (kv_cron(server.kv) && --steps > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= 1000000) break;
+    }
 }

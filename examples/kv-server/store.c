@@ -340,28 +340,70 @@ static void dict_resize(struct kv_store *s, struct kv_dict *d, uint64_t size)
     d->rehash = 0;
 }
 
+/* Sets a link (an entry's next, a bucket) only if it changes: an entry's
+ * page is written only when its link is really different, so a snapshot
+ * (and an incremental image) does not take it. */
+static void set_link(uint64_t *link, uint64_t to)
+{
+    if (*link != to) *link = to;
+}
+
+/* Moves the chain of bucket j of table 0 into table 1, keeping the order
+ * of the entries that go to the same bucket: an entry's next changes only
+ * if the entry after it goes to another bucket, or it ends up before
+ * entries already there.  A table grows by doubling, so a chain goes to
+ * two buckets; it shrinks into one; the entries of a sublist are linked
+ * as they come (at most 8 sublists at once, more are closed and linked
+ * early: still right, with more links written). */
+static void rehash_bucket(struct kv_store *s, struct kv_dict *d, uint64_t j)
+{
+    uint64_t *t0 = buckets(s, d, 0), *t1 = buckets(s, d, 1), mask1 = d->size[1] - 1;
+    struct {
+        uint64_t i, head, tail;
+    } sub[8];
+    int nsub = 0;
+    for (uint64_t e = t0[j]; e;) {
+        struct kv_rec *r = rec(s, e);
+        uint64_t next = r->next, i = r->hash & mask1;
+        int k = 0;
+        while (k < nsub && sub[k].i != i) k++;
+        if (k == nsub) {
+            if (nsub == 8) { /* close the oldest sublist */
+                set_link(&rec(s, sub[0].tail)->next, t1[sub[0].i]);
+                set_link(&t1[sub[0].i], sub[0].head);
+                memmove(sub, sub + 1, 7 * sizeof sub[0]);
+                k = nsub = 7;
+            }
+            sub[k].i = i;
+            sub[k].head = e;
+            nsub++;
+        } else {
+            set_link(&rec(s, sub[k].tail)->next, e);
+        }
+        sub[k].tail = e;
+        d->used[0]--;
+        d->used[1]++;
+        e = next;
+    }
+    for (int k = 0; k < nsub; k++) { /* each sublist before what the bucket holds */
+        set_link(&rec(s, sub[k].tail)->next, t1[sub[k].i]);
+        set_link(&t1[sub[k].i], sub[k].head);
+    }
+    t0[j] = 0;
+}
+
 /* Moves up to n buckets of a rehash (visiting at most 10n empty ones). */
 static void dict_rehash(struct kv_store *s, struct kv_dict *d, int n)
 {
     if (d->rehash < 0) return;
     int empty = n * 10;
-    uint64_t *t0 = buckets(s, d, 0), *t1 = buckets(s, d, 1), mask1 = d->size[1] - 1;
+    uint64_t *t0 = buckets(s, d, 0);
     while (n-- > 0 && d->used[0]) {
         while (t0[d->rehash] == 0) {
             d->rehash++;
             if (--empty == 0) return;
         }
-        uint64_t e = t0[d->rehash];
-        while (e) {
-            struct kv_rec *r = rec(s, e);
-            uint64_t next = r->next, i = r->hash & mask1;
-            r->next = t1[i];
-            t1[i] = e;
-            d->used[0]--;
-            d->used[1]++;
-            e = next;
-        }
-        t0[d->rehash++] = 0;
+        rehash_bucket(s, d, (uint64_t)d->rehash++);
     }
     if (d->used[0] == 0) {
         heap_free(s, d->table[0]);
@@ -865,10 +907,16 @@ size_t kv_expire_cycle(struct kv_store *s, size_t max_keys)
     return deleted;
 }
 
-void kv_cron(struct kv_store *s)
+bool kv_rehashing(const struct kv_store *s)
+{
+    return s->h->keys.rehash >= 0;
+}
+
+bool kv_cron(struct kv_store *s)
 {
     dict_rehash(s, &s->h->keys, 100);
     dict_maybe_shrink(s, &s->h->keys, KEYS_MIN);
+    return s->h->keys.rehash >= 0;
 }
 
 /* ---- strings ---------------------------------------------------------- */

@@ -17,6 +17,9 @@
  * power-of-two bucket arrays in the heap, grown when as many entries as
  * buckets and shrunk below 10% fill, rehashed incrementally into a second
  * array (a step per operation, and kv_cron's), as Redis's dict does.  A
+ * rehash keeps the order of a bucket's entries that go to the same new
+ * bucket and writes a link only where it changes, so most entries' pages
+ * are not written (a write is a page the next incremental image holds).  A
  * delete unlinks its entry - there are no tombstones.  A cursor (Redis's
  * reverse-binary one) visits every entry present for a whole iteration at
  * least once, across resizes.
@@ -96,8 +99,11 @@ uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_o
 /* Active expiry: looks at up to max_keys keys, deleting the expired;
  * returns how many it deleted. */
 size_t kv_expire_cycle(struct kv_store *s, size_t max_keys);
-/* Background work: a few steps of the keyspace's incremental rehash. */
-void kv_cron(struct kv_store *s);
+/* Background work: a few steps (100 buckets) of the keyspace's incremental
+ * rehash; whether it still runs. */
+bool kv_cron(struct kv_store *s);
+/* Whether the keyspace's table is being rehashed (INFO memory). */
+bool kv_rehashing(const struct kv_store *s);
 
 /* ---- strings */
 /* Sets key to the string val (replacing any value); keeps the expiry time
