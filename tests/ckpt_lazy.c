@@ -177,6 +177,9 @@ static void first_touch(const int fds[2], const unsigned char *want)
         /* a second restore over the same areas, and a checkpointer: busy */
         tk_ckpt_lazy *l2;
         CHECK_ERR(tk_ckpt_restore_lazy(&cfg, &l2), -EBUSY);
+        tk_ckpt_config cc = {.areas = &t, .nareas = 1, .mech = TK_CKPT_POSIX};
+        tk_ckpt *c;
+        CHECK_ERR(tk_ckpt_create(&cc, &c), -EBUSY);
     }
     size_t p1 = 1234 % (NPAGES / 4), p2 = NPAGES / 4 + 77, p3 = NPAGES - 3; /* data, data, zero */
     CHECK(memcmp(back + p1 * ps, want + p1 * ps, ps) == 0);
@@ -198,6 +201,12 @@ static void first_touch(const int fds[2], const unsigned char *want)
     CHECK(st.done && st.pages_resident == NPAGES);
     if (lazy_expected) CHECK(st.pages_by_fault == 3 && st.pages_by_prefetch == NPAGES - 3);
     CHECK(memcmp(back, want, len) == 0);
+    { /* done: the areas are ordinary memory, a checkpointer may be made */
+        tk_ckpt_config cc = {.areas = &t, .nareas = 1, .mech = TK_CKPT_POSIX};
+        tk_ckpt *c;
+        CHECK_OK(tk_ckpt_create(&cc, &c));
+        CHECK_OK(tk_ckpt_destroy(c));
+    }
     CHECK_OK(tk_ckpt_lazy_destroy(l));
     munmap(back, len);
 }

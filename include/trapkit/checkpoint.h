@@ -164,7 +164,8 @@ typedef struct tk_ckpt tk_ckpt;
 
 /* Creates a checkpointer over the areas.  Returns 0, -EINVAL (bad areas),
  * -EOPNOTSUPP (the mechanism is not available here; tk_last_error() says
- * why), -EEXIST (an area is already a trapkit region) or -ENOMEM. */
+ * why), -EEXIST (an area is already a trapkit region), -EBUSY (an area is
+ * still being restored lazily: tk_ckpt_lazy_wait first) or -ENOMEM. */
 int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out);
 
 /* Waits for a running snapshot, then releases the areas (they stay mapped

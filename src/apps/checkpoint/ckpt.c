@@ -104,6 +104,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/checkpoint/chain.h"
 #include "apps/checkpoint/image.h"
 #include "core/internal.h"
 #include "os/linux/os.h"
@@ -789,6 +790,9 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
         return tk__fail(-EINVAL, "tk_ckpt_create: unknown mechanism");
     if (cfg->flags & ~(unsigned)(TK_CKPT_TRACK | TK_CKPT_TIMING | TK_CKPT_FAIR | TK_CKPT_CLOSE_FDS))
         return tk__fail(-EINVAL, "tk_ckpt_create: unknown flags");
+    if (tk__lazy_busy(cfg->areas, cfg->nareas))
+        return tk__fail(-EBUSY, "tk_ckpt_create: the areas are still being restored lazily "
+                                "(tk_ckpt_lazy_wait first)");
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     tk__crc32c_init();
     struct tk_ckpt *c = calloc(1, sizeof *c);
