@@ -1440,8 +1440,10 @@ static void copy_all(struct tk_ckpt *c, bool child)
      * written at scattered places, would otherwise make it thousands of
      * extents, each allocated on its write (the file system's journal busy
      * meanwhile) and discarded one by one when the image is deleted or
-     * replaced (minutes on a file system mounted with discard) */
-    if (!c->compress && c->ndata)
+     * replaced (minutes on a file system mounted with discard).  Not
+     * without PAGEMAP_SCAN: the data pages then include the never-populated
+     * ones, left holes of the file as they are found zero */
+    if (!c->compress && c->ndata && c->scan)
         (void)!fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)c->data_off, (off_t)(c->ndata * c->ps));
     size_t step = c->npages / 100 + 1, batch_from = 0, next_report = step;
     for (size_t i = tk__bitmap_next(c->saved, c->npages, 0); i < c->npages;
