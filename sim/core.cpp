@@ -627,6 +627,8 @@ void Core::take_miss(Uop &head)
     miss_vpn_ = vpn(&head);
     handler_next_ = 0;
     handler_active_ = true;
+    // in the executing list: issued, and not held by its probe
+    bool was_executing = head.st == Uop::ISSUED && !head.tlbmiss;
     head.tlbmiss = true;
     const std::vector<Inst> &h = handler();
     bool inlined = false;
@@ -671,6 +673,19 @@ void Core::take_miss(Uop &head)
     }
     if (inlined) {
         st_.inlined++;
+        // an access still executing (its probe found the page, which has
+        // left the TLB since) stops: it waits, flagged, for the handler's
+        // TLB write, which starts it again (rearm)
+        if (was_executing) {
+            size_t i = static_cast<size_t>(
+                std::find(exec_uop_.begin(), exec_uop_.end(), &head) - exec_uop_.begin());
+            if (i < exec_uop_.size()) {
+                exec_uop_.erase(exec_uop_.begin() + static_cast<std::ptrdiff_t>(i));
+                exec_ready_.erase(exec_ready_.begin() + static_cast<std::ptrdiff_t>(i));
+            }
+            exec_next_ = NEVER;
+            for (uint64_t r : exec_ready_) exec_next_ = std::min(exec_next_, r);
+        }
         inline_ = true;
         handler_undispatched_ = static_cast<int>(h.size());
         prepend_at_ = 0;
@@ -831,10 +846,16 @@ bool Core::fetch_new_line(uint64_t pc)
             continue;
         }
         Uop *u = exec_uop_[i];
+        uint64_t started_ready = exec_ready_[i];
         exec_uop_[i] = exec_uop_.back();
         exec_ready_[i] = exec_ready_.back();
         exec_uop_.pop_back();
         exec_ready_.pop_back();
+        // the uop must still be executing as this entry started it
+        if (u->st != Uop::ISSUED || u->tlbmiss || u->ready != started_ready) {
+            st_.stale_completions++;
+            continue;
+        }
         u->st = Uop::DONE;
         events_++;
         if (u->handler) {
@@ -1347,7 +1368,7 @@ std::string Core::stats_json() const
         "%llu}, \"flushed_per_miss\": %.4f, \"rob_occupancy_at_miss\": %.3f, \"replays\": "
         "%llu, \"branches\": %llu, \"mispredicts\": %llu, \"l1d_accesses\": %llu, "
         "\"l1d_misses\": %llu, \"l1i_misses\": %llu, \"commit_hash\": \"%016llx\", "
-        "\"detections\": %llu, \"rob_occupancy_at_detect\": %.3f, "
+        "\"detections\": %llu, \"rob_occupancy_at_detect\": %.3f, \"stale_completions\": %llu, "
         "\"seconds\": %.6f, \"ips\": %.1f, \"cpu_seconds\": %.6f, \"cpu_ips\": %.1f}",
         SCHEME_NAMES[static_cast<int>(c_.scheme)], c_.tlb_entries,
         REPLACEMENT_NAMES[static_cast<int>(c_.tlb_replacement)],
@@ -1383,7 +1404,7 @@ std::string Core::stats_json() const
         s.detections
             ? static_cast<double>(s.rob_occupancy_at_detect) / static_cast<double>(s.detections)
             : 0.0,
-        s.seconds, s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0,
+        static_cast<unsigned long long>(s.stale_completions), s.seconds, s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0,
         s.cpu_seconds, s.cpu_seconds > 0 ? static_cast<double>(s.user_insns) / s.cpu_seconds : 0.0);
     return b;
 }

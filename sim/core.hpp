@@ -110,6 +110,11 @@ struct Stats {
     uint64_t detections = 0;                // accesses whose TLB probe missed when they executed
     uint64_t rob_occupancy_at_detect = 0;   // summed over detections
     uint64_t replays = 0;                   // accesses re-armed by a TLB fill
+    // executing-list entries that finished for a uop no longer executing as
+    // the entry started it (an access re-armed while still in the list, or
+    // a record reused since): a defect if ever non-zero (such an entry is
+    // dropped)
+    uint64_t stale_completions = 0;
     uint64_t branches = 0, mispredicts = 0; // committed conditional branches and JALRs
     uint64_t l1d_misses = 0, l1i_misses = 0, l1d_accesses = 0;
     uint64_t commit_hash = 0xcbf29ce484222325ull; // of the committed PCs, in order

@@ -80,6 +80,13 @@ for r in "${runs[@]}"; do
 done
 wait
 echo "tksim_golden: ${#runs[@]} runs"
+# no executing-list entry may finish for a uop not executing as it started
+# it (the counter is tksim's own consistency check)
+stale=$(cat "$out"/*.json | jq -s 'map(.stale_completions // 0) | add')
+if ((stale != 0)); then
+    echo "FAIL: $stale stale completions:" $(grep -l '"stale_completions": [1-9]' "$out"/*.json)
+    exit 1
+fi
 if [[ $mode == record ]]; then exit 0; fi
 fail=0
 for r in "${runs[@]}"; do
