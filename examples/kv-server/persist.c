@@ -585,6 +585,8 @@ void persist_check_save_points(void)
     }
 }
 
+static void compact_at_shutdown(void);
+
 /* SHUTDOWN and SIGTERM/SIGINT.  Saves if asked to (SAVE) or, by default,
  * if save points are configured - as Redis does - and refuses to exit if
  * that save fails.  A background save still running is waited for when an
@@ -611,6 +613,17 @@ int persist_shutdown(enum shutdown_mode mode)
             fflush(NULL);
             _exit(0); /* the snapshot's thread (or fork child) stops with the process */
         }
+    }
+    /* a compaction that has ended is noted; one still running ends with the
+     * process, as at a crash (its file is removed at the next start) */
+    compact_at_shutdown();
+    if (persist.lazy && persist.prefetch) {
+        /* still loading: its prefetch thread ends first (once the pages it
+         * brings in are there: no longer than the load would take); with
+         * --restore-prefetch no, the fault handler ends with the process */
+        tk_ckpt_lazy_destroy(persist.lazy_restore);
+        persist.lazy_restore = NULL;
+        persist.lazy = false;
     }
     tk_ckpt_destroy(persist.ckpt);
     fflush(NULL);
@@ -797,6 +810,11 @@ static void join_compact(void)
             "incremental images (%lu bytes), in %ld ms\n",
             (unsigned long)compact.bytes, (unsigned long)(compact.last_seq - compact.base_seq),
             (unsigned long)compact.inc_bytes, persist.last_compact_ms);
+}
+
+static void compact_at_shutdown(void)
+{
+    if (atomic_load(&compact.live) && atomic_load(&compact.done)) join_compact();
 }
 
 void persist_poll_compact(void)
