@@ -677,8 +677,8 @@ void Core::take_miss(Uop &head)
         // left the TLB since) stops: it waits, flagged, for the handler's
         // TLB write, which starts it again (rearm)
         if (was_executing) {
-            size_t i = static_cast<size_t>(
-                std::find(exec_uop_.begin(), exec_uop_.end(), &head) - exec_uop_.begin());
+            size_t i = static_cast<size_t>(std::find(exec_uop_.begin(), exec_uop_.end(), &head) -
+                                           exec_uop_.begin());
             if (i < exec_uop_.size()) {
                 exec_uop_.erase(exec_uop_.begin() + static_cast<std::ptrdiff_t>(i));
                 exec_ready_.erase(exec_ready_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -1404,8 +1404,9 @@ std::string Core::stats_json() const
         s.detections
             ? static_cast<double>(s.rob_occupancy_at_detect) / static_cast<double>(s.detections)
             : 0.0,
-        static_cast<unsigned long long>(s.stale_completions), s.seconds, s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0,
-        s.cpu_seconds, s.cpu_seconds > 0 ? static_cast<double>(s.user_insns) / s.cpu_seconds : 0.0);
+        static_cast<unsigned long long>(s.stale_completions), s.seconds,
+        s.seconds > 0 ? static_cast<double>(s.user_insns) / s.seconds : 0.0, s.cpu_seconds,
+        s.cpu_seconds > 0 ? static_cast<double>(s.user_insns) / s.cpu_seconds : 0.0);
     return b;
 }
 

@@ -106,10 +106,10 @@ struct Stats {
     uint64_t flushes = 0;
     // instructions flushed, by how far they had got
     uint64_t flushed_done = 0, flushed_issued = 0, flushed_waiting = 0, flushed_frontend = 0;
-    uint64_t rob_occupancy_at_miss = 0;     // summed over misses (ROB entries in use when taken)
-    uint64_t detections = 0;                // accesses whose TLB probe missed when they executed
-    uint64_t rob_occupancy_at_detect = 0;   // summed over detections
-    uint64_t replays = 0;                   // accesses re-armed by a TLB fill
+    uint64_t rob_occupancy_at_miss = 0;   // summed over misses (ROB entries in use when taken)
+    uint64_t detections = 0;              // accesses whose TLB probe missed when they executed
+    uint64_t rob_occupancy_at_detect = 0; // summed over detections
+    uint64_t replays = 0;                 // accesses re-armed by a TLB fill
     // executing-list entries that finished for a uop no longer executing as
     // the entry started it (an access re-armed while still in the list, or
     // a record reused since): a defect if ever non-zero (such an entry is
