@@ -87,7 +87,7 @@ while read -r link; do
     links=$((links + 1))
 done < <(find "$root/usr/share/man" -type l)
 ((links > 40)) || fail "only $links links to man pages"
-grep -q "tk_ckpt_start, tk_ckpt_wait" <<<"$(man -M "$root/usr/share/man" tk_ckpt_wait)" ||
+grep -q "tk_ckpt_start, tk_ckpt_instant, tk_ckpt_wait" <<<"$(man -M "$root/usr/share/man" tk_ckpt_wait)" ||
     fail "man tk_ckpt_wait does not find tk_ckpt_start(3)"
 echo "$found pages, $links links"
 

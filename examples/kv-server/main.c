@@ -45,9 +45,13 @@
  * disconnected, as Redis's client-output-buffer-limit does.
  *
  * Persistence (persist.h), as Redis does it:
- * - An image holds the data as it was at its snapshot instant: inside
- *   BGSAVE or SAVE, after the commands executed before it and before any
- *   executed after (INFO: trapkit_last_snapshot_instant_ms).
+ * - An image holds the data as it was at its snapshot instant, always
+ *   between two commands: every command executed before it, none after
+ *   (INFO: trapkit_last_snapshot_instant_ms).  SAVE's is inside SAVE;
+ *   BGSAVE's a few milliseconds after it, at the start of an event-loop
+ *   turn (the data set is write-protected in steps while commands run,
+ *   then the event loop pauses briefly for the last step), or with
+ *   --mechanism fork inside BGSAVE, at the fork.
  * - The dump is a chain (README.md): DIR/NAME, a full image, then
  *   DIR/NAME.inc.SEQ, incremental images of the pages written since the
  *   image before (--incremental yes, the default), with a full image again
@@ -76,8 +80,8 @@
  * - At start, an image that exists but cannot be opened or read stops the
  *   server with an error (exit status 1): starting empty would let the next
  *   save replace it.  Only a missing image (ENOENT) starts an empty store.
- * - The fork mechanism's child closes the server's sockets (pthread_atfork),
- *   so a server restarted while the child of a killed one still writes can
+ * - The fork mechanism's child closes every descriptor but the image's
+ *   (TK_CKPT_CLOSE_FDS), so a server restarted while the child of a killed one still writes can
  *   listen on the same port.
  *
  * The files:
@@ -91,14 +95,12 @@
  *   commands_strings.c, commands_keys.c, commands_lists.c, commands_sets.c,
  *   commands_hashes.c, commands_zsets.c, commands_server.c (INFO, CONFIG, SAVE ...)
  *                     the commands, as cmd_NAME
- *   persist.c, persist.h  loading the image, SAVE, BGSAVE, save points, SHUTDOWN, the
- *                     fork child's closing of the sockets
+ *   persist.c, persist.h  loading the image, SAVE, BGSAVE, save points, SHUTDOWN
  *   store.c, store.h  the data set in the checkpointed area
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,7 +262,6 @@ int main(int argc, char **argv)
 
     int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     net.listen_fd = ls;
-    pthread_atfork(NULL, NULL, persist_close_sockets_in_child);
     int one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};

@@ -303,7 +303,11 @@ int persist_create_ckpt(const struct tk_ckpt_area *ar)
     tk_ckpt_config cfg = {.areas = ar,
                           .nareas = 1,
                           .mech = server.mech,
-                          .flags = persist.incremental ? TK_CKPT_TRACK : 0};
+                          /* the fork mechanism's child keeps none of the
+                           * server's sockets: a listening socket held by a
+                           * child that outlives a killed server would make
+                           * the next server's bind() fail */
+                          .flags = TK_CKPT_CLOSE_FDS | (persist.incremental ? TK_CKPT_TRACK : 0)};
     if (tk_ckpt_create(&cfg, &persist.ckpt) < 0) {
         fprintf(stderr, "kv-server: %s\n", tk_last_error());
         return -1;
@@ -416,7 +420,9 @@ static void note_save(int err, const tk_ckpt_stats *st)
     if (!err) {
         persist.lastsave = time(NULL);
         server.changes -= persist.changes_at_save;
-        persist.last_instant_ms = persist.save_instant_ms;
+        persist.last_instant_ms = st && st->instant_realtime_ns
+                                      ? (int64_t)(st->instant_realtime_ns / 1000000u)
+                                      : persist.save_instant_ms;
         persist.last_status = "ok";
         persist.saves++;
         if (st && st->incremental) {
@@ -483,8 +489,15 @@ void persist_poll_bgsave(void)
         if (atomic_load(&commit.done)) join_commit();
         return;
     }
+    if (persist.instant_pending) {
+        /* between two commands: the instant may be taken here, and every
+         * write made so far is before it */
+        persist.changes_at_save = server.changes;
+        if (tk_ckpt_instant(persist.ckpt) != 0) persist.instant_pending = false;
+    }
     tk_ckpt_stats st;
     if (tk_ckpt_poll(persist.ckpt, &st) == 1) return;
+    persist.instant_pending = false;
     int err = tk_ckpt_wait(persist.ckpt, &st);
     commit.err = err;
     commit.fd = persist.save_fd;
@@ -505,13 +518,20 @@ void persist_poll_bgsave(void)
             st.pause_ns / 1e6, (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
 }
 
-/* Starts a background save: the snapshot instant is inside tk_ckpt_start,
- * between the last command executed before and the next. */
+/* Starts a background save.  tk_ckpt_start returns at once
+ * (TK_CKPT_ASYNC_START): the checkpointer's thread protects the data set
+ * in steps while commands go on, and the event loop takes the snapshot
+ * instant between two commands a few milliseconds later
+ * (TK_CKPT_CALLER_INSTANT, persist_poll_bgsave): a short pause, not the
+ * whole protection, and never inside a command.  fork's instant is the
+ * fork, here. */
 int persist_start_bgsave(void)
 {
     if (open_tmp() < 0) return -1;
     persist.last_bgsave_try = time(NULL);
-    int err = tk_ckpt_start(persist.ckpt, persist.save_fd, save_flags());
+    persist.changes_at_save = server.changes;
+    int err = tk_ckpt_start(persist.ckpt, persist.save_fd,
+                            save_flags() | TK_CKPT_ASYNC_START | TK_CKPT_CALLER_INSTANT);
     if (err) {
         snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
         close(persist.save_fd);
@@ -524,7 +544,9 @@ int persist_start_bgsave(void)
     persist.save_instant_ms = wall_ms();
     persist.bgsave = true;
     persist.bgsave_start = time(NULL);
-    persist.changes_at_save = server.changes;
+    tk_ckpt_stats st;
+    tk_ckpt_poll(persist.ckpt, &st);
+    persist.instant_pending = st.instant_monotonic_ns == 0;
     return 0;
 }
 
@@ -559,6 +581,8 @@ static void finish_bgsave(void)
     if (!persist.bgsave) return;
     if (!atomic_load(&commit.live)) {
         tk_ckpt_stats fin;
+        if (persist.instant_pending) persist.changes_at_save = server.changes; /* wait cuts */
+        persist.instant_pending = false;
         int err = tk_ckpt_wait(persist.ckpt, &fin);
         commit_bgsave(err, &fin);
         return;
@@ -862,16 +886,4 @@ void persist_save_points_str(char *buf, size_t n)
         snprintf(buf + l, n - l, "%s%ld %ld", i ? " " : "", persist.save_points[i].seconds,
                  persist.save_points[i].changes);
     }
-}
-
-/* ---- the fork child ---------------------------------------------------- */
-/* A child of fork() - the fork mechanism's, which writes the image - must
- * not keep the server's sockets: a listening socket held by a child that
- * outlives a killed server would make the next server's bind() fail, and
- * client connections would stay open.  The child only writes the image. */
-void persist_close_sockets_in_child(void)
-{
-    for (struct conn *c = net.conns; c; c = c->next) close(c->fd);
-    if (net.listen_fd >= 0) close(net.listen_fd);
-    if (net.ep >= 0) close(net.ep);
 }

@@ -61,6 +61,7 @@ struct persist_state {
     time_t bgsave_start, last_bgsave_try;
     const char *last_status;         /* "ok" or "err" */
     uint64_t changes_at_save;        /* server.changes at the running save's instant */
+    bool instant_pending;            /* the running save's instant is this thread's to take */
     long last_bgsave_ms;             /* how long the last save took; -1: none yet */
     uint64_t saves;                  /* completed successfully since start */
     tk_ckpt_stats last_stats;        /* the last save's */
@@ -121,9 +122,5 @@ int persist_shutdown(enum shutdown_mode mode);
 /* --save "SECONDS CHANGES [SECONDS CHANGES ...]" or ""; CONFIG GET save */
 bool persist_parse_save_points(const char *v);
 void persist_save_points_str(char *buf, size_t n);
-
-/* For pthread_atfork: in the fork mechanism's child, closes the server's
- * sockets. */
-void persist_close_sockets_in_child(void);
 
 #endif

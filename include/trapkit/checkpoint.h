@@ -185,6 +185,12 @@ int tk_ckpt_destroy(tk_ckpt *c);
            the areas (at the caller's priority) and passes                                         \
            the instant; tk_ckpt_poll's instant_*_ns say when.                                      \
            Not fork or stop-the-world (ignored there) */
+#define TK_CKPT_CALLER_INSTANT                                                                     \
+    0x8 /* with TK_CKPT_ASYNC_START: the background thread                                         \
+           arms the areas, then leaves the instant to the                                          \
+           program, which calls tk_ckpt_instant where its                                          \
+           data are consistent (between two requests): the                                         \
+           image never holds half of an operation */
 
 /* Starts a snapshot into fd (a regular file opened for writing; it is
  * truncated and written with pwrite).  Returns once the snapshot instant
@@ -193,6 +199,21 @@ int tk_ckpt_destroy(tk_ckpt *c);
  * directory and an fsync, so a crash leaves an image that restore
  * refuses.  Not async-signal-safe. */
 int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags);
+
+/* With TK_CKPT_CALLER_INSTANT: takes the snapshot instant now, if the
+ * background thread has armed the areas - a short pause in the caller that
+ * protects again the pages written since they were armed; the image holds
+ * every write made before the call and none after.  Call it at a point
+ * where the data are consistent (an event loop: between two requests),
+ * again and again until it returns 1; the snapshot waits meanwhile, and
+ * writers are not held up.  Returns 1 once the instant has passed (also
+ * without TK_CKPT_CALLER_INSTANT, and for fork and stop-the-world, whose
+ * instant is in tk_ckpt_start), 0 while the areas are still being armed
+ * (or another thread is taking it), -EINVAL if no snapshot is running and
+ * none passed its instant, or the error that ended the snapshot first
+ * (-ECANCELED after tk_ckpt_cancel).  tk_ckpt_wait takes the instant itself
+ * if it has not been taken.  Not async-signal-safe. */
+int tk_ckpt_instant(tk_ckpt *c);
 
 /* Waits for the running (or last) snapshot and fills *st (may be NULL).
  * Returns its error, 0 if it completed. */

@@ -145,6 +145,10 @@ enum {
     ST_HOLE = 7
 };
 enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1, PHASE_ARMING = 2 };
+/* With TK_CKPT_CALLER_INSTANT, the instant's progress (tk_ckpt.cut): the
+ * background thread arms, then is READY and waits; tk_ckpt_instant takes
+ * it (TAKING) and it is DONE - or the snapshot was cancelled while READY. */
+enum { CUT_ARMING = 0, CUT_READY = 1, CUT_TAKING = 2, CUT_DONE = 3 };
 #ifdef TK_CKPT_TEST_TAKEOVER
 atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread */
 #endif
@@ -239,6 +243,11 @@ struct tk_ckpt {
     int fd, dfd; /* the image; dfd: the same file opened for direct I/O, or fd */
     bool incremental, compress;
     bool async_arm;                        /* TK_CKPT_ASYNC_START: the background thread arms */
+    atomic_bool caller_instant;            /* TK_CKPT_CALLER_INSTANT: tk_ckpt_instant cuts */
+    atomic_int cut;                        /* CUT_*, with caller_instant */
+    int cut_err;                           /* the instant's error (under cut_lock) */
+    pthread_mutex_t cut_lock;              /* cut becoming DONE, cut_err */
+    pthread_cond_t cut_cond;               /* signalled when cut is DONE, or on cancel */
     _Atomic uint64_t nsaved, nzero, ndata; /* held, held as zero, data pages */
     uint64_t data_off, t_start;
     _Atomic uint64_t t_instant_real, t_instant_mono; /* the snapshot instant, 0 before */
@@ -778,6 +787,8 @@ static void release(struct tk_ckpt *c)
     if (c->phase_fd >= 0) close(c->phase_fd);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->child_lock);
+    pthread_mutex_destroy(&c->cut_lock);
+    pthread_cond_destroy(&c->cut_cond);
     free(c);
 }
 
@@ -799,6 +810,8 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     if (!c) return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory");
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->child_lock, NULL);
+    pthread_mutex_init(&c->cut_lock, NULL);
+    pthread_cond_init(&c->cut_cond, NULL);
     c->phase_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK); /* running */
     if (c->phase_fd < 0) {
         int err = -errno;
@@ -1605,6 +1618,7 @@ static void end_snapshot(struct tk_ckpt *c, bool write_image)
 }
 
 static int arm_and_pause(struct tk_ckpt *c);
+static int arm_then_wait(struct tk_ckpt *c);
 static void fail_start(struct tk_ckpt *c, int err);
 
 static void *snapshot_thread(void *arg)
@@ -1616,7 +1630,7 @@ static void *snapshot_thread(void *arg)
     c->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
     if (c->async_arm) {
         /* at the program's priority: writers wait for the pause's end */
-        int err = arm_and_pause(c);
+        int err = c->caller_instant ? arm_then_wait(c) : arm_and_pause(c);
         if (err) {
             stop_helper(c);
             fail_start(c, err);
@@ -1755,10 +1769,19 @@ static void unwind_start(struct tk_ckpt *c)
  * protected again - the instant - and the phase is running again (unless
  * arming failed, or stop-the-world: then still paused).  In tk_ckpt_start, or in the background
  * thread at the program's priority (TK_CKPT_ASYNC_START). */
+static int pause_and_cut(struct tk_ckpt *c, int err);
+
 static int arm_and_pause(struct tk_ckpt *c)
 {
     set_phase(c, PHASE_ARMING);
-    int err = arm(c);
+    return pause_and_cut(c, arm(c));
+}
+
+/* The pause after arming (unless err): the writers that fault wait, those
+ * inside are waited for, the pages reopened since they were armed are
+ * protected again - the instant - and the phase is running again. */
+static int pause_and_cut(struct tk_ckpt *c, int err)
+{
     uint64_t t_pause = now_ns(CLOCK_MONOTONIC);
     set_phase(c, PHASE_PAUSED);
     wait_writers(c, true, atomic_load(&c->epoch));
@@ -1773,6 +1796,66 @@ static int arm_and_pause(struct tk_ckpt *c)
     atomic_store(&c->pause_ns, t_end - t_pause);
     if (c->mech != TK_CKPT_STOP) set_phase(c, PHASE_RUNNING); /* stop-the-world: not yet */
     return 0;
+}
+
+/* TK_CKPT_CALLER_INSTANT, in the background thread: arms the areas while
+ * the program runs, then waits for the program's tk_ckpt_instant (or
+ * tk_ckpt_wait) to take the pause and the instant; the phase stays ARMING
+ * meanwhile, so writers only reopen the pages they write.  Returns the
+ * instant's error, or -ECANCELED if tk_ckpt_cancel came first. */
+static int arm_then_wait(struct tk_ckpt *c)
+{
+    set_phase(c, PHASE_ARMING);
+    int err = arm(c);
+    if (err) return err;
+    pthread_mutex_lock(&c->cut_lock);
+    atomic_store(&c->cut, CUT_READY);
+    for (;;) {
+        int s = atomic_load(&c->cut);
+        if (s == CUT_DONE) break;
+        if (s == CUT_READY && atomic_load(&c->cancel) &&
+            atomic_compare_exchange_strong(&c->cut, &s, CUT_DONE)) {
+            c->cut_err = -ECANCELED;
+            break;
+        }
+        pthread_cond_wait(&c->cut_cond, &c->cut_lock);
+    }
+    err = c->cut_err;
+    pthread_mutex_unlock(&c->cut_lock);
+    return err;
+}
+
+int tk_ckpt_instant(tk_ckpt *c)
+{
+    if (!c) return tk__fail(-EINVAL, "tk_ckpt_instant: checkpointer is NULL");
+    if (atomic_load(&c->t_instant_mono)) return 1;
+    if (!atomic_load(&c->running)) {
+        int err = atomic_load(&c->error);
+        if (err)
+            return tk__failf(err, "tk_ckpt_instant: the snapshot ended before its instant: %s",
+                             strerror(-err));
+        return tk__fail(-EINVAL, "tk_ckpt_instant: no snapshot is running");
+    }
+    if (!c->caller_instant) return 0; /* tk_ckpt_start or the background thread takes it */
+    int s = CUT_READY;
+    if (!atomic_compare_exchange_strong(&c->cut, &s, CUT_TAKING)) {
+        if (s != CUT_DONE) return 0; /* still arming, or another thread is taking it */
+        pthread_mutex_lock(&c->cut_lock);
+        int err = c->cut_err;
+        pthread_mutex_unlock(&c->cut_lock);
+        if (err == -ECANCELED) return tk__fail(err, "tk_ckpt_instant: the snapshot was cancelled");
+        if (err) return tk__failf(err, "tk_ckpt_instant: protecting failed: %s", strerror(-err));
+        return 1;
+    }
+    int err = pause_and_cut(c, 0);
+    pthread_mutex_lock(&c->cut_lock);
+    c->cut_err = err;
+    atomic_store(&c->cut, CUT_DONE);
+    pthread_cond_broadcast(&c->cut_cond);
+    pthread_mutex_unlock(&c->cut_lock);
+    if (err)
+        return tk__failf(err, "tk_ckpt_instant: protecting the areas failed: %s", strerror(-err));
+    return 1;
 }
 
 /* Puts everything back after arming failed: the pages writable, the
@@ -1794,8 +1877,11 @@ static void fail_start(struct tk_ckpt *c, int err)
 int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_start: checkpointer is NULL");
-    if (flags & ~(unsigned)(TK_CKPT_INCREMENTAL | TK_CKPT_COMPRESS | TK_CKPT_ASYNC_START))
+    if (flags & ~(unsigned)(TK_CKPT_INCREMENTAL | TK_CKPT_COMPRESS | TK_CKPT_ASYNC_START |
+                            TK_CKPT_CALLER_INSTANT))
         return tk__fail(-EINVAL, "tk_ckpt_start: unknown flags");
+    if ((flags & TK_CKPT_CALLER_INSTANT) && !(flags & TK_CKPT_ASYNC_START))
+        return tk__fail(-EINVAL, "tk_ckpt_start: TK_CKPT_CALLER_INSTANT needs TK_CKPT_ASYNC_START");
     if ((flags & TK_CKPT_INCREMENTAL) && !c->track)
         return tk__fail(-EINVAL, "tk_ckpt_start: incremental snapshots need a checkpointer made "
                                  "with TK_CKPT_TRACK");
@@ -1819,6 +1905,9 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     c->compress = (flags & TK_CKPT_COMPRESS) != 0;
     c->async_arm =
         (flags & TK_CKPT_ASYNC_START) && c->mech != TK_CKPT_FORK && c->mech != TK_CKPT_STOP;
+    atomic_store(&c->caller_instant, c->async_arm && (flags & TK_CKPT_CALLER_INSTANT));
+    atomic_store(&c->cut, CUT_ARMING);
+    c->cut_err = 0;
     if (c->compress && !c->stage) {
         c->stage = map_zero(STAGE);
         if (!c->stage) {
@@ -1954,6 +2043,7 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         /* no thread: arm and copy here, at the caller's priority */
         int copier = c->copier;
         c->copier = COPIER_FAIR;
+        atomic_store(&c->caller_instant, false); /* this is the caller */
         snapshot_thread(c);
         c->copier = copier;
     } else {
@@ -2016,6 +2106,13 @@ int tk_ckpt_poll_v0(tk_ckpt *c, void *st)
 int tk_ckpt_wait_v2(tk_ckpt *c, tk_ckpt_stats *st)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_wait: checkpointer is NULL");
+    /* the instant is the program's to take: the caller is at a point it
+     * may be taken (it waits for the snapshot) */
+    while (c->caller_instant && atomic_load(&c->running) && !atomic_load(&c->t_instant_mono) &&
+           tk_ckpt_instant(c) == 0) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&c->lock);
     if (c->thread_live) {
         pthread_join(c->thread, NULL);
@@ -2058,6 +2155,9 @@ int tk_ckpt_cancel(tk_ckpt *c)
     bool asked = atomic_load(&c->running);
     if (asked) {
         atomic_store(&c->cancel, true);
+        pthread_mutex_lock(&c->cut_lock); /* a thread waiting for the instant */
+        pthread_cond_broadcast(&c->cut_cond);
+        pthread_mutex_unlock(&c->cut_lock);
         pthread_mutex_lock(&c->child_lock);
         if (c->child > 0) kill(c->child, SIGKILL); /* not reaped yet: still ours */
         pthread_mutex_unlock(&c->child_lock);
