@@ -40,6 +40,7 @@
 #include "core/internal.h"
 #include "os/linux/os.h"
 #include "trapkit/checkpoint.h"
+#include "trapkit/probe.h"
 
 enum {
     RUN = 64,   /* pages per prefetch step */
@@ -545,9 +546,23 @@ static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 
 /* ---- the API ---------------------------------------------------------------- */
 
-/* Whether any page of the area is populated (present or swapped). */
+/* Whether any page of the area is populated (present or swapped): one
+ * PAGEMAP_SCAN where the kernel has it (it stops at the first such page),
+ * else /proc/self/pagemap read 4096 pages at a time. */
 static int populated(const struct tk_ckpt_area *ar, size_t ps, bool *any)
 {
+    const tk_probe_info *probe = tk__probe();
+    int pmfd = probe && probe->pagemap_scan ? tk__pagemap_fd() : -1;
+    if (pmfd >= 0) {
+        struct page_region vec[1];
+        uintptr_t start = (uintptr_t)ar->addr, end = start + ar->len, walk_end = end;
+        long n = tk__pagemap_scan_any(pmfd, start, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                      PAGE_IS_PRESENT | PAGE_IS_SWAPPED, vec, 1, &walk_end);
+        if (n >= 0) {
+            *any = n > 0;
+            return 0;
+        }
+    }
     enum { CHUNK = 4096 };
     uint64_t *pm = malloc(CHUNK * sizeof *pm);
     if (!pm) return -ENOMEM;
