@@ -50,8 +50,10 @@ checkpoint/p99.9-snapshot-over-steady, checkpoint/p99.9-snapshot-over-redis,
 checkpoint/max-snapshot-over-redis; checkpoint/capacity (params size_gib),
 checkpoint/offered-rate, checkpoint/snapshot-duration (with one run's
 per-interval latency timeline), checkpoint/lateness-p99 and lateness-max
-(tk-loadgen's own send lateness), checkpoint/extra-memory and
-checkpoint/pages-by-writers (params size_gib, offered_load).  Mechanisms:
+(tk-loadgen's own send lateness), checkpoint/extra-memory,
+checkpoint/pages-by-writers and checkpoint/write-faults (the pages the
+program wrote that faulted: the memory goal's pages written) (params
+size_gib, offered_load).  Mechanisms:
 uffd-thread, uffd-sigbus, posix, fork, stop-the-world (kv-server) and
 redis-fork (redis-server).
 """
@@ -389,6 +391,8 @@ def snapshot_run(a, srv, keys, rate, rng_seed):
             raise RuntimeError("BGSAVE failed: " + open(srv.err).read()[-500:])
         writers = (int(i["trapkit_last_pages_by_writers"])
                    if "trapkit_last_pages_by_writers" in i else None)
+        faults = (int(i["trapkit_last_write_faults"])
+                  if "trapkit_last_write_faults" in i else None)
         time.sleep(a.after)
         lg.next()  # the end
         d = lg.result()
@@ -404,6 +408,7 @@ def snapshot_run(a, srv, keys, rate, rng_seed):
     if list(ph) != ["warmup"] + PHASES:
         raise RuntimeError(f"tk-loadgen phases {list(ph)}")
     res = {"duration": dur, "extra_memory": max(0, sampler.peak - base), "writers": writers,
+           "faults": faults,
            "start_s": None, "errors": d["errors"], "lateness": d["lateness"],
            "warnings": [l for l in lg.err if "warning" in l], "phases": ph}
     # the per-interval timeline, from the start of the steady phase
@@ -669,7 +674,12 @@ def measure_size(a, systems, size, loads, keys, mem, seed, servers):
                  "250 ms, less the PSS before it")
             if s != REDIS:
                 emit("checkpoint/pages-by-writers", s, pp, "count", "pages",
-                     [r["writers"] for r in ok], reason)
+                     [r["writers"] for r in ok], reason,
+                     "pages the writers copied: the pages they wrote and the rest of each block")
+                emit("checkpoint/write-faults", s, pp, "count", "pages",
+                     [r["faults"] for r in ok if r["faults"] is not None], reason,
+                     "write faults during the snapshot: each a page the program wrote (a "
+                     "lower bound of the pages written)")
 
 
 def best_mechanism(trapkit):

@@ -218,7 +218,8 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             "rdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%ld\r\n"
             "rdb_current_bgsave_time_sec:%ld\r\nrdb_saves:%lu\r\naof_enabled:0\r\n"
             "trapkit_checkpoint_mechanism:%s\r\ntrapkit_last_pages_saved:%lu\r\n"
-            "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_pause_us:%lu\r\n"
+            "trapkit_last_pages_by_writers:%lu\r\ntrapkit_last_write_faults:%lu\r\n"
+            "trapkit_last_pause_us:%lu\r\n"
             "trapkit_last_max_writer_stall_us:%lu\r\n"
             "trapkit_last_snapshot_instant_ms:%lld\r\n"
             "trapkit_last_image_incremental:%d\r\ntrapkit_last_image_compressed:%d\r\n"
@@ -229,7 +230,8 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             persist.last_status, persist.last_bgsave_ms < 0 ? -1L : persist.last_bgsave_ms / 1000,
             persist.bgsave ? (long)(now - persist.bgsave_start) : -1L, (unsigned long)persist.saves,
             tk_ckpt_mech_name(server.mech), (unsigned long)st.pages_saved,
-            (unsigned long)st.pages_by_writers, (unsigned long)(st.pause_ns / 1000),
+            (unsigned long)st.pages_by_writers, (unsigned long)st.faults,
+            (unsigned long)(st.pause_ns / 1000),
             (unsigned long)(st.max_stall_ns / 1000), (long long)persist.last_instant_ms,
             st.incremental ? 1 : 0, st.compressed ? 1 : 0, (unsigned long)st.image_bytes,
             (unsigned long)(persist.chain.last_seq - persist.chain.base_seq),
