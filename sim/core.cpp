@@ -440,7 +440,7 @@ Core::~Core()
     // every handler uop is in the pool or in one of these (the issue
     // queues and the executing list point into the ROB); the program's
     // are the stream's
-    for (auto *q : {&front_, &rob_})
+    for (auto *q : {&front_, &hfront_, &rob_})
         for (Uop *u : *q) free_uop(u);
     for (auto &p : pool_)
         for (Uop *u : p) delete u;
@@ -698,14 +698,6 @@ void Core::take_miss(Uop &head)
     flush_all(seq);
     resume_seq_ = seq;
     mode_ = Mode::FETCH_HANDLER;
-}
-
-// Where a passing handler uop goes in the front-end queue that is
-// front_[from, to): behind the handler uops already at its front.
-size_t Core::front_place(size_t from, size_t to) const
-{
-    while (from < to && front_[from]->handler) from++;
-    return from;
 }
 
 // ---- stages ----
@@ -1043,9 +1035,13 @@ void Core::iq_recompute()
 
 [[gnu::always_inline]] inline void Core::dispatch()
 {
-    for (int n = 0; n < c_.rename_width && decoded_ > 0; n++) {
-        Uop *u = front_.front();
+    for (int n = 0; n < c_.rename_width && decodeq_size() > 0; n++) {
         if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
+        if (hdecoded_ > 0) { // a passing handler uop is first
+            if (!dispatch_handler(hfront_.front())) return;
+            continue;
+        }
+        Uop *u = front_.front();
         if (u->handler) {
             if (!dispatch_handler(u)) return;
             continue;
@@ -1078,8 +1074,13 @@ bool Core::dispatch_handler(Uop *u)
                : !own_queue && static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
         return false;
     if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return false;
-    front_.pop_front();
-    decoded_--;
+    if (hdecoded_ > 0) { // (u is hfront_'s first)
+        hfront_.pop_front();
+        hdecoded_--;
+    } else {
+        front_.pop_front();
+        decoded_--;
+    }
     handler_frontend_--;
     if (inline_ && handler_undispatched_ > 0) handler_undispatched_--;
     rename(u, q);
@@ -1131,16 +1132,14 @@ inline void Core::rename(Uop *u, IssueQueue &q)
         events_++;
         return;
     }
-    for (int n = 0; n < c_.decode_width && decoded_ < front_.size(); n++) {
-        Uop *u = front_[decoded_];
-        bool pass = passing(u);
-        if (static_cast<int>(decoded_) >= c_.decode_queue && !pass) return;
-        events_++;
-        if (pass) { // ahead of the program's uops decoded already
-            size_t at = front_place(0, decoded_);
-            for (size_t k = decoded_; k > at; k--) front_[k] = front_[k - 1];
-            front_[at] = u;
+    for (int n = 0; n < c_.decode_width && fetchq_size() > 0; n++) {
+        if (hdecoded_ < hfront_.size()) { // a passing handler uop: past a full queue
+            events_++;
+            hdecoded_++;
+            continue;
         }
+        if (static_cast<int>(decodeq_size()) >= c_.decode_queue) return;
+        events_++;
         decoded_++;
     }
 }
@@ -1174,7 +1173,7 @@ void Core::fetch_handler()
         else if (u->mem)
             u->addr = PT_BASE - 8;
         if (passing(u))
-            front_.insert(front_place(decoded_, front_.size()), u);
+            hfront_.push_back(u);
         else
             front_.push_back(u);
         events_++;
@@ -1283,8 +1282,8 @@ bool Core::run(uint64_t max_insns)
         if (!iq_int_.ready.empty() || !iq_fp_.ready.empty() || cycle_ >= iq_int_.next ||
             cycle_ >= iq_fp_.next)
             issue();
-        if (decoded_ > 0) dispatch();
-        if (decoded_ < front_.size()) decode();
+        if (decodeq_size() > 0) dispatch();
+        if (fetchq_size() > 0) decode();
         if (cycle_ >= fetch_stall_until_) fetch();
         if (events_ == events) skip_idle();
         cycle_++;

@@ -315,7 +315,6 @@ class Core
     bool dispatch_handler(Uop *u);
     void fetch_handler();
     bool predict(Uop *u);
-    size_t front_place(size_t from, size_t to) const;
     void rearm(Uop *w);
     bool fetch_line(uint64_t pc)
     {
@@ -375,12 +374,14 @@ class Core
 
     // The fetch and decode queues, in one ring, oldest first: the decode
     // queue is its first decoded_ entries, the fetch queue the rest.
-    // Decoding a uop moves the boundary past it (a handler uop passing the
-    // program's moves ahead of them: front_insert()).
-    Ring<Uop *> front_;
-    size_t decoded_ = 0;
-    size_t fetchq_size() const { return front_.size() - decoded_; }
-    size_t decodeq_size() const { return decoded_; }
+    // Decoding a uop moves the boundary past it.  Handler uops passing the
+    // program's (passing()) are in a ring of their own, hfront_, its first
+    // hdecoded_ decoded: in each queue they come before the program's, in
+    // the order they were fetched.
+    Ring<Uop *> front_, hfront_;
+    size_t decoded_ = 0, hdecoded_ = 0;
+    size_t fetchq_size() const { return front_.size() - decoded_ + hfront_.size() - hdecoded_; }
+    size_t decodeq_size() const { return decoded_ + hdecoded_; }
     Ring<Uop *> rob_;
     Ring<Uop *> kept_; // flush_all's: the handler uops it keeps
     // An issue queue: the uops dispatched to it and not yet issued, in the
