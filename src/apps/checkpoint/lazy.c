@@ -583,7 +583,8 @@ static void release(struct tk_ckpt_lazy *l)
 {
     if (l->uffd >= 0) close(l->uffd);
     if (l->stop_fd >= 0) close(l->stop_fd);
-    if (l->res) munmap((void *)l->res, (l->npages + 63) / 64 * 8 ?: 1);
+    size_t res_bytes = (l->npages + 63) / 64 * 8;
+    if (l->res) munmap((void *)l->res, res_bytes ? res_bytes : 1);
     tk__chain_close(&l->ch);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->cond);
