@@ -432,7 +432,10 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_ME
     l1i_.init(c.l1i_size, c.l1i_assoc, c.line);
     l1d_.init(c.l1d_size, c.l1d_assoc, c.line);
     bpred_.assign(1u << c.bpred_bits, 1);
+    bpred_mask_ = bpred_.size() - 1;
     btb_target_.assign(1024, 0);
+    btb_mask_ = btb_target_.size() - 1;
+    n_handler_ = handler_uops_.size();
 }
 
 Core::~Core()
@@ -572,28 +575,24 @@ void Core::flush_all(uint64_t resume_seq)
         rob_.clear();
         iq_int_.ready.clear();
         iq_int_.timed.clear();
-        exec_ready_.clear();
-        exec_uop_.clear();
+        exec_.clear();
     } else {
         Ring<Uop *> &kept = kept_;
         kept.clear();
         for (Uop *u : rob_)
             if (u->handler) kept.push_back(u);
         rob_.swap(kept);
-        auto keep_handler = [](std::vector<Uop *> &v) {
-            v.erase(std::remove_if(v.begin(), v.end(), [](const Uop *u) { return !u->handler; }),
-                    v.end());
+        auto keep_handler = [](List<Uop *> &v) {
+            v.shrink(static_cast<size_t>(
+                std::remove_if(v.begin(), v.end(), [](const Uop *u) { return !u->handler; }) -
+                v.begin()));
         };
         keep_handler(iq_int_.ready);
         keep_handler(iq_int_.timed);
         size_t ex = 0;
-        for (size_t i = 0; i < exec_uop_.size(); i++)
-            if (exec_uop_[i]->handler) {
-                exec_uop_[ex] = exec_uop_[i];
-                exec_ready_[ex++] = exec_ready_[i];
-            }
-        exec_uop_.resize(ex);
-        exec_ready_.resize(ex);
+        for (size_t i = 0; i < exec_.size(); i++)
+            if (exec_[i].u->handler) exec_[ex++] = exec_[i];
+        exec_.shrink(ex);
     }
     // (the program's uops that waited for a producer stay among its
     // register's waiters until the register is renamed again, which
@@ -606,7 +605,7 @@ void Core::flush_all(uint64_t resume_seq)
     iq_fp_.timed.clear();
     iq_fp_.next = NEVER;
     exec_next_ = NEVER;
-    for (uint64_t r : exec_ready_) exec_next_ = std::min(exec_next_, r);
+    for (const Exec &e : exec_) exec_next_ = std::min(exec_next_, e.ready);
     front_.clear();
     decoded_ = 0;
     loads_ = stores_ = 0;
@@ -677,14 +676,11 @@ void Core::take_miss(Uop &head)
         // left the TLB since) stops: it waits, flagged, for the handler's
         // TLB write, which starts it again (rearm)
         if (was_executing) {
-            size_t i = static_cast<size_t>(std::find(exec_uop_.begin(), exec_uop_.end(), &head) -
-                                           exec_uop_.begin());
-            if (i < exec_uop_.size()) {
-                exec_uop_.erase(exec_uop_.begin() + static_cast<std::ptrdiff_t>(i));
-                exec_ready_.erase(exec_ready_.begin() + static_cast<std::ptrdiff_t>(i));
-            }
+            size_t i = 0;
+            while (i < exec_.size() && exec_[i].u != &head) i++;
+            if (i < exec_.size()) exec_.erase_at(i);
             exec_next_ = NEVER;
-            for (uint64_t r : exec_ready_) exec_next_ = std::min(exec_next_, r);
+            for (const Exec &e : exec_) exec_next_ = std::min(exec_next_, e.ready);
         }
         inline_ = true;
         handler_undispatched_ = static_cast<int>(h.size());
@@ -831,18 +827,16 @@ bool Core::fetch_new_line(uint64_t pc)
     // order they are found here, so the list keeps its swap-with-last
     // removal; rearm() may append to it meanwhile)
     uint64_t next = NEVER;
-    for (size_t i = 0; i < exec_uop_.size();) {
-        if (exec_ready_[i] > cycle_) {
-            next = std::min(next, exec_ready_[i]);
+    for (size_t i = 0; i < exec_.size();) {
+        if (exec_[i].ready > cycle_) {
+            next = std::min(next, exec_[i].ready);
             i++;
             continue;
         }
-        Uop *u = exec_uop_[i];
-        uint64_t started_ready = exec_ready_[i];
-        exec_uop_[i] = exec_uop_.back();
-        exec_ready_[i] = exec_ready_.back();
-        exec_uop_.pop_back();
-        exec_ready_.pop_back();
+        Uop *u = exec_[i].u;
+        uint64_t started_ready = exec_[i].ready;
+        exec_[i] = exec_.back();
+        exec_.pop_back();
         // the uop must still be executing as this entry started it
         if (u->st != Uop::ISSUED || u->tlbmiss || u->ready != started_ready) {
             st_.stale_completions++;
@@ -873,7 +867,7 @@ bool Core::fetch_new_line(uint64_t pc)
             if (u->taken && ctr < 3) ctr++;
             if (!u->taken && ctr > 0) ctr--;
         } else if (u->ctl == Uop::JALR) {
-            btb_target_[(u->pc >> 1) & (btb_target_.size() - 1)] = u->next_pc;
+            btb_target_[(u->pc >> 1) & btb_mask_] = u->next_pc;
         }
         if (u == waiting_branch_) {
             waiting_branch_ = nullptr;
@@ -950,7 +944,7 @@ void Core::iq_promote(IssueQueue &q)
             q.timed[kept++] = u;
         }
     }
-    q.timed.resize(kept);
+    q.timed.shrink(kept);
     q.next = next;
 }
 
@@ -975,7 +969,7 @@ inline void Core::wake(int preg)
 void Core::iq_recompute()
 {
     for (IssueQueue *q : {&iq_int_, &iq_fp_}) {
-        std::vector<Uop *> all = q->ready;
+        std::vector<Uop *> all(q->ready.begin(), q->ready.end());
         all.insert(all.end(), q->timed.begin(), q->timed.end());
         q->ready.clear();
         q->timed.clear();
@@ -998,7 +992,7 @@ void Core::iq_recompute()
     if (!iq_int_.ready.empty()) {
         const int width = std::min(c_.int_units, c_.issue_width);
         int issued = 0, mem = 0;
-        std::vector<Uop *> &r = iq_int_.ready;
+        List<Uop *> &r = iq_int_.ready;
         size_t kept = 0, n = r.size();
         for (size_t i = 0; i < n; i++) {
             Uop *u = r[i];
@@ -1013,11 +1007,11 @@ void Core::iq_recompute()
                 r[kept++] = u; // held, or not reached
             }
         }
-        r.resize(kept);
+        r.shrink(kept);
     }
     if (!iq_fp_.ready.empty()) {
         int fp = 0;
-        std::vector<Uop *> &r = iq_fp_.ready;
+        List<Uop *> &r = iq_fp_.ready;
         size_t kept = 0, n = r.size();
         for (size_t i = 0; i < n; i++) {
             Uop *u = r[i];
@@ -1029,7 +1023,7 @@ void Core::iq_recompute()
                 r[kept++] = u;
             }
         }
-        r.resize(kept);
+        r.shrink(kept);
     }
 }
 
@@ -1177,7 +1171,7 @@ void Core::fetch_handler()
         else
             front_.push_back(u);
         events_++;
-        if (++handler_next_ == handler_uops_.size()) {
+        if (++handler_next_ == n_handler_) {
             mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
             return;
         }
@@ -1236,7 +1230,7 @@ bool Core::predict(Uop *u)
     uint64_t pc = u->pc;
     if (u->ctl == Uop::BRANCH) {
         bool pred = bpred_[bp_index(pc, ghist_)] >= 2; // (u->ghist is ghist_)
-        ghist_ = ((ghist_ << 1) | (u->taken ? 1 : 0)) & (bpred_.size() - 1);
+        ghist_ = ((ghist_ << 1) | (u->taken ? 1 : 0)) & bpred_mask_;
         u->mispred = pred != u->taken;
         if (u->mispred) waiting_branch_ = u;
         return u->mispred || u->taken;
@@ -1254,7 +1248,7 @@ bool Core::predict(Uop *u)
         u->ras_pop = predicted;
         ras_.pop_back();
     } else {
-        predicted = btb_target_[(pc >> 1) & (btb_target_.size() - 1)];
+        predicted = btb_target_[(pc >> 1) & btb_mask_];
     }
     if (u->link) ras_.push_back(pc + u->len);
     if (ras_.size() > 32) {
@@ -1318,19 +1312,19 @@ void Core::skip_idle()
 void Core::dump(const char *why) const
 {
     const char *mode[] = {"user", "fetching the handler", "waiting for eret"};
-    fprintf(
-        stderr,
-        "tksim: the pipeline is stuck: %s for %llu cycles (cycle %llu, %llu committed)\n"
-        "  fetch: mode %s, next %llu, stalled until %llu, waiting for a branch: %s\n"
-        "  queues: fetch %zu, decode %zu, ROB %zu, IQ %zu+%zu, executing %zu, loads %d, "
-        "stores %d\n"
-        "  free registers: %zu int, %zu fp; handler active %d, in-lined %d\n",
-        why, static_cast<unsigned long long>(c_.stuck_cycles),
-        static_cast<unsigned long long>(cycle_), static_cast<unsigned long long>(st_.user_insns),
-        mode[static_cast<int>(mode_)], static_cast<unsigned long long>(fetch_seq_),
-        static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
-        fetchq_size(), decodeq_size(), rob_.size(), iq_int_.n, iq_fp_.n, exec_uop_.size(), loads_,
-        stores_, free_int_.size(), free_fp_.size(), handler_active_ ? 1 : 0, inline_ ? 1 : 0);
+    fprintf(stderr,
+            "tksim: the pipeline is stuck: %s for %llu cycles (cycle %llu, %llu committed)\n"
+            "  fetch: mode %s, next %llu, stalled until %llu, waiting for a branch: %s\n"
+            "  queues: fetch %zu, decode %zu, ROB %zu, IQ %zu+%zu, executing %zu, loads %d, "
+            "stores %d\n"
+            "  free registers: %zu int, %zu fp; handler active %d, in-lined %d\n",
+            why, static_cast<unsigned long long>(c_.stuck_cycles),
+            static_cast<unsigned long long>(cycle_),
+            static_cast<unsigned long long>(st_.user_insns), mode[static_cast<int>(mode_)],
+            static_cast<unsigned long long>(fetch_seq_),
+            static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
+            fetchq_size(), decodeq_size(), rob_.size(), iq_int_.n, iq_fp_.n, exec_.size(), loads_,
+            stores_, free_int_.size(), free_fp_.size(), handler_active_ ? 1 : 0, inline_ ? 1 : 0);
     if (!rob_.empty())
         fprintf(stderr,
                 "  head: seq %llu (looked up: %llu), page 0x%llx %s the TLB; last handler's page "

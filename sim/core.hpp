@@ -121,12 +121,62 @@ struct Stats {
     double seconds = 0, cpu_seconds = 0;          // the run's wall-clock and CPU time (the host's)
 };
 
+// A list of plain values (pointers, numbers): std::vector's part the
+// stages use, with its length kept as a count (no division to find it)
+// and its room grown out of line.
+template <class T> class List
+{
+  public:
+    List() { reserve(16); }
+    ~List() { delete[] p_; }
+    List(const List &) = delete;
+    List &operator=(const List &) = delete;
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    T &operator[](size_t i) { return p_[i]; }
+    const T &operator[](size_t i) const { return p_[i]; }
+    T *begin() { return p_; }
+    T *end() { return p_ + n_; }
+    const T *begin() const { return p_; }
+    const T *end() const { return p_ + n_; }
+    T &front() { return p_[0]; }
+    T &back() { return p_[n_ - 1]; }
+    void push_back(const T &v)
+    {
+        if (n_ == cap_) reserve(2 * cap_);
+        p_[n_++] = v;
+    }
+    void pop_back() { n_--; }
+    void clear() { n_ = 0; }
+    void shrink(size_t n) { n_ = n; } // to its first n (n <= size())
+    void erase_at(size_t i)           // keeping the order
+    {
+        for (size_t k = i + 1; k < n_; k++) p_[k - 1] = p_[k];
+        n_--;
+    }
+
+  private:
+    [[gnu::noinline]] void reserve(size_t cap)
+    {
+        T *p = new T[cap];
+        for (size_t i = 0; i < n_; i++) p[i] = p_[i];
+        delete[] p_;
+        p_ = p;
+        cap_ = cap;
+    }
+    T *p_ = nullptr;
+    size_t n_ = 0, cap_ = 0;
+};
+
 // A queue in a ring of power-of-two size that doubles when full: pushes
 // at the back, pops at the front, and now and then an insertion inside.
 template <class T> class Ring
 {
   public:
-    Ring() : buf_(16), mask_(15) {}
+    Ring() : buf_(new T[16]), mask_(15) {}
+    ~Ring() { delete[] buf_; }
+    Ring(const Ring &) = delete;
+    Ring &operator=(const Ring &) = delete;
     size_t size() const { return n_; }
     bool empty() const { return n_ == 0; }
     T &operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
@@ -152,7 +202,7 @@ template <class T> class Ring
     void clear() { head_ = n_ = 0; }
     void swap(Ring &o)
     {
-        buf_.swap(o.buf_);
+        std::swap(buf_, o.buf_);
         std::swap(mask_, o.mask_);
         std::swap(head_, o.head_);
         std::swap(n_, o.n_);
@@ -177,13 +227,14 @@ template <class T> class Ring
     // out of line, so that push_back stays small enough to inline
     [[gnu::noinline]] void grow()
     {
-        std::vector<T> b(2 * buf_.size());
+        T *b = new T[2 * (mask_ + 1)];
         for (size_t i = 0; i < n_; i++) b[i] = (*this)[i];
-        buf_.swap(b);
-        mask_ = buf_.size() - 1;
+        delete[] buf_;
+        buf_ = b;
+        mask_ = 2 * (mask_ + 1) - 1;
         head_ = 0;
     }
-    std::vector<T> buf_;
+    T *buf_;
     size_t mask_, head_ = 0, n_ = 0;
 };
 
@@ -395,8 +446,8 @@ class Core
     // cycle, without reading an entry that cannot issue.
     struct IssueQueue {
         size_t n = 0;                // entries
-        std::vector<Uop *> ready;    // by iq_stamp
-        std::vector<Uop *> timed;    // any order
+        List<Uop *> ready;           // by iq_stamp
+        List<Uop *> timed;           // any order
         uint64_t next = NEVER_CYCLE; // the least iq_ready on the timed list
     };
     IssueQueue iq_int_, iq_fp_;
@@ -410,15 +461,17 @@ class Core
     void iq_promote(IssueQueue &q); // timed entries ready now go on the ready list
     void wake(int preg);            // preg's producer has issued
     void iq_recompute();            // a ready cycle changed: every entry looks again
-    // the uops executing, each with the cycle it finishes, in two arrays
-    // (an entry moves a word at a time); exec_next_: none finishes before
-    std::vector<uint64_t> exec_ready_;
-    std::vector<Uop *> exec_uop_;
+    // the uops executing, each with the cycle it finishes; exec_next_: none
+    // finishes before
+    struct Exec {
+        uint64_t ready;
+        Uop *u;
+    };
+    List<Exec> exec_;
     uint64_t exec_next_ = NEVER_CYCLE;
     void executing(Uop *u)
     {
-        exec_ready_.push_back(u->ready);
-        exec_uop_.push_back(u);
+        exec_.push_back(Exec{u->ready, u});
         exec_next_ = std::min(exec_next_, u->ready);
     }
     int loads_ = 0, stores_ = 0;
@@ -428,7 +481,7 @@ class Core
     // zero_preg_ (an operand that is not there); committed_map_: the 72
     // registers' committed mapping
     std::vector<int> map_, committed_map_;
-    std::vector<int> free_int_, free_fp_;
+    List<int> free_int_, free_fp_;
     // cycle the value is ready (~0: not yet); one more entry than there are
     // registers, zero_preg_, for "no operand": always 0, never allocated
     std::vector<uint64_t> preg_ready_;
@@ -473,6 +526,7 @@ class Core
     uint64_t ghist_ = 0;
     std::vector<uint64_t> ras_;
     std::vector<uint64_t> btb_target_;
+    size_t bpred_mask_ = 0, btb_mask_ = 0, n_handler_ = 0; // (the sizes less one; the handler's)
 
     // handler uops not in use, by their instruction (what set_kind() set
     // stays)
@@ -482,10 +536,7 @@ class Core
         if (u->handler) pool_[u->seq].push_back(u);
     }
     // the gshare counter a branch at pc is predicted by
-    size_t bp_index(uint64_t pc, uint64_t ghist) const
-    {
-        return ((pc >> 1) ^ ghist) & (bpred_.size() - 1);
-    }
+    size_t bp_index(uint64_t pc, uint64_t ghist) const { return ((pc >> 1) ^ ghist) & bpred_mask_; }
     uint64_t last_commit_cycle_ = 0;
     uint64_t events_ = 0; // things done: a cycle that adds none is idle
 };
