@@ -231,9 +231,9 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             persist.bgsave ? (long)(now - persist.bgsave_start) : -1L, (unsigned long)persist.saves,
             tk_ckpt_mech_name(server.mech), (unsigned long)st.pages_saved,
             (unsigned long)st.pages_by_writers, (unsigned long)st.faults,
-            (unsigned long)(st.pause_ns / 1000),
-            (unsigned long)(st.max_stall_ns / 1000), (long long)persist.last_instant_ms,
-            st.incremental ? 1 : 0, st.compressed ? 1 : 0, (unsigned long)st.image_bytes,
+            (unsigned long)(st.pause_ns / 1000), (unsigned long)(st.max_stall_ns / 1000),
+            (long long)persist.last_instant_ms, st.incremental ? 1 : 0, st.compressed ? 1 : 0,
+            (unsigned long)st.image_bytes,
             (unsigned long)(persist.chain.last_seq - persist.chain.base_seq),
             (unsigned long)persist.chain.base_bytes, (unsigned long)persist.chain.inc_bytes,
             persist.eager_restore ? "eager" : "lazy");
