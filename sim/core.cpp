@@ -703,6 +703,7 @@ void Core::take_miss(Uop &head)
     if (committed) {
         last_commit_cycle_ = cycle_;
         events_++;
+        if (st_.user_insns >= max_insns_) done_ = true; // (the run ends with this cycle)
     }
 }
 
@@ -1264,6 +1265,7 @@ bool Core::predict(Uop *u)
 bool Core::run(uint64_t max_insns)
 {
     double t0 = now(), c0 = cpu_now();
+    max_insns_ = max_insns ? max_insns : NEVER;
     bool ok = true;
     while (!done_) {
         uint64_t events = events_;
@@ -1281,7 +1283,6 @@ bool Core::run(uint64_t max_insns)
         if (cycle_ >= fetch_stall_until_) fetch();
         if (events_ == events) skip_idle();
         cycle_++;
-        if (max_insns && st_.user_insns >= max_insns) break;
         if (cycle_ - last_commit_cycle_ > c_.stuck_cycles) {
             dump("no instruction committed");
             ok = false;

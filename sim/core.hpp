@@ -387,6 +387,7 @@ class Core
     Stats st_;
     uint64_t cycle_ = 0;
     bool done_ = false;
+    uint64_t max_insns_ = NEVER_CYCLE; // run()'s limit (NEVER: none)
 
     // the stream: user instructions run by the functional machine and not
     // yet committed, in a ring; the oldest, at stream_head_, has sequence
