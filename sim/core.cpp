@@ -1030,8 +1030,9 @@ void Core::iq_recompute()
 
 [[gnu::always_inline]] inline void Core::dispatch()
 {
-    for (int n = 0; n < c_.rename_width && decodeq_size() > 0; n++) {
-        if (static_cast<int>(rob_.size()) >= c_.rob_size) return;
+    const int width = c_.rename_width, rob_size = c_.rob_size;
+    for (int n = 0; n < width && decodeq_size() > 0; n++) {
+        if (static_cast<int>(rob_.size()) >= rob_size) return;
         if (hdecoded_ > 0) { // a passing handler uop is first
             if (!dispatch_handler(hfront_.front())) return;
             continue;
