@@ -74,4 +74,13 @@ bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned region_
  * forced (TRAPKIT_BACKEND is not consulted here). */
 enum tk_mech tk__mech_default(const tk_probe_info *p, unsigned region_flags);
 
+/* ---- protection (vm/protect.c) ------------------------------------------
+ * tk_unprot of [addr, addr+len) with one system call for the whole span
+ * where its pages are write-protected by userfaultfd or open already, where
+ * tk_unprot would make one per run of protected pages (each a TLB flush of
+ * every other CPU running the program).  For a caller that knows no page of
+ * the span is being protected meanwhile.  [signal-safe] */
+struct tk_region;
+int tk__unprot_span(struct tk_region *r, void *addr, size_t len);
+
 #endif

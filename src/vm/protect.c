@@ -160,8 +160,41 @@ static int check_range(struct tk_region *r, const void *addr, size_t len, size_t
     return 0;
 }
 
+static int protect(tk_region *r, void *addr, size_t len, int prot, bool lift_span);
+
+/* Whether a page in state `old`, set to `prot`, can join a run of pages
+ * going from run_old to `prot` in the run's one system call: it ends as the
+ * run's pages do, and starts as they do or as they end (open already).
+ * [signal-safe] */
+static bool joins_lift(const struct tk_region *r, uint8_t run_old, uint8_t old, int prot)
+{
+    uint8_t keep = (uint8_t) ~(PS_PROT_MASK | PS_DECLINED | PS_MPROT);
+    struct hw to = hw_of(r, (uint8_t)((run_old & keep) | prot));
+    struct hw o = hw_of(r, old), n = hw_of(r, (uint8_t)((old & keep) | prot));
+    struct hw ro = hw_of(r, run_old);
+    return hw_eq(n, to) && !to.wp && ro.wp && ro.prot == to.prot && (hw_eq(o, to) || hw_eq(o, ro));
+}
+
 /* [signal-safe] */
 int tk_protect(tk_region *r, void *addr, size_t len, int prot)
+{
+    return protect(r, addr, len, prot, false);
+}
+
+/* [signal-safe] */
+int tk__unprot_span(tk_region *r, void *addr, size_t len)
+{
+    return protect(r, addr, len, TK_PROT_RW, true);
+}
+
+/* tk_protect; with lift_span (tk__unprot_span), a page already open joins
+ * the run of write-protected pages around it, so that the span is opened
+ * with one system call where it would take one per run of protected pages:
+ * the kernel leaves an open page as it is, and each call that changes a
+ * page table flushes the TLB of every other CPU running the program, an
+ * interrupt of that CPU (tens of microseconds in a virtual machine).
+ * [signal-safe] */
+static int protect(tk_region *r, void *addr, size_t len, int prot, bool lift_span)
 {
     int cerr = tk__check_region(r, "tk_protect: the region is NULL",
                                 "tk_protect: the region was destroyed");
@@ -193,6 +226,12 @@ int tk_protect(tk_region *r, void *addr, size_t len, int prot)
     size_t i;
     for (i = first; i < first + n && !err; i++) {
         uint8_t old = atomic_load(&r->rg_state[i]), nst;
+        if (lift_span && i > first && old != run_old && joins_lift(r, run_old, old, prot)) {
+            do {
+                nst = (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED | PS_MPROT)) | prot);
+            } while (!atomic_compare_exchange_weak(&r->rg_state[i], &old, nst));
+            continue;
+        }
         if (i > first && old != run_old) {
             err = set_hw(r, run, i - run, hw_of(r, run_old), hw_of(r, run_new), false);
             if (err) break;

@@ -161,6 +161,8 @@ atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread
 #define POOL_FREE 256     /* written pool slots given back at a time */
 #define DIRECT_RUN 8      /* writers' copies in a run this long are written directly */
 #define OPEN_RING 1024    /* ranges of copied pages waiting for the helper thread */
+#define FREE_BATCH 1024   /* written pool pages the helper gives back at once */
+#define FREE_IOV 256      /* ranges given back with one process_madvise */
 #define ARM_CHUNK 512     /* pages armed at a time (one protection, one scan) */
 #define ARM_ROUNDS 8      /* rounds of re-arming reopened pages at most */
 #define ARM_FINAL 32      /* reopened pages few enough to protect in the pause */
@@ -234,6 +236,7 @@ struct tk_ckpt {
     _Atomic uint64_t open_head; /* ranges done */
     atomic_int help_word;       /* futex: bumped at each post */
     atomic_bool help_stop;
+    int pidfd;                  /* this process's, for process_madvise (helper), or -1 */
     pid_t child;                /* the fork child not yet reaped, or 0 (under child_lock) */
     pthread_mutex_t child_lock; /* tk_ckpt_cancel kills only a child not yet reaped */
     bool close_fds;             /* TK_CKPT_CLOSE_FDS */
@@ -825,6 +828,7 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->track = (cfg->flags & TK_CKPT_TRACK) != 0;
     c->close_fds = (cfg->flags & TK_CKPT_CLOSE_FDS) != 0;
     const char *copier = getenv("TRAPKIT_CKPT_COPIER");
+    c->pidfd = -1;
     c->copier = (cfg->flags & TK_CKPT_FAIR) ? COPIER_FAIR : COPIER_IDLE;
     if (copier && !strcmp(copier, "fair")) c->copier = COPIER_FAIR;
     if (copier && !strcmp(copier, "nice")) c->copier = COPIER_NICE;
@@ -1023,20 +1027,30 @@ static int finish_image(struct tk_ckpt *c)
 
 /* Unprotects the copied pages among [from, to) (no tracking wanted): the
  * CLEAN ones become DIRTY; DIRTY ones are open already, and a TAKEN one is
- * being copied by a writer, which opens it itself. */
+ * being copied by a writer, which opens it itself.  A span of CLEAN and
+ * DIRTY pages is opened with one system call (tk__unprot_span): each call
+ * interrupts the CPU of a writer running at that moment for its TLB, and
+ * the writers leave DIRTY pages scattered among the copied ones. */
 static void release_batch(struct tk_ckpt *c, size_t from, size_t to)
 {
     while (from < to) {
         size_t a = area_of_index(c, from);
         size_t end = to < c->first[a + 1] ? to : c->first[a + 1];
         size_t run = from;
+        bool any = false; /* a CLEAN page in [run, i) */
         for (size_t i = from; i <= end; i++) {
-            uint8_t st = ST_CLEAN;
-            if (i < end &&
-                (atomic_compare_exchange_strong(&c->state[i], &st, ST_DIRTY) || st == ST_DIRTY))
-                continue;
-            if (i > run) tk_unprot(c->regions[a], page_addr(c, run), (i - run) * c->ps);
+            if (i < end) {
+                uint8_t st = ST_CLEAN;
+                if (atomic_compare_exchange_strong(&c->state[i], &st, ST_DIRTY)) {
+                    if (!any) run = i;
+                    any = true;
+                    continue;
+                }
+                if (st == ST_DIRTY) continue;
+            }
+            if (any) tk__unprot_span(c->regions[a], page_addr(c, run), (i - run) * c->ps);
             run = i + 1;
+            any = false;
         }
         from = end;
     }
@@ -1188,18 +1202,48 @@ static void populate_pool(struct tk_ckpt *c)
 }
 
 /* Gives back the pool slots written to the image (helper thread): no
- * writer copies into a slot below queue_head again. */
-static void free_pool(struct tk_ckpt *c)
+ * writer copies into a slot below queue_head again.  The ranges posted are
+ * given back together once FREE_BATCH pages wait (or `all`), with one
+ * process_madvise where the kernel allows it: a madvise per range would
+ * interrupt a running writer's CPU for its TLB once per range. */
+static void free_pool(struct tk_ckpt *c, bool all)
 {
-    for (uint64_t h = atomic_load(&c->free_head); h < atomic_load(&c->free_tail); h++) {
-        size_t from = c->free_from[h % OPEN_RING], to = c->free_to[h % OPEN_RING];
-        madvise(c->pool + from * c->ps, (to - from) * c->ps, MADV_DONTNEED);
-        atomic_store(&c->free_head, h + 1);
-    }
+    uint64_t head = atomic_load(&c->free_head), tail = atomic_load(&c->free_tail);
+    size_t waiting = 0;
+    for (uint64_t h = head; h < tail; h++)
+        waiting += c->free_to[h % OPEN_RING] - c->free_from[h % OPEN_RING];
     uint64_t to = atomic_load(&c->pool_free_want);
-    if (to <= c->pool_freed) return;
-    madvise(c->pool + c->pool_freed * c->ps, (size_t)(to - c->pool_freed) * c->ps, MADV_DONTNEED);
-    c->pool_freed = to;
+    if (to > c->pool_freed) waiting += (size_t)(to - c->pool_freed);
+    if (!waiting || (!all && waiting < FREE_BATCH && tail - head < OPEN_RING / 2)) return;
+    struct iovec iov[FREE_IOV];
+    size_t n = 0;
+    for (uint64_t h = head; h <= tail; h++) {
+        size_t from, end;
+        if (h < tail) {
+            from = c->free_from[h % OPEN_RING];
+            end = c->free_to[h % OPEN_RING];
+        } else if (to > c->pool_freed) {
+            from = c->pool_freed;
+            end = to;
+            c->pool_freed = to;
+        } else {
+            from = end = 0;
+        }
+        if (end > from) {
+            unsigned char *p = c->pool + from * c->ps;
+            if (n && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p)
+                iov[n - 1].iov_len += (end - from) * c->ps;
+            else
+                iov[n++] = (struct iovec){p, (end - from) * c->ps};
+        }
+        if (n == FREE_IOV || (h == tail && n)) {
+            if (c->pidfd < 0 || tk__dontneed_ranges(c->pidfd, iov, n) < 0)
+                for (size_t k = 0; k < n; k++)
+                    madvise(iov[k].iov_base, iov[k].iov_len, MADV_DONTNEED);
+            n = 0;
+        }
+        if (h < tail) atomic_store(&c->free_head, h + 1);
+    }
 }
 
 /* The helper thread: unprotects the ranges the background thread posts and
@@ -1213,13 +1257,21 @@ static void *helper_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
         int word = atomic_load(&c->help_word);
-        free_pool(c);
+        bool stop = atomic_load(&c->help_stop);
+        free_pool(c, stop);
         populate_pool(c);
-        for (uint64_t h = atomic_load(&c->open_head); h < atomic_load(&c->open_tail); h++) {
-            release_batch(c, c->open_from[h % OPEN_RING], c->open_to[h % OPEN_RING]);
-            atomic_store(&c->open_head, h + 1);
+        /* adjacent ranges (the background thread posts its sweep in order)
+         * are opened together */
+        uint64_t h = atomic_load(&c->open_head), tail = atomic_load(&c->open_tail);
+        while (h < tail) {
+            size_t from = c->open_from[h % OPEN_RING], to = c->open_to[h % OPEN_RING];
+            uint64_t e = h + 1;
+            while (e < tail && c->open_from[e % OPEN_RING] == to) to = c->open_to[e++ % OPEN_RING];
+            release_batch(c, from, to);
+            atomic_store(&c->open_head, e);
+            h = e;
         }
-        if (atomic_load(&c->help_stop)) break;
+        if (stop) break;
         tk__futex_wait(&c->help_word, word);
     }
     return NULL;
@@ -1547,6 +1599,8 @@ static void stop_helper(struct tk_ckpt *c)
     wake_helper(c);
     pthread_join(c->helper, NULL);
     c->helper_live = false;
+    if (c->pidfd >= 0) close(c->pidfd);
+    c->pidfd = -1;
 }
 
 /* The background thread's scheduling: by default SCHED_IDLE, so that it
@@ -2035,9 +2089,14 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         atomic_store(&c->free_head, 0);
         atomic_store(&c->free_tail, 0);
         atomic_store(&c->help_stop, false);
+        c->pidfd = tk__pidfd_self();
         /* without a helper copied pages stay protected until written, and
          * writers fault their pool slots in */
         c->helper_live = pthread_create(&c->helper, NULL, helper_main, c) == 0;
+        if (!c->helper_live && c->pidfd >= 0) {
+            close(c->pidfd);
+            c->pidfd = -1;
+        }
     }
     if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
         /* no thread: arm and copy here, at the caller's priority */
