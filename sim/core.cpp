@@ -275,7 +275,7 @@ void Core::Cache::init(int size, int a, int line)
     ways.assign(static_cast<size_t>(sets * a), Way{NEVER, 0});
 }
 
-bool Core::Cache::access(uint64_t addr)
+inline bool Core::Cache::access(uint64_t addr)
 {
     uint64_t l = addr >> line_bits;
     size_t set =
@@ -397,16 +397,16 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_ME
     handler_first_scheme_ = c.scheme == Scheme::PREPEND || !c.append_after_frontend;
     n_int_phys_ = 40 + c.rename_int;
     int n_fp_phys = 32 + c.rename_fp;
-    map_.assign(256, 0);
-    for (int r = 0; r < 32; r++) map_[r] = r;                      // x
-    for (int r = 0; r < 8; r++) map_[KREG + r] = 32 + r;           // k
-    for (int r = 0; r < 32; r++) map_[FREG + r] = n_int_phys_ + r; // f
+    map_.assign(256, Preg{0});
+    for (int r = 0; r < 32; r++) map_[r].p = r;                      // x
+    for (int r = 0; r < 8; r++) map_[KREG + r].p = 32 + r;           // k
+    for (int r = 0; r < 32; r++) map_[FREG + r].p = n_int_phys_ + r; // f
     committed_map_.assign(map_.begin(), map_.begin() + 72);
-    for (int p = 40; p < n_int_phys_; p++) free_int_.push_back(p);
-    for (int p = 32; p < n_fp_phys; p++) free_fp_.push_back(n_int_phys_ + p);
-    preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys) + 1, 0);
+    for (int p = 40; p < n_int_phys_; p++) free_int_.push_back(Preg{p});
+    for (int p = 32; p < n_fp_phys; p++) free_fp_.push_back(Preg{n_int_phys_ + p});
+    preg_ready_.assign(static_cast<size_t>(n_int_phys_ + n_fp_phys) + 1, Ready{0});
     zero_preg_ = static_cast<uint16_t>(n_int_phys_ + n_fp_phys);
-    map_[NOREG] = zero_preg_;
+    map_[NOREG].p = zero_preg_;
     waiters_.assign(preg_ready_.size(), nullptr);
     // the stream's ring: every user instruction in flight, and one more
     size_t in_flight = static_cast<size_t>(c.rob_size + c.fetch_queue + c.decode_queue) + 2;
@@ -421,6 +421,8 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_ME
         handler_uops_.push_back(u);
     }
     pool_.resize(handler_uops_.size());
+    for (const Inst &in : handler())
+        if (in.rd != NOREG) handler_dsts_++;
     tlb_.assign(static_cast<size_t>(c.tlb_entries), TlbEntry());
     size_t slots = 8;
     tlb_shift_ = 61;
@@ -431,9 +433,9 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_ME
     tlb_hash_.assign(slots, -1);
     l1i_.init(c.l1i_size, c.l1i_assoc, c.line);
     l1d_.init(c.l1d_size, c.l1d_assoc, c.line);
-    bpred_.assign(1u << c.bpred_bits, 1);
+    bpred_.assign(1u << c.bpred_bits, Counter{1});
     bpred_mask_ = bpred_.size() - 1;
-    btb_target_.assign(1024, 0);
+    btb_target_.assign(1024, Target{0});
     btb_mask_ = btb_target_.size() - 1;
     n_handler_ = handler_uops_.size();
 }
@@ -457,9 +459,8 @@ size_t Core::tlb_home(uint64_t vpn) const
     return static_cast<size_t>((vpn * 0x9e3779b97f4a7c15ull) >> tlb_shift_);
 }
 
-int Core::tlb_find(uint64_t vpn) const
+int Core::tlb_search(uint64_t vpn) const
 {
-    if (vpn == found_vpn_) return found_; // (the same page again, mostly)
     size_t mask = tlb_hash_.size() - 1;
     for (size_t i = tlb_home(vpn);; i = (i + 1) & mask) {
         int e = tlb_hash_[i];
@@ -469,11 +470,6 @@ int Core::tlb_find(uint64_t vpn) const
             return e;
         }
     }
-}
-
-bool Core::tlb_probe(uint64_t vpn) const
-{
-    return tlb_find(vpn) >= 0;
 }
 
 bool Core::tlb_lookup_commit(uint64_t vpn)
@@ -550,38 +546,38 @@ void Core::flush_all(uint64_t resume_seq)
     // neither committed nor written by a uop in flight; which of them a
     // rename takes does not change its timing); its handler uops stay, in
     // order, and those not issued yet stay in the integer queue.
-    size_t handlers = 0, handlers_waiting = 0;
+    size_t handlers_waiting = 0;
+    uint64_t done = 0, issued = 0, waiting = 0;
     bool kept_eret = false;
+    if (kept_.size() < rob_.size()) kept_.resize(rob_.size());
+    Uop **kept = kept_.data() + rob_.size(); // the handler uops kept, filled from the back
     for (size_t i = rob_.size(); i-- > 0;) {
         Uop *u = rob_[i];
         if (u->handler) {
-            handlers++;
+            *--kept = u;
             handlers_waiting += u->st == Uop::WAIT;
             kept_eret |= u->op == TK_ERET;
             continue;
         }
-        if (u->st == Uop::DONE)
-            st_.flushed_done++;
-        else if (u->st == Uop::ISSUED)
-            st_.flushed_issued++;
-        else
-            st_.flushed_waiting++;
+        done += u->st == Uop::DONE;
+        issued += u->st == Uop::ISSUED;
+        waiting += u->st != Uop::DONE && u->st != Uop::ISSUED;
         undo(u);
-        if (u->dst >= 0) (u->dst_fp ? free_fp_ : free_int_).push_back(u->dst);
+        if (u->dst >= 0) (u->dst_fp ? free_fp_ : free_int_).push_back(Preg{u->dst});
     }
+    st_.flushed_done += done;
+    st_.flushed_issued += issued;
+    st_.flushed_waiting += waiting;
     if (oldest) ghist_ = oldest->ghist;
     if (kept_eret) st_.inlined_kept++;
+    size_t handlers = static_cast<size_t>(kept_.data() + rob_.size() - kept);
+    rob_.clear();
     if (handlers == 0) {
-        rob_.clear();
         iq_int_.ready.clear();
         iq_int_.timed.clear();
         exec_.clear();
     } else {
-        Ring<Uop *> &kept = kept_;
-        kept.clear();
-        for (Uop *u : rob_)
-            if (u->handler) kept.push_back(u);
-        rob_.swap(kept);
+        for (size_t i = 0; i < handlers; i++) rob_.push_back(kept[i]);
         auto keep_handler = [](List<Uop *> &v) {
             v.shrink(static_cast<size_t>(
                 std::remove_if(v.begin(), v.end(), [](const Uop *u) { return !u->handler; }) -
@@ -652,9 +648,7 @@ void Core::take_miss(Uop &head)
                 if (u->ldq) fe_ld++;
                 if (u->stq) fe_st++;
             }
-        int h_dst = 0;
-        for (const Inst &in : h)
-            if (in.rd != NOREG) h_dst++;
+        const int h_dst = handler_dsts_;
         int rob_free = c_.rob_size - static_cast<int>(rob_.size());
         int iq_int_free = c_.iq_int - static_cast<int>(iq_int_.n - iq_handler_);
         int iq_fp_free = c_.iq_fp - static_cast<int>(iq_fp_.n);
@@ -725,8 +719,8 @@ inline int Core::commit_some()
         if (u->handler) {
             if (u->st != Uop::DONE) return n;
             if (u->arch_dst >= 0) {
-                committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
-                (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
+                committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
+                (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(Preg{u->old});
             }
             st_.handler_insns++;
             if (u->op == TK_ERET) {
@@ -763,8 +757,8 @@ inline int Core::commit_some()
         }
         if (u->ldq) loads_--;
         if (u->arch_dst >= 0) {
-            committed_map_[static_cast<size_t>(u->arch_dst)] = u->dst;
-            (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(u->old);
+            committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
+            (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(Preg{u->old});
         }
         if (u->ctl == Uop::BRANCH || u->ctl == Uop::JALR) {
             st_.branches++;
@@ -798,9 +792,9 @@ void Core::rearm(Uop *w)
         }
     }
     if (w->dst >= 0) {
-        uint64_t &r = preg_ready_[static_cast<size_t>(w->dst)];
-        bool had_delivered = r != NEVER;
-        r = w->ready;
+        Ready &r = preg_ready_[static_cast<size_t>(w->dst)];
+        bool had_delivered = r.at != NEVER;
+        r.at = w->ready;
         if (had_delivered)  // it had executed (its page left the TLB before its
             iq_recompute(); // program-order lookup): it delivers its value again, later
         else
@@ -851,9 +845,10 @@ bool Core::fetch_new_line(uint64_t pc)
                 handler_active_ = false;
                 // rule 3: every access waiting for this page accesses again,
                 // and the one the handler ran for (replays count the others)
+                // (only program uops are ever held: start(), take_miss())
                 for (Uop *w : rob_)
-                    if (!w->handler && w->tlbmiss &&
-                        (vpn(w) == miss_vpn_ || w->seq == tlb_checked_seq_)) {
+                    if (w->tlbmiss &&
+                        ((w->addr >> c_.page_bits) == miss_vpn_ || w->seq == tlb_checked_seq_)) {
                         rearm(w);
                         if (w->seq != tlb_checked_seq_) st_.replays++;
                     }
@@ -864,11 +859,11 @@ bool Core::fetch_new_line(uint64_t pc)
                 fetch_stall_until_ = cycle_ + 1;
             }
         } else if (u->ctl == Uop::BRANCH) { // train the counter
-            uint8_t &ctr = bpred_[bp_index(u->pc, u->ghist)];
-            if (u->taken && ctr < 3) ctr++;
-            if (!u->taken && ctr > 0) ctr--;
+            Counter &ctr = bpred_[bp_index(u->pc, u->ghist)];
+            if (u->taken && ctr.c < 3) ctr.c++;
+            if (!u->taken && ctr.c > 0) ctr.c--;
         } else if (u->ctl == Uop::JALR) {
-            btb_target_[(u->pc >> 1) & btb_mask_] = u->next_pc;
+            btb_target_[(u->pc >> 1) & btb_mask_].pc = u->next_pc;
         }
         if (u == waiting_branch_) {
             waiting_branch_ = nullptr;
@@ -903,7 +898,7 @@ bool Core::fetch_new_line(uint64_t pc)
     u->st = Uop::ISSUED;
     u->ready = cycle_ + lat;
     if (u->dst >= 0) {
-        preg_ready_[static_cast<size_t>(u->dst)] = u->ready;
+        preg_ready_[static_cast<size_t>(u->dst)].at = u->ready;
         wake(u->dst);
     }
     executing(u);
@@ -933,7 +928,7 @@ inline void Core::iq_place(Uop *u)
 }
 
 // The timed entries whose cycle has come join the ready ones.
-void Core::iq_promote(IssueQueue &q)
+[[gnu::always_inline]] inline void Core::iq_promote(IssueQueue &q)
 {
     uint64_t next = NEVER;
     size_t kept = 0;
@@ -1031,6 +1026,32 @@ void Core::iq_recompute()
 [[gnu::always_inline]] inline void Core::dispatch()
 {
     const int width = c_.rename_width, rob_size = c_.rob_size;
+    if (handler_frontend_ == 0) {
+        // the program's uops alone (so none passes them): as many as the
+        // width, the decode queue and the ROB's room allow, each while the
+        // room it takes is there
+        if (handler_undispatched_ > 0 && handler_first()) return;
+        size_t n = std::min(
+            {static_cast<size_t>(width), decoded_,
+             static_cast<size_t>(rob_size) - std::min(rob_.size(), static_cast<size_t>(rob_size))});
+        for (size_t i = 0; i < n; i++) {
+            Uop *u = front_.front();
+            IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
+            if (u->fpq ? static_cast<int>(q.n) >= c_.iq_fp
+                       : static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
+                return;
+            if ((u->ldq && loads_ >= c_.load_queue) || (u->stq && stores_ >= c_.store_queue))
+                return;
+            if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return;
+            front_.pop_front();
+            decoded_--;
+            loads_ += u->ldq;
+            stores_ += u->stq;
+            rename(u, q);
+            rob_.push_back(u);
+        }
+        return;
+    }
     for (int n = 0; n < width && decodeq_size() > 0; n++) {
         if (static_cast<int>(rob_.size()) >= rob_size) return;
         if (hdecoded_ > 0) { // a passing handler uop is first
@@ -1061,7 +1082,7 @@ void Core::iq_recompute()
 }
 
 // A handler's uop, at the front of the decode queue: false if it must wait.
-bool Core::dispatch_handler(Uop *u)
+[[gnu::always_inline]] inline bool Core::dispatch_handler(Uop *u)
 {
     // (with handler_iq = 0 the handler's uops wait beside the queue)
     bool own_queue = !c_.handler_iq;
@@ -1095,18 +1116,18 @@ inline void Core::rename(Uop *u, IssueQueue &q)
 {
     events_++;
     // (map_[NOREG] is the always-ready zero_preg_)
-    u->src[0] = static_cast<uint16_t>(map_[u->src_arch[0]]);
-    u->src[1] = static_cast<uint16_t>(map_[u->src_arch[1]]);
-    u->src[2] = static_cast<uint16_t>(map_[u->src_arch[2]]);
+    u->src[0] = static_cast<uint16_t>(map_[u->src_arch[0]].p);
+    u->src[1] = static_cast<uint16_t>(map_[u->src_arch[1]].p);
+    u->src[2] = static_cast<uint16_t>(map_[u->src_arch[2]].p);
     if (u->rd != NOREG) {
         auto &fl = u->dst_fp ? free_fp_ : free_int_;
-        int p = fl.back();
+        int p = fl.back().p;
         fl.pop_back();
         u->dst = static_cast<int16_t>(p);
-        u->old = static_cast<int16_t>(map_[u->rd]);
+        u->old = static_cast<int16_t>(map_[u->rd].p);
         u->arch_dst = u->rd;
-        map_[u->rd] = p;
-        preg_ready_[static_cast<size_t>(p)] = NEVER;
+        map_[u->rd].p = p;
+        preg_ready_[static_cast<size_t>(p)].at = NEVER;
         waiters_[static_cast<size_t>(p)] = nullptr; // (flushed readers: see wake())
     }
     u->st = Uop::WAIT;
@@ -1144,37 +1165,38 @@ inline void Core::rename(Uop *u, IssueQueue &q)
 // does not stop them: an in-lined handler may be what it waits for).
 void Core::fetch_handler()
 {
+    // a handler dispatching first has its own way past a full queue (all
+    // its uops pass the program's: passing())
+    const bool first = handler_first(), inl = inline_;
+    Ring<Uop *> &queue = first ? hfront_ : front_;
+    size_t fq = fetchq_size();
+    const size_t fq_max = static_cast<size_t>(c_.fetch_queue);
     for (int n = 0; n < c_.fetch_width; n++) {
-        // a handler dispatching first has its own way past a full queue
-        if (static_cast<int>(fetchq_size()) >= c_.fetch_queue && !handler_first()) return;
-        uint64_t pc = HANDLER_PC + 4 * handler_next_;
+        if (fq >= fq_max && !first) return;
+        size_t i = handler_next_;
+        uint64_t pc = HANDLER_PC + 4 * i;
         if (!fetch_line(pc)) return;
         Uop *u;
-        std::vector<Uop *> &pool = pool_[handler_next_];
+        std::vector<Uop *> &pool = pool_[i];
         if (pool.empty()) {
-            u = new Uop(handler_uops_[handler_next_]); // what it is; a fresh timing state
+            u = new Uop(handler_uops_[i]); // what it is; a fresh timing state
             u->pc = pc;
-            u->seq = handler_next_;
+            u->seq = i;
         } else {
             u = pool.back(); // what it is; the state it committed in
             pool.pop_back();
             u->st = Uop::FRONT;
         }
-        u->inl = inline_;
-        u->serial = u->system || (u->op == TK_ERET && !inline_);
-        handler_frontend_++;
+        u->inl = inl;
+        u->serial = u->system || (u->op == TK_ERET && !inl);
         // the handler's memory: the PTE, and the counter below the table
-        if (u->op == LD && handler_next_ < 8)
-            u->addr = PT_BASE + miss_vpn_ * 8;
-        else if (u->mem)
-            u->addr = PT_BASE - 8;
-        if (passing(u))
-            hfront_.push_back(u);
-        else
-            front_.push_back(u);
+        if (u->mem) u->addr = u->op == LD && i < 8 ? PT_BASE + miss_vpn_ * 8 : PT_BASE - 8;
+        queue.push_back(u);
+        fq++;
+        handler_frontend_++;
         events_++;
         if (++handler_next_ == n_handler_) {
-            mode_ = inline_ ? Mode::USER : Mode::WAIT_ERET;
+            mode_ = inl ? Mode::USER : Mode::WAIT_ERET;
             return;
         }
     }
@@ -1231,7 +1253,7 @@ bool Core::predict(Uop *u)
 {
     uint64_t pc = u->pc;
     if (u->ctl == Uop::BRANCH) {
-        bool pred = bpred_[bp_index(pc, ghist_)] >= 2; // (u->ghist is ghist_)
+        bool pred = bpred_[bp_index(pc, ghist_)].c >= 2; // (u->ghist is ghist_)
         ghist_ = ((ghist_ << 1) | (u->taken ? 1 : 0)) & bpred_mask_;
         u->mispred = pred != u->taken;
         if (u->mispred) waiting_branch_ = u;
@@ -1250,7 +1272,7 @@ bool Core::predict(Uop *u)
         u->ras_pop = predicted;
         ras_.pop_back();
     } else {
-        predicted = btb_target_[(pc >> 1) & btb_mask_];
+        predicted = btb_target_[(pc >> 1) & btb_mask_].pc;
     }
     if (u->link) ras_.push_back(pc + u->len);
     if (ras_.size() > 32) {

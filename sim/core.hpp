@@ -341,7 +341,7 @@ class Core
     void decode();
     void fetch();
     // the TLB
-    bool tlb_probe(uint64_t vpn) const;
+    bool tlb_probe(uint64_t vpn) const { return tlb_find(vpn) >= 0; }
     bool tlb_lookup_commit(uint64_t vpn); // program-order lookup: updates replacement
     void tlb_fill(uint64_t vpn);
     void take_miss(Uop &head);
@@ -356,10 +356,10 @@ class Core
     // whose producer the uop waits for.
     uint64_t operands_ready(uint16_t *src) const
     {
-        uint64_t r =
-            std::max(preg_ready_[src[0]], std::max(preg_ready_[src[1]], preg_ready_[src[2]]));
-        if (r == NEVER_CYCLE && preg_ready_[src[0]] != NEVER_CYCLE)
-            std::swap(src[0], src[preg_ready_[src[1]] == NEVER_CYCLE ? 1 : 2]);
+        uint64_t r = std::max(preg_ready_[src[0]].at,
+                              std::max(preg_ready_[src[1]].at, preg_ready_[src[2]].at));
+        if (r == NEVER_CYCLE && preg_ready_[src[0]].at != NEVER_CYCLE)
+            std::swap(src[0], src[preg_ready_[src[1]].at == NEVER_CYCLE ? 1 : 2]);
         return r;
     }
     void start(Uop *u);
@@ -423,6 +423,7 @@ class Core
     static constexpr int N_CLASSES = C_TLB + 1;
     ClassKind class_kind_[N_CLASSES];
     std::vector<Uop> handler_uops_; // the handler's instructions as uops (set_kind)
+    int handler_dsts_ = 0;          // how many of them write a register
 
     // The fetch and decode queues, in one ring, oldest first: the decode
     // queue is its first decoded_ entries, the fetch queue the rest.
@@ -435,7 +436,7 @@ class Core
     size_t fetchq_size() const { return front_.size() - decoded_ + hfront_.size() - hdecoded_; }
     size_t decodeq_size() const { return decoded_ + hdecoded_; }
     Ring<Uop *> rob_;
-    Ring<Uop *> kept_; // flush_all's: the handler uops it keeps
+    std::vector<Uop *> kept_; // flush_all's: the handler uops it keeps (room for a full ROB)
     // An issue queue: the uops dispatched to it and not yet issued, in the
     // order they came in (iq_stamp).  Issue takes them oldest first from
     // those whose operands are ready, so each entry is kept where what is
@@ -477,15 +478,31 @@ class Core
     }
     int loads_ = 0, stores_ = 0;
 
+    // The tables' elements are structs of one field each, written as
+    // their field: a store to one of them is then known not to change
+    // Core's own counters and sizes of the same type, which the compiler
+    // would otherwise read again after every such store.
+    struct Preg {
+        int p; // a physical register
+    };
+    struct Ready {
+        uint64_t at; // the cycle a physical register's value is ready
+    };
+    struct Counter {
+        uint8_t c; // a 2-bit branch predictor counter
+    };
+    struct Target {
+        uint64_t pc; // a jump's target
+    };
     // renaming: 72 architectural registers (x, f, k)
     // map_: architectural register -> physical, and map_[NOREG] is
     // zero_preg_ (an operand that is not there); committed_map_: the 72
     // registers' committed mapping
-    std::vector<int> map_, committed_map_;
-    List<int> free_int_, free_fp_;
+    std::vector<Preg> map_, committed_map_;
+    List<Preg> free_int_, free_fp_;
     // cycle the value is ready (~0: not yet); one more entry than there are
     // registers, zero_preg_, for "no operand": always 0, never allocated
-    std::vector<uint64_t> preg_ready_;
+    std::vector<Ready> preg_ready_;
     int n_int_phys_ = 0;
     uint16_t zero_preg_ = 0;
 
@@ -515,7 +532,12 @@ class Core
     std::vector<int> tlb_hash_; // page -> entry (tlb_find)
     int tlb_shift_ = 0;
     size_t tlb_home(uint64_t vpn) const;
-    int tlb_find(uint64_t vpn) const;
+    int tlb_find(uint64_t vpn) const
+    {
+        if (vpn == found_vpn_) return found_; // (the same page again, mostly)
+        return tlb_search(vpn);
+    }
+    int tlb_search(uint64_t vpn) const; // tlb_find() in the index
     // tlb_find()'s last answer (a page is never NEVER; tlb_fill() forgets it)
     mutable uint64_t found_vpn_ = NEVER_CYCLE;
     mutable int found_ = -1;
@@ -523,10 +545,10 @@ class Core
     size_t tlb_rr_ = 0;
 
     Cache l1i_, l1d_;
-    std::vector<uint8_t> bpred_;
+    std::vector<Counter> bpred_;
     uint64_t ghist_ = 0;
     std::vector<uint64_t> ras_;
-    std::vector<uint64_t> btb_target_;
+    std::vector<Target> btb_target_;
     size_t bpred_mask_ = 0, btb_mask_ = 0, n_handler_ = 0; // (the sizes less one; the handler's)
 
     // handler uops not in use, by their instruction (what set_kind() set
