@@ -183,11 +183,6 @@ Machine::~Machine()
     munmap(base_, SPACE);
 }
 
-bool Machine::mapped(uint64_t page) const
-{
-    return (map_bits_[page / 64] >> (page % 64)) & 1;
-}
-
 bool Machine::map(uint64_t addr, uint64_t len)
 {
     uint64_t lo = page_down(addr), hi = page_up(addr + len);
@@ -197,12 +192,9 @@ bool Machine::map(uint64_t addr, uint64_t len)
     return true;
 }
 
-uint8_t *Machine::host(uint64_t addr, uint64_t len, uint64_t pc)
+void Machine::unmapped(uint64_t addr, uint64_t pc)
 {
-    if (addr >= SPACE || addr + len > SPACE || !mapped(addr / PAGE) ||
-        !mapped((addr + len - 1) / PAGE))
-        throw GuestFault(pc, addr, "access to unmapped memory");
-    return base_ + addr;
+    throw GuestFault(pc, addr, "access to unmapped memory");
 }
 
 void Machine::flush_decoded()
@@ -212,24 +204,20 @@ void Machine::flush_decoded()
         for (Cached &c : icache_) c.tag = ~0ull;
 }
 
-const Inst &Machine::fetch(uint64_t pc)
+const Inst &Machine::fetch_miss(uint64_t pc)
 {
     Cached &c = icache_[(pc >> 1) & (DECODE_CACHE_SIZE - 1)];
-    uint64_t tag = pc | decode_epoch_;
-    if (c.tag != tag || pc >= SPACE) {
-        if (pc >= SPACE || !mapped(pc / PAGE))
-            throw GuestFault(pc, pc, "fetch from unmapped memory");
-        uint32_t w;
-        if (mapped((pc + 2) / PAGE))
-            memcpy(&w, base_ + pc, 4);
-        else {
-            uint16_t h;
-            memcpy(&h, base_ + pc, 2);
-            w = h;
-        }
-        c.inst = decode(w);
-        c.tag = tag;
+    if (pc >= SPACE || !mapped(pc / PAGE)) throw GuestFault(pc, pc, "fetch from unmapped memory");
+    uint32_t w;
+    if (mapped((pc + 2) / PAGE))
+        memcpy(&w, base_ + pc, 4);
+    else {
+        uint16_t h;
+        memcpy(&h, base_ + pc, 2);
+        w = h;
     }
+    c.inst = decode(w);
+    c.tag = pc | decode_epoch_;
     return c.inst;
 }
 
@@ -383,7 +371,8 @@ void Machine::step(Step *s)
             r = static_cast<uint64_t>(sext32(old));
         }
     };
-    unsigned rm = in.rm == 7 ? (fcsr_ >> 5) & 7 : in.rm;
+    // (the rounding mode, for the conversions that use it)
+    auto rm = [&in, this]() -> unsigned { return in.rm == 7 ? (fcsr_ >> 5) & 7 : in.rm; };
     switch (in.op) {
     case LUI:
         r = static_cast<uint64_t>(imm);
@@ -868,28 +857,28 @@ void Machine::step(Step *s)
         r = fclass(as_d(a));
         break;
     case FCVT_W_S:
-        r = static_cast<uint64_t>(to_signed(as_s(a), rm, 32));
+        r = static_cast<uint64_t>(to_signed(as_s(a), rm(), 32));
         break;
     case FCVT_WU_S:
-        r = static_cast<uint64_t>(sext32(to_unsigned(as_s(a), rm, 32)));
+        r = static_cast<uint64_t>(sext32(to_unsigned(as_s(a), rm(), 32)));
         break;
     case FCVT_L_S:
-        r = static_cast<uint64_t>(to_signed(as_s(a), rm, 64));
+        r = static_cast<uint64_t>(to_signed(as_s(a), rm(), 64));
         break;
     case FCVT_LU_S:
-        r = to_unsigned(as_s(a), rm, 64);
+        r = to_unsigned(as_s(a), rm(), 64);
         break;
     case FCVT_W_D:
-        r = static_cast<uint64_t>(to_signed(as_d(a), rm, 32));
+        r = static_cast<uint64_t>(to_signed(as_d(a), rm(), 32));
         break;
     case FCVT_WU_D:
-        r = static_cast<uint64_t>(sext32(to_unsigned(as_d(a), rm, 32)));
+        r = static_cast<uint64_t>(sext32(to_unsigned(as_d(a), rm(), 32)));
         break;
     case FCVT_L_D:
-        r = static_cast<uint64_t>(to_signed(as_d(a), rm, 64));
+        r = static_cast<uint64_t>(to_signed(as_d(a), rm(), 64));
         break;
     case FCVT_LU_D:
-        r = to_unsigned(as_d(a), rm, 64);
+        r = to_unsigned(as_d(a), rm(), 64);
         break;
     case FCVT_S_W:
         r = box_s(static_cast<float>(static_cast<int32_t>(a)));

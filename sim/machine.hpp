@@ -49,6 +49,7 @@ class Machine
     static constexpr uint64_t MMAP_BASE = 0x2000000000ull; // guest mmap area
     static constexpr uint64_t STACK_TOP = 0x3ffffff000ull; // initial stack top
     static constexpr uint64_t STACK_SIZE = 8ull << 20;
+    static constexpr uint64_t MAP_PAGE = 4096; // the mapped bits' page
 
     Machine();
     ~Machine();
@@ -83,7 +84,13 @@ class Machine
     }
 
     // Guest memory (host pointer for a guest range that is mapped).
-    uint8_t *host(uint64_t addr, uint64_t len, uint64_t pc);
+    uint8_t *host(uint64_t addr, uint64_t len, uint64_t pc)
+    {
+        if (addr >= SPACE || addr + len > SPACE || !mapped(addr / MAP_PAGE) ||
+            !mapped((addr + len - 1) / MAP_PAGE))
+            unmapped(addr, pc);
+        return base_ + addr;
+    }
     template <class T> T load_mem(uint64_t a, uint64_t pc)
     {
         T v;
@@ -98,7 +105,12 @@ class Machine
     bool map(uint64_t addr, uint64_t len);
 
     // The decoded instruction at pc (cached).
-    const Inst &fetch(uint64_t pc);
+    const Inst &fetch(uint64_t pc)
+    {
+        const Cached &c = icache_[(pc >> 1) & (DECODE_CACHE_SIZE - 1)];
+        if (c.tag == (pc | decode_epoch_) && pc < SPACE) return c.inst;
+        return fetch_miss(pc);
+    }
     // Forgets every decoded instruction, so code written since runs as
     // written: fence.i, riscv_flush_icache and changes to the guest's
     // mappings call it.  It costs an increment (see decode_epoch_).
@@ -126,7 +138,8 @@ class Machine
     bool guest_path(uint64_t addr, std::string *out);
     uint64_t do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off);
     uint64_t do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int flags, uint64_t to);
-    bool mapped(uint64_t page) const;
+    bool mapped(uint64_t page) const { return (map_bits_[page / 64] >> (page % 64)) & 1; }
+    [[noreturn, gnu::cold]] static void unmapped(uint64_t addr, uint64_t pc); // throws GuestFault
     bool range_mapped(uint64_t addr, uint64_t len) const;
     bool range_free(uint64_t addr, uint64_t len) const;
     void unmap(uint64_t addr, uint64_t len); // page-rounded; the contents are dropped
@@ -186,6 +199,7 @@ class Machine
         Inst inst;
     };
     std::vector<Cached> icache_;
+    const Inst &fetch_miss(uint64_t pc); // fetch(), decoding it
     uint64_t decode_epoch_ = 0;
 };
 
