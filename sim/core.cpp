@@ -438,6 +438,19 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_ME
     btb_target_.assign(1024, Target{0});
     btb_mask_ = btb_target_.size() - 1;
     n_handler_ = handler_uops_.size();
+    // the queues' rings hold all they can hold without growing (their
+    // pushes in the stages do not look): the ROB its size, the front end
+    // the fetch and decode queues' and a handler's uops
+    rob_.reserve(static_cast<size_t>(c.rob_size) + 1);
+    front_.reserve(static_cast<size_t>(c.fetch_queue + c.decode_queue) + n_handler_ + 1);
+    hfront_.reserve(n_handler_ + 1);
+    // and so do these lists: a free list every register of its class, an
+    // issue queue's ready list every uop in the ROB (a uop is in one place
+    // at a time: a ready list, a timed list or a register's waiters)
+    free_int_.room(static_cast<size_t>(n_int_phys_));
+    free_fp_.room(static_cast<size_t>(n_fp_phys));
+    iq_int_.ready.room(static_cast<size_t>(c.rob_size) + 1);
+    iq_fp_.ready.room(static_cast<size_t>(c.rob_size) + 1);
 }
 
 Core::~Core()
@@ -563,7 +576,7 @@ void Core::flush_all(uint64_t resume_seq)
         issued += u->st == Uop::ISSUED;
         waiting += u->st != Uop::DONE && u->st != Uop::ISSUED;
         undo(u);
-        if (u->dst >= 0) (u->dst_fp ? free_fp_ : free_int_).push_back(Preg{u->dst});
+        if (u->dst >= 0) (u->dst_fp ? free_fp_ : free_int_).push_back_fits(Preg{u->dst});
     }
     st_.flushed_done += done;
     st_.flushed_issued += issued;
@@ -720,7 +733,7 @@ inline int Core::commit_some()
             if (u->st != Uop::DONE) return n;
             if (u->arch_dst >= 0) {
                 committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
-                (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(Preg{u->old});
+                (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back_fits(Preg{u->old});
             }
             st_.handler_insns++;
             if (u->op == TK_ERET) {
@@ -758,7 +771,7 @@ inline int Core::commit_some()
         if (u->ldq) loads_--;
         if (u->arch_dst >= 0) {
             committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
-            (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back(Preg{u->old});
+            (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back_fits(Preg{u->old});
         }
         if (u->ctl == Uop::BRANCH || u->ctl == Uop::JALR) {
             st_.branches++;
@@ -915,7 +928,7 @@ inline void Core::iq_place(Uop *u)
     } else if (u->iq_ready <= cycle_) {
         // in order among the ready (it is mostly the youngest)
         size_t at = q.ready.size();
-        q.ready.push_back(u);
+        q.ready.push_back_fits(u);
         while (at > 0 && older(u->iq_stamp, q.ready[at - 1]->iq_stamp)) {
             q.ready[at] = q.ready[at - 1];
             at--;
@@ -1048,7 +1061,7 @@ void Core::iq_recompute()
             loads_ += u->ldq;
             stores_ += u->stq;
             rename(u, q);
-            rob_.push_back(u);
+            rob_.push_back_fits(u);
         }
         return;
     }
@@ -1191,7 +1204,7 @@ void Core::fetch_handler()
         u->serial = u->system || (u->op == TK_ERET && !inl);
         // the handler's memory: the PTE, and the counter below the table
         if (u->mem) u->addr = u->op == LD && i < 8 ? PT_BASE + miss_vpn_ * 8 : PT_BASE - 8;
-        queue.push_back(u);
+        queue.push_back_fits(u);
         fq++;
         handler_frontend_++;
         events_++;
@@ -1241,7 +1254,7 @@ void Core::fetch_handler()
         u->st = Uop::FRONT;
         u->tlbmiss = false;
         u->ghist = static_cast<uint32_t>(ghist_);
-        front_.push_back(u);
+        front_.push_back_fits(u);
         events_++;
         if (u->ctl != Uop::NONE && predict(u)) return;
     }

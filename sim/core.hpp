@@ -146,6 +146,13 @@ template <class T> class List
         if (n_ == cap_) reserve(2 * cap_);
         p_[n_++] = v;
     }
+    // push_back() where the list has room (room() made it big enough for
+    // every entry it can hold)
+    void push_back_fits(const T &v) { p_[n_++] = v; }
+    void room(size_t cap)
+    {
+        if (cap > cap_) reserve(cap);
+    }
     void pop_back() { n_--; }
     void clear() { n_ = 0; }
     void shrink(size_t n) { n_ = n; } // to its first n (n <= size())
@@ -187,6 +194,13 @@ template <class T> class Ring
     {
         if (n_ > mask_) grow();
         buf_[(head_ + n_++) & mask_] = v;
+    }
+    // push_back() where the ring has room (reserve() made it big enough
+    // for every entry the queue can hold)
+    void push_back_fits(const T &v) { buf_[(head_ + n_++) & mask_] = v; }
+    void reserve(size_t n)
+    {
+        while (mask_ + 1 < n) grow();
     }
     void pop_front()
     {
