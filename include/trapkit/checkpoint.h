@@ -11,7 +11,11 @@
  * priority; the environment variable TRAPKIT_CKPT_COPIER=idle|nice|fair
  * overrides both), writes with direct I/O where the file system allows, so
  * the disk paces it, and holds no lock a writer can wait for: a writer
- * never waits for it, whether it is copying, writing or descheduled.  The image is consistent at
+ * never waits for it, whether it is copying, writing or descheduled.  At
+ * SCHED_IDLE the checkpointer's threads keep to the CPU the writers last
+ * ran on, so that opening a page (a TLB flush) interrupts no other CPU;
+ * one that waits there too long goes back to every CPU it may use
+ * (TRAPKIT_CKPT_FOLLOW=0: they never follow).  The image is consistent at
  * the instant: every write that completed before its page was protected is in it, none after.
  * (Writes that fault while the areas are being protected wait until protection is complete.)
  *

@@ -180,10 +180,12 @@ struct tk_ckpt {
     unsigned shift;
     enum tk_ckpt_mech mech;
     bool track;
-    bool timing;    /* TK_CKPT_TIMING: where writers' faults spend their time */
-    int copier;     /* COPIER_*: the background thread's scheduling */
-    bool scan;      /* PAGEMAP_SCAN finds pages never populated */
-    unsigned block; /* pages a writer's fault copies and opens at most (a power of 2) */
+    bool timing;            /* TK_CKPT_TIMING: where writers' faults spend their time */
+    int copier;             /* COPIER_*: the background thread's scheduling */
+    bool follow;            /* the threads follow the writers' CPU (see follow_writer) */
+    _Atomic int writer_cpu; /* the CPU a writer last ran on, or -1 */
+    bool scan;              /* PAGEMAP_SCAN finds pages never populated */
+    unsigned block;         /* pages a writer's fault copies and opens at most (a power of 2) */
     tk_ckpt_progress_fn progress;
     void *progress_arg;
 
@@ -685,6 +687,95 @@ static void take_neighbours(struct tk_ckpt *c, size_t idx, size_t *lo, size_t *h
     while (*lo > from && take_neighbour(c, *lo - 1)) (*lo)--;
 }
 
+/* ---- following the writers --------------------------------------------
+ * Every change of a page table flushes the TLB of each other CPU running a
+ * thread of the program at that moment, by an interrupt: on a virtual
+ * machine an exit to the hypervisor on both sides, ~20 us here
+ * (tools/unprot_cost).  While a snapshot runs, the checkpointer's threads
+ * (arming, background, helper) would be such threads on the CPUs the
+ * program leaves idle, and every writer's fault (which opens its page)
+ * would interrupt them, as each of their protection changes would
+ * interrupt the writer.  So they follow the writers: each keeps itself on
+ * the CPU a writer last faulted on (or started the snapshot or took its
+ * instant on), where at SCHED_IDLE it runs only while the writer does not,
+ * and the flushes stay local.  A program whose writers keep their CPU busy
+ * would starve them there: a thread that waited for that CPU more than
+ * half of the last FOLLOW_PERIOD_NS (its run delay, /proc/thread-self/
+ * schedstat) goes back to every CPU it may use for the next period.  Not
+ * with TK_CKPT_FAIR (or TRAPKIT_CKPT_COPIER=fair/nice), on one CPU, or with
+ * TRAPKIT_CKPT_FOLLOW=0. */
+#define FOLLOW_PERIOD_NS 200000000ull
+
+/* Notes the calling thread's CPU as the writers'.  [signal-safe]: getcpu
+ * is a read of the kernel's per-thread data (rseq or the vDSO). */
+static void note_cpu(struct tk_ckpt *c)
+{
+    if (!c->follow) return;
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && atomic_load_explicit(&c->writer_cpu, memory_order_relaxed) != cpu)
+        atomic_store_explicit(&c->writer_cpu, cpu, memory_order_relaxed);
+}
+
+struct follow {
+    int cpu;            /* the CPU this thread is kept on, or -1 (anywhere allowed) */
+    bool hold;          /* anywhere for this period: it starved */
+    bool init, off;     /* off: its run delay cannot be read, so it does not follow */
+    int stat_fd;        /* /proc/thread-self/schedstat, or -1 */
+    uint64_t t0, wait0; /* the period's start and run delay then */
+    cpu_set_t allowed;  /* the thread's own affinity */
+};
+
+static uint64_t run_delay(int fd)
+{
+    char buf[96];
+    ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    char *p = strchr(buf, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void follow_end(struct follow *f)
+{
+    if (f->init && f->stat_fd >= 0) close(f->stat_fd);
+    f->init = false;
+}
+
+/* Keeps the calling thread on the writers' CPU (see above); call it often
+ * (each batch, chunk or wake-up). */
+static void follow_writer(struct tk_ckpt *c, struct follow *f)
+{
+    if (!c->follow || f->off) return;
+    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    if (!f->init) {
+        f->init = true;
+        f->cpu = -1;
+        f->hold = false;
+        f->stat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        f->t0 = now;
+        f->wait0 = run_delay(f->stat_fd);
+        if (sched_getaffinity(0, sizeof f->allowed, &f->allowed) != 0 || f->stat_fd < 0) {
+            /* without its run delay a starved thread cannot be told */
+            f->off = true;
+            return;
+        }
+    } else if (now - f->t0 >= FOLLOW_PERIOD_NS) {
+        uint64_t w = run_delay(f->stat_fd);
+        bool starved = f->cpu >= 0 && (w - f->wait0) * 2 > now - f->t0;
+        f->t0 = now;
+        f->wait0 = w;
+        f->hold = starved;
+        if (starved && sched_setaffinity(0, sizeof f->allowed, &f->allowed) == 0) f->cpu = -1;
+    }
+    if (f->hold) return;
+    int cpu = atomic_load_explicit(&c->writer_cpu, memory_order_relaxed);
+    if (cpu < 0 || cpu == f->cpu || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &f->allowed)) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) f->cpu = cpu;
+}
+
 /* The write-fault handler of every area.  [signal-safe] */
 static tk_action on_write(const tk_fault *f, void *arg)
 {
@@ -692,6 +783,7 @@ static tk_action on_write(const tk_fault *f, void *arg)
     if (f->access == TK_ACCESS_READ || f->access == TK_ACCESS_EXEC) return TK_DECLINE;
     size_t idx = index_of(c, f->region, (uintptr_t)f->page);
     if (idx >= c->npages) return TK_DECLINE;
+    if (c->mech != TK_CKPT_UFFD_THREAD) note_cpu(c); /* the writer's own thread */
     uint64_t t_in = t_now(c), t = t_in;
     if (atomic_load(&c->running)) atomic_fetch_add(&c->faults, 1);
     /* a writer's stall: from its fault to its resumption, while a
@@ -883,6 +975,13 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
         const tk_probe_info *p = tk__probe();
         c->mech = p && p->uffd_access != TK_UFFD_NONE ? TK_CKPT_UFFD_THREAD : TK_CKPT_POSIX;
         rm = c->mech == TK_CKPT_UFFD_THREAD ? TK_MECH_UFFD_THREAD : TK_MECH_POSIX;
+    }
+    {
+        const char *fl = getenv("TRAPKIT_CKPT_FOLLOW");
+        c->follow = c->copier == COPIER_IDLE && c->mech != TK_CKPT_FORK &&
+                    c->mech != TK_CKPT_STOP && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+                    !(fl && !strcmp(fl, "0"));
+        atomic_store(&c->writer_cpu, -1);
     }
     for (size_t a = 0; a < c->nareas; a++) {
         tk_region_config rc = {.addr = c->areas[a].addr,
@@ -1255,9 +1354,11 @@ static void *helper_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct follow fw = {.init = false};
     for (;;) {
         int word = atomic_load(&c->help_word);
         bool stop = atomic_load(&c->help_stop);
+        follow_writer(c, &fw);
         free_pool(c, stop);
         populate_pool(c);
         /* adjacent ranges (the background thread posts its sweep in order)
@@ -1274,6 +1375,7 @@ static void *helper_main(void *arg)
         if (stop) break;
         tk__futex_wait(&c->help_word, word);
     }
+    follow_end(&fw);
     return NULL;
 }
 
@@ -1466,7 +1568,7 @@ static void wait_writers(struct tk_ckpt *c, bool both, uint64_t e)
 
 /* Arms the areas while the program runs: the first pass chunk by chunk,
  * then rounds over the pages reopened, until few enough are. */
-static int arm(struct tk_ckpt *c)
+static int arm(struct tk_ckpt *c, struct follow *fw)
 {
     /* handlers that entered before: they may open pages as the last
      * snapshot left them (CLEAN to DIRTY) */
@@ -1474,6 +1576,7 @@ static int arm(struct tk_ckpt *c)
     wait_writers(c, false, e);
     for (size_t a = 0; a < c->nareas; a++)
         for (size_t i = c->first[a]; i < c->first[a + 1]; i += ARM_CHUNK) {
+            if (fw) follow_writer(c, fw);
             size_t end = i + ARM_CHUNK < c->first[a + 1] ? i + ARM_CHUNK : c->first[a + 1];
             int err = arm_chunk(c, i, end);
             if (err) return err;
@@ -1482,6 +1585,7 @@ static int arm(struct tk_ckpt *c)
         long n = atomic_exchange(&c->reopened, 0);
         atomic_store(&c->rounds, round);
         if (n <= ARM_FINAL) break;
+        if (fw) follow_writer(c, fw);
         int err = rearm(c);
         if (err) return err;
     }
@@ -1497,7 +1601,7 @@ static pid_t fork_parent;
  * BATCH at a time or compressed one by one; then (in the process, not in a
  * fork child) waits for writers' copies to be written.  Copied pages are
  * unprotected in batches unless tracking keeps them protected. */
-static void copy_all(struct tk_ckpt *c, bool child)
+static void copy_pages(struct tk_ckpt *c, bool child, struct follow *fw)
 {
     struct batch b = {.n = 0};
     bool release = !child && !c->track && c->mech != TK_CKPT_STOP;
@@ -1556,6 +1660,7 @@ static void copy_all(struct tk_ckpt *c, bool child)
         /* (compressed) writers' copies only between batches: one of a
          * page in the batch being built must be written after it */
         if (!child && b.n == 0) {
+            follow_writer(c, fw);
             if (c->compress) drain_queue(c);
             prefault_pool(c);
         }
@@ -1573,6 +1678,13 @@ static void copy_all(struct tk_ckpt *c, bool child)
     if (!child && atomic_load(&c->cancel)) return;
     if (c->compress) flush_stage(c);
     if (release) post_release(c, batch_from, c->npages);
+}
+
+static void copy_all(struct tk_ckpt *c, bool child)
+{
+    struct follow fw = {.init = false};
+    copy_pages(c, child, &fw);
+    follow_end(&fw);
 }
 
 static void reset_queue(struct tk_ckpt *c)
@@ -1828,7 +1940,7 @@ static int pause_and_cut(struct tk_ckpt *c, int err);
 static int arm_and_pause(struct tk_ckpt *c)
 {
     set_phase(c, PHASE_ARMING);
-    return pause_and_cut(c, arm(c));
+    return pause_and_cut(c, arm(c, NULL));
 }
 
 /* The pause after arming (unless err): the writers that fault wait, those
@@ -1860,7 +1972,12 @@ static int pause_and_cut(struct tk_ckpt *c, int err)
 static int arm_then_wait(struct tk_ckpt *c)
 {
     set_phase(c, PHASE_ARMING);
-    int err = arm(c);
+    /* the program's instant is its own: arming needs no priority, and at
+     * SCHED_IDLE beside the writers it interrupts none of them */
+    struct follow fw = {.init = false};
+    if (c->follow) lower_priority(c);
+    int err = arm(c, &fw);
+    follow_end(&fw);
     if (err) return err;
     pthread_mutex_lock(&c->cut_lock);
     atomic_store(&c->cut, CUT_READY);
@@ -1881,6 +1998,7 @@ static int arm_then_wait(struct tk_ckpt *c)
 
 int tk_ckpt_instant(tk_ckpt *c)
 {
+    if (c) note_cpu(c);
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_instant: checkpointer is NULL");
     if (atomic_load(&c->t_instant_mono)) return 1;
     if (!atomic_load(&c->running)) {
@@ -1930,6 +2048,7 @@ static void fail_start(struct tk_ckpt *c, int err)
 
 int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
 {
+    if (c) note_cpu(c);
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_start: checkpointer is NULL");
     if (flags & ~(unsigned)(TK_CKPT_INCREMENTAL | TK_CKPT_COMPRESS | TK_CKPT_ASYNC_START |
                             TK_CKPT_CALLER_INSTANT))
