@@ -103,57 +103,68 @@ static bool run(enum tk_ckpt_mech m)
     CHECK(fd >= 0);
     unlink(path);
 
-    /* 1: a thread kept on the writer's CPU */
-    atomic_store(&slow, 3);
-    int cpu = sched_getcpu();
-    CHECK_OK(tk_ckpt_start(c, fd, 0));
-    keep_on(cpu);
-    bool seen = false;
-    uint64_t seed = 1;
-    tk_ckpt_stats st;
-    while (tk_ckpt_poll(c, &st) == 1) {
-        area[(tk_test_rand(&seed) % npages) * ps + 100] ^= 1;
-        if (!seen) seen = other_thread_on(cpu);
-        usleep(500);
-    }
-    atomic_store(&slow, 0);
-    CHECK_OK(tk_ckpt_wait(c, &st));
-    keep_on(-1);
-    printf("%s: a thread of the checkpointer kept on the writer's CPU %d: %s\n",
-           tk_ckpt_mech_name(m), cpu, seen ? "yes" : "no");
-    CHECK(seen);
+    unsigned modes[] = {0, TK_CKPT_ASYNC_START | TK_CKPT_CALLER_INSTANT};
+    for (size_t mi = 0; mi < 2; mi++) {
+        unsigned flags = modes[mi];
+        const char *how = flags ? " (the program's instant)" : "";
+        CHECK(ftruncate(fd, 0) == 0);
+        /* 1: a thread kept on the writer's CPU */
+        atomic_store(&slow, 3);
+        int cpu = sched_getcpu();
+        CHECK_OK(tk_ckpt_start(c, fd, flags));
+        keep_on(cpu);
+        bool seen = false;
+        uint64_t seed = 1;
+        tk_ckpt_stats st;
+        bool instant = false;
+        while (tk_ckpt_poll(c, &st) == 1) {
+            if (!instant) instant = tk_ckpt_instant(c) == 1;
+            area[(tk_test_rand(&seed) % npages) * ps + 100] ^= 1;
+            if (!seen) seen = other_thread_on(cpu);
+            usleep(500);
+        }
+        atomic_store(&slow, 0);
+        CHECK_OK(tk_ckpt_wait(c, &st));
+        keep_on(-1);
+        printf("%s%s: a thread of the checkpointer kept on the writer's CPU %d: %s\n",
+               tk_ckpt_mech_name(m), how, cpu, seen ? "yes" : "no");
+        CHECK(seen);
 
-    /* 2: the writer's CPU busy all along */
-    unsigned char *want = malloc(len / 2);
-    CHECK(want);
-    memcpy(want, area + len / 2, len / 2);
-    CHECK(ftruncate(fd, 0) == 0);
-    double t0 = secs();
-    cpu = sched_getcpu();
-    CHECK_OK(tk_ckpt_start(c, fd, 0));
-    keep_on(cpu);
-    size_t writes = 0;
-    while (tk_ckpt_poll(c, &st) == 1 && secs() - t0 < 30)
-        for (int k = 0; k < 1000; k++, writes++)
-            area[(tk_test_rand(&seed) % (npages / 2)) * ps + 200] ^= 1; /* the first half */
-    double took = secs() - t0;
-    keep_on(-1);
-    printf("%s: with the writer's CPU busy (%zu writes), the snapshot took %.2f s\n",
-           tk_ckpt_mech_name(m), writes, took);
-    CHECK(took < 30);
-    CHECK_OK(tk_ckpt_wait(c, &st));
-    CHECK(st.pages_saved == npages);
-    unsigned char *back =
-        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(back != MAP_FAILED);
-    struct tk_ckpt_area tgt = {back, len};
-    CHECK_OK(tk_ckpt_restore(&tgt, 1, &fd, 1));
-    CHECK(memcmp(back + len / 2, want, len / 2) == 0);
+        /* 2: the writer's CPU busy all along */
+        unsigned char *want = malloc(len / 2);
+        CHECK(want);
+        memcpy(want, area + len / 2, len / 2);
+        CHECK(ftruncate(fd, 0) == 0);
+        double t0 = secs();
+        cpu = sched_getcpu();
+        CHECK_OK(tk_ckpt_start(c, fd, flags));
+        keep_on(cpu);
+        size_t writes = 0;
+        instant = false;
+        while (tk_ckpt_poll(c, &st) == 1 && secs() - t0 < 30) {
+            if (!instant) instant = tk_ckpt_instant(c) == 1;
+            for (int k = 0; k < 1000; k++, writes++)
+                area[(tk_test_rand(&seed) % (npages / 2)) * ps + 200] ^= 1; /* the first half */
+        }
+        double took = secs() - t0;
+        keep_on(-1);
+        printf("%s%s: with the writer's CPU busy (%zu writes), the snapshot took %.2f s\n",
+               tk_ckpt_mech_name(m), how, writes, took);
+        CHECK(took < 30);
+        CHECK_OK(tk_ckpt_wait(c, &st));
+        CHECK(st.pages_saved == npages);
+        unsigned char *back =
+            mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(back != MAP_FAILED);
+        struct tk_ckpt_area tgt = {back, len};
+        CHECK_OK(tk_ckpt_restore(&tgt, 1, &fd, 1));
+        CHECK(memcmp(back + len / 2, want, len / 2) == 0);
+        munmap(back, len);
+        free(want);
+    }
     CHECK_OK(tk_ckpt_destroy(c));
     close(fd);
-    munmap(back, len);
     munmap(area, len);
-    free(want);
     return true;
 }
 

@@ -735,8 +735,11 @@ static uint64_t run_delay(int fd)
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
+/* The thread's own affinity back (the next role of the same thread, the
+ * background thread after arming, starts from it). */
 static void follow_end(struct follow *f)
 {
+    if (f->init && f->cpu >= 0) sched_setaffinity(0, sizeof f->allowed, &f->allowed);
     if (f->init && f->stat_fd >= 0) close(f->stat_fd);
     f->init = false;
 }
