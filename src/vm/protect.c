@@ -162,15 +162,21 @@ static int check_range(struct tk_region *r, const void *addr, size_t len, size_t
 
 static int protect(tk_region *r, void *addr, size_t len, int prot, bool lift_span);
 
+/* A page's state `old` set to the user protection `prot` (its marks of a
+ * declined fault and of mprotect holding it cleared).  [signal-safe] */
+static uint8_t with_prot(uint8_t old, int prot)
+{
+    return (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED | PS_MPROT)) | prot);
+}
+
 /* Whether a page in state `old`, set to `prot`, can join a run of pages
  * going from run_old to `prot` in the run's one system call: it ends as the
  * run's pages do, and starts as they do or as they end (open already).
  * [signal-safe] */
 static bool joins_lift(const struct tk_region *r, uint8_t run_old, uint8_t old, int prot)
 {
-    uint8_t keep = (uint8_t) ~(PS_PROT_MASK | PS_DECLINED | PS_MPROT);
-    struct hw to = hw_of(r, (uint8_t)((run_old & keep) | prot));
-    struct hw o = hw_of(r, old), n = hw_of(r, (uint8_t)((old & keep) | prot));
+    struct hw to = hw_of(r, with_prot(run_old, prot));
+    struct hw o = hw_of(r, old), n = hw_of(r, with_prot(old, prot));
     struct hw ro = hw_of(r, run_old);
     return hw_eq(n, to) && !to.wp && ro.wp && ro.prot == to.prot && (hw_eq(o, to) || hw_eq(o, ro));
 }
@@ -226,20 +232,17 @@ static int protect(tk_region *r, void *addr, size_t len, int prot, bool lift_spa
     size_t i;
     for (i = first; i < first + n && !err; i++) {
         uint8_t old = atomic_load(&r->rg_state[i]), nst;
-        if (lift_span && i > first && old != run_old && joins_lift(r, run_old, old, prot)) {
-            do {
-                nst = (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED | PS_MPROT)) | prot);
-            } while (!atomic_compare_exchange_weak(&r->rg_state[i], &old, nst));
-            continue;
-        }
-        if (i > first && old != run_old) {
+        /* an open page joining the span's run leaves the run as it is */
+        bool join = lift_span && i > first && old != run_old && joins_lift(r, run_old, old, prot);
+        if (!join && i > first && old != run_old) {
             err = set_hw(r, run, i - run, hw_of(r, run_old), hw_of(r, run_new), false);
             if (err) break;
             run = i;
         }
         do {
-            nst = (uint8_t)((old & ~(PS_PROT_MASK | PS_DECLINED | PS_MPROT)) | prot);
+            nst = with_prot(old, prot);
         } while (!atomic_compare_exchange_weak(&r->rg_state[i], &old, nst));
+        if (join) continue;
         run_old = old;
         run_new = nst;
     }

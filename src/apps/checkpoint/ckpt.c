@@ -2001,8 +2001,8 @@ static int arm_then_wait(struct tk_ckpt *c)
 
 int tk_ckpt_instant(tk_ckpt *c)
 {
-    if (c) note_cpu(c);
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_instant: checkpointer is NULL");
+    note_cpu(c);
     if (atomic_load(&c->t_instant_mono)) return 1;
     if (!atomic_load(&c->running)) {
         int err = atomic_load(&c->error);
@@ -2051,8 +2051,8 @@ static void fail_start(struct tk_ckpt *c, int err)
 
 int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
 {
-    if (c) note_cpu(c);
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_start: checkpointer is NULL");
+    note_cpu(c);
     if (flags & ~(unsigned)(TK_CKPT_INCREMENTAL | TK_CKPT_COMPRESS | TK_CKPT_ASYNC_START |
                             TK_CKPT_CALLER_INSTANT))
         return tk__fail(-EINVAL, "tk_ckpt_start: unknown flags");

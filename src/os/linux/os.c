@@ -292,12 +292,8 @@ int tk__pidfd_self(void)
 long tk__dontneed_ranges(int pidfd, const struct iovec *iov, size_t n)
 {
     SAVE_ERRNO;
-    int fd = pidfd >= 0 ? pidfd : tk__pidfd_self();
-    if (fd < 0) RETURN(fd);
-    long r = syscall(SYS_process_madvise, fd, iov, n, MADV_DONTNEED, 0);
-    if (r < 0) r = -errno;
-    if (pidfd < 0) close(fd);
-    RETURN(r);
+    long r = syscall(SYS_process_madvise, pidfd, iov, n, MADV_DONTNEED, 0);
+    RETURN(r < 0 ? -errno : r);
 }
 
 int tk__memfd(const char *name, size_t len)

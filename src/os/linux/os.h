@@ -9,9 +9,9 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <sys/uio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include "os/linux/uffd.h"
 
 /* How a userfaultfd was obtained (enum tk_uffd_access of trapkit/probe.h). */
@@ -85,9 +85,8 @@ int tk__pagemap_read(uintptr_t addr, size_t n, uint64_t *out);
 /* Drops the pages of every range in iov (MADV_DONTNEED) with one
  * process_madvise call on this process, which flushes the other CPUs' TLBs
  * once for all of them (Linux 6.16; madvise would flush once a range).
- * pidfd is this process's pidfd, or -1 to open one each call.  Returns the
- * bytes dropped, or a negative errno (-EINVAL, -ENOSYS, -EPERM: the kernel
- * cannot; the caller then uses madvise a range at a time). */
+ * pidfd is this process's (tk__pidfd_self).  Returns the bytes dropped, or a negative errno
+ * (-EINVAL, -ENOSYS, -EPERM: the kernel cannot; the caller then uses madvise a range at a time). */
 long tk__dontneed_ranges(int pidfd, const struct iovec *iov, size_t n);
 /* pidfd_open of this process (O_CLOEXEC by the kernel), or a negative errno. */
 int tk__pidfd_self(void);
