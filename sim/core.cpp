@@ -1047,22 +1047,8 @@ void Core::iq_recompute()
         size_t n = std::min(
             {static_cast<size_t>(width), decoded_,
              static_cast<size_t>(rob_size) - std::min(rob_.size(), static_cast<size_t>(rob_size))});
-        for (size_t i = 0; i < n; i++) {
-            Uop *u = front_.front();
-            IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
-            if (u->fpq ? static_cast<int>(q.n) >= c_.iq_fp
-                       : static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
-                return;
-            if ((u->ldq && loads_ >= c_.load_queue) || (u->stq && stores_ >= c_.store_queue))
-                return;
-            if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return;
-            front_.pop_front();
-            decoded_--;
-            loads_ += u->ldq;
-            stores_ += u->stq;
-            rename(u, q);
-            rob_.push_back_fits(u);
-        }
+        for (size_t i = 0; i < n; i++)
+            if (!dispatch_program(front_.front())) return;
         return;
     }
     for (int n = 0; n < width && decodeq_size() > 0; n++) {
@@ -1079,19 +1065,28 @@ void Core::iq_recompute()
         // the program's uops wait while an in-lined handler's go in ahead
         // of them (the room the in-lining found is the handler's)
         if (handler_undispatched_ > 0 && handler_first()) return;
-        IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
-        if (u->fpq ? static_cast<int>(q.n) >= c_.iq_fp
-                   : static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
-            return;
-        if ((u->ldq && loads_ >= c_.load_queue) || (u->stq && stores_ >= c_.store_queue)) return;
-        if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return;
-        front_.pop_front();
-        decoded_--;
-        loads_ += u->ldq;
-        stores_ += u->stq;
-        rename(u, q);
-        rob_.push_back(u);
+        if (!dispatch_program(u)) return;
     }
+}
+
+// A program's uop, at the front of the decode queue and with room in the
+// ROB: renamed into its issue queue and the ROB, or false if its issue
+// queue, load or store queue or free registers are short (it waits).
+[[gnu::always_inline]] inline bool Core::dispatch_program(Uop *u)
+{
+    IssueQueue &q = u->fpq ? iq_fp_ : iq_int_;
+    if (u->fpq ? static_cast<int>(q.n) >= c_.iq_fp
+               : static_cast<int>(q.n - iq_handler_) >= c_.iq_int)
+        return false;
+    if ((u->ldq && loads_ >= c_.load_queue) || (u->stq && stores_ >= c_.store_queue)) return false;
+    if (u->rd != NOREG && (u->dst_fp ? free_fp_.empty() : free_int_.empty())) return false;
+    front_.pop_front();
+    decoded_--;
+    loads_ += u->ldq;
+    stores_ += u->stq;
+    rename(u, q);
+    rob_.push_back_fits(u); // reserved for rob_size + 1, and the caller saw room
+    return true;
 }
 
 // A handler's uop, at the front of the decode queue: false if it must wait.

@@ -378,6 +378,7 @@ class Core
     }
     void start(Uop *u);
     bool dispatch_handler(Uop *u);
+    bool dispatch_program(Uop *u);
     void fetch_handler();
     bool predict(Uop *u);
     void rearm(Uop *w);
