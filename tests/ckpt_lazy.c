@@ -258,6 +258,9 @@ static void on_error_record(int err, uint64_t page, const char *msg, void *arg)
 {
     struct recorded *r = arg;
     (void)msg;
+    /* slow to record: tk_ckpt_lazy_wait must still return after it */
+    struct timespec d = {0, 30 * 1000 * 1000};
+    nanosleep(&d, NULL);
     atomic_store(&r->err, err);
     atomic_store(&r->page, page);
     atomic_fetch_add(&r->calls, 1);
@@ -328,6 +331,11 @@ static void damaged(int fds[2], const unsigned char *want, bool compress)
         tk_ckpt_lazy *l;
         CHECK_OK(tk_ckpt_restore_lazy(&cfg, &l));
         CHECK(memcmp(back + 3000 * ps, want + 3000 * ps, ps) == 0);
+        /* the error is known (its function still running) before the wait */
+        while (tk_ckpt_lazy_poll(l, NULL) == 1) {
+            struct timespec d = {0, 1000 * 1000};
+            nanosleep(&d, NULL);
+        }
         tk_ckpt_lazy_stats st;
         CHECK_ERR(tk_ckpt_lazy_wait(l, &st), -EBADMSG);
         CHECK(st.error == -EBADMSG && st.bad_page == bad && !st.done);

@@ -336,7 +336,10 @@ int tk_ckpt_restore_lazy(const tk_ckpt_lazy_config *cfg, tk_ckpt_lazy **out);
 int tk_ckpt_lazy_poll(tk_ckpt_lazy *l, tk_ckpt_lazy_stats *st);
 /* Waits until every page is resident and verified (or an error): 0 or the
  * error.  With TK_CKPT_LAZY_NO_PREFETCH it brings the missing pages in
- * itself. */
+ * itself.  On an error it returns after the error function (on_error) has
+ * returned, so that what it recorded is seen (one that does not return, as
+ * it ended its thread or left by longjmp, is waited for at most a second);
+ * the error function must not call it. */
 int tk_ckpt_lazy_wait(tk_ckpt_lazy *l, tk_ckpt_lazy_stats *st);
 /* Waits as tk_ckpt_lazy_wait, then releases it (the areas become ordinary
  * memory).  Returns what tk_ckpt_lazy_wait returned. */

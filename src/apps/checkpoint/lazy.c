@@ -65,6 +65,7 @@ struct tk_ckpt_lazy {
     _Atomic uint64_t first_fault_ns, done_ns, bad_page;
     uint64_t start_ns;
     _Atomic int error;
+    _Atomic bool reported; /* the first error's function has returned */
     atomic_bool stop, finished, unregistered;
     pthread_mutex_t lock; /* with cond: waiting for done or an error */
     pthread_cond_t cond;
@@ -177,7 +178,8 @@ static void set_done(struct tk_ckpt_lazy *l);
 static void fail_page(struct tk_ckpt_lazy *l, int err, uint64_t page, int k)
 {
     int none = 0;
-    if (atomic_compare_exchange_strong(&l->error, &none, err)) atomic_store(&l->bad_page, page);
+    bool first = atomic_compare_exchange_strong(&l->error, &none, err);
+    if (first) atomic_store(&l->bad_page, page);
     char msg[256], *p = msg, *end = msg + sizeof msg - 2;
     p = put_str(p, "trapkit: lazy restore: page ", end);
     p = put_u64(p, page);
@@ -194,6 +196,7 @@ static void fail_page(struct tk_ckpt_lazy *l, int err, uint64_t page, int k)
     *p = 0;
     if (l->on_error) {
         l->on_error(err, page, msg, l->arg);
+        if (first) atomic_store(&l->reported, true);
     } else {
         *p++ = '\n';
         *p = 0;
@@ -783,6 +786,17 @@ int tk_ckpt_lazy_wait(tk_ckpt_lazy *l, tk_ckpt_lazy_stats *st)
     pthread_mutex_lock(&l->lock);
     while (!atomic_load(&l->finished) && !atomic_load(&l->error))
         pthread_cond_wait(&l->cond, &l->lock);
+    if (!atomic_load(&l->finished)) {
+        /* an error: its function has been called; wait for it to return, so
+         * that what it did is seen by the caller (one that never returns, as
+         * it ended its thread or left by longjmp, is waited for a second) */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        while (!atomic_load(&l->reported) &&
+               pthread_cond_timedwait(&l->cond, &l->lock, &until) != ETIMEDOUT) {
+        }
+    }
     pthread_mutex_unlock(&l->lock);
     return tk_ckpt_lazy_poll(l, st);
 }
