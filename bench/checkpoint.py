@@ -364,7 +364,7 @@ def snapshot_run(a, srv, keys, rate, rng_seed):
         lg = Loadgen(a.loadgen, srv.port,
                      ["--rate", f"{rate:.1f}", "--connections", CONNS, "--keys", keys,
                       "--value-size", VSIZE, "--set-ratio", SET_RATIO, "--warmup", a.warmup,
-                      "--phases", ",".join(PHASES), "--interval", 100, "--control",
+                      "--phases", ",".join(PHASES), "--interval", a.interval_ms, "--control",
                       "--warn-lateness", LATE_WARN_US, "--drain", 120, "--seed", rng_seed])
         time.sleep(a.warmup + a.before)
         c = srv.client()
@@ -661,9 +661,11 @@ def measure_size(a, systems, size, loads, keys, mem, seed, servers):
                 srt = sorted(ok, key=lambda r: r["phases"]["during-snapshot"]["set"]["p99_9_us"])
                 pick = srt[(len(srt) - 1) // 2]
                 tl = dict(pick["timeline"], round=rs.index(pick) + 1, rate=round(rate, 1))
+            extra = {"timeline": tl} if tl else {}
+            if a.all_timelines and ok:
+                extra["timelines"] = [dict(r["timeline"], round=rs.index(r) + 1) for r in ok]
             emit("checkpoint/snapshot-duration", s, pp, "time", "ns",
-                 [r["duration"] * 1e9 for r in ok], reason, None,
-                 {"timeline": tl} if tl else None)
+                 [r["duration"] * 1e9 for r in ok], reason, None, extra or None)
             emit("checkpoint/lateness-p99", s, pp, "time", "ns",
                  [r["lateness"]["p99_us"] * 1e3 for r in ok], reason)
             emit("checkpoint/lateness-max", s, pp, "time", "ns",
@@ -711,6 +713,11 @@ def main():
     ap.add_argument("--before", type=float, default=None, help="steady seconds before (3)")
     ap.add_argument("--after", type=float, default=None, help="seconds after (3)")
     ap.add_argument("--save-timeout", type=float, default=1200)
+    ap.add_argument("--interval-ms", type=int, default=100,
+                    help="the timeline's interval in milliseconds (100)")
+    ap.add_argument("--all-timelines", action="store_true",
+                    help="every run's timeline in checkpoint/snapshot-duration, not only the "
+                    "median run's")
     a = ap.parse_args()
     a.full = a.full or os.environ.get("TK_BENCH_FULL") == "1"
     if a.quick and a.full:
