@@ -701,6 +701,167 @@ void Core::take_miss(Uop &head)
     flush_all(seq);
     resume_seq_ = seq;
     mode_ = Mode::FETCH_HANDLER;
+    uint64_t stall;
+    if (!alone_possible(&stall) || replay_alone(stall)) return;
+    // simulated, and recorded
+    alone_recording_ = true;
+    alone_path_.clear();
+    alone_root_ = alone_root(stall);
+    alone_start_ = cycle_;
+    alone_last_commit_ = NEVER;
+    alone_first_commit_ = alone_longest_gap_ = 0;
+}
+
+// ---- a handler run alone (core.hpp) ----
+uint64_t Core::handler_addr(size_t i) const
+{
+    // the PTE, and the miss counter below the table
+    return handler_uops_[i].op == LD && i < 8 ? PT_BASE + miss_vpn_ * 8 : PT_BASE - 8;
+}
+
+// Whether the flush just made left the handler to run alone: nothing in
+// flight, and fetch's last I-cache line not one of the handler's (so it
+// reads its first line); and the cycles fetch must still wait.
+bool Core::alone_possible(uint64_t *stall) const
+{
+    if (c_.inject_lost_fill || !rob_.empty() || !front_.empty() || !hfront_.empty() ||
+        !exec_.empty() || iq_int_.n != 0 || iq_fp_.n != 0 || iq_handler_ != 0 ||
+        handler_frontend_ != 0)
+        return false;
+    uint64_t first = HANDLER_PC >> l1i_.line_bits,
+             last = (HANDLER_PC + 4 * n_handler_ - 1) >> l1i_.line_bits;
+    if (last_iline_ >= first && last_iline_ <= last) return false;
+    *stall = fetch_stall_until_ > cycle_ ? fetch_stall_until_ - cycle_ : 0;
+    return true;
+}
+
+size_t Core::alone_root(uint64_t stall)
+{
+    for (size_t i = 0; i < alone_roots_.size(); i++) {
+        const AloneRoot &r = alone_roots_[i];
+        if (r.stall == stall && r.free_int == free_int_.size() && r.free_fp == free_fp_.size())
+            return i;
+    }
+    alone_roots_.push_back(AloneRoot{stall, free_int_.size(), free_fp_.size(), -1});
+    return alone_roots_.size() - 1;
+}
+
+// Replays the handler's run alone if its accesses' outcomes are in the
+// tree; false (the caches and counts as they were) if not.
+bool Core::replay_alone(uint64_t stall)
+{
+    int node = alone_roots_[alone_root(stall)].node;
+    if (node < 0) return false;
+    const Stats before = st_;
+    const uint64_t iclock = l1i_.clock, dclock = l1d_.clock;
+    alone_touched_.clear();
+    alone_saved_.clear();
+    auto undo = [&] {
+        for (size_t k = alone_touched_.size(); k-- > 0;) {
+            const AloneTouched &t = alone_touched_[k];
+            std::copy_n(alone_saved_.begin() + static_cast<ptrdiff_t>(t.saved), t.cache->assoc,
+                        t.cache->ways.begin() + static_cast<ptrdiff_t>(t.set));
+        }
+        st_ = before;
+        l1i_.clock = iclock;
+        l1d_.clock = dclock;
+    };
+    while (alone_[static_cast<size_t>(node)].access != ALONE_END) {
+        const AloneNode &n = alone_[static_cast<size_t>(node)];
+        bool fetch = n.access < ALONE_LOAD;
+        Cache &c = fetch ? l1i_ : l1d_;
+        uint64_t addr = fetch ? HANDLER_PC + (static_cast<uint64_t>(n.access) << l1i_.line_bits)
+                              : handler_addr(static_cast<size_t>(n.access - ALONE_LOAD));
+        size_t set = c.set_of(addr);
+        alone_touched_.push_back(AloneTouched{&c, set, alone_saved_.size()});
+        alone_saved_.insert(alone_saved_.end(), c.ways.begin() + static_cast<ptrdiff_t>(set),
+                            c.ways.begin() + static_cast<ptrdiff_t>(set) + c.assoc);
+        bool hit = c.access(addr);
+        if (fetch) {
+            if (!hit) st_.l1i_misses++;
+        } else {
+            st_.l1d_accesses++;
+            if (!hit) st_.l1d_misses++;
+        }
+        node = n.next[hit];
+        if (node < 0) { // not seen: simulated
+            undo();
+            return false;
+        }
+    }
+    const AloneNode &end = alone_[static_cast<size_t>(node)];
+    // (the stuck-pipeline check would have stopped the simulated run)
+    if (cycle_ + end.first_commit - last_commit_cycle_ > c_.stuck_cycles ||
+        end.longest_gap > c_.stuck_cycles) {
+        undo();
+        return false;
+    }
+    tlb_fill(miss_vpn_);
+    handler_active_ = false;
+    st_.handler_insns += n_handler_;
+    st_.handlers_committed++;
+    handler_next_ = n_handler_;
+    mode_ = Mode::USER;
+    fetch_seq_ = resume_seq_;
+    fetch_stall_until_ = cycle_ + end.fetch_stall;
+    last_iline_ = end.last_iline;
+    cycle_ += end.cycles; // (the eret's commit: the rest of that cycle follows)
+    last_commit_cycle_ = cycle_;
+    events_++;
+    return true;
+}
+
+// A handler uop of the run being recorded commits; with its eret, the run
+// goes into the tree.
+void Core::alone_commit(bool eret)
+{
+    if (alone_last_commit_ == NEVER)
+        alone_first_commit_ = cycle_ - alone_start_;
+    else
+        alone_longest_gap_ = std::max(alone_longest_gap_, cycle_ - alone_last_commit_);
+    alone_last_commit_ = cycle_;
+    if (!eret) return;
+    alone_recording_ = false;
+    // the path down the tree: the node reached is parent's next by outcome
+    // (the root's when parent is -1), made if new
+    int parent = -1;
+    bool outcome = false;
+    auto link = [&]() -> int & {
+        return parent < 0 ? alone_roots_[alone_root_].node
+                          : alone_[static_cast<size_t>(parent)].next[outcome];
+    };
+    auto step = [&](int access) {
+        if (link() < 0) {
+            alone_.push_back(AloneNode{});
+            alone_.back().access = access;
+            link() = static_cast<int>(alone_.size() - 1);
+        }
+        if (alone_[static_cast<size_t>(link())].access != access) {
+            dump("a handler run alone differed from an earlier one");
+            abort();
+        }
+        return link();
+    };
+    for (const auto &[access, hit] : alone_path_) {
+        parent = step(access);
+        outcome = hit;
+    }
+    AloneNode end;
+    end.cycles = cycle_ - alone_start_;
+    end.first_commit = alone_first_commit_;
+    end.fetch_stall = fetch_stall_until_ - alone_start_;
+    end.longest_gap = alone_longest_gap_;
+    end.last_iline = last_iline_;
+    bool seen = link() >= 0;
+    AloneNode &e = alone_[static_cast<size_t>(step(ALONE_END))];
+    if (mode_ != Mode::USER || handler_active_ || fetch_stall_until_ < alone_start_ ||
+        (seen && (e.cycles != end.cycles || e.first_commit != end.first_commit ||
+                  e.fetch_stall != end.fetch_stall || e.longest_gap != end.longest_gap ||
+                  e.last_iline != end.last_iline))) {
+        dump("a handler run alone differed from an earlier one");
+        abort();
+    }
+    if (!seen) e = end;
 }
 
 // ---- stages ----
@@ -740,6 +901,7 @@ inline int Core::commit_some()
                 st_.handlers_committed++;
                 if (u->inl) st_.inlined_committed++;
             }
+            if (alone_recording_) alone_commit(u->op == TK_ERET);
             rob_.pop_front();
             if (prepend_at_ > 0) prepend_at_--;
             free_uop(u);
@@ -821,7 +983,10 @@ void Core::rearm(Uop *w)
 bool Core::fetch_new_line(uint64_t pc)
 {
     last_iline_ = pc >> l1i_.line_bits;
-    if (l1i_.access(pc)) return true;
+    bool hit = l1i_.access(pc);
+    if (alone_recording_) // (the handler's line)
+        alone_note(static_cast<int>(last_iline_ - (HANDLER_PC >> l1i_.line_bits)), hit);
+    if (hit) return true;
     st_.l1i_misses++;
     events_++;
     fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
@@ -902,7 +1067,9 @@ bool Core::fetch_new_line(uint64_t pc)
         }
         if (u->reads_dcache) {
             st_.l1d_accesses++;
-            if (!l1d_.access(u->addr)) {
+            bool hit = l1d_.access(u->addr);
+            if (alone_recording_) alone_note(ALONE_LOAD + static_cast<int>(u->seq), hit);
+            if (!hit) {
                 st_.l1d_misses++;
                 lat += static_cast<uint64_t>(c_.mem_latency);
             }
@@ -1198,7 +1365,7 @@ void Core::fetch_handler()
         u->inl = inl;
         u->serial = u->system || (u->op == TK_ERET && !inl);
         // the handler's memory: the PTE, and the counter below the table
-        if (u->mem) u->addr = u->op == LD && i < 8 ? PT_BASE + miss_vpn_ * 8 : PT_BASE - 8;
+        if (u->mem) u->addr = handler_addr(i);
         queue.push_back_fits(u);
         fq++;
         handler_frontend_++;

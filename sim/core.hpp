@@ -207,10 +207,19 @@ template <class T> class Ring
         head_ = (head_ + 1) & mask_;
         n_--;
     }
+    // (the entries on the shorter side of at move: those before it, one
+    // place towards the front, when at is in the first half)
     void insert(size_t at, const T &v)
     {
-        push_back(v);
-        for (size_t k = n_ - 1; k > at; k--) (*this)[k] = (*this)[k - 1];
+        if (n_ > mask_) grow();
+        if (2 * at < n_) {
+            head_ = (head_ - 1) & mask_;
+            n_++;
+            for (size_t k = 0; k < at; k++) (*this)[k] = (*this)[k + 1];
+        } else {
+            n_++;
+            for (size_t k = n_ - 1; k > at; k--) (*this)[k] = (*this)[k - 1];
+        }
         (*this)[at] = v;
     }
     void clear() { head_ = n_ = 0; }
@@ -342,7 +351,12 @@ class Core
         std::vector<Way> ways; // a set's ways side by side
         uint64_t clock = 0;
         void init(int size, int assoc, int line);
-        bool access(uint64_t addr); // true on a hit; fills on a miss
+        bool access(uint64_t addr);        // true on a hit; fills on a miss
+        size_t set_of(uint64_t addr) const // its set's first way in ways
+        {
+            return static_cast<size_t>((addr >> line_bits) & static_cast<uint64_t>(sets - 1)) *
+                   static_cast<size_t>(assoc);
+        }
     };
 
     // the stages
@@ -360,6 +374,56 @@ class Core
     void tlb_fill(uint64_t vpn);
     void take_miss(Uop &head);
     void flush_all(uint64_t resume_seq);
+
+    // A handler run alone.  After a flush that leaves nothing in flight
+    // (every traditional miss, and an in-lined scheme's fallback that keeps
+    // no earlier handler), the handler goes through the empty pipeline by
+    // itself until its eret commits, and what it does there depends on
+    // nothing but the cycle fetch may start (a stall still running), the
+    // free registers and the outcomes of its cache accesses (its I-cache
+    // lines, its loads' D-cache lines).  Each such run simulated is kept as
+    // the sequence of its accesses with their outcomes, in a tree, ending in
+    // the cycles it took; a later run whose accesses have outcomes seen
+    // before is replayed instead: its accesses are made (the caches and
+    // their counts are as simulated), the TLB written, and the clock moved
+    // to the eret's commit, with fetch free to start the program again.
+    struct AloneNode {
+        // the next access: an I-cache line of the handler (its number from
+        // the first), or ALONE_LOAD + the handler instruction whose load reads
+        // the D-cache; ALONE_END: none, the run ends
+        int access = ALONE_END;
+        int next[2] = {-1, -1}; // the node after it, by its outcome (miss, hit); -1: not seen
+        // at the end: cycles from the flush to the eret's commit, to the first
+        // commit, to the end of fetch's stall, and the longest between two
+        // commits; the I-cache line fetch last read
+        uint64_t cycles = 0, first_commit = 0, fetch_stall = 0, longest_gap = 0, last_iline = 0;
+    };
+    static constexpr int ALONE_END = -1, ALONE_LOAD = 64;
+    struct AloneRoot {
+        uint64_t stall;           // cycles after the flush until fetch may start
+        size_t free_int, free_fp; // free registers
+        int node;
+    };
+    std::vector<AloneNode> alone_;
+    std::vector<AloneRoot> alone_roots_;
+    bool alone_recording_ = false;
+    std::vector<std::pair<int, bool>> alone_path_; // being recorded: access, hit
+    uint64_t alone_start_ = 0, alone_last_commit_ = 0, alone_first_commit_ = 0,
+             alone_longest_gap_ = 0;
+    size_t alone_root_ = 0; // (alone_roots_)
+    // replay_alone()'s undo: the sets its accesses changed, as they were
+    struct AloneTouched {
+        Cache *cache;
+        size_t set, saved; // (its ways from alone_saved_[saved])
+    };
+    std::vector<AloneTouched> alone_touched_;
+    std::vector<Cache::Way> alone_saved_;
+    bool alone_possible(uint64_t *stall) const; // the pipeline is empty after a flush
+    size_t alone_root(uint64_t stall);          // its tree's root, made if new
+    bool replay_alone(uint64_t stall);
+    void alone_note(int access, bool hit) { alone_path_.emplace_back(access, hit); }
+    void alone_commit(bool eret);          // recording: a handler uop commits
+    uint64_t handler_addr(size_t i) const; // the address handler instruction i accesses
     void dump(const char *why) const;
     void skip_idle();
     // The cycle a uop's operands are all ready: NEVER while a producer has
