@@ -24,6 +24,10 @@ void tk__chain_close(struct tk_chain *ch);
  * [signal-safe] */
 int tk__chain_find(const struct tk_chain *ch, uint64_t i);
 
+/* How many of the first npages pages the chain restores from data (not
+ * zero), a 64-page word at a time. */
+uint64_t tk__chain_data_pages(const struct tk_chain *ch, uint64_t npages);
+
 /* The address of page i of the areas.  [signal-safe] */
 unsigned char *tk__area_page(const struct tk_ckpt_area *areas, size_t nareas, uint64_t i,
                              size_t ps);

@@ -624,13 +624,7 @@ int tk_ckpt_restore_lazy(const tk_ckpt_lazy_config *cfg, tk_ckpt_lazy **out)
         l->first[a + 1] = l->first[a] + cfg->areas[a].len / l->ps;
     }
     l->npages = l->first[l->nareas];
-    uint64_t data = 0;
-    for (uint64_t i = 0; i < l->npages; i++) {
-        int k;
-        uint64_t rank;
-        if (source(l, i, &k, &rank) == TK_IMG_DATA) data++;
-    }
-    l->data_total = data;
+    l->data_total = tk__chain_data_pages(&l->ch, l->npages);
     for (size_t a = 0; a < l->nareas; a++) {
         bool any;
         if ((err = populated(&l->areas[a], l->ps, &any))) {

@@ -126,6 +126,23 @@ int tk__chain_find(const struct tk_chain *ch, uint64_t i)
     return -1;
 }
 
+uint64_t tk__chain_data_pages(const struct tk_chain *ch, uint64_t npages)
+{
+    uint64_t data = 0;
+    for (uint64_t w = 0; w < (npages + 63) / 64; w++) {
+        /* each page from the newest image that holds it */
+        uint64_t left = (w + 1) * 64 <= npages ? ~0ull : (1ull << (npages % 64)) - 1, d = 0;
+        for (size_t k = ch->n; k-- > 0 && left;) {
+            const struct tk_img *img = &ch->imgs[k];
+            uint64_t h = img->held[w] & left;
+            d |= h & ~(img->zero ? img->zero[w] : 0);
+            left &= ~h;
+        }
+        data += (uint64_t)__builtin_popcountll(d);
+    }
+    return data;
+}
+
 unsigned char *tk__area_page(const struct tk_ckpt_area *areas, size_t nareas, uint64_t i, size_t ps)
 {
     for (size_t a = 0; a < nareas; a++) {
