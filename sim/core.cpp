@@ -560,10 +560,13 @@ void Core::flush_all(uint64_t resume_seq)
     // rename takes does not change its timing); its handler uops stay, in
     // order, and those not issued yet stay in the integer queue.
     size_t handlers_waiting = 0;
-    uint64_t done = 0, issued = 0, waiting = 0;
+    uint64_t by_state[4] = {0, 0, 0, 0}; // (Uop::State)
     bool kept_eret = false;
     if (kept_.size() < rob_.size()) kept_.resize(rob_.size());
     Uop **kept = kept_.data() + rob_.size(); // the handler uops kept, filled from the back
+    // (the free lists have room for every register: they are filled here
+    // through pointers, their sizes set after)
+    Preg *free_int = free_int_.end(), *free_fp = free_fp_.end();
     for (size_t i = rob_.size(); i-- > 0;) {
         Uop *u = rob_[i];
         if (u->handler) {
@@ -572,15 +575,16 @@ void Core::flush_all(uint64_t resume_seq)
             kept_eret |= u->op == TK_ERET;
             continue;
         }
-        done += u->st == Uop::DONE;
-        issued += u->st == Uop::ISSUED;
-        waiting += u->st != Uop::DONE && u->st != Uop::ISSUED;
-        undo(u);
-        if (u->dst >= 0) (u->dst_fp ? free_fp_ : free_int_).push_back_fits(Preg{u->dst});
+        by_state[u->st]++;
+        if (u->ctl >= Uop::JAL) undo(u);
+        oldest = u;
+        if (u->dst >= 0) *(u->dst_fp ? free_fp++ : free_int++) = Preg{u->dst};
     }
-    st_.flushed_done += done;
-    st_.flushed_issued += issued;
-    st_.flushed_waiting += waiting;
+    free_int_.extend_to(free_int);
+    free_fp_.extend_to(free_fp);
+    st_.flushed_done += by_state[Uop::DONE];
+    st_.flushed_issued += by_state[Uop::ISSUED];
+    st_.flushed_waiting += by_state[Uop::WAIT] + by_state[Uop::FRONT];
     if (oldest) ghist_ = oldest->ghist;
     if (kept_eret) st_.inlined_kept++;
     size_t handlers = static_cast<size_t>(kept_.data() + rob_.size() - kept);
@@ -720,14 +724,17 @@ uint64_t Core::handler_addr(size_t i) const
 }
 
 // Whether the flush just made left the handler to run alone: nothing in
-// flight, and fetch's last I-cache line not one of the handler's (so it
-// reads its first line); and the cycles fetch must still wait.
+// flight but an in-lined handler kept in the ROB that has finished (it
+// commits meanwhile), and fetch's last I-cache line not one of the
+// handler's (so it reads its first line); and the cycles fetch must still
+// wait.
 bool Core::alone_possible(uint64_t *stall) const
 {
-    if (c_.inject_lost_fill || !rob_.empty() || !front_.empty() || !hfront_.empty() ||
-        !exec_.empty() || iq_int_.n != 0 || iq_fp_.n != 0 || iq_handler_ != 0 ||
-        handler_frontend_ != 0)
+    if (c_.inject_lost_fill || !front_.empty() || !hfront_.empty() || !exec_.empty() ||
+        iq_int_.n != 0 || iq_fp_.n != 0 || iq_handler_ != 0 || handler_frontend_ != 0)
         return false;
+    for (const Uop *u : rob_) // (all handler uops: flush_all() kept them)
+        if (u->st != Uop::DONE || !u->inl) return false;
     uint64_t first = HANDLER_PC >> l1i_.line_bits,
              last = (HANDLER_PC + 4 * n_handler_ - 1) >> l1i_.line_bits;
     if (last_iline_ >= first && last_iline_ <= last) return false;
@@ -739,10 +746,11 @@ size_t Core::alone_root(uint64_t stall)
 {
     for (size_t i = 0; i < alone_roots_.size(); i++) {
         const AloneRoot &r = alone_roots_[i];
-        if (r.stall == stall && r.free_int == free_int_.size() && r.free_fp == free_fp_.size())
+        if (r.stall == stall && r.kept == rob_.size() && r.free_int == free_int_.size() &&
+            r.free_fp == free_fp_.size())
             return i;
     }
-    alone_roots_.push_back(AloneRoot{stall, free_int_.size(), free_fp_.size(), -1});
+    alone_roots_.push_back(AloneRoot{stall, rob_.size(), free_int_.size(), free_fp_.size(), -1});
     return alone_roots_.size() - 1;
 }
 
@@ -752,8 +760,8 @@ bool Core::replay_alone(uint64_t stall)
 {
     int node = alone_roots_[alone_root(stall)].node;
     if (node < 0) return false;
-    const Stats before = st_;
-    const uint64_t iclock = l1i_.clock, dclock = l1d_.clock;
+    const uint64_t iclock = l1i_.clock, dclock = l1d_.clock, imisses = st_.l1i_misses,
+                   daccesses = st_.l1d_accesses, dmisses = st_.l1d_misses;
     alone_touched_.clear();
     alone_saved_.clear();
     auto undo = [&] {
@@ -762,7 +770,9 @@ bool Core::replay_alone(uint64_t stall)
             std::copy_n(alone_saved_.begin() + static_cast<ptrdiff_t>(t.saved), t.cache->assoc,
                         t.cache->ways.begin() + static_cast<ptrdiff_t>(t.set));
         }
-        st_ = before;
+        st_.l1i_misses = imisses;
+        st_.l1d_accesses = daccesses;
+        st_.l1d_misses = dmisses;
         l1i_.clock = iclock;
         l1d_.clock = dclock;
     };
@@ -796,6 +806,9 @@ bool Core::replay_alone(uint64_t stall)
         undo();
         return false;
     }
+    // the kept handler's uops commit, then the handler's
+    for (Uop *u : rob_) commit_handler(u);
+    rob_.clear();
     tlb_fill(miss_vpn_);
     handler_active_ = false;
     st_.handler_insns += n_handler_;
@@ -892,19 +905,9 @@ inline int Core::commit_some()
         Uop *u = rob_.front();
         if (u->handler) {
             if (u->st != Uop::DONE) return n;
-            if (u->arch_dst >= 0) {
-                committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
-                (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back_fits(Preg{u->old});
-            }
-            st_.handler_insns++;
-            if (u->op == TK_ERET) {
-                st_.handlers_committed++;
-                if (u->inl) st_.inlined_committed++;
-            }
-            if (alone_recording_) alone_commit(u->op == TK_ERET);
+            if (alone_recording_) alone_commit(u->op == TK_ERET && !u->inl);
             rob_.pop_front();
-            if (prepend_at_ > 0) prepend_at_--;
-            free_uop(u);
+            commit_handler(u);
             continue;
         }
         if (u->mem && u->seq != tlb_checked_seq_) {
@@ -951,6 +954,22 @@ inline int Core::commit_some()
         }
     }
     return n;
+}
+
+// A handler's uop commits (out of the ROB).
+inline void Core::commit_handler(Uop *u)
+{
+    if (u->arch_dst >= 0) {
+        committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
+        (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back_fits(Preg{u->old});
+    }
+    st_.handler_insns++;
+    if (u->op == TK_ERET) {
+        st_.handlers_committed++;
+        if (u->inl) st_.inlined_committed++;
+    }
+    if (prepend_at_ > 0) prepend_at_--;
+    free_uop(u);
 }
 
 // An access held for its page accesses again (the TLB and the cache).

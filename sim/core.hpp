@@ -156,7 +156,9 @@ template <class T> class List
     void pop_back() { n_--; }
     void clear() { n_ = 0; }
     void shrink(size_t n) { n_ = n; } // to its first n (n <= size())
-    void erase_at(size_t i)           // keeping the order
+    // to the entries written past its end up to e (within the room())
+    void extend_to(T *e) { n_ = static_cast<size_t>(e - p_); }
+    void erase_at(size_t i) // keeping the order
     {
         for (size_t k = i + 1; k < n_; k++) p_[k - 1] = p_[k];
         n_--;
@@ -215,7 +217,10 @@ template <class T> class Ring
         if (2 * at < n_) {
             head_ = (head_ - 1) & mask_;
             n_++;
-            for (size_t k = 0; k < at; k++) (*this)[k] = (*this)[k + 1];
+            if (head_ + at <= mask_) // (in one piece: T is a plain value)
+                memmove(buf_ + head_, buf_ + head_ + 1, at * sizeof(T));
+            else
+                for (size_t k = 0; k < at; k++) (*this)[k] = (*this)[k + 1];
         } else {
             n_++;
             for (size_t k = n_ - 1; k > at; k--) (*this)[k] = (*this)[k - 1];
@@ -362,6 +367,7 @@ class Core
     // the stages
     void commit();
     int commit_some();
+    void commit_handler(Uop *u);
     bool head_may_commit() const;
     void complete();
     void issue();
@@ -376,12 +382,13 @@ class Core
     void flush_all(uint64_t resume_seq);
 
     // A handler run alone.  After a flush that leaves nothing in flight
-    // (every traditional miss, and an in-lined scheme's fallback that keeps
-    // no earlier handler), the handler goes through the empty pipeline by
-    // itself until its eret commits, and what it does there depends on
-    // nothing but the cycle fetch may start (a stall still running), the
-    // free registers and the outcomes of its cache accesses (its I-cache
-    // lines, its loads' D-cache lines).  Each such run simulated is kept as
+    // (every traditional miss, and an in-lined scheme's fallback) but an
+    // earlier in-lined handler that has finished (it commits meanwhile),
+    // the handler goes through the pipeline by itself until its eret
+    // commits, and what it does there depends on nothing but the cycle
+    // fetch may start (a stall still running), the uops kept, the free
+    // registers and the outcomes of its cache accesses (its I-cache lines,
+    // its loads' D-cache lines).  Each such run simulated is kept as
     // the sequence of its accesses with their outcomes, in a tree, ending in
     // the cycles it took; a later run whose accesses have outcomes seen
     // before is replayed instead: its accesses are made (the caches and
@@ -401,6 +408,7 @@ class Core
     static constexpr int ALONE_END = -1, ALONE_LOAD = 64;
     struct AloneRoot {
         uint64_t stall;           // cycles after the flush until fetch may start
+        size_t kept;              // an in-lined handler's uops kept in the ROB
         size_t free_int, free_fp; // free registers
         int node;
     };
