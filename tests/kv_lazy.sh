@@ -96,6 +96,53 @@ grep -q "loaded every page" "$dir/lazy2.err" || { cat "$dir/lazy2.err"; echo "no
 kv_kill
 echo "served while loading, saves wait for the whole image: ok"
 
+# ---- 1b. an image saved in the middle of a rehash: while loading, the rehash
+# makes no steps (each would read entries spread over the whole store, pages
+# not loaded yet, which requests would wait for)
+mkdir -p "$dir/r"
+R=(--dir "$dir/r" --memory 128m)
+mid=0
+for attempt in 1 2 3 4 5; do
+    rm -f "$dir/r/dump.tkimg"
+    kv_start rfill "${R[@]}"
+    # 8,000 keys, then in one write the ones past 8,192 (the keyspace grows
+    # from 8,192 buckets to 16,384 there) and SAVE, before the server's cron
+    # finishes the rehash
+    python3 - "$port" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+def cmd(*a):
+    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+def run(batch, n):
+    s.sendall(b"".join(batch))
+    got = b""
+    while got.count(b"\r\n") < n: got += s.recv(65536)
+for lo in range(0, 8000, 500):
+    run([cmd(b"SET", b"r:%06d" % i, b"x" * 3000) for i in range(lo, lo + 500)], 500)
+run([cmd(b"SET", b"r:%06d" % i, b"x" * 3000) for i in range(8000, 8200)] + [cmd(b"SAVE")], 201)
+PY
+    kv_kill
+    kv_start rlazy "${R[@]}" --restore-prefetch no
+    if [[ $(info_field kv_keyspace_rehashing) == 1 ]]; then
+        mid=1
+        break
+    fi
+    kv_kill
+done
+((mid)) || { echo "no image saved in the middle of a rehash in 5 tries"; exit 1; }
+expect "$(python3 -c 'print("x" * 3000)')" GET r:000123
+before=$(info_field trapkit_loading_pages_by_fault)
+sleep 0.5 # five of the server's cron rounds
+after=$(info_field trapkit_loading_pages_by_fault)
+[[ $(info_field kv_keyspace_rehashing) == 1 ]] || { echo "the rehash went on while loading"; exit 1; }
+((after - before < 8)) || { echo "$((after - before)) pages came by fault while idle (a rehash step?)"; exit 1; }
+expect OK SAVE # waits until loaded; then the rehash goes on
+wait_until 30 '[[ $(info_field kv_keyspace_rehashing) == 0 ]]'
+[[ $(cli DBSIZE) == 8200 ]] || { echo "DBSIZE $(cli DBSIZE) after the rehash"; exit 1; }
+expect "$(python3 -c 'print("x" * 3000)')" GET r:008199
+kv_kill
+echo "no rehash steps while loading, the rehash goes on once loaded: ok"
+
 # ---- 2. a damaged page found late stops the server; nothing wrong is served
 python3 "$(dirname "$0")/kv_image.py" damage "$dir/good.img" "$dir/bad.img" 0.6
 for how in fault prefetch; do

@@ -103,6 +103,7 @@ static void finish_lazy(void)
     int err = tk_ckpt_lazy_destroy(persist.lazy_restore);
     persist.lazy_restore = NULL;
     persist.lazy = false;
+    if (server.kv) kv_hold_rehash(server.kv, false);
     for (int i = 0; i < persist.nchain_fds; i++) close(persist.chain_fds[i]);
     persist.nchain_fds = 0;
     if (err < 0) { /* the error function stops the server: this is in case it returned */
@@ -275,6 +276,7 @@ int persist_load_image(const struct tk_ckpt_area *ar)
                 bad ? bad : "out of memory");
         goto out;
     }
+    kv_hold_rehash(server.kv, persist.lazy);
     remove_incs_except(persist.chain.base_seq + 1, persist.chain.last_seq);
     persist.last_instant_ms = (int64_t)(created_ns / 1000000u);
     fprintf(stderr,

@@ -94,6 +94,7 @@ struct kv_store {
     int64_t now;
     uint64_t rng, expired;
     bool hold_resize; /* a snapshot runs: resize tables only when they must */
+    bool hold_rehash; /* the store is being loaded lazily: no rehash steps */
 };
 
 #define AT(s, off) ((void *)((s)->base + (off)))
@@ -395,7 +396,7 @@ static void rehash_bucket(struct kv_store *s, struct kv_dict *d, uint64_t j)
 /* Moves up to n buckets of a rehash (visiting at most 10n empty ones). */
 static void dict_rehash(struct kv_store *s, struct kv_dict *d, int n)
 {
-    if (d->rehash < 0) return;
+    if (d->rehash < 0 || s->hold_rehash) return;
     int empty = n * 10;
     uint64_t *t0 = buckets(s, d, 0);
     while (n-- > 0 && d->used[0]) {
@@ -425,7 +426,8 @@ static uint64_t pow2_at_least(uint64_t n, uint64_t min)
 static void dict_maybe_shrink(struct kv_store *s, struct kv_dict *d, uint64_t min)
 {
     uint64_t n = dict_count(d);
-    if (d->rehash < 0 && !s->hold_resize && d->size[0] > min && n * 10 < d->size[0])
+    if (d->rehash < 0 && !s->hold_resize && !s->hold_rehash && d->size[0] > min &&
+        n * 10 < d->size[0])
         dict_resize(s, d, pow2_at_least(n, min));
 }
 
@@ -469,7 +471,7 @@ static int dict_insert(struct kv_store *s, struct kv_dict *d, uint64_t e, uint64
     rec(s, e)->next = *b;
     *b = e;
     d->used[t]++;
-    if (d->rehash < 0 && d->used[0] >= d->size[0] * (s->hold_resize ? 5 : 1))
+    if (d->rehash < 0 && d->used[0] >= d->size[0] * (s->hold_resize || s->hold_rehash ? 5 : 1))
         dict_resize(s, d, d->size[0] * 2);
     return 0;
 }
@@ -637,6 +639,11 @@ struct kv_store *kv_open(void *area, size_t len, const char **why)
 void kv_hold_resize(struct kv_store *s, bool hold)
 {
     s->hold_resize = hold;
+}
+
+void kv_hold_rehash(struct kv_store *s, bool hold)
+{
+    s->hold_rehash = hold;
 }
 
 void kv_set_now(struct kv_store *s, int64_t now_ms)
@@ -916,7 +923,7 @@ bool kv_cron(struct kv_store *s)
 {
     dict_rehash(s, &s->h->keys, 100);
     dict_maybe_shrink(s, &s->h->keys, KEYS_MIN);
-    return s->h->keys.rehash >= 0;
+    return s->h->keys.rehash >= 0 && !s->hold_rehash;
 }
 
 /* ---- strings ---------------------------------------------------------- */

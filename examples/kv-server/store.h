@@ -67,6 +67,12 @@ void kv_set_now(struct kv_store *s, int64_t now_ms);
  * child runs: a rehash writes every bucket array page and entry, which the
  * snapshot must then copy. */
 void kv_hold_resize(struct kv_store *s, bool hold);
+/* While the store is loaded lazily (hold true), a rehash under way makes no
+ * steps and tables resize only as kv_hold_resize holds them: each step
+ * reads the entries of buckets spread over the whole store, pages not
+ * loaded yet, which a request would wait for; lookups search both tables
+ * meanwhile. */
+void kv_hold_rehash(struct kv_store *s, bool hold);
 /* Keys deleted because they expired, since kv_format/kv_open. */
 uint64_t kv_expired_total(const struct kv_store *s);
 
