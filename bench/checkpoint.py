@@ -550,7 +550,11 @@ def measure_size(a, systems, size, loads, keys, mem, seed, servers):
                   f"{SET_RATIO:.0%} SET; 3 consecutive runs on one server")
     slower = min(cap, key=lambda s: statistics.median(cap[s]))
     base = statistics.median(cap[slower])
-    log(f"    base rate: {base:,.0f} ops/s ({slower}'s capacity)")
+    if a.base_rate:
+        base = a.base_rate
+        log(f"    base rate: {base:,.0f} ops/s (given)")
+    else:
+        log(f"    base rate: {base:,.0f} ops/s ({slower}'s capacity)")
 
     # the rounds: every system at every load, rotated
     runs = {(s, l): [None] * a.reps for s in systems for l in loads}
@@ -715,6 +719,9 @@ def main():
     ap.add_argument("--save-timeout", type=float, default=1200)
     ap.add_argument("--interval-ms", type=int, default=100,
                     help="the timeline's interval in milliseconds (100)")
+    ap.add_argument("--base-rate", type=float, default=None,
+                    help="the rate (ops/s) the loads are fractions of, instead of the slower "
+                    "system's capacity (to compare runs of separate invocations)")
     ap.add_argument("--all-timelines", action="store_true",
                     help="every run's timeline in checkpoint/snapshot-duration, not only the "
                     "median run's")
