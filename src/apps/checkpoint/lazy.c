@@ -32,6 +32,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -528,6 +529,11 @@ static int fill_all(struct tk_ckpt_lazy *l, struct bufs *b)
 static void *prefetch_main(void *arg)
 {
     struct tk_ckpt_lazy *l = arg;
+    /* below the program and the handler thread: a fault's page, or a
+     * request, does not wait for the CPU behind the prefetch */
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (errno == 0 && nice < 10) setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
     struct bufs b;
     if (bufs_init(&b, l->ps))
         fail_page(l, -ENOMEM, 0, -1);
