@@ -42,35 +42,6 @@ static double secs(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Whether a thread of this process other than the caller may run on `cpu`
- * alone. */
-static bool other_thread_on(int cpu)
-{
-    char want[16];
-    snprintf(want, sizeof want, "%d", cpu);
-    DIR *d = opendir("/proc/self/task");
-    CHECK(d);
-    bool found = false;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        if (e->d_name[0] == '.' || atoi(e->d_name) == gettid()) continue;
-        char path[300], line[256];
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue; /* ended meanwhile */
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "Cpus_allowed_list:", 18)) {
-                char *v = line + 18;
-                while (*v == ' ' || *v == '\t') v++;
-                v[strcspn(v, "\n")] = 0;
-                found = !strcmp(v, want);
-            }
-        fclose(f);
-    }
-    closedir(d);
-    return found;
-}
-
 /* The threads of this process other than the caller seen kept on one CPU
  * alone, and then allowed more again. */
 struct watch {
@@ -118,6 +89,17 @@ static bool watch_released(const struct watch *w)
 {
     for (int i = 0; i < w->n; i++)
         if (w->t[i].released) return true;
+    return false;
+}
+
+/* Whether a thread of this process other than the caller may run on `cpu`
+ * alone. */
+static bool other_thread_on(int cpu)
+{
+    struct watch w = {.cpu = cpu};
+    watch_scan(&w);
+    for (int i = 0; i < w.n; i++)
+        if (w.t[i].kept) return true;
     return false;
 }
 
