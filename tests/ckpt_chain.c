@@ -23,10 +23,11 @@
 #include "testutil.h"
 
 /* SNAPS snapshots; the build that counts the pages writers take over from
- * the background thread goes on (up to SNAPS_MAX) until one was */
+ * the background thread, and their copies into a pool slot written and
+ * used again, goes on (up to SNAPS_MAX) until it has seen both */
 enum { T = 4, SNAPS = 12, SNAPS_MAX = 48, MAXLOG = 1 << 20 };
 #ifdef TK_CKPT_TEST_TAKEOVER
-extern atomic_long tk__ckpt_takeovers;
+extern atomic_long tk__ckpt_takeovers, tk__ckpt_reused;
 #endif
 static size_t words, area_len;
 static uint64_t *area;
@@ -108,6 +109,12 @@ int main(int argc, char **argv)
      * (tests/ckpt_yield.c has it idle) */
     tk_ckpt_config cfg = {
         .areas = &ar, .nareas = 1, .mech = m, .flags = TK_CKPT_TRACK | TK_CKPT_FAIR};
+#ifdef TK_CKPT_TEST_TAKEOVER
+    /* a fault copies its own page only: with its 16-page block, the
+     * writers' first 64 faults take every page before the background
+     * thread reaches one */
+    setenv("TRAPKIT_CKPT_BLOCK", "1", 1);
+#endif
     tk_ckpt *c;
     int err = tk_ckpt_create(&cfg, &c);
     if (err == -EOPNOTSUPP) tk_test_unavailable(argv[1]);
@@ -126,7 +133,8 @@ int main(int argc, char **argv)
     tk_ckpt_stats st[SNAPS_MAX];
     for (int s = 0; s < SNAPS_MAX; s++) {
 #ifdef TK_CKPT_TEST_TAKEOVER
-        if (s >= SNAPS && atomic_load(&tk__ckpt_takeovers) > 0) break;
+        if (s >= SNAPS && atomic_load(&tk__ckpt_takeovers) > 0 && atomic_load(&tk__ckpt_reused) > 0)
+            break;
 #else
         if (s >= SNAPS) break;
 #endif
@@ -163,8 +171,11 @@ int main(int argc, char **argv)
            argv[1], total, nsnaps, by_writers, incr_pages);
     CHECK(total > 0);
 #ifdef TK_CKPT_TEST_TAKEOVER
-    printf("%ld pages taken over from the background thread\n", atomic_load(&tk__ckpt_takeovers));
+    printf("%ld pages taken over from the background thread, %ld copies into a slot used "
+           "before\n",
+           atomic_load(&tk__ckpt_takeovers), atomic_load(&tk__ckpt_reused));
     CHECK(atomic_load(&tk__ckpt_takeovers) > 0);
+    CHECK(atomic_load(&tk__ckpt_reused) > 0);
 #endif
 
     /* every chain restores to a consistent cut, each no earlier than the last */

@@ -51,7 +51,10 @@
  * (uncompressed; compressed, as it drains the queue): the disk sees the
  * sweep's long sequential writes only, never a write per copy at scattered
  * places (whose write-back throttled the thread to a fraction of the disk),
- * and the helper gives the copies' slots back once written.  A writer
+ * and a slot once written takes a writer's next copy (a stack of free
+ * slots): memory populated once serves many copies, since a fresh page
+ * costs ~13 us where the hypervisor has taken it back (free page
+ * reporting; docs/design.md), 0.75 us to copy into one in place.  A writer
  * never waits for the background thread: a page the thread is writing
  * (COPYING) is taken over by the writer, which copies it itself, and the
  * thread, seeing the state changed, leaves the page to the writer's copy,
@@ -71,12 +74,13 @@
  * write-fault path; tools/ckpt_stall.c is the driver that found where a
  * writer's time goes (docs/design.md).
  *
- * The extra memory during a snapshot is one page per page a writer copied
- * and the background thread has not yet written (given back as written;
+ * The extra memory during a snapshot is, at its peak, one page per page a
+ * writer copied and the background thread had not yet written (the slots
+ * are used again as written and given back when the snapshot ends;
  * neighbours are copied only while fewer than BACKLOG pages wait), and
  * POOL_AHEAD pool pages populated ahead,
  * plus the per-page arrays, touched at the first snapshot and kept: state
- * (1 byte), CRC (4), pool slot (4, per copied page), bitmaps, and with
+ * (1 byte), CRC (4), pool slot (4, per copied page), free-slot link (4), bitmaps, and with
  * TK_CKPT_COMPRESS each page's place (8); the compression staging buffer
  * (1 MiB); fork's is the copy-on-write copies.
  */
@@ -151,6 +155,7 @@ enum { PHASE_RUNNING = 0, PHASE_PAUSED = 1, PHASE_ARMING = 2 };
 enum { CUT_ARMING = 0, CUT_READY = 1, CUT_TAKING = 2, CUT_DONE = 3 };
 #ifdef TK_CKPT_TEST_TAKEOVER
 atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread */
+atomic_long tk__ckpt_reused;    /* writers' copies into a slot written before */
 #endif
 #define UNPROT_BATCH 64
 #define BATCH 64          /* pages the background thread writes with one pwritev */
@@ -158,11 +163,8 @@ atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread
 #define NEIGHBOURS 16     /* a writer's fault copies and opens up to this aligned block */
 #define NEIGHBOURS_MAX 64 /* TRAPKIT_CKPT_BLOCK's largest */
 #define BACKLOG 2048      /* copies queued, not yet written, beyond which a fault takes one page */
-#define POOL_FREE 256     /* written pool slots given back at a time */
 #define DIRECT_RUN 8      /* writers' copies in a run this long are written directly */
 #define OPEN_RING 1024    /* ranges of copied pages waiting for the helper thread */
-#define FREE_BATCH 1024   /* written pool pages the helper gives back at once */
-#define FREE_IOV 256      /* ranges given back with one process_madvise */
 #define ARM_CHUNK 512     /* pages armed at a time (one protection, one scan) */
 #define ARM_ROUNDS 8      /* rounds of re-arming reopened pages at most */
 #define ARM_FINAL 32      /* reopened pages few enough to protect in the pause */
@@ -195,19 +197,22 @@ struct tk_ckpt {
     unsigned char *pool;             /* writers' copies: npages pages reserved, touched as used */
     uint32_t *slot_of;               /* a page's pool slot, once a writer copied it */
     _Atomic uint64_t copies_written; /* writers' copies written to the image */
-    size_t free_from[OPEN_RING], free_to[OPEN_RING]; /* pool slots written, to give back */
-    _Atomic uint64_t free_tail, free_head;
-    _Atomic uint32_t *queue;         /* entry q: the page whose copy is in pool slot q,
-                                        UINT32_MAX until its writer has copied it */
-    _Atomic uint64_t queue_tail;     /* entries handed out */
-    _Atomic uint64_t queue_head;     /* entries written (the background thread's) */
-    _Atomic uint64_t pool_free_want; /* written slots below this may be given back */
-    uint64_t pool_freed;             /* slots given back (the helper's) */
-    _Atomic uint64_t pool_want;      /* pool slots to keep populated (the background thread's) */
-    _Atomic uint64_t pool_ready;     /* pool slots populated (the helper's) */
-    uint64_t *saved;                 /* bitmap: the snapshot's pages (atomic ops while arming) */
-    uint64_t *zero;                  /* bitmap: of those, HOLEs at the instant */
-    uint64_t *prefix;                /* data pages (saved, not zero) before each bitmap word */
+    /* Written slots are used again (populated already): a stack of them,
+     * free_next[s] the slot below s (+1, 0 at the bottom); its top word is
+     * the top slot + 1 (0: empty) and a count of pops and pushes above it,
+     * so a writer's pop that raced with a pop and a push fails its CAS. */
+    _Atomic uint64_t free_top;
+    _Atomic uint32_t *free_next;
+    _Atomic uint64_t pool_next;  /* slots never used before, handed out in order */
+    _Atomic uint32_t *queue;     /* entry q: the page of the q-th copy, UINT32_MAX
+                                    until its writer has copied it */
+    _Atomic uint64_t queue_tail; /* entries handed out */
+    _Atomic uint64_t queue_head; /* entries written (the background thread's) */
+    _Atomic uint64_t pool_want;  /* pool slots to keep populated (the background thread's) */
+    _Atomic uint64_t pool_ready; /* pool slots populated (the helper's) */
+    uint64_t *saved;             /* bitmap: the snapshot's pages (atomic ops while arming) */
+    uint64_t *zero;              /* bitmap: of those, HOLEs at the instant */
+    uint64_t *prefix;            /* data pages (saved, not zero) before each bitmap word */
     size_t words;
     unsigned char *stage; /* compressed data waiting to be written (STAGE bytes) */
     size_t staged;
@@ -238,7 +243,6 @@ struct tk_ckpt {
     _Atomic uint64_t open_head; /* ranges done */
     atomic_int help_word;       /* futex: bumped at each post */
     atomic_bool help_stop;
-    int pidfd;                  /* this process's, for process_madvise (helper), or -1 */
     pid_t child;                /* the fork child not yet reaped, or 0 (under child_lock) */
     pthread_mutex_t child_lock; /* tk_ckpt_cancel kills only a child not yet reaped */
     bool close_fds;             /* TK_CKPT_CLOSE_FDS */
@@ -528,27 +532,64 @@ static void write_page(struct tk_ckpt *c, size_t idx, unsigned char *src)
 
 static void wake_helper(struct tk_ckpt *c);
 
+/* A written slot to use again, or UINT64_MAX if none waits.  [signal-safe]:
+ * lock-free. */
+static uint64_t pop_slot(struct tk_ckpt *c)
+{
+    uint64_t top = atomic_load_explicit(&c->free_top, memory_order_acquire);
+    for (;;) {
+        uint32_t s = (uint32_t)top;
+        if (!s) return UINT64_MAX;
+        uint32_t below = atomic_load_explicit(&c->free_next[s - 1], memory_order_relaxed);
+        uint64_t next = ((top >> 32) + 1) << 32 | below;
+        if (atomic_compare_exchange_weak_explicit(&c->free_top, &top, next, memory_order_acquire,
+                                                  memory_order_acquire)) {
+#ifdef TK_CKPT_TEST_TAKEOVER
+            atomic_fetch_add(&tk__ckpt_reused, 1);
+#endif
+            return s - 1;
+        }
+    }
+}
+
+/* Slot s, its copy written, for a writer's next copy (background thread). */
+static void push_slot(struct tk_ckpt *c, uint32_t s)
+{
+    uint64_t top = atomic_load_explicit(&c->free_top, memory_order_relaxed);
+    for (;;) {
+        atomic_store_explicit(&c->free_next[s], (uint32_t)top, memory_order_relaxed);
+        uint64_t next = ((top >> 32) + 1) << 32 | (s + 1);
+        if (atomic_compare_exchange_weak_explicit(&c->free_top, &top, next, memory_order_release,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
 /* A writer's copy of page idx (state TAKEN): into the pool, queued for
  * the background thread.  [signal-safe] */
 static void buffer_page(struct tk_ckpt *c, size_t idx)
 {
-    uint64_t q = atomic_fetch_add(&c->queue_tail, 1); /* one slot per page at most */
-    unsigned char *dst = c->pool + q * c->ps;
-    if (q % 64 == 0 && c->helper_live) {
-        /* keep the helper populating slots ahead of the writers, whatever
-         * the background thread's priority lets it do */
-        uint64_t want = q + POOL_AHEAD < c->npages ? q + POOL_AHEAD : c->npages;
-        uint64_t cur = atomic_load(&c->pool_want);
-        while (want > cur && !atomic_compare_exchange_weak(&c->pool_want, &cur, want)) {
+    uint64_t q = atomic_fetch_add(&c->queue_tail, 1); /* one entry per page at most */
+    uint64_t s = pop_slot(c);
+    if (s == UINT64_MAX) {
+        s = atomic_fetch_add(&c->pool_next, 1); /* at most one per entry */
+        if (s % 64 == 0 && c->helper_live) {
+            /* keep the helper populating slots ahead of the writers,
+             * whatever the background thread's priority lets it do */
+            uint64_t want = s + POOL_AHEAD < c->npages ? s + POOL_AHEAD : c->npages;
+            uint64_t cur = atomic_load(&c->pool_want);
+            while (want > cur && !atomic_compare_exchange_weak(&c->pool_want, &cur, want)) {
+            }
+            if (want > cur) wake_helper(c);
         }
-        if (want > cur) wake_helper(c);
     }
+    unsigned char *dst = c->pool + s * c->ps;
     /* the page is still write-protected (TAKEN): ordered after the writes
      * before the protection, which TSan cannot see (core/internal.h) */
     TK_TSAN_IGNORE_BEGIN();
     memcpy(dst, page_addr(c, idx), c->ps); /* the CRC is the background thread's */
     TK_TSAN_IGNORE_END();
-    c->slot_of[idx] = (uint32_t)q; /* read once the page is no longer TAKEN */
+    c->slot_of[idx] = (uint32_t)s; /* read once the page is no longer TAKEN */
     atomic_store_explicit(&c->queue[q], (uint32_t)idx, memory_order_release);
 }
 
@@ -560,20 +601,19 @@ static void drain_queue(struct tk_ckpt *c)
         uint64_t tail = atomic_load(&c->queue_tail);
         struct {
             uint32_t idx;
-            uint64_t q;
         } e[BATCH];
         size_t n = 0;
         while (n < BATCH && head + n < tail) {
             uint32_t idx = atomic_load_explicit(&c->queue[head + n], memory_order_acquire);
             if (idx == UINT32_MAX) break; /* its writer is still copying */
             e[n].idx = idx;
-            e[n].q = head + n;
             n++;
         }
         if (!n) break;
         atomic_fetch_add(&c->copies_written, n);
         if (c->compress) {
-            for (size_t k = 0; k < n; k++) write_page(c, e[k].idx, c->pool + e[k].q * c->ps);
+            for (size_t k = 0; k < n; k++)
+                write_page(c, e[k].idx, c->pool + (size_t)c->slot_of[e[k].idx] * c->ps);
         } else {
             /* in image order (a fault's block arrives in runs, the pages
              * below the faulting one last), each run of consecutive places
@@ -591,7 +631,7 @@ static void drain_queue(struct tk_ckpt *c)
                 uint64_t off = image_offset(c, e[k].idx);
                 for (; r < n && (r == k || image_offset(c, e[r].idx) == off + (r - k) * c->ps);
                      r++) {
-                    unsigned char *src = c->pool + e[r].q * c->ps;
+                    unsigned char *src = c->pool + (size_t)c->slot_of[e[r].idx] * c->ps;
                     c->crc[e[r].idx] = tk__crc32c(e[r].idx, src, c->ps);
                     iov[r - k] = (struct iovec){src, c->ps};
                 }
@@ -607,14 +647,9 @@ static void drain_queue(struct tk_ckpt *c)
             }
             atomic_fetch_add(&c->done, n);
         }
+        for (size_t k = 0; k < n; k++) push_slot(c, c->slot_of[e[k].idx]);
         head += n;
         atomic_store(&c->queue_head, head);
-    }
-    /* the helper gives the written slots back: the copies' memory stays
-     * about what is queued, not every page the writers copied */
-    if (c->helper_live && head >= atomic_load(&c->pool_free_want) + POOL_FREE) {
-        atomic_store(&c->pool_free_want, head);
-        wake_helper(c);
     }
 }
 
@@ -882,6 +917,7 @@ static void release(struct tk_ckpt *c)
     if (c->pool) munmap(c->pool, c->npages * c->ps);
     if (c->queue) munmap((void *)c->queue, c->npages * 4);
     if (c->slot_of) munmap(c->slot_of, c->npages * 4);
+    if (c->free_next) munmap((void *)c->free_next, c->npages * 4);
     if (c->phase_fd >= 0) close(c->phase_fd);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->child_lock);
@@ -923,7 +959,6 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->track = (cfg->flags & TK_CKPT_TRACK) != 0;
     c->close_fds = (cfg->flags & TK_CKPT_CLOSE_FDS) != 0;
     const char *copier = getenv("TRAPKIT_CKPT_COPIER");
-    c->pidfd = -1;
     c->copier = (cfg->flags & TK_CKPT_FAIR) ? COPIER_FAIR : COPIER_IDLE;
     if (copier && !strcmp(copier, "fair")) c->copier = COPIER_FAIR;
     if (copier && !strcmp(copier, "nice")) c->copier = COPIER_NICE;
@@ -964,9 +999,10 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     c->pool = map_zero(c->npages * ps);
     c->queue = map_zero(c->npages * 4);
     c->slot_of = map_zero(c->npages * 4);
+    c->free_next = map_zero(c->npages * 4);
     if (c->queue) memset((void *)c->queue, 0xff, c->npages * 4);
     if (!c->state || !c->crc || !c->saved || !c->zero || !c->prefix || !c->loc || !c->pool ||
-        !c->queue || !c->slot_of) {
+        !c->queue || !c->slot_of || !c->free_next) {
         release(c);
         return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory for the page tables");
     }
@@ -1186,32 +1222,12 @@ struct batch {
 /* Writes the batch's pages straight from memory (they are write-protected
  * while COPYING), then checksums each and marks it CLEAN, unless a writer
  * took it meanwhile: then the writer's copy, queued, is written after. */
-static void post_free(struct tk_ckpt *c, size_t from, size_t to);
-
 /* A writer's copy of page idx, once it is complete (the page no longer
  * TAKEN): its pool slot.  [the background thread] */
 static unsigned char *writer_copy(struct tk_ckpt *c, size_t idx)
 {
     while (atomic_load(&c->state[idx]) == ST_TAKEN) sched_yield(); /* a memcpy away */
     return c->pool + (size_t)c->slot_of[idx] * c->ps;
-}
-
-/* Gives back the pool slots of the writers' copies a batch wrote (by the
- * helper), in runs. */
-static void free_copies(struct tk_ckpt *c, uint32_t *slots, size_t n)
-{
-    for (size_t k = 1; k < n; k++)
-        for (size_t j = k; j > 0 && slots[j - 1] > slots[j]; j--) {
-            uint32_t t = slots[j];
-            slots[j] = slots[j - 1];
-            slots[j - 1] = t;
-        }
-    for (size_t k = 0; k < n;) {
-        size_t e = k + 1;
-        while (e < n && slots[e] == slots[e - 1] + 1) e++;
-        post_free(c, slots[k], (size_t)slots[e - 1] + 1);
-        k = e;
-    }
 }
 
 /* Writes the batch's pages in place order: the thread's straight from
@@ -1272,7 +1288,7 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
         }
         k = e;
     }
-    if (nslots) free_copies(c, slots, nslots);
+    for (size_t k = 0; k < nslots; k++) push_slot(c, slots[k]);
     b->n = 0;
 }
 
@@ -1293,7 +1309,6 @@ static bool keep_mine(struct tk_ckpt *c, size_t idx)
 static void populate_pool(struct tk_ckpt *c)
 {
     uint64_t from = atomic_load(&c->pool_ready), to = atomic_load(&c->pool_want);
-    if (from < c->pool_freed) from = c->pool_freed; /* written and given back */
     if (from >= to) return;
     unsigned char *p = c->pool + from * c->ps;
     size_t n = (size_t)(to - from) * c->ps;
@@ -1301,51 +1316,6 @@ static void populate_pool(struct tk_ckpt *c)
         0) /* before Linux 5.14: a write that changes nothing */
         for (size_t o = 0; o < n; o += c->ps) __atomic_fetch_add(p + o, 0, __ATOMIC_RELAXED);
     atomic_store(&c->pool_ready, to);
-}
-
-/* Gives back the pool slots written to the image (helper thread): no
- * writer copies into a slot below queue_head again.  The ranges posted are
- * given back together once FREE_BATCH pages wait (or `all`), with one
- * process_madvise where the kernel allows it: a madvise per range would
- * interrupt a running writer's CPU for its TLB once per range. */
-static void free_pool(struct tk_ckpt *c, bool all)
-{
-    uint64_t head = atomic_load(&c->free_head), tail = atomic_load(&c->free_tail);
-    size_t waiting = 0;
-    for (uint64_t h = head; h < tail; h++)
-        waiting += c->free_to[h % OPEN_RING] - c->free_from[h % OPEN_RING];
-    uint64_t to = atomic_load(&c->pool_free_want);
-    if (to > c->pool_freed) waiting += (size_t)(to - c->pool_freed);
-    if (!waiting || (!all && waiting < FREE_BATCH && tail - head < OPEN_RING / 2)) return;
-    struct iovec iov[FREE_IOV];
-    size_t n = 0;
-    for (uint64_t h = head; h <= tail; h++) {
-        size_t from, end;
-        if (h < tail) {
-            from = c->free_from[h % OPEN_RING];
-            end = c->free_to[h % OPEN_RING];
-        } else if (to > c->pool_freed) {
-            from = c->pool_freed;
-            end = to;
-            c->pool_freed = to;
-        } else {
-            from = end = 0;
-        }
-        if (end > from) {
-            unsigned char *p = c->pool + from * c->ps;
-            if (n && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p)
-                iov[n - 1].iov_len += (end - from) * c->ps;
-            else
-                iov[n++] = (struct iovec){p, (end - from) * c->ps};
-        }
-        if (n == FREE_IOV || (h == tail && n)) {
-            if (c->pidfd < 0 || tk__dontneed_ranges(c->pidfd, iov, n) < 0)
-                for (size_t k = 0; k < n; k++)
-                    madvise(iov[k].iov_base, iov[k].iov_len, MADV_DONTNEED);
-            n = 0;
-        }
-        if (h < tail) atomic_store(&c->free_head, h + 1);
-    }
 }
 
 /* The helper thread: unprotects the ranges the background thread posts and
@@ -1362,7 +1332,6 @@ static void *helper_main(void *arg)
         int word = atomic_load(&c->help_word);
         bool stop = atomic_load(&c->help_stop);
         follow_writer(c, &fw);
-        free_pool(c, stop);
         populate_pool(c);
         /* adjacent ranges (the background thread posts its sweep in order)
          * are opened together */
@@ -1388,18 +1357,6 @@ static void wake_helper(struct tk_ckpt *c)
     tk__futex_wake(&c->help_word, 1);
 }
 
-/* Hands the pool slots [from, to), written, to the helper to give back; if
- * its ring is full they are given back when the snapshot ends. */
-static void post_free(struct tk_ckpt *c, size_t from, size_t to)
-{
-    uint64_t tail = atomic_load(&c->free_tail);
-    if (!c->helper_live || tail - atomic_load(&c->free_head) >= OPEN_RING) return;
-    c->free_from[tail % OPEN_RING] = from;
-    c->free_to[tail % OPEN_RING] = to;
-    atomic_store(&c->free_tail, tail + 1);
-    wake_helper(c);
-}
-
 /* Hands the copied pages among [from, to) to the helper; if its ring is
  * full they stay protected as CLEAN pages, and a writer opens each on its
  * first write. */
@@ -1418,7 +1375,7 @@ static void post_release(struct tk_ckpt *c, size_t from, size_t to)
  * that outruns it faults the slot in itself). */
 static void prefault_pool(struct tk_ckpt *c)
 {
-    uint64_t want = atomic_load(&c->queue_tail) + POOL_AHEAD;
+    uint64_t want = atomic_load(&c->pool_next) + POOL_AHEAD;
     if (want > c->npages) want = c->npages;
     if (!c->helper_live || want < atomic_load(&c->pool_want) + POOL_AHEAD / 4) return;
     atomic_store(&c->pool_want, want);
@@ -1647,8 +1604,10 @@ static void copy_pages(struct tk_ckpt *c, bool child, struct follow *fw)
             b.zero[k] = b.mine[k] && zero_page(page_addr(c, i), c->ps);
             TK_TSAN_IGNORE_END();
 #ifdef TK_CKPT_TEST_TAKEOVER
-            if (b.mine[k])
-                usleep(20); /* a test build: widen the window in which writers take pages */
+            /* a test build: the page stays COPYING until a writer took
+             * it or 2 ms have passed */
+            for (int w = 0; b.mine[k] && w < 100 && atomic_load(&c->state[i]) == ST_COPYING; w++)
+                usleep(20);
 #endif
             if (++b.n == BATCH) {
                 flush_batch(c, &b);
@@ -1692,16 +1651,19 @@ static void copy_all(struct tk_ckpt *c, bool child)
 
 static void reset_queue(struct tk_ckpt *c)
 {
-    uint64_t used = atomic_load(&c->queue_tail);
+    uint64_t used = atomic_load(&c->queue_tail), fresh = atomic_load(&c->pool_next);
     uint64_t ready = atomic_load(&c->pool_ready);
-    uint64_t touched = used > ready ? used : ready;
-    if (touched) madvise(c->pool, touched * c->ps, MADV_DONTNEED); /* give the copies back */
+    uint64_t touched = fresh > ready ? fresh : ready;
+    if (touched) { /* give the copies back */
+        madvise(c->pool, touched * c->ps, MADV_DONTNEED);
+        madvise(c->free_next, touched * sizeof *c->free_next, MADV_DONTNEED);
+    }
     for (uint64_t q = 0; q < used; q++) atomic_store(&c->queue[q], UINT32_MAX);
     atomic_store(&c->queue_tail, 0);
     atomic_store(&c->queue_head, 0);
     atomic_store(&c->copies_written, 0);
-    atomic_store(&c->pool_free_want, 0);
-    c->pool_freed = 0;
+    atomic_store(&c->free_top, 0);
+    atomic_store(&c->pool_next, 0);
     atomic_store(&c->pool_ready, 0);
     atomic_store(&c->pool_want, 0);
 }
@@ -1714,8 +1676,6 @@ static void stop_helper(struct tk_ckpt *c)
     wake_helper(c);
     pthread_join(c->helper, NULL);
     c->helper_live = false;
-    if (c->pidfd >= 0) close(c->pidfd);
-    c->pidfd = -1;
 }
 
 /* The background thread's scheduling: by default SCHED_IDLE, so that it
@@ -2208,17 +2168,10 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
     if (c->mech != TK_CKPT_FORK) {
         atomic_store(&c->open_head, 0);
         atomic_store(&c->open_tail, 0);
-        atomic_store(&c->free_head, 0);
-        atomic_store(&c->free_tail, 0);
         atomic_store(&c->help_stop, false);
-        c->pidfd = tk__pidfd_self();
         /* without a helper copied pages stay protected until written, and
          * writers fault their pool slots in */
         c->helper_live = pthread_create(&c->helper, NULL, helper_main, c) == 0;
-        if (!c->helper_live && c->pidfd >= 0) {
-            close(c->pidfd);
-            c->pidfd = -1;
-        }
     }
     if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
         /* no thread: arm and copy here, at the caller's priority */

@@ -275,27 +275,6 @@ int tk__pagemap_read(uintptr_t addr, size_t n, uint64_t *out)
     RETURN(0);
 }
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_process_madvise
-#define SYS_process_madvise 440
-#endif
-
-int tk__pidfd_self(void)
-{
-    SAVE_ERRNO;
-    long fd = syscall(SYS_pidfd_open, getpid(), 0);
-    RETURN(fd < 0 ? -errno : (int)fd);
-}
-
-long tk__dontneed_ranges(int pidfd, const struct iovec *iov, size_t n)
-{
-    SAVE_ERRNO;
-    long r = syscall(SYS_process_madvise, pidfd, iov, n, MADV_DONTNEED, 0);
-    RETURN(r < 0 ? -errno : r);
-}
-
 int tk__memfd(const char *name, size_t len)
 {
     SAVE_ERRNO;

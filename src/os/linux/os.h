@@ -82,15 +82,6 @@ int tk__clear_soft_dirty(void);
 /* pread of /proc/self/pagemap entries for n pages from addr into out. */
 int tk__pagemap_read(uintptr_t addr, size_t n, uint64_t *out);
 
-/* Drops the pages of every range in iov (MADV_DONTNEED) with one
- * process_madvise call on this process, which flushes the other CPUs' TLBs
- * once for all of them (Linux 6.16; madvise would flush once a range).
- * pidfd is this process's (tk__pidfd_self).  Returns the bytes dropped, or a negative errno
- * (-EINVAL, -ENOSYS, -EPERM: the kernel cannot; the caller then uses madvise a range at a time). */
-long tk__dontneed_ranges(int pidfd, const struct iovec *iov, size_t n);
-/* pidfd_open of this process (O_CLOEXEC by the kernel), or a negative errno. */
-int tk__pidfd_self(void);
-
 /* memfd_create + ftruncate to len.  Returns the fd (O_CLOEXEC). */
 int tk__memfd(const char *name, size_t len);
 
