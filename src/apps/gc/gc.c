@@ -1,0 +1,1186 @@
+/* src/apps/gc/gc.c - a conservative, non-moving mark-sweep collector
+ * (src/apps/gc/gc.h says what it offers).
+ *
+ * The heap is one reservation of address space (PROT_NONE, committed a
+ * megabyte at a time as it grows), so that it is one mapping: a region the
+ * page-protection write barrier of the generational and concurrent modes
+ * will track as a whole.  Its pages are either free, a block of one size
+ * class (objects of one size, a multiple of the 16-byte granule; scanned
+ * or atomic), or a run holding one large object.  Beside the heap, one byte
+ * of kind and a few words per page (struct blk), and per granule a mark bit
+ * and an allocation bit: a word points at an object when its granule's
+ * object (the slot of its class, or the run) has its allocation bit set.
+ *
+ * A collection, with the lock held: the writable segments of the loaded
+ * objects are listed (dl_iterate_phdr takes the loader's lock, which a
+ * stopped thread may hold, so before the stop); the other registered
+ * threads are stopped (SIGPWR; each saves its registers where the collector
+ * scans them and waits in sigsuspend for SIGXCPU); everything reachable
+ * from the roots is marked (an explicit mark stack, mmap'd: a stopped
+ * thread may hold malloc's lock); weak links to unmarked objects are
+ * cleared; finalizable unmarked objects have what they reach marked, and
+ * those no other finalizable object reaches are kept for their finalizer;
+ * large objects are swept at once, and every small block is left to be
+ * swept when its class next needs objects (lazy sweeping); the threads are
+ * resumed; the finalizers run, unlocked.
+ */
+#include "apps/gc/gc.h"
+
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#ifndef __x86_64__
+#error "the collector reads x86-64 registers from a signal's context"
+#endif
+
+#define PS 4096u
+#define PAGE_SHIFT 12
+#define GRANULE 16u
+#define GR_SHIFT 4
+#define GR_PER_PAGE (PS / GRANULE)        /* 256 */
+#define WORDS_PER_PAGE (GR_PER_PAGE / 64) /* bitmap words per page: 4 */
+#define COMMIT_PAGES 256                  /* committed at a time: 1 MiB */
+#define RESERVE_DEFAULT (64ull << 30)     /* 64 GiB of address space */
+#define GC_MIN_BYTES (4u << 20)           /* allocated between collections at least */
+#define SIG_SUSPEND SIGPWR
+#define SIG_RESTART SIGXCPU
+#define NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_thread, noinline))
+
+static const uint16_t class_size[] = {16,  32,  48,  64,  80,  96,  112, 128,  160,  192, 224,
+                                      256, 320, 384, 448, 512, 640, 768, 1024, 1360, 2048};
+#define NCLS (sizeof class_size / sizeof class_size[0])
+#define SMALL_MAX 2048u
+
+enum { K_FREE = 0, K_SMALL, K_LARGE, K_TAIL };
+
+struct blk {
+    uint8_t kind;
+    uint8_t cls;
+    uint8_t atomic;  /* the objects are not scanned */
+    uint8_t unswept; /* small: collected since its last sweep */
+    uint32_t pages;  /* large: the run's pages (head); tail: pages back to the head */
+    uint32_t next;   /* small: the next block of its list, page + 1 (0: none) */
+};
+
+struct seg {
+    uintptr_t lo, hi;
+};
+
+struct finalizer {
+    void *obj;
+    tk_gc_finalizer fn;
+    void *arg;
+    bool ready; /* unreachable: runs after this collection */
+};
+
+struct weak {
+    void **link;
+    uintptr_t obj; /* hidden from the marker: stored inverted */
+};
+
+struct gc_thread {
+    struct gc_thread *next;
+    pid_t tid;
+    uintptr_t stack_lo, stack_hi;
+    /* saved by the suspend handler: the interrupted stack pointer, and if it
+     * is on an alternate signal stack, that stack's top (else 0) */
+    uintptr_t sp, alt_hi;
+    uintptr_t regs[NGREG];
+    _Atomic uint64_t stopped_gen;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    bool ready;
+    int init_err;
+    unsigned char *base;
+    size_t reserve_pages, top; /* top: pages committed */
+    struct blk *blk;
+    uint64_t *mark, *alloc; /* a bit per granule */
+    uint64_t *freemap;      /* a bit per page: free */
+    size_t free_pages, page_hint;
+    void *freelist[NCLS * 2];
+    uint32_t list[NCLS * 2];   /* blocks of each class and kind, page + 1 */
+    uint32_t cursor[NCLS * 2]; /* the next block to sweep, page + 1 */
+    uint32_t cursor_prev[NCLS * 2];
+    uint64_t since_gc, threshold;
+    int disabled;
+    struct seg *roots;
+    size_t nroots, roots_cap;
+    struct seg *segs; /* the loaded objects' writable segments, listed at each collection */
+    size_t nsegs, segs_cap;
+    struct finalizer *fin;
+    size_t nfin, fin_cap;
+    struct weak *weak;
+    size_t nweak, weak_cap;
+    struct gc_thread *threads;
+    uintptr_t *mstack;
+    size_t msp, mcap; /* the mark stack: entries used, capacity */
+    uint64_t marked_bytes;
+    tk_gc_stats st;
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key;
+static __thread struct gc_thread *self;
+static sem_t ack;
+static _Atomic uint64_t stop_gen, restart_gen;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- bits ---------------------------------------------------------------- */
+static inline size_t granule_of(uintptr_t p)
+{
+    return (p - (uintptr_t)G.base) >> GR_SHIFT;
+}
+static inline bool bit(const uint64_t *m, size_t g)
+{
+    return (m[g >> 6] >> (g & 63)) & 1;
+}
+static inline void set(uint64_t *m, size_t g)
+{
+    m[g >> 6] |= 1ull << (g & 63);
+}
+static inline void clr(uint64_t *m, size_t g)
+{
+    m[g >> 6] &= ~(1ull << (g & 63));
+}
+static inline unsigned char *page_addr(size_t pg)
+{
+    return G.base + (pg << PAGE_SHIFT);
+}
+
+static unsigned class_of(size_t n)
+{
+    for (unsigned c = 0; c < NCLS; c++)
+        if (n <= class_size[c]) return c;
+    return NCLS;
+}
+
+/* ---- pages --------------------------------------------------------------- */
+
+/* Commits pages [top, top + n) (at least COMMIT_PAGES), free. */
+static int grow(size_t n)
+{
+    if (n < COMMIT_PAGES) n = COMMIT_PAGES;
+    if (G.top + n > G.reserve_pages) n = G.reserve_pages - G.top;
+    if (!n) return -ENOMEM;
+    if (mprotect(page_addr(G.top), n * PS, PROT_READ | PROT_WRITE) != 0) return -errno;
+    for (size_t p = G.top; p < G.top + n; p++) set(G.freemap, p);
+    G.free_pages += n;
+    G.top += n;
+    G.st.heap_bytes = G.top * PS;
+    return 0;
+}
+
+/* n free pages in a run, or SIZE_MAX. */
+static size_t find_run(size_t n)
+{
+    size_t run = 0, start = 0;
+    size_t from = n == 1 ? G.page_hint : 0;
+    for (size_t w = from / 64; w < (G.top + 63) / 64; w++) {
+        uint64_t m = G.freemap[w];
+        if (n == 1) {
+            if (m) {
+                size_t p = w * 64 + (size_t)__builtin_ctzll(m);
+                if (p < G.top) return p;
+            }
+            continue;
+        }
+        if (!m) {
+            run = 0;
+            continue;
+        }
+        if (m == ~0ull && run) {
+            run += 64;
+            if (run >= n) return start;
+            continue;
+        }
+        for (unsigned b = 0; b < 64; b++) {
+            size_t p = w * 64 + b;
+            if (p >= G.top) break;
+            if ((m >> b) & 1) {
+                if (!run) start = p;
+                if (++run >= n) return start;
+            } else {
+                run = 0;
+            }
+        }
+    }
+    if (n == 1 && from) {
+        G.page_hint = 0;
+        return find_run(1);
+    }
+    return SIZE_MAX;
+}
+
+static size_t alloc_pages(size_t n)
+{
+    size_t p = G.free_pages >= n ? find_run(n) : SIZE_MAX;
+    if (p == SIZE_MAX) {
+        /* a run ending at top joins the new pages */
+        size_t tail = 0;
+        while (tail < G.top && tail < n && bit(G.freemap, G.top - 1 - tail)) tail++;
+        if (grow(n - tail) != 0) return SIZE_MAX;
+        p = find_run(n);
+        if (p == SIZE_MAX) return SIZE_MAX;
+    }
+    for (size_t i = p; i < p + n; i++) clr(G.freemap, i);
+    G.free_pages -= n;
+    if (n == 1) G.page_hint = p + 1;
+    return p;
+}
+
+static void free_pages(size_t p, size_t n)
+{
+    for (size_t i = p; i < p + n; i++) {
+        G.blk[i] = (struct blk){.kind = K_FREE};
+        set(G.freemap, i);
+        memset(&G.alloc[i * WORDS_PER_PAGE], 0, WORDS_PER_PAGE * 8);
+        memset(&G.mark[i * WORDS_PER_PAGE], 0, WORDS_PER_PAGE * 8);
+    }
+    G.free_pages += n;
+    if (p < G.page_hint) G.page_hint = p;
+    /* a large run's memory goes back to the kernel (zero when used again) */
+    if (n >= 16) madvise(page_addr(p), n * PS, MADV_DONTNEED);
+}
+
+/* ---- finding objects ----------------------------------------------------- */
+
+/* The start of the allocated object holding address a, or 0; *size its
+ * size, *scan whether its contents are scanned. */
+static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
+{
+    uintptr_t lo = (uintptr_t)G.base;
+    if (a < lo || a >= lo + (G.top << PAGE_SHIFT)) return 0;
+    size_t pg = (a - lo) >> PAGE_SHIFT;
+    const struct blk *b = &G.blk[pg];
+    uintptr_t start;
+    if (b->kind == K_SMALL) {
+        size_t sz = class_size[b->cls], off = a & (PS - 1), i = off / sz;
+        if ((i + 1) * sz > PS) return 0; /* the page's tail, past its last slot */
+        start = (a & ~(uintptr_t)(PS - 1)) + i * sz;
+        *size = sz;
+    } else if (b->kind == K_LARGE || b->kind == K_TAIL) {
+        if (b->kind == K_TAIL) {
+            pg -= b->pages;
+            b = &G.blk[pg];
+        }
+        start = (uintptr_t)page_addr(pg);
+        *size = (size_t)b->pages * PS;
+    } else {
+        return 0;
+    }
+    if (!bit(G.alloc, granule_of(start))) return 0;
+    *scan = !b->atomic;
+    return start;
+}
+
+/* ---- marking ------------------------------------------------------------- */
+static void push(uintptr_t obj)
+{
+    if (G.msp == G.mcap) {
+        size_t cap = G.mcap ? G.mcap * 2 : 65536;
+        void *p = G.mstack ? mremap(G.mstack, G.mcap * 8, cap * 8, MREMAP_MAYMOVE)
+                           : mmap(NULL, cap * 8, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            /* no memory for the mark stack: nothing can be freed safely */
+            static const char msg[] = "trapkit gc: out of memory for the mark stack\n";
+            (void)!write(2, msg, sizeof msg - 1);
+            abort();
+        }
+        G.mstack = p;
+        G.mcap = cap;
+    }
+    G.mstack[G.msp++] = obj;
+}
+
+static inline void mark_word(uintptr_t w)
+{
+    size_t size;
+    bool scan;
+    uintptr_t o = object_of(w, &size, &scan);
+    if (!o) return;
+    size_t g = granule_of(o);
+    if (bit(G.mark, g)) return;
+    set(G.mark, g);
+    G.marked_bytes += size;
+    if (scan) push(o);
+}
+
+/* Every aligned word of [lo, hi) as a possible pointer.  Reads memory the
+ * sanitizers do not own (other threads' stacks, redzones of globals). */
+NO_SANITIZE static void scan_range(uintptr_t lo, uintptr_t hi)
+{
+    lo = (lo + 7) & ~(uintptr_t)7;
+    hi &= ~(uintptr_t)7;
+    for (uintptr_t p = lo; p < hi; p += 8) mark_word(*(const uintptr_t *)p);
+}
+
+static void drain(void)
+{
+    while (G.msp) {
+        uintptr_t o = G.mstack[--G.msp];
+        size_t size;
+        bool scan;
+        if (!object_of(o, &size, &scan)) continue;
+        scan_range(o, o + size);
+    }
+}
+
+/* ---- roots --------------------------------------------------------------- */
+static int add_seg(struct seg **a, size_t *n, size_t *cap, uintptr_t lo, uintptr_t hi)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 32;
+        struct seg *p = realloc(*a, c * sizeof *p);
+        if (!p) return -ENOMEM;
+        *a = p;
+        *cap = c;
+    }
+    (*a)[(*n)++] = (struct seg){lo, hi};
+    return 0;
+}
+
+static int each_object(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+    (void)sz;
+    (void)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W)) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (add_seg(&G.segs, &G.nsegs, &G.segs_cap, lo, lo + ph->p_memsz)) return 1;
+    }
+    return 0;
+}
+
+/* The calling thread's stack, [*lo, return value), or 0. */
+static uintptr_t stack_bounds(uintptr_t *lo)
+{
+    pthread_attr_t at;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &at) != 0) return 0;
+    int r = pthread_attr_getstack(&at, &addr, &size);
+    pthread_attr_destroy(&at);
+    *lo = (uintptr_t)addr;
+    return r ? 0 : (uintptr_t)addr + size;
+}
+
+/* The start of the mapping that holds address a (/proc/self/maps, read
+ * without malloc: the world is stopped), or `otherwise`. */
+static uintptr_t mapping_start(uintptr_t a, uintptr_t otherwise)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return otherwise;
+    char buf[4096];
+    size_t have = 0;
+    uintptr_t found = otherwise;
+    for (;;) {
+        ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
+        if (r <= 0) break;
+        have += (size_t)r;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n'))) {
+            char *end;
+            uintptr_t lo = strtoull(line, &end, 16),
+                      hi = *end == '-' ? strtoull(end + 1, NULL, 16) : 0;
+            if (lo <= a && a < hi) found = lo;
+            line = nl + 1;
+        }
+        have = (size_t)(buf + have - line);
+        memmove(buf, line, have);
+    }
+    close(fd);
+    return found;
+}
+
+/* A stopped thread's stack: from its stack pointer up; interrupted on an
+ * alternate signal stack, that stack from the pointer up and the whole of
+ * its own stack (where it was is not known), as far as it is mapped. */
+static void scan_thread(const struct gc_thread *t)
+{
+    if (!t->alt_hi || (t->sp >= t->stack_lo && t->sp < t->stack_hi)) {
+        scan_range(t->sp, t->stack_hi);
+    } else {
+        scan_range(t->sp, t->alt_hi);
+        uintptr_t lo = mapping_start(t->stack_hi - 1, t->stack_lo);
+        scan_range(lo > t->stack_lo ? lo : t->stack_lo, t->stack_hi);
+    }
+    scan_range((uintptr_t)t->regs, (uintptr_t)(t->regs + NGREG));
+}
+
+/* ---- stopping the world -------------------------------------------------- */
+
+/* [signal-safe]: saves the interrupted registers and stack pointer where the
+ * collector reads them, acknowledges, and waits for the restart. */
+static void on_suspend(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    (void)si;
+    int e = errno;
+    struct gc_thread *t = self;
+    uint64_t gen = atomic_load(&stop_gen);
+    if (t && atomic_load(&t->stopped_gen) != gen) {
+        const ucontext_t *uc = ucv;
+        for (int i = 0; i < NGREG; i++) t->regs[i] = (uintptr_t)uc->uc_mcontext.gregs[i];
+        t->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP] - 128; /* the red zone too */
+        stack_t ss;
+        t->alt_hi = 0;
+        if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+            t->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+        atomic_store(&t->stopped_gen, gen);
+        sem_post(&ack);
+        sigset_t wait;
+        sigfillset(&wait);
+        sigdelset(&wait, SIG_RESTART);
+        while (atomic_load(&restart_gen) != gen) sigsuspend(&wait);
+    }
+    errno = e;
+}
+
+static void on_restart(int sig)
+{
+    (void)sig;
+}
+
+static pid_t gettid_(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+/* Stops every registered thread but the caller; returns how many. */
+static size_t stop_world(void)
+{
+    uint64_t gen = atomic_fetch_add(&stop_gen, 1) + 1;
+    size_t n = 0;
+    pid_t pid = getpid();
+    for (struct gc_thread **pt = &G.threads; *pt;) {
+        struct gc_thread *t = *pt;
+        if (t == self) {
+            pt = &t->next;
+            continue;
+        }
+        if (syscall(SYS_tgkill, pid, t->tid, SIG_SUSPEND) != 0) {
+            /* exited without unregistering: forget it */
+            *pt = t->next;
+            G.st.threads--;
+            continue;
+        }
+        n++;
+        pt = &t->next;
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* a thread that blocks SIGPWR never answers: say so, and wait */
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 5;
+        bool told = false;
+        while (sem_timedwait(&ack, &dl) != 0) {
+            if (errno == ETIMEDOUT && !told) {
+                static const char msg[] =
+                    "trapkit gc: a registered thread has not stopped for 5 s (does it block "
+                    "SIGPWR?); waiting\n";
+                (void)!write(2, msg, sizeof msg - 1);
+                told = true;
+            }
+            if (errno == ETIMEDOUT) {
+                clock_gettime(CLOCK_REALTIME, &dl);
+                dl.tv_sec += 3600;
+            }
+        }
+    }
+    (void)gen;
+    return n;
+}
+
+static void start_world(void)
+{
+    atomic_store(&restart_gen, atomic_load(&stop_gen));
+    pid_t pid = getpid();
+    for (struct gc_thread *t = G.threads; t; t = t->next)
+        if (t != self) syscall(SYS_tgkill, pid, t->tid, SIG_RESTART);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+static int register_locked(void)
+{
+    if (self) return -EINVAL;
+    struct gc_thread *t = calloc(1, sizeof *t);
+    if (!t) return -ENOMEM;
+    t->tid = gettid_();
+    t->stack_hi = stack_bounds(&t->stack_lo);
+    if (!t->stack_hi) {
+        free(t);
+        return tk__fail(-EINVAL, "tk_gc: the thread's stack could not be found");
+    }
+    atomic_store(&t->stopped_gen, atomic_load(&stop_gen));
+    t->next = G.threads;
+    G.threads = t;
+    self = t;
+    G.st.threads++;
+    pthread_setspecific(thread_key, t);
+    return 0;
+}
+
+static void unregister_locked(struct gc_thread *t)
+{
+    for (struct gc_thread **pt = &G.threads; *pt; pt = &(*pt)->next)
+        if (*pt == t) {
+            *pt = t->next;
+            G.st.threads--;
+            break;
+        }
+    if (self == t) self = NULL;
+    free(t);
+}
+
+/* The key's destructor: a thread that exits unregisters. */
+static void thread_gone(void *p)
+{
+    pthread_mutex_lock(&G.lock);
+    unregister_locked(p);
+    pthread_mutex_unlock(&G.lock);
+}
+
+/* ---- setting up ---------------------------------------------------------- */
+static void setup(void)
+{
+    size_t reserve = RESERVE_DEFAULT;
+    const char *env = getenv("TRAPKIT_GC_RESERVE_MIB");
+    if (env && atoll(env) > 0) reserve = (size_t)atoll(env) << 20;
+    reserve = (reserve + PS * 64 - 1) / (PS * 64) * (PS * 64);
+    void *base = MAP_FAILED;
+    for (; reserve >= (64ull << 20); reserve /= 2) {
+        base = mmap(NULL, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base != MAP_FAILED) break;
+    }
+    if (base == MAP_FAILED) {
+        G.init_err = tk__fail(-ENOMEM, "tk_gc_init: no address space for the heap");
+        return;
+    }
+    size_t pages = reserve / PS;
+    size_t bits = pages * WORDS_PER_PAGE * 8; /* bytes of one granule bitmap */
+    void *meta = mmap(NULL, pages * sizeof(struct blk) + 2 * bits + pages / 8,
+                      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (meta == MAP_FAILED) {
+        munmap(base, reserve);
+        G.init_err = tk__fail(-ENOMEM, "tk_gc_init: no memory for the heap's tables");
+        return;
+    }
+    G.base = base;
+    G.reserve_pages = pages;
+    G.blk = meta;
+    G.mark = (uint64_t *)((char *)meta + pages * sizeof(struct blk));
+    G.alloc = (uint64_t *)((char *)G.mark + bits);
+    G.freemap = (uint64_t *)((char *)G.alloc + bits);
+    G.threshold = GC_MIN_BYTES;
+    /* page 0 is never used: G.base, a word of the scanned data, points there */
+    if (grow(1) != 0) {
+        G.init_err = tk__fail(-ENOMEM, "tk_gc_init: the heap could not be committed");
+        return;
+    }
+    clr(G.freemap, 0);
+    G.free_pages--;
+    if (sem_init(&ack, 0, 0) != 0 || pthread_key_create(&thread_key, thread_gone) != 0) {
+        G.init_err = tk__fail(-ENOMEM, "tk_gc_init: no semaphore or thread key");
+        return;
+    }
+    struct sigaction sa = {.sa_sigaction = on_suspend, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigfillset(&sa.sa_mask); /* the restart signal too: it waits in sigsuspend */
+    sigaction(SIG_SUSPEND, &sa, NULL);
+    struct sigaction sr = {.sa_handler = on_restart, .sa_flags = SA_RESTART};
+    sigfillset(&sr.sa_mask);
+    sigaction(SIG_RESTART, &sr, NULL);
+    G.ready = true;
+}
+
+/* Sets up once and registers the calling thread if it is not; with the
+ * lock held on success (0). */
+static int enter(void)
+{
+    pthread_once(&once, setup);
+    if (!G.ready) return G.init_err ? G.init_err : -ENOMEM;
+    pthread_mutex_lock(&G.lock);
+    if (!self) {
+        int err = register_locked();
+        if (err) {
+            pthread_mutex_unlock(&G.lock);
+            return err;
+        }
+    }
+    return 0;
+}
+
+int tk_gc_init(void)
+{
+    int err = enter();
+    if (err) return err;
+    pthread_mutex_unlock(&G.lock);
+    return 0;
+}
+
+/* ---- collecting ---------------------------------------------------------- */
+
+/* Scans the caller's own stack and registers (spilled by setjmp into this
+ * frame's buffer, which is on the scanned stack). */
+NO_SANITIZE static void mark_own_stack(void)
+{
+    jmp_buf regs;
+    __builtin_unwind_init(); /* every callee-saved register spilled into this frame */
+    setjmp(regs);
+    uintptr_t here = (uintptr_t)&regs;
+    scan_range(here < 128 ? 0 : here - 128, self->stack_hi);
+    scan_range((uintptr_t)&regs, (uintptr_t)(&regs + 1));
+}
+
+static void collect_locked(void)
+{
+    uint64_t t0 = now_ns();
+    G.nsegs = 0;
+    dl_iterate_phdr(each_object, NULL);
+    stop_world();
+    uint64_t t_stopped = now_ns();
+
+    memset(G.mark, 0, G.top * WORDS_PER_PAGE * 8);
+    G.marked_bytes = 0;
+    for (size_t i = 0; i < G.nsegs; i++) scan_range(G.segs[i].lo, G.segs[i].hi);
+    for (size_t i = 0; i < G.nroots; i++) scan_range(G.roots[i].lo, G.roots[i].hi);
+    for (struct gc_thread *t = G.threads; t; t = t->next) {
+        if (t != self) scan_thread(t);
+    }
+    mark_own_stack();
+    drain();
+
+    /* weak links to what is unreachable */
+    for (size_t i = 0; i < G.nweak; i++) {
+        uintptr_t o = ~G.weak[i].obj;
+        size_t size;
+        bool scan;
+        uintptr_t s = object_of(o, &size, &scan);
+        if (s && bit(G.mark, granule_of(s))) continue;
+        *G.weak[i].link = NULL;
+        G.st.cleared_links++;
+        G.weak[i--] = G.weak[--G.nweak];
+    }
+
+    /* finalizable objects found unreachable: what they reach is kept; those
+     * no other one reaches are kept for their finalizer */
+    size_t nf = 0;
+    for (size_t i = 0; i < G.nfin; i++) {
+        uintptr_t o = (uintptr_t)G.fin[i].obj;
+        G.fin[i].ready = !bit(G.mark, granule_of(o));
+        if (!G.fin[i].ready) continue;
+        nf++;
+        size_t size;
+        bool scan;
+        if (object_of(o, &size, &scan) && scan) {
+            scan_range(o, o + size);
+            drain();
+        }
+    }
+    if (nf)
+        for (size_t i = 0; i < G.nfin; i++) {
+            if (!G.fin[i].ready) continue;
+            size_t g = granule_of((uintptr_t)G.fin[i].obj);
+            if (bit(G.mark, g)) {
+                G.fin[i].ready = false; /* another finalizable object reaches it: later */
+                continue;
+            }
+            size_t size;
+            bool scan;
+            if (object_of((uintptr_t)G.fin[i].obj, &size, &scan)) G.marked_bytes += size;
+            set(G.mark, g);
+        }
+
+    /* weak links held in objects that are not kept go with them */
+    for (size_t i = 0; i < G.nweak; i++) {
+        size_t size;
+        bool scan;
+        uintptr_t s = object_of((uintptr_t)G.weak[i].link, &size, &scan);
+        if (!s || bit(G.mark, granule_of(s))) continue;
+        G.weak[i--] = G.weak[--G.nweak];
+    }
+
+    /* large objects are swept now; small blocks when their class needs
+     * objects (every free list is rebuilt from its blocks) */
+    for (size_t pg = 0; pg < G.top;) {
+        struct blk *b = &G.blk[pg];
+        if (b->kind == K_LARGE) {
+            size_t n = b->pages;
+            size_t g = granule_of((uintptr_t)page_addr(pg));
+            if (bit(G.alloc, g) && !bit(G.mark, g)) {
+                G.st.reclaimed_objects++;
+                free_pages(pg, n);
+            }
+            pg += n;
+            continue;
+        }
+        if (b->kind == K_SMALL) b->unswept = 1;
+        pg++;
+    }
+    for (unsigned k = 0; k < NCLS * 2; k++) {
+        G.freelist[k] = NULL;
+        G.cursor[k] = G.list[k];
+        G.cursor_prev[k] = 0;
+    }
+
+    start_world();
+    uint64_t t1 = now_ns();
+    uint64_t pause = t1 - t0;
+    (void)t_stopped;
+    G.st.collections++;
+    G.st.live_bytes = G.marked_bytes;
+    G.st.last_pause_ns = pause;
+    G.st.total_pause_ns += pause;
+    if (pause > G.st.max_pause_ns) G.st.max_pause_ns = pause;
+    G.since_gc = 0;
+    G.threshold = G.marked_bytes / 2 > GC_MIN_BYTES ? G.marked_bytes / 2 : GC_MIN_BYTES;
+}
+
+/* Runs the finalizers a collection made ready; called with the lock held,
+ * returns with it held (unlocked while they run). */
+static void run_finalizers(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < G.nfin; i++) n += G.fin[i].ready;
+    if (!n) return;
+    struct finalizer *run = malloc(n * sizeof *run);
+    if (!run) return; /* they stay ready: the next collection runs them */
+    size_t k = 0;
+    for (size_t i = 0; i < G.nfin; i++) {
+        if (!G.fin[i].ready) continue;
+        run[k++] = G.fin[i];
+        G.fin[i--] = G.fin[--G.nfin];
+    }
+    G.st.finalized_objects += k;
+    pthread_mutex_unlock(&G.lock);
+    for (size_t i = 0; i < k; i++) run[i].fn(run[i].obj, run[i].arg);
+    free(run);
+    pthread_mutex_lock(&G.lock);
+}
+
+void tk_gc_collect(void)
+{
+    if (enter()) return;
+    collect_locked();
+    run_finalizers();
+    pthread_mutex_unlock(&G.lock);
+}
+
+/* ---- allocating ---------------------------------------------------------- */
+
+/* Sweeps small block pg (class list k): its unmarked objects are
+ * reclaimed, its free slots go on the class's free list; an empty block
+ * goes back to the pages (and false is returned: unlinked). */
+static bool sweep_block(unsigned k, size_t pg, size_t prev)
+{
+    struct blk *b = &G.blk[pg];
+    size_t sz = class_size[b->cls], per = PS / sz, live = 0;
+    uintptr_t base = (uintptr_t)page_addr(pg);
+    void *head = G.freelist[k];
+    for (size_t i = per; i-- > 0;) {
+        uintptr_t o = base + i * sz;
+        size_t g = granule_of(o);
+        if (bit(G.alloc, g)) {
+            if (bit(G.mark, g)) {
+                live++;
+                continue;
+            }
+            clr(G.alloc, g);
+            G.st.reclaimed_objects++;
+        }
+        *(void **)o = head;
+        head = (void *)o;
+    }
+    b->unswept = 0;
+    if (live) {
+        G.freelist[k] = head;
+        return true;
+    }
+    /* empty: unlink it and give the page back */
+    uint32_t next = b->next;
+    if (prev)
+        G.blk[prev - 1].next = next;
+    else if (G.list[k] == pg + 1)
+        G.list[k] = next;
+    else
+        for (uint32_t q = G.list[k]; q; q = G.blk[q - 1].next)
+            if (G.blk[q - 1].next == pg + 1) {
+                G.blk[q - 1].next = next;
+                break;
+            }
+    free_pages(pg, 1);
+    return false;
+}
+
+static int refill(unsigned k)
+{
+    /* lazily sweep the class's blocks collected since their last sweep */
+    while (G.cursor[k] && !G.freelist[k]) {
+        size_t pg = G.cursor[k] - 1;
+        uint32_t prev = G.cursor_prev[k];
+        G.cursor[k] = G.blk[pg].next;
+        if (G.blk[pg].unswept) {
+            if (sweep_block(k, pg, prev)) G.cursor_prev[k] = (uint32_t)pg + 1;
+        } else {
+            G.cursor_prev[k] = (uint32_t)pg + 1;
+        }
+    }
+    if (G.freelist[k]) return 0;
+    size_t pg = alloc_pages(1);
+    if (pg == SIZE_MAX) return -ENOMEM;
+    unsigned cls = k / 2;
+    G.blk[pg] = (struct blk){
+        .kind = K_SMALL, .cls = (uint8_t)cls, .atomic = (uint8_t)(k & 1), .next = G.list[k]};
+    G.list[k] = (uint32_t)pg + 1;
+    if (G.cursor[k] == 0) G.cursor_prev[k] = 0;
+    size_t sz = class_size[cls], per = PS / sz;
+    uintptr_t base = (uintptr_t)page_addr(pg);
+    void *head = NULL;
+    for (size_t i = per; i-- > 0;) {
+        *(void **)(base + i * sz) = head;
+        head = (void *)(base + i * sz);
+    }
+    G.freelist[k] = head;
+    return 0;
+}
+
+static void *alloc_locked(size_t n, bool atomic)
+{
+    if (n == 0) n = 1;
+    if (G.since_gc >= G.threshold && !G.disabled) {
+        collect_locked();
+        run_finalizers();
+    }
+    if (n <= SMALL_MAX) {
+        unsigned cls = class_of(n), k = cls * 2 + atomic;
+        if (!G.freelist[k] && refill(k) != 0) {
+            tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
+            return NULL;
+        }
+        void *p = G.freelist[k];
+        G.freelist[k] = *(void **)p;
+        set(G.alloc, granule_of((uintptr_t)p));
+        if (atomic)
+            *(void **)p = NULL;
+        else
+            memset(p, 0, class_size[cls]);
+        G.since_gc += class_size[cls];
+        G.st.allocated_bytes += class_size[cls];
+        return p;
+    }
+    if (n > (size_t)UINT32_MAX * PS) {
+        tk__fail(-ENOMEM, "tk_gc_malloc: the size is larger than the heap");
+        return NULL;
+    }
+    size_t pages = (n + PS - 1) / PS;
+    size_t pg = alloc_pages(pages);
+    if (pg == SIZE_MAX) {
+        tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
+        return NULL;
+    }
+    G.blk[pg] = (struct blk){.kind = K_LARGE, .atomic = atomic, .pages = (uint32_t)pages};
+    for (size_t i = 1; i < pages; i++)
+        G.blk[pg + i] = (struct blk){.kind = K_TAIL, .pages = (uint32_t)i};
+    unsigned char *p = page_addr(pg);
+    if (!atomic) memset(p, 0, pages * PS);
+    set(G.alloc, granule_of((uintptr_t)p));
+    G.since_gc += pages * PS;
+    G.st.allocated_bytes += pages * PS;
+    return p;
+}
+
+void *tk_gc_malloc(size_t n)
+{
+    if (enter()) return NULL;
+    void *p = alloc_locked(n, false);
+    pthread_mutex_unlock(&G.lock);
+    return p;
+}
+
+void *tk_gc_malloc_atomic(size_t n)
+{
+    if (enter()) return NULL;
+    void *p = alloc_locked(n, true);
+    pthread_mutex_unlock(&G.lock);
+    return p;
+}
+
+/* The live object starting exactly at p, or 0 with the reason. */
+static uintptr_t exact_object(const void *p, size_t *size, bool *scan, const char *who)
+{
+    uintptr_t s = object_of((uintptr_t)p, size, scan);
+    if (s == (uintptr_t)p && s) return s;
+    uintptr_t lo = (uintptr_t)G.base;
+    if ((uintptr_t)p < lo || (uintptr_t)p >= lo + (G.top << PAGE_SHIFT))
+        tk__failf(-EINVAL, "%s: %p is not in the collector's heap", who, p);
+    else if (s)
+        tk__failf(-EINVAL, "%s: %p is inside an object (which starts at %p), not its start", who, p,
+                  (void *)s);
+    else
+        tk__failf(-EINVAL, "%s: %p is not a live object (freed already, or never allocated)", who,
+                  p);
+    return 0;
+}
+
+static void drop_object_refs(uintptr_t s, size_t size)
+{
+    for (size_t i = 0; i < G.nfin; i++)
+        if ((uintptr_t)G.fin[i].obj == s) G.fin[i--] = G.fin[--G.nfin];
+    for (size_t i = 0; i < G.nweak; i++)
+        if ((uintptr_t)G.weak[i].link >= s && (uintptr_t)G.weak[i].link < s + size)
+            G.weak[i--] = G.weak[--G.nweak];
+}
+
+static void free_locked(uintptr_t s, size_t size)
+{
+    drop_object_refs(s, size);
+    size_t pg = (s - (uintptr_t)G.base) >> PAGE_SHIFT;
+    struct blk *b = &G.blk[pg];
+    clr(G.alloc, granule_of(s));
+    G.st.freed_objects++;
+    if (b->kind == K_LARGE) {
+        free_pages(pg, b->pages);
+        return;
+    }
+    if (b->unswept) return; /* its sweep finds the slot free */
+    unsigned k = b->cls * 2u + b->atomic;
+    *(void **)s = G.freelist[k];
+    G.freelist[k] = (void *)s;
+}
+
+int tk_gc_free(void *p)
+{
+    if (!p) return 0;
+    int err = enter();
+    if (err) return err;
+    size_t size;
+    bool scan;
+    uintptr_t s = exact_object(p, &size, &scan, "tk_gc_free");
+    if (s) free_locked(s, size);
+    pthread_mutex_unlock(&G.lock);
+    return s ? 0 : -EINVAL;
+}
+
+void *tk_gc_realloc(void *p, size_t n)
+{
+    if (!p) return tk_gc_malloc(n);
+    if (enter()) return NULL;
+    size_t size;
+    bool scan;
+    uintptr_t s = exact_object(p, &size, &scan, "tk_gc_realloc");
+    void *q = NULL;
+    if (!s) {
+        /* nothing touched */
+    } else if (n == 0) {
+        free_locked(s, size);
+    } else if (n <= size && (n > SMALL_MAX || class_of(n) == class_of(size))) {
+        q = p;
+    } else {
+        q = alloc_locked(n, !scan);
+        if (q) {
+            memcpy(q, p, n < size ? n : size);
+            /* the object may have moved pages since (a collection ran): look
+             * it up again before freeing */
+            uintptr_t again = object_of((uintptr_t)p, &size, &scan);
+            if (again == s) free_locked(s, size);
+        }
+    }
+    pthread_mutex_unlock(&G.lock);
+    return q;
+}
+
+void tk_gc_disable(void)
+{
+    if (enter()) return;
+    G.disabled++;
+    pthread_mutex_unlock(&G.lock);
+}
+
+void tk_gc_enable(void)
+{
+    if (enter()) return;
+    if (G.disabled > 0) G.disabled--;
+    pthread_mutex_unlock(&G.lock);
+}
+
+/* ---- roots, objects, finalizers, weak links ------------------------------ */
+int tk_gc_add_roots(void *lo, void *hi)
+{
+    if ((uintptr_t)lo > (uintptr_t)hi)
+        return tk__fail(-EINVAL, "tk_gc_add_roots: the range ends before it starts");
+    int err = enter();
+    if (err) return err;
+    err = add_seg(&G.roots, &G.nroots, &G.roots_cap, (uintptr_t)lo, (uintptr_t)hi);
+    pthread_mutex_unlock(&G.lock);
+    return err ? tk__fail(err, "tk_gc_add_roots: out of memory") : 0;
+}
+
+int tk_gc_remove_roots(void *lo, void *hi)
+{
+    int err = enter();
+    if (err) return err;
+    err = tk__fail(-EINVAL, "tk_gc_remove_roots: no such range was added");
+    for (size_t i = 0; i < G.nroots; i++)
+        if (G.roots[i].lo == (uintptr_t)lo && G.roots[i].hi == (uintptr_t)hi) {
+            G.roots[i] = G.roots[--G.nroots];
+            err = 0;
+            tk__clear_error();
+            break;
+        }
+    pthread_mutex_unlock(&G.lock);
+    return err;
+}
+
+void *tk_gc_base(const void *p)
+{
+    if (enter()) return NULL;
+    size_t size;
+    bool scan;
+    uintptr_t s = object_of((uintptr_t)p, &size, &scan);
+    pthread_mutex_unlock(&G.lock);
+    return (void *)s;
+}
+
+size_t tk_gc_size(const void *p)
+{
+    if (enter()) return 0;
+    size_t size = 0;
+    bool scan;
+    if (!object_of((uintptr_t)p, &size, &scan)) size = 0;
+    pthread_mutex_unlock(&G.lock);
+    return size;
+}
+
+int tk_gc_register_finalizer(void *obj, tk_gc_finalizer fn, void *arg)
+{
+    int err = enter();
+    if (err) return err;
+    size_t size;
+    bool scan;
+    err = -EINVAL;
+    if (exact_object(obj, &size, &scan, "tk_gc_register_finalizer")) {
+        err = 0;
+        size_t i = 0;
+        while (i < G.nfin && G.fin[i].obj != obj) i++;
+        if (!fn) {
+            if (i < G.nfin) G.fin[i] = G.fin[--G.nfin];
+        } else if (i < G.nfin) {
+            G.fin[i] = (struct finalizer){obj, fn, arg, false};
+        } else {
+            if (G.nfin == G.fin_cap) {
+                size_t c = G.fin_cap ? G.fin_cap * 2 : 64;
+                struct finalizer *f = realloc(G.fin, c * sizeof *f);
+                if (!f)
+                    err = tk__fail(-ENOMEM, "tk_gc_register_finalizer: out of memory");
+                else
+                    G.fin = f, G.fin_cap = c;
+            }
+            if (!err) G.fin[G.nfin++] = (struct finalizer){obj, fn, arg, false};
+        }
+    }
+    pthread_mutex_unlock(&G.lock);
+    return err;
+}
+
+int tk_gc_register_weak(void **link, const void *obj)
+{
+    if (!link || ((uintptr_t)link & 7))
+        return tk__fail(-EINVAL, "tk_gc_register_weak: the link must be an aligned pointer");
+    int err = enter();
+    if (err) return err;
+    size_t size;
+    bool scan;
+    if (!object_of((uintptr_t)obj, &size, &scan)) {
+        pthread_mutex_unlock(&G.lock);
+        return tk__failf(-EINVAL, "tk_gc_register_weak: %p is not inside a live object", obj);
+    }
+    size_t i = 0;
+    while (i < G.nweak && G.weak[i].link != link) i++;
+    if (i == G.nweak) {
+        if (G.nweak == G.weak_cap) {
+            size_t c = G.weak_cap ? G.weak_cap * 2 : 64;
+            struct weak *w = realloc(G.weak, c * sizeof *w);
+            if (!w) {
+                pthread_mutex_unlock(&G.lock);
+                return tk__fail(-ENOMEM, "tk_gc_register_weak: out of memory");
+            }
+            G.weak = w;
+            G.weak_cap = c;
+        }
+        G.nweak++;
+    }
+    G.weak[i] = (struct weak){link, ~(uintptr_t)obj};
+    pthread_mutex_unlock(&G.lock);
+    return 0;
+}
+
+int tk_gc_unregister_weak(void **link)
+{
+    int err = enter();
+    if (err) return err;
+    err = -EINVAL;
+    for (size_t i = 0; i < G.nweak; i++)
+        if (G.weak[i].link == link) {
+            G.weak[i] = G.weak[--G.nweak];
+            err = 0;
+            break;
+        }
+    pthread_mutex_unlock(&G.lock);
+    return err ? tk__fail(err, "tk_gc_unregister_weak: the link is not registered") : 0;
+}
+
+int tk_gc_register_thread(void)
+{
+    pthread_once(&once, setup);
+    if (!G.ready) return G.init_err ? G.init_err : -ENOMEM;
+    pthread_mutex_lock(&G.lock);
+    int err =
+        self ? tk__fail(-EINVAL, "tk_gc_register_thread: registered already") : register_locked();
+    pthread_mutex_unlock(&G.lock);
+    return err;
+}
+
+int tk_gc_unregister_thread(void)
+{
+    if (!self) return tk__fail(-EINVAL, "tk_gc_unregister_thread: not registered");
+    pthread_mutex_lock(&G.lock);
+    pthread_setspecific(thread_key, NULL);
+    unregister_locked(self);
+    pthread_mutex_unlock(&G.lock);
+    return 0;
+}
+
+void tk_gc_get_stats(tk_gc_stats *st)
+{
+    if (enter()) {
+        memset(st, 0, sizeof *st);
+        return;
+    }
+    *st = G.st;
+    pthread_mutex_unlock(&G.lock);
+}

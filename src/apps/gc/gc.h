@@ -1,0 +1,115 @@
+/* src/apps/gc/gc.h - trapkit's garbage collector (the GC issue): a
+ * conservative, non-moving mark-sweep collector.
+ *
+ * The interface the public header trapkit/gc.h will carry once the
+ * collector's generational and concurrent modes (the write barrier by page
+ * protection) are in; until then it is internal and its tests link the
+ * static library.
+ *
+ * Objects come from size-segregated pages (16-byte granules, classes up to
+ * 2 KiB) and page runs (larger ones); mark bits and allocation bits are
+ * kept aside from the objects, one of each per granule; pages are swept
+ * lazily, when their class needs objects.  Roots are the writable segments
+ * of every loaded object (dl_iterate_phdr), the stacks and registers of the
+ * calling thread and of every registered thread (stopped by a signal during
+ * the collection, as bdwgc does), and ranges added with tk_gc_add_roots.
+ * Any word that points into an allocated object (its start or inside it)
+ * keeps it alive.  Memory from malloc is not scanned.
+ *
+ * Every function is thread-safe (one lock); none may be called from a
+ * signal handler.  A thread that calls any of them is registered until it
+ * exits; one that holds collector pointers without calling them registers
+ * itself (tk_gc_register_thread).  Collections stop the registered threads
+ * with SIGPWR and resume them with SIGXCPU (as bdwgc does): a registered
+ * thread must not block them, and the program must not handle them.
+ * Thread-local variables are not roots.
+ */
+#ifndef TK_APPS_GC_H
+#define TK_APPS_GC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Called once for an object found unreachable, after the collection that
+ * found it, with the world running and the collector unlocked; the object
+ * stays valid during the call and is reclaimed by a later collection unless
+ * the finalizer made it reachable again.  Objects reachable from a
+ * finalizable object are kept until its finalizer has run; of two
+ * unreachable finalizable objects where one reaches the other, the one that
+ * reaches is finalized first (at a later collection, the other). */
+typedef void (*tk_gc_finalizer)(void *obj, void *arg);
+
+typedef struct tk_gc_stats {
+    uint64_t collections;       /* full collections done */
+    uint64_t heap_bytes;        /* pages the heap holds (objects, free slots, free pages) */
+    uint64_t live_bytes;        /* in objects marked by the last collection */
+    uint64_t allocated_bytes;   /* asked for since the start (rounded to the granule) */
+    uint64_t reclaimed_objects; /* found unreachable and reclaimed (by sweeping) */
+    uint64_t freed_objects;     /* given back with tk_gc_free */
+    uint64_t finalized_objects; /* finalizers run */
+    uint64_t cleared_links;     /* weak links cleared */
+    uint64_t last_pause_ns;     /* the world stopped, for the last collection */
+    uint64_t max_pause_ns;
+    uint64_t total_pause_ns;
+    uint32_t threads; /* registered threads, the first caller's included */
+} tk_gc_stats;
+
+/* Sets the collector up (once; every other function calls it): reserves
+ * the heap's address space (64 GiB, or TRAPKIT_GC_RESERVE_MIB) and
+ * registers the calling thread.  0, or a negative errno (-ENOMEM: the
+ * address space could not be reserved) with the reason in tk_last_error. */
+int tk_gc_init(void);
+
+/* n bytes (at least one granule), zeroed, scanned for pointers; NULL when
+ * the heap is full (tk_last_error says so).  _atomic: never scanned (for
+ * data without pointers), contents not zeroed. */
+void *tk_gc_malloc(size_t n);
+void *tk_gc_malloc_atomic(size_t n);
+/* As realloc(3): p NULL allocates; n 0 frees p and returns NULL; a new
+ * object takes the old contents and p is freed.  A p that is not the start
+ * of a live object returns NULL with the reason (nothing freed). */
+void *tk_gc_realloc(void *p, size_t n);
+/* Gives p back at once.  0, or -EINVAL with the reason if p is not the
+ * start of a live collector object (a pointer elsewhere, inside an
+ * object, or one freed already): nothing is touched then.  NULL is 0. */
+int tk_gc_free(void *p);
+
+/* A full collection now. */
+void tk_gc_collect(void);
+/* No collection starts while disabled (nested: each disable needs an
+ * enable); the heap grows instead. */
+void tk_gc_disable(void);
+void tk_gc_enable(void);
+
+/* [lo, hi) is scanned as a root at each collection (8-byte aligned words;
+ * lo is rounded up, hi down).  Removing takes exactly a range added.  0,
+ * or -EINVAL (lo > hi, or no such range to remove), -ENOMEM. */
+int tk_gc_add_roots(void *lo, void *hi);
+int tk_gc_remove_roots(void *lo, void *hi);
+
+/* The start of the live object p points into (its start or inside), or
+ * NULL; its usable size (the class's), or 0. */
+void *tk_gc_base(const void *p);
+size_t tk_gc_size(const void *p);
+
+/* Registers fn(obj, arg) to run once obj is unreachable (see
+ * tk_gc_finalizer); fn NULL removes obj's finalizer.  obj must be the start
+ * of a live object (else -EINVAL). */
+int tk_gc_register_finalizer(void *obj, tk_gc_finalizer fn, void *arg);
+/* *link is set to NULL by the first collection that finds obj unreachable
+ * (reachability through finalizable objects does not count), as bdwgc's
+ * disappearing links; the link itself may be anywhere (a collector object
+ * holding it that is reclaimed drops it).  obj must be inside a live object;
+ * link must be 8-byte aligned.  0, -EINVAL, -ENOMEM; registering a link
+ * again moves it to obj.  Unregistering: 0, or -EINVAL if not registered. */
+int tk_gc_register_weak(void **link, const void *obj);
+int tk_gc_unregister_weak(void **link);
+
+/* The calling thread's stack and registers become roots, and collections
+ * stop it while they mark.  0, -EINVAL (registered already), -ENOMEM. */
+int tk_gc_register_thread(void);
+int tk_gc_unregister_thread(void);
+
+void tk_gc_get_stats(tk_gc_stats *st);
+
+#endif
