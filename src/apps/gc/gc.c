@@ -54,9 +54,11 @@
 #define GR_SHIFT 4
 #define GR_PER_PAGE (PS / GRANULE)        /* 256 */
 #define WORDS_PER_PAGE (GR_PER_PAGE / 64) /* bitmap words per page: 4 */
-#define COMMIT_PAGES 256                  /* committed at a time: 1 MiB */
-#define RESERVE_DEFAULT (64ull << 30)     /* 64 GiB of address space */
-#define GC_MIN_BYTES (4u << 20)           /* allocated between collections at least */
+#define CHUNK_MIN_PAGES 4096 /* the heap grows by chunks of 16 MiB, or its size so far */
+#define MAX_CHUNKS 64
+#define FULL_EVERY 8 /* generational: a full collection after this many minor ones */
+#define RESERVE_DEFAULT (64ull << 30) /* 64 GiB of address space */
+#define GC_MIN_BYTES (4u << 20)       /* allocated between collections at least */
 #define SIG_SUSPEND SIGPWR
 #define SIG_RESTART SIGXCPU
 #define NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_thread, noinline))
@@ -132,6 +134,17 @@ static struct {
     uintptr_t *mstack;
     size_t msp, mcap; /* the mark stack: entries used, capacity */
     uint64_t marked_bytes;
+    /* generational: each chunk of the heap is a trapkit region whose
+     * written pages tk_dirty reports (the write barrier) */
+    enum tk_mech barrier; /* TK_MECH_COUNT_: none (every collection full) */
+    struct chunk {
+        size_t first, pages;
+        tk_region *region;
+    } chunks[MAX_CHUNKS];
+    size_t nchunks;
+    uint64_t *dirty; /* tk_dirty's bitmap, the largest chunk's size */
+    size_t dirty_bits;
+    unsigned minors; /* minor collections since the last full one */
     tk_gc_stats st;
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -179,13 +192,34 @@ static unsigned class_of(size_t n)
 
 /* ---- pages --------------------------------------------------------------- */
 
-/* Commits pages [top, top + n) (at least COMMIT_PAGES), free. */
+/* Commits a chunk of at least n pages at top (16 MiB, or the heap's size
+ * so far, whichever is more: few chunks), free; generational, the chunk
+ * becomes a trapkit region tracking its written pages. */
 static int grow(size_t n)
 {
-    if (n < COMMIT_PAGES) n = COMMIT_PAGES;
+    size_t want = G.top > CHUNK_MIN_PAGES ? G.top : CHUNK_MIN_PAGES;
+    if (n < want) n = want;
     if (G.top + n > G.reserve_pages) n = G.reserve_pages - G.top;
-    if (!n) return -ENOMEM;
+    if (!n || G.nchunks == MAX_CHUNKS) return -ENOMEM;
     if (mprotect(page_addr(G.top), n * PS, PROT_READ | PROT_WRITE) != 0) return -errno;
+    struct chunk *c = &G.chunks[G.nchunks];
+    *c = (struct chunk){.first = G.top, .pages = n};
+    if (G.barrier != TK_MECH_COUNT_) {
+        if (n > G.dirty_bits) {
+            uint64_t *d = realloc(G.dirty, (n + 63) / 64 * 8);
+            if (!d) return -ENOMEM;
+            G.dirty = d;
+            G.dirty_bits = n;
+        }
+        tk_region_config cfg = {
+            .addr = page_addr(G.top), .len = n * PS, .mech = G.barrier, .flags = TK_REGION_DIRTY};
+        int err = tk_region_create(&cfg, &c->region);
+        if (err) {
+            mprotect(page_addr(G.top), n * PS, PROT_NONE);
+            return err;
+        }
+    }
+    G.nchunks++;
     for (size_t p = G.top; p < G.top + n; p++) set(G.freemap, p);
     G.free_pages += n;
     G.top += n;
@@ -261,8 +295,20 @@ static void free_pages(size_t p, size_t n)
     }
     G.free_pages += n;
     if (p < G.page_hint) G.page_hint = p;
-    /* a large run's memory goes back to the kernel (zero when used again) */
-    if (n >= 16) madvise(page_addr(p), n * PS, MADV_DONTNEED);
+    /* a large run's memory goes back to the kernel (zero when used again);
+     * in a region through trapkit, which keeps the write barrier's
+     * protection where madvise would drop it */
+    if (n < 16) return;
+    for (size_t i = 0; i < G.nchunks && n; i++) {
+        const struct chunk *c = &G.chunks[i];
+        if (p >= c->first + c->pages || p + n <= c->first) continue;
+        size_t from = p > c->first ? p : c->first;
+        size_t to = p + n < c->first + c->pages ? p + n : c->first + c->pages;
+        if (c->region)
+            tk_discard(c->region, page_addr(from), (to - from) * PS);
+        else
+            madvise(page_addr(from), (to - from) * PS, MADV_DONTNEED);
+    }
 }
 
 /* ---- finding objects ----------------------------------------------------- */
@@ -297,9 +343,10 @@ static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
 }
 
 /* ---- marking ------------------------------------------------------------- */
-static void push(uintptr_t obj)
+/* [lo, hi) to scan: an object, or a written page of a large one. */
+static void push(uintptr_t lo, uintptr_t hi)
 {
-    if (G.msp == G.mcap) {
+    if (G.msp + 2 > G.mcap) {
         size_t cap = G.mcap ? G.mcap * 2 : 65536;
         void *p = G.mstack ? mremap(G.mstack, G.mcap * 8, cap * 8, MREMAP_MAYMOVE)
                            : mmap(NULL, cap * 8, PROT_READ | PROT_WRITE,
@@ -313,7 +360,8 @@ static void push(uintptr_t obj)
         G.mstack = p;
         G.mcap = cap;
     }
-    G.mstack[G.msp++] = obj;
+    G.mstack[G.msp++] = lo;
+    G.mstack[G.msp++] = hi;
 }
 
 static inline void mark_word(uintptr_t w)
@@ -326,7 +374,7 @@ static inline void mark_word(uintptr_t w)
     if (bit(G.mark, g)) return;
     set(G.mark, g);
     G.marked_bytes += size;
-    if (scan) push(o);
+    if (scan) push(o, o + size);
 }
 
 /* Every aligned word of [lo, hi) as a possible pointer.  Reads memory the
@@ -341,11 +389,43 @@ NO_SANITIZE static void scan_range(uintptr_t lo, uintptr_t hi)
 static void drain(void)
 {
     while (G.msp) {
-        uintptr_t o = G.mstack[--G.msp];
-        size_t size;
-        bool scan;
-        if (!object_of(o, &size, &scan)) continue;
-        scan_range(o, o + size);
+        uintptr_t hi = G.mstack[--G.msp], lo = G.mstack[--G.msp];
+        scan_range(lo, hi);
+    }
+}
+
+/* Minor collection: the marked (old) objects on the pages written since
+ * the last collection are scanned as roots (what they point to may be
+ * young); a large object's written pages alone. */
+static void push_dirty(void)
+{
+    for (size_t ci = 0; ci < G.nchunks; ci++) {
+        const struct chunk *c = &G.chunks[ci];
+        long nd = tk_dirty(c->region, G.dirty, G.dirty_bits);
+        if (nd < 0) { /* cannot happen with a live region: every marked object then */
+            memset(G.dirty, 0xff, (c->pages + 63) / 64 * 8);
+            nd = (long)c->pages;
+        }
+        G.st.dirty_pages += (uint64_t)nd;
+        for (size_t w = 0; w < (c->pages + 63) / 64; w++)
+            for (uint64_t m = G.dirty[w]; m; m &= m - 1) {
+                size_t pg = c->first + w * 64 + (size_t)__builtin_ctzll(m);
+                if (pg >= c->first + c->pages) break;
+                const struct blk *b = &G.blk[pg];
+                uintptr_t base = (uintptr_t)page_addr(pg);
+                if (b->kind == K_SMALL && !b->atomic) {
+                    size_t sz = class_size[b->cls];
+                    for (uintptr_t o = base; o + sz <= base + PS; o += sz) {
+                        size_t g = granule_of(o);
+                        if (bit(G.alloc, g) && bit(G.mark, g)) push(o, o + sz);
+                    }
+                } else if (b->kind == K_LARGE || b->kind == K_TAIL) {
+                    size_t head = b->kind == K_TAIL ? pg - b->pages : pg;
+                    size_t g = granule_of((uintptr_t)page_addr(head));
+                    if (!G.blk[head].atomic && bit(G.alloc, g) && bit(G.mark, g))
+                        push(base, base + PS);
+                }
+            }
     }
 }
 
@@ -598,9 +678,26 @@ static void setup(void)
     G.alloc = (uint64_t *)((char *)G.mark + bits);
     G.freemap = (uint64_t *)((char *)G.alloc + bits);
     G.threshold = GC_MIN_BYTES;
+    G.barrier = TK_MECH_COUNT_;
+    const char *b = getenv("TRAPKIT_GC_BARRIER");
+    if (b && *b && strcmp(b, "none") != 0) {
+        G.barrier = tk_mech_parse(b);
+        if (G.barrier == TK_MECH_COUNT_ || G.barrier == TK_MECH_PKEYS ||
+            G.barrier == TK_MECH_SOFT_DIRTY) {
+            G.init_err = tk__failf(-EINVAL,
+                                   "tk_gc_init: TRAPKIT_GC_BARRIER=%s: give none, auto, "
+                                   "pagemap-scan, uffd-sigbus, uffd-thread or posix",
+                                   b);
+            return;
+        }
+    }
     /* page 0 is never used: G.base, a word of the scanned data, points there */
-    if (grow(1) != 0) {
-        G.init_err = tk__fail(-ENOMEM, "tk_gc_init: the heap could not be committed");
+    int gerr = grow(1);
+    if (gerr != 0) {
+        G.init_err = gerr == -EOPNOTSUPP ? tk__failf(gerr, "tk_gc_init: the %s write barrier: %s",
+                                                     tk_mech_name(G.barrier), tk_last_error())
+                                         : tk__fail(gerr, "tk_gc_init: the heap could not be "
+                                                          "committed");
         return;
     }
     clr(G.freemap, 0);
@@ -657,16 +754,27 @@ NO_SANITIZE static void mark_own_stack(void)
     scan_range((uintptr_t)&regs, (uintptr_t)(&regs + 1));
 }
 
-static void collect_locked(void)
+/* A collection: full (every mark cleared first), or with a write barrier
+ * minor (the marks of the last collections kept: the objects they mark are
+ * old, kept until the next full collection; what is unmarked is young). */
+static void collect_locked(bool full)
 {
     uint64_t t0 = now_ns();
+    if (G.barrier == TK_MECH_COUNT_ || G.minors >= FULL_EVERY) full = true;
     G.nsegs = 0;
     dl_iterate_phdr(each_object, NULL);
     stop_world();
     uint64_t t_stopped = now_ns();
 
-    memset(G.mark, 0, G.top * WORDS_PER_PAGE * 8);
     G.marked_bytes = 0;
+    if (full) {
+        memset(G.mark, 0, G.top * WORDS_PER_PAGE * 8);
+        /* the next interval of the barrier starts now */
+        for (size_t ci = 0; ci < G.nchunks; ci++)
+            if (G.chunks[ci].region) tk_dirty(G.chunks[ci].region, G.dirty, G.dirty_bits);
+    } else {
+        push_dirty();
+    }
     for (size_t i = 0; i < G.nsegs; i++) scan_range(G.segs[i].lo, G.segs[i].hi);
     for (size_t i = 0; i < G.nroots; i++) scan_range(G.roots[i].lo, G.roots[i].hi);
     for (struct gc_thread *t = G.threads; t; t = t->next) {
@@ -753,12 +861,19 @@ static void collect_locked(void)
     uint64_t pause = t1 - t0;
     (void)t_stopped;
     G.st.collections++;
-    G.st.live_bytes = G.marked_bytes;
+    if (full) {
+        G.minors = 0;
+        G.st.live_bytes = G.marked_bytes;
+    } else {
+        G.minors++;
+        G.st.minor_collections++;
+        G.st.live_bytes += G.marked_bytes;
+    }
     G.st.last_pause_ns = pause;
     G.st.total_pause_ns += pause;
     if (pause > G.st.max_pause_ns) G.st.max_pause_ns = pause;
     G.since_gc = 0;
-    G.threshold = G.marked_bytes / 2 > GC_MIN_BYTES ? G.marked_bytes / 2 : GC_MIN_BYTES;
+    G.threshold = G.st.live_bytes / 2 > GC_MIN_BYTES ? G.st.live_bytes / 2 : GC_MIN_BYTES;
 }
 
 /* Runs the finalizers a collection made ready; called with the lock held,
@@ -786,9 +901,23 @@ static void run_finalizers(void)
 void tk_gc_collect(void)
 {
     if (enter()) return;
-    collect_locked();
+    collect_locked(true);
     run_finalizers();
     pthread_mutex_unlock(&G.lock);
+}
+
+void tk_gc_collect_minor(void)
+{
+    if (enter()) return;
+    collect_locked(false);
+    run_finalizers();
+    pthread_mutex_unlock(&G.lock);
+}
+
+const char *tk_gc_barrier(void)
+{
+    pthread_once(&once, setup);
+    return G.barrier == TK_MECH_COUNT_ ? "none" : tk_mech_name(G.barrier);
 }
 
 /* ---- allocating ---------------------------------------------------------- */
@@ -873,7 +1002,7 @@ static void *alloc_locked(size_t n, bool atomic)
 {
     if (n == 0) n = 1;
     if (G.since_gc >= G.threshold && !G.disabled) {
-        collect_locked();
+        collect_locked(false);
         run_finalizers();
     }
     if (n <= SMALL_MAX) {
@@ -885,6 +1014,7 @@ static void *alloc_locked(size_t n, bool atomic)
         void *p = G.freelist[k];
         G.freelist[k] = *(void **)p;
         set(G.alloc, granule_of((uintptr_t)p));
+        clr(G.mark, granule_of((uintptr_t)p)); /* young (a slot freed may have been old) */
         if (atomic)
             *(void **)p = NULL;
         else
@@ -909,6 +1039,7 @@ static void *alloc_locked(size_t n, bool atomic)
     unsigned char *p = page_addr(pg);
     if (!atomic) memset(p, 0, pages * PS);
     set(G.alloc, granule_of((uintptr_t)p));
+    clr(G.mark, granule_of((uintptr_t)p));
     G.since_gc += pages * PS;
     G.st.allocated_bytes += pages * PS;
     return p;

@@ -6,6 +6,10 @@
  * protection) are in; until then it is internal and its tests link the
  * static library.
  *
+ * Generational with a write barrier (tk_gc_barrier): minor collections
+ * mark from the roots and from the old objects on the pages written since
+ * the last collection (trapkit's DIRTY over each chunk of the heap).
+ *
  * Objects come from size-segregated pages (16-byte granules, classes up to
  * 2 KiB) and page runs (larger ones); mark bits and allocation bits are
  * kept aside from the objects, one of each per granule; pages are swept
@@ -40,7 +44,9 @@
 typedef void (*tk_gc_finalizer)(void *obj, void *arg);
 
 typedef struct tk_gc_stats {
-    uint64_t collections;       /* full collections done */
+    uint64_t collections;       /* collections done, minor ones included */
+    uint64_t minor_collections; /* of which minor (generational) */
+    uint64_t dirty_pages;       /* written pages the minor collections scanned, in all */
     uint64_t heap_bytes;        /* pages the heap holds (objects, free slots, free pages) */
     uint64_t live_bytes;        /* in objects marked by the last collection */
     uint64_t allocated_bytes;   /* asked for since the start (rounded to the granule) */
@@ -76,6 +82,20 @@ int tk_gc_free(void *p);
 
 /* A full collection now. */
 void tk_gc_collect(void);
+/* A minor collection now (full without a write barrier, or after
+ * FULL_EVERY minor ones): the objects marked by the collections since the
+ * last full one are old and kept; the young ones are marked from the roots
+ * and from the old objects on pages written since the last collection,
+ * which the barrier reports. */
+void tk_gc_collect_minor(void);
+/* The write barrier generational collection uses: "none" (every
+ * collection full), or trapkit's mechanism for DIRTY ("pagemap-scan":
+ * no fault reaches the program; "uffd-sigbus", "uffd-thread", "posix":
+ * a fault on the first write to a page after each collection).  Chosen by
+ * TRAPKIT_GC_BARRIER (none, the default; auto; or a mechanism's name) when
+ * the collector is set up; a mechanism this machine lacks makes tk_gc_init
+ * fail with -EOPNOTSUPP, saying why. */
+const char *tk_gc_barrier(void);
 /* No collection starts while disabled (nested: each disable needs an
  * enable); the heap grows instead. */
 void tk_gc_disable(void);
