@@ -58,6 +58,14 @@ kernel-test: build
 	@bash scripts/install-deps.sh kernel-test
 	@python3 scripts/kernel-test.py --build $(BUILD)
 
+# Long trials, not part of `make test` (which runs short versions): the
+# collector's four mutator threads for a minute on each write barrier.
+.PHONY: soak
+soak: build
+	@for m in none pagemap-scan uffd-sigbus uffd-thread posix; do \
+		$(BUILD)/tests/gc_threads $$m 60 || exit 1; \
+	done
+
 # Installs the build into $(DESTDIR)$(PREFIX) (default /usr/local): the
 # libraries, headers, trapkit.pc, the CMake package, trapkit and tksim, the
 # man pages.  Installing to the system (no DESTDIR, as root) runs ldconfig;

@@ -25,8 +25,10 @@
  * exits; one that holds collector pointers without calling them registers
  * itself (tk_gc_register_thread).  Collections stop the registered threads
  * with SIGPWR and resume them with SIGXCPU (as bdwgc does): a registered
- * thread must not block them, and the program must not handle them.
- * Thread-local variables are not roots.
+ * thread must not block them, and the program must not handle them; a
+ * registered thread's sleep (nanosleep, clock_nanosleep, usleep) may
+ * return early with EINTR during a collection.  Thread-local variables are
+ * not roots.
  */
 #ifndef TK_APPS_GC_H
 #define TK_APPS_GC_H

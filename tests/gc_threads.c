@@ -1,0 +1,135 @@
+/* tests/gc_threads.c - four threads allocate and rewire their own graphs
+ * at once while collections (started by whichever thread's allocation
+ * crosses the threshold, full and minor) stop them; each thread checks
+ * every node it can reach, over and over: a node reclaimed while
+ * reachable is reused and overwritten, and its check fails.  argv[1]: the
+ * write barrier (none, pagemap-scan, uffd-sigbus, uffd-thread, posix; one
+ * this machine lacks is skipped); argv[2]: seconds (default 3).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "apps/gc/gc.h"
+#include "testutil.h"
+
+enum { T = 4, ROOTS = 256, STACK = 1 << 20 };
+
+struct node {
+    struct node *kid[2];
+    uint64_t id, sum, seen;
+};
+
+static struct node *roots[T][ROOTS];
+static atomic_bool stop;
+static atomic_long checks, allocated;
+
+static uint64_t sum_of(uint64_t id)
+{
+    return id * 0x9e3779b97f4a7c15ull + 3;
+}
+
+/* Checks every node reachable from thread t's roots; returns how many. */
+static size_t check(int t, uint64_t epoch, struct node **stack)
+{
+    size_t n = 0, sp = 0;
+    for (int r = 0; r < ROOTS; r++) {
+        if (roots[t][r]) stack[sp++] = roots[t][r];
+        while (sp) {
+            struct node *x = stack[--sp];
+            if (x->sum != sum_of(x->id)) {
+                fprintf(stderr,
+                        "thread %d: node %p (id %lu) overwritten: reclaimed while reachable\n", t,
+                        (void *)x, (unsigned long)x->id);
+                exit(1);
+            }
+            if (x->seen == epoch) continue;
+            x->seen = epoch;
+            n++;
+            for (int k = 0; k < 2; k++)
+                if (x->kid[k]) {
+                    CHECK(sp < STACK);
+                    stack[sp++] = x->kid[k];
+                }
+        }
+    }
+    return n;
+}
+
+static void *mutator(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    struct node **stack = malloc(sizeof *stack * STACK);
+    CHECK(stack);
+    uint64_t seed = 0x1234567ull * (uint64_t)(t + 1), id = (uint64_t)t << 48, epoch = 0;
+    long step = 0;
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        uint64_t r = tk_test_xorshift(&seed);
+        struct node *n = tk_gc_malloc(sizeof *n);
+        CHECK(n);
+        n->id = ++id;
+        n->sum = sum_of(n->id);
+        struct node *at = roots[t][r % ROOTS];
+        for (int d = (int)((r >> 12) % 8); at && d > 0; d--) {
+            struct node *k = at->kid[(r >> (16 + d)) & 1];
+            if (!k) break;
+            at = k;
+        }
+        if (!at || (r >> 30) % 8 == 0)
+            roots[t][r % ROOTS] = n;
+        else
+            at->kid[(r >> 34) & 1] = n;
+        if ((r >> 40) % 32 == 0) roots[t][(r >> 20) % ROOTS] = NULL;
+        if ((r >> 46) % 4 == 0) CHECK(tk_gc_malloc_atomic(100 + (r >> 50) % 400));
+        if (++step % 4096 == 0) {
+            check(t, ++epoch, stack);
+            atomic_fetch_add(&checks, 1);
+        }
+    }
+    atomic_fetch_add(&allocated, step);
+    check(t, ++epoch, stack);
+    free(stack);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) return 2;
+    double secs = argc > 2 ? atof(argv[2]) : 3;
+    setenv("TRAPKIT_GC_BARRIER", argv[1], 1);
+    int err = tk_gc_init();
+    if (err == -EOPNOTSUPP) tk_test_unavailable(argv[1]);
+    CHECK_OK(err);
+    pthread_t th[T];
+    for (int t = 0; t < T; t++)
+        CHECK(pthread_create(&th[t], NULL, mutator, (void *)(intptr_t)t) == 0);
+    /* collections stop this thread too (a signal): sleep to a deadline */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)secs;
+    ts.tv_nsec += (long)((secs - (time_t)secs) * 1e9);
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+    atomic_store(&stop, true);
+    for (int t = 0; t < T; t++) CHECK(pthread_join(th[t], NULL) == 0);
+    tk_gc_collect();
+    struct node **stack = malloc(sizeof *stack * STACK);
+    CHECK(stack);
+    size_t reachable = 0;
+    for (int t = 0; t < T; t++) reachable += check(t, 1ull << 62, stack);
+    tk_gc_stats st;
+    tk_gc_get_stats(&st);
+    printf("%s: %ld nodes allocated by %d threads, %ld checks, %lu collections (%lu minor), max "
+           "pause %.2f ms; %zu reachable at the end, live %lu bytes\n",
+           tk_gc_barrier(), atomic_load(&allocated), T, atomic_load(&checks),
+           (unsigned long)st.collections, (unsigned long)st.minor_collections,
+           st.max_pause_ns / 1e6, reachable, (unsigned long)st.live_bytes);
+    CHECK(st.collections >= 10);
+    CHECK(st.live_bytes >= reachable * 32);
+    CHECK(st.live_bytes <= reachable * 48 * 11 / 10 + (1u << 20));
+    return 0;
+}
