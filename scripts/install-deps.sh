@@ -25,6 +25,7 @@ PKGS=(
     qpdf                   # a C++ program that throws, run under trapkit's throw runtime
     gcc-riscv64-linux-gnu g++-riscv64-linux-gnu  # tksim's workloads (static RV64GC programs)
     qemu-user              # qemu-riscv64: the reference tksim is checked against
+    libgc-dev              # bdwgc, the collector trapkit's is benchmarked against (GCBench)
 )
 if [[ "${1:-}" == kernel-test ]]; then
     PKGS+=(

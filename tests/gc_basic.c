@@ -449,6 +449,50 @@ static void test_bad_free(void)
     CHECK(st.freed_objects >= 1);
 }
 
+/* The write barrier turned on over a heap in use (as GC_enable_incremental
+ * does): the next collection is full, the ones after minor, and what was
+ * kept stays kept. */
+static void test_set_barrier(void)
+{
+    CHECK(!strcmp(tk_gc_barrier(), "none"));
+    CHECK_ERR(tk_gc_set_barrier("pkeys"), -EINVAL);
+    static struct node *keep[N];
+    for (int i = 0; i < N; i++) {
+        keep[i] = tk_gc_malloc(sizeof *keep[i]);
+        CHECK(keep[i]);
+        keep[i]->value = (uint64_t)i;
+    }
+    int err = tk_gc_set_barrier("auto");
+    if (err == -EOPNOTSUPP) {
+        printf("no write barrier here: %s\n", tk_last_error());
+        return;
+    }
+    CHECK_OK(err);
+    printf("write barrier: %s\n", tk_gc_barrier());
+    CHECK(strcmp(tk_gc_barrier(), "none") && strcmp(tk_gc_barrier(), "auto"));
+    CHECK_ERR(tk_gc_set_barrier("posix"), -EINVAL); /* on already */
+    tk_gc_stats a, b, c;
+    tk_gc_get_stats(&a);
+    scrub();
+    tk_gc_collect_minor(); /* full: the barrier did not see the writes before it */
+    tk_gc_get_stats(&b);
+    CHECK(b.minor_collections == a.minor_collections);
+    for (int i = 0; i < N; i++) {
+        struct node *y = tk_gc_malloc(sizeof *y); /* young, only an old object points to it */
+        CHECK(y);
+        y->value = 7000000 + (uint64_t)i;
+        keep[i]->next = y;
+    }
+    scrub();
+    tk_gc_collect_minor();
+    for (int k = 0; k < 50000; k++) CHECK(tk_gc_malloc(sizeof(struct node)));
+    tk_gc_get_stats(&c);
+    CHECK(c.minor_collections > b.minor_collections);
+    for (int i = 0; i < N; i++)
+        CHECK(keep[i]->value == (uint64_t)i && keep[i]->next->value == 7000000 + (uint64_t)i);
+    memset(keep, 0, sizeof keep);
+}
+
 int main(void)
 {
     CHECK_OK(tk_gc_init());
@@ -463,6 +507,7 @@ int main(void)
     test_weak_in_garbage();
     test_large_and_churn();
     test_bad_free();
+    test_set_barrier();
     tk_gc_stats st;
     tk_gc_get_stats(&st);
     printf("%lu collections, max pause %.2f ms, %lu weak links cleared, %lu finalized\n",

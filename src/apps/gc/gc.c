@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -149,6 +150,7 @@ static struct {
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static atomic_bool ready; /* set up (G.ready), seen without pthread_once */
 static pthread_key_t thread_key;
 static __thread struct gc_thread *self;
 static sem_t ack;
@@ -183,14 +185,44 @@ static inline unsigned char *page_addr(size_t pg)
     return G.base + (pg << PAGE_SHIFT);
 }
 
-static unsigned class_of(size_t n)
+/* The class of each size in granules (0 .. SMALL_MAX / GRANULE). */
+static uint8_t class_by_granules[SMALL_MAX / GRANULE + 1];
+
+static void init_classes(void)
 {
-    for (unsigned c = 0; c < NCLS; c++)
-        if (n <= class_size[c]) return c;
-    return NCLS;
+    for (unsigned g = 0, c = 0; g <= SMALL_MAX / GRANULE; g++) {
+        while (class_size[c] < g * GRANULE) c++;
+        class_by_granules[g] = (uint8_t)c;
+    }
+}
+
+static inline unsigned class_of(size_t n)
+{
+    return n <= SMALL_MAX ? class_by_granules[(n + GRANULE - 1) / GRANULE] : NCLS;
 }
 
 /* ---- pages --------------------------------------------------------------- */
+
+/* Makes chunk c a trapkit region with DIRTY on mechanism m (the write
+ * barrier); with TK_MECH_AUTO, G.barrier becomes the one trapkit chose. */
+static int track_chunk(struct chunk *c, enum tk_mech m)
+{
+    if (c->pages > G.dirty_bits) {
+        uint64_t *d = realloc(G.dirty, (c->pages + 63) / 64 * 8);
+        if (!d) return -ENOMEM;
+        G.dirty = d;
+        G.dirty_bits = c->pages;
+    }
+    tk_region_config cfg = {
+        .addr = page_addr(c->first), .len = c->pages * PS, .mech = m, .flags = TK_REGION_DIRTY};
+    int err = tk_region_create(&cfg, &c->region);
+    if (err) {
+        c->region = NULL;
+        return err;
+    }
+    if (G.barrier == TK_MECH_AUTO) G.barrier = tk_region_mech(c->region);
+    return 0;
+}
 
 /* Commits a chunk of at least n pages at top (16 MiB, or the heap's size
  * so far, whichever is more: few chunks), free; generational, the chunk
@@ -205,15 +237,7 @@ static int grow(size_t n)
     struct chunk *c = &G.chunks[G.nchunks];
     *c = (struct chunk){.first = G.top, .pages = n};
     if (G.barrier != TK_MECH_COUNT_) {
-        if (n > G.dirty_bits) {
-            uint64_t *d = realloc(G.dirty, (n + 63) / 64 * 8);
-            if (!d) return -ENOMEM;
-            G.dirty = d;
-            G.dirty_bits = n;
-        }
-        tk_region_config cfg = {
-            .addr = page_addr(G.top), .len = n * PS, .mech = G.barrier, .flags = TK_REGION_DIRTY};
-        int err = tk_region_create(&cfg, &c->region);
+        int err = track_chunk(c, G.barrier);
         if (err) {
             mprotect(page_addr(G.top), n * PS, PROT_NONE);
             return err;
@@ -678,6 +702,7 @@ static void setup(void)
     G.alloc = (uint64_t *)((char *)G.mark + bits);
     G.freemap = (uint64_t *)((char *)G.alloc + bits);
     G.threshold = GC_MIN_BYTES;
+    init_classes();
     G.barrier = TK_MECH_COUNT_;
     const char *b = getenv("TRAPKIT_GC_BARRIER");
     if (b && *b && strcmp(b, "none") != 0) {
@@ -694,10 +719,12 @@ static void setup(void)
     /* page 0 is never used: G.base, a word of the scanned data, points there */
     int gerr = grow(1);
     if (gerr != 0) {
-        G.init_err = gerr == -EOPNOTSUPP ? tk__failf(gerr, "tk_gc_init: the %s write barrier: %s",
-                                                     tk_mech_name(G.barrier), tk_last_error())
-                                         : tk__fail(gerr, "tk_gc_init: the heap could not be "
-                                                          "committed");
+        char why[256]; /* the error buffer is rewritten below */
+        snprintf(why, sizeof why, "%s", tk_last_error());
+        G.init_err = gerr == -EOPNOTSUPP
+                         ? tk__failf(gerr, "tk_gc_init: the %s write barrier: %s",
+                                     tk_mech_name(G.barrier), why)
+                         : tk__fail(gerr, "tk_gc_init: the heap could not be committed");
         return;
     }
     clr(G.freemap, 0);
@@ -719,8 +746,11 @@ static void setup(void)
  * lock held on success (0). */
 static int enter(void)
 {
-    pthread_once(&once, setup);
-    if (!G.ready) return G.init_err ? G.init_err : -ENOMEM;
+    if (!atomic_load_explicit(&ready, memory_order_acquire)) {
+        pthread_once(&once, setup);
+        if (!G.ready) return G.init_err ? G.init_err : -ENOMEM;
+        atomic_store_explicit(&ready, true, memory_order_release);
+    }
     pthread_mutex_lock(&G.lock);
     if (!self) {
         int err = register_locked();
@@ -873,7 +903,10 @@ static void collect_locked(bool full)
     G.st.total_pause_ns += pause;
     if (pause > G.st.max_pause_ns) G.st.max_pause_ns = pause;
     G.since_gc = 0;
-    G.threshold = G.st.live_bytes / 2 > GC_MIN_BYTES ? G.st.live_bytes / 2 : GC_MIN_BYTES;
+    /* the next one after a third of the heap, or the live size, has been
+     * allocated (bdwgc's free-space divisor is 3) */
+    uint64_t third = G.top * PS / 3, th = G.st.live_bytes > third ? G.st.live_bytes : third;
+    G.threshold = th > GC_MIN_BYTES ? th : GC_MIN_BYTES;
 }
 
 /* Runs the finalizers a collection made ready; called with the lock held,
@@ -912,6 +945,40 @@ void tk_gc_collect_minor(void)
     collect_locked(false);
     run_finalizers();
     pthread_mutex_unlock(&G.lock);
+}
+
+int tk_gc_set_barrier(const char *mech)
+{
+    enum tk_mech m = mech ? tk_mech_parse(mech) : TK_MECH_COUNT_;
+    if (m == TK_MECH_COUNT_ || m == TK_MECH_PKEYS || m == TK_MECH_SOFT_DIRTY)
+        return tk__failf(-EINVAL,
+                         "tk_gc_set_barrier: %s: give auto, pagemap-scan, uffd-sigbus, "
+                         "uffd-thread or posix",
+                         mech ? mech : "NULL");
+    int err = enter();
+    if (err) return err;
+    if (G.barrier != TK_MECH_COUNT_) {
+        pthread_mutex_unlock(&G.lock);
+        return tk__fail(-EINVAL, "tk_gc_set_barrier: the barrier is on already");
+    }
+    G.barrier = m;
+    for (size_t i = 0; i < G.nchunks && !err; i++) err = track_chunk(&G.chunks[i], G.barrier);
+    if (err) {
+        char why[256]; /* the error buffer is rewritten below */
+        snprintf(why, sizeof why, "%s", tk_last_error());
+        for (size_t i = 0; i < G.nchunks; i++)
+            if (G.chunks[i].region) {
+                tk_region_destroy(G.chunks[i].region);
+                G.chunks[i].region = NULL;
+            }
+        G.barrier = TK_MECH_COUNT_;
+        err = tk__failf(err, "tk_gc_set_barrier: %s", why);
+    } else {
+        /* the writes since the last collection were not seen: full next */
+        G.minors = FULL_EVERY;
+    }
+    pthread_mutex_unlock(&G.lock);
+    return err;
 }
 
 const char *tk_gc_barrier(void)

@@ -98,6 +98,12 @@ void tk_gc_collect_minor(void);
  * the collector is set up; a mechanism this machine lacks makes tk_gc_init
  * fail with -EOPNOTSUPP, saying why. */
 const char *tk_gc_barrier(void);
+/* Turns the write barrier on (a mechanism's name, or "auto": pagemap-scan
+ * where the machine has it, else uffd-sigbus, else posix) for the whole
+ * heap from now on; the next collection is full.  0, -EINVAL (on already,
+ * or an unknown name), -EOPNOTSUPP (not on this machine; tk_last_error
+ * says why). */
+int tk_gc_set_barrier(const char *mech);
 /* No collection starts while disabled (nested: each disable needs an
  * enable); the heap grows instead. */
 void tk_gc_disable(void);

@@ -1,0 +1,203 @@
+/* bench/gcbench.c - GCBench (after Boehm's description of Ellis and
+ * Kovac's benchmark), one source for two collectors: built with
+ * -DUSE_TRAPKIT_GC against trapkit's (src/apps/gc/gc_compat.h), else
+ * against bdwgc (<gc.h>).
+ *
+ * A tree of depth 18 is built and dropped (the heap stretched), a tree of
+ * depth 16 and an array of 500,000 doubles stay live throughout, and for
+ * depths 4, 6, ..., 16 as many trees as fill the stretched heap twice are
+ * built top-down and bottom-up and dropped.  --live-mib N grows the
+ * long-lived structure to about N MiB (more trees of depth 16, kept).
+ *
+ *   gcbench [--incremental] [--live-mib N] [--pauses]
+ *
+ * --incremental: GC_enable_incremental() (bdwgc: its incremental mode, the
+ * mprotect write barrier; trapkit: generational with its best barrier).
+ * --pauses: every allocation is timed (rdtsc), and the ones longer than
+ * 20 us (a collection ran inside) are the pauses: max and p99 of them; the
+ * timing itself lengthens the run, so the total time comes from a run
+ * without it.  Prints one JSON object: total_ms, collections, heap_mib,
+ * max_pause_ms, p99_pause_ms, pauses.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#ifdef USE_TRAPKIT_GC
+#include "apps/gc/gc_compat.h"
+#define COLLECTOR "trapkit"
+#else
+#include <gc.h>
+#define COLLECTOR "bdwgc"
+#endif
+
+typedef struct Node0 {
+    struct Node0 *left, *right;
+    int i, j;
+} Node;
+
+enum { kStretchTreeDepth = 18, kLongLivedTreeDepth = 16, kArraySize = 500000 };
+enum { kMinTreeDepth = 4, kMaxTreeDepth = 16 };
+
+static int timing;
+static double tsc_per_us;
+static uint64_t *pause_cycles;
+static size_t npauses, pauses_cap;
+static uint64_t pause_threshold;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static Node *new_node(Node *l, Node *r)
+{
+    Node *n;
+    if (timing) {
+        uint64_t t0 = __rdtsc();
+        n = GC_MALLOC(sizeof(Node));
+        uint64_t d = __rdtsc() - t0;
+        if (d > pause_threshold) {
+            if (npauses == pauses_cap) {
+                pauses_cap = pauses_cap ? pauses_cap * 2 : 1024;
+                pause_cycles = realloc(pause_cycles, pauses_cap * sizeof *pause_cycles);
+                if (!pause_cycles) abort();
+            }
+            pause_cycles[npauses++] = d;
+        }
+    } else {
+        n = GC_MALLOC(sizeof(Node));
+    }
+    if (!n) {
+        fprintf(stderr, "gcbench: out of memory\n");
+        exit(1);
+    }
+    n->left = l;
+    n->right = r;
+    return n;
+}
+
+static int tree_size(int i)
+{
+    return (1 << (i + 1)) - 1;
+}
+
+static int num_iters(int i)
+{
+    return 2 * tree_size(kStretchTreeDepth) / tree_size(i);
+}
+
+/* Builds the tree below n top-down. */
+static void populate(int depth, Node *n)
+{
+    if (depth <= 0) return;
+    depth--;
+    n->left = new_node(NULL, NULL);
+    n->right = new_node(NULL, NULL);
+    populate(depth, n->left);
+    populate(depth, n->right);
+}
+
+/* Builds a tree bottom-up. */
+static Node *make_tree(int depth)
+{
+    if (depth <= 0) return new_node(NULL, NULL);
+    Node *l = make_tree(depth - 1), *r = make_tree(depth - 1);
+    return new_node(l, r);
+}
+
+static void time_construction(int depth)
+{
+    int n = num_iters(depth);
+    for (int i = 0; i < n; i++) {
+        Node *t = new_node(NULL, NULL);
+        populate(depth, t);
+    }
+    for (int i = 0; i < n; i++) {
+        Node *t = make_tree(depth);
+        (void)t;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The long-lived data: global, so both collectors see it as a root. */
+static Node *long_lived[4096];
+static double *array;
+
+int main(int argc, char **argv)
+{
+    int incremental = 0;
+    double live_mib = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--incremental"))
+            incremental = 1;
+        else if (!strcmp(argv[i], "--pauses"))
+            timing = 1;
+        else if (!strcmp(argv[i], "--live-mib") && i + 1 < argc)
+            live_mib = atof(argv[++i]);
+        else {
+            fprintf(stderr, "usage: gcbench [--incremental] [--live-mib N] [--pauses]\n");
+            return 2;
+        }
+    }
+    /* the TSC's rate, against the monotonic clock */
+    double c0 = now_s();
+    uint64_t r0 = __rdtsc();
+    while (now_s() - c0 < 0.02) {
+    }
+    tsc_per_us = (double)(__rdtsc() - r0) / ((now_s() - c0) * 1e6);
+    pause_threshold = (uint64_t)(20 * tsc_per_us);
+
+    GC_INIT();
+    if (incremental) GC_enable_incremental();
+    double t0 = now_s();
+
+    Node *temp = make_tree(kStretchTreeDepth); /* stretch the heap */
+    (void)temp;
+    temp = NULL;
+
+    /* the long-lived tree(s): one of depth 16 (~1 MiB), or trees enough
+     * for --live-mib */
+    size_t ntrees = 1;
+    size_t per_tree = (size_t)tree_size(kLongLivedTreeDepth) * 32; /* bytes, a node's slot */
+    if (live_mib > 0) ntrees = (size_t)(live_mib * 1048576 / per_tree) + 1;
+    if (ntrees > sizeof long_lived / sizeof long_lived[0])
+        ntrees = sizeof long_lived / sizeof long_lived[0];
+    for (size_t k = 0; k < ntrees; k++) {
+        long_lived[k] = new_node(NULL, NULL);
+        populate(kLongLivedTreeDepth, long_lived[k]);
+    }
+    array = GC_MALLOC_ATOMIC(sizeof(double) * kArraySize);
+    for (int i = 0; i < kArraySize / 2; i++) array[i] = 1.0 / i;
+
+    for (int d = kMinTreeDepth; d <= kMaxTreeDepth; d += 2) time_construction(d);
+
+    if (!long_lived[0] || array[1000] != 1.0 / 1000) {
+        fprintf(stderr, "gcbench: the long-lived data was lost\n");
+        return 1;
+    }
+    double total = now_s() - t0;
+    double maxp = 0, p99 = 0;
+    if (npauses) {
+        qsort(pause_cycles, npauses, sizeof *pause_cycles, cmp_u64);
+        maxp = pause_cycles[npauses - 1] / tsc_per_us / 1e3;
+        p99 = pause_cycles[(size_t)((npauses - 1) * 0.99)] / tsc_per_us / 1e3;
+    }
+    printf("{\"collector\": \"%s\", \"incremental\": %s, \"live_mib\": %.0f, \"total_ms\": %.1f, "
+           "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
+           "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f}\n",
+           COLLECTOR, incremental ? "true" : "false", live_mib, total * 1e3, (size_t)GC_get_gc_no(),
+           GC_get_heap_size() / 1048576.0, timing ? "true" : "false", npauses, maxp, p99);
+    return 0;
+}
