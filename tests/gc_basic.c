@@ -222,6 +222,10 @@ static void *altstack_thread(void *arg)
     make_weak((void **)mine, false);
     raise(SIGUSR1); /* returns once main says go */
     for (int i = 0; i < N; i++) CHECK(links[i] == mine[i]);
+    void *alt = ss.ss_sp;
+    ss = (stack_t){.ss_flags = SS_DISABLE};
+    CHECK(sigaltstack(&ss, NULL) == 0);
+    free(alt);
     return NULL;
 }
 
@@ -322,9 +326,8 @@ static void test_finalizers(void)
            a, PAIRS, c, b, b_first);
     CHECK(a >= PAIRS - 5 && c >= PAIRS - 5 && b >= PAIRS - 5);
     CHECK(b_first == 0);
-    int before = fin_total;
-    collect();
-    CHECK(fin_total == before); /* nothing twice */
+    collect(); /* nothing twice: on_final checks each object's slot */
+    CHECK(fin_total <= 3 * PAIRS);
     int x = 0;
     CHECK_ERR(tk_gc_register_finalizer(&x, on_final, NULL), -EINVAL);
 }

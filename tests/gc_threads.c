@@ -121,6 +121,7 @@ int main(int argc, char **argv)
     CHECK(stack);
     size_t reachable = 0;
     for (int t = 0; t < T; t++) reachable += check(t, 1ull << 62, stack);
+    free(stack);
     tk_gc_stats st;
     tk_gc_get_stats(&st);
     printf("%s: %ld nodes allocated by %d threads, %ld checks, %lu collections (%lu minor), max "
