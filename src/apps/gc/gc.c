@@ -105,6 +105,11 @@ struct gc_thread {
     uintptr_t sp, alt_hi;
     uintptr_t regs[NGREG];
     _Atomic uint64_t stopped_gen;
+    /* the thread's own free lists, per class and kind: a block's free
+     * objects at a time, taken from the shared ones with their allocation
+     * bits set and handed out without the lock; each collection marks them,
+     * so they are not swept while they wait */
+    void *tl[NCLS * 2];
 };
 
 static struct {
@@ -118,8 +123,9 @@ static struct {
     uint64_t *freemap;      /* a bit per page: free */
     size_t free_pages, page_hint;
     void *freelist[NCLS * 2];
-    uint32_t list[NCLS * 2];   /* blocks of each class and kind, page + 1 */
-    uint32_t cursor[NCLS * 2]; /* the next block to sweep, page + 1 */
+    size_t freecount[NCLS * 2]; /* objects on each free list */
+    uint32_t list[NCLS * 2];    /* blocks of each class and kind, page + 1 */
+    uint32_t cursor[NCLS * 2];  /* the next block to sweep, page + 1 */
     uint32_t cursor_prev[NCLS * 2];
     uint64_t since_gc, threshold;
     int disabled;
@@ -180,6 +186,21 @@ static inline void clr(uint64_t *m, size_t g)
 {
     m[g >> 6] &= ~(1ull << (g & 63));
 }
+/* The allocation bits: changed only with the lock held (or the world
+ * stopped); an object handed to a thread's own free list counts as
+ * allocated from then on. */
+static inline bool abit(size_t g)
+{
+    return bit(G.alloc, g);
+}
+static inline void aset(size_t g)
+{
+    set(G.alloc, g);
+}
+static inline void aclr(size_t g)
+{
+    clr(G.alloc, g);
+}
 static inline unsigned char *page_addr(size_t pg)
 {
     return G.base + (pg << PAGE_SHIFT);
@@ -187,9 +208,13 @@ static inline unsigned char *page_addr(size_t pg)
 
 /* The class of each size in granules (0 .. SMALL_MAX / GRANULE). */
 static uint8_t class_by_granules[SMALL_MAX / GRANULE + 1];
+/* 2^32 / size + 1: (off * inv) >> 32 is off / size for every offset in a
+ * page (the marker's hottest division) */
+static uint32_t class_inv[NCLS];
 
 static void init_classes(void)
 {
+    for (unsigned c = 0; c < NCLS; c++) class_inv[c] = (uint32_t)((1ull << 32) / class_size[c] + 1);
     for (unsigned g = 0, c = 0; g <= SMALL_MAX / GRANULE; g++) {
         while (class_size[c] < g * GRANULE) c++;
         class_by_granules[g] = (uint8_t)c;
@@ -347,7 +372,8 @@ static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
     const struct blk *b = &G.blk[pg];
     uintptr_t start;
     if (b->kind == K_SMALL) {
-        size_t sz = class_size[b->cls], off = a & (PS - 1), i = off / sz;
+        size_t sz = class_size[b->cls], off = a & (PS - 1);
+        size_t i = (size_t)(((uint64_t)off * class_inv[b->cls]) >> 32); /* off / sz */
         if ((i + 1) * sz > PS) return 0; /* the page's tail, past its last slot */
         start = (a & ~(uintptr_t)(PS - 1)) + i * sz;
         *size = sz;
@@ -361,7 +387,7 @@ static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
     } else {
         return 0;
     }
-    if (!bit(G.alloc, granule_of(start))) return 0;
+    if (!abit(granule_of(start))) return 0;
     *scan = !b->atomic;
     return start;
 }
@@ -441,13 +467,12 @@ static void push_dirty(void)
                     size_t sz = class_size[b->cls];
                     for (uintptr_t o = base; o + sz <= base + PS; o += sz) {
                         size_t g = granule_of(o);
-                        if (bit(G.alloc, g) && bit(G.mark, g)) push(o, o + sz);
+                        if (abit(g) && bit(G.mark, g)) push(o, o + sz);
                     }
                 } else if (b->kind == K_LARGE || b->kind == K_TAIL) {
                     size_t head = b->kind == K_TAIL ? pg - b->pages : pg;
                     size_t g = granule_of((uintptr_t)page_addr(head));
-                    if (!G.blk[head].atomic && bit(G.alloc, g) && bit(G.mark, g))
-                        push(base, base + PS);
+                    if (!G.blk[head].atomic && abit(g) && bit(G.mark, g)) push(base, base + PS);
                 }
             }
     }
@@ -812,6 +837,12 @@ static void collect_locked(bool full)
     }
     mark_own_stack();
     drain();
+    /* the objects waiting in the threads' own free lists stay allocated
+     * (a stopped thread may be halfway through taking one: the list may
+     * still hold it, which only keeps it longer) */
+    for (struct gc_thread *t = G.threads; t; t = t->next)
+        for (unsigned k = 0; k < NCLS * 2; k++)
+            for (void *p = t->tl[k]; p; p = *(void **)p) set(G.mark, granule_of((uintptr_t)p));
 
     /* weak links to what is unreachable */
     for (size_t i = 0; i < G.nweak; i++) {
@@ -870,7 +901,7 @@ static void collect_locked(bool full)
         if (b->kind == K_LARGE) {
             size_t n = b->pages;
             size_t g = granule_of((uintptr_t)page_addr(pg));
-            if (bit(G.alloc, g) && !bit(G.mark, g)) {
+            if (abit(g) && !bit(G.mark, g)) {
                 G.st.reclaimed_objects++;
                 free_pages(pg, n);
             }
@@ -882,6 +913,7 @@ static void collect_locked(bool full)
     }
     for (unsigned k = 0; k < NCLS * 2; k++) {
         G.freelist[k] = NULL;
+        G.freecount[k] = 0;
         G.cursor[k] = G.list[k];
         G.cursor_prev[k] = 0;
     }
@@ -995,26 +1027,28 @@ const char *tk_gc_barrier(void)
 static bool sweep_block(unsigned k, size_t pg, size_t prev)
 {
     struct blk *b = &G.blk[pg];
-    size_t sz = class_size[b->cls], per = PS / sz, live = 0;
+    size_t sz = class_size[b->cls], per = PS / sz, live = 0, nfree = 0;
     uintptr_t base = (uintptr_t)page_addr(pg);
     void *head = G.freelist[k];
     for (size_t i = per; i-- > 0;) {
         uintptr_t o = base + i * sz;
         size_t g = granule_of(o);
-        if (bit(G.alloc, g)) {
+        if (abit(g)) {
             if (bit(G.mark, g)) {
                 live++;
                 continue;
             }
-            clr(G.alloc, g);
+            aclr(g);
             G.st.reclaimed_objects++;
         }
         *(void **)o = head;
         head = (void *)o;
+        nfree++;
     }
     b->unswept = 0;
     if (live) {
         G.freelist[k] = head;
+        G.freecount[k] += nfree;
         return true;
     }
     /* empty: unlink it and give the page back */
@@ -1062,6 +1096,7 @@ static int refill(unsigned k)
         head = (void *)(base + i * sz);
     }
     G.freelist[k] = head;
+    G.freecount[k] += per;
     return 0;
 }
 
@@ -1080,7 +1115,8 @@ static void *alloc_locked(size_t n, bool atomic)
         }
         void *p = G.freelist[k];
         G.freelist[k] = *(void **)p;
-        set(G.alloc, granule_of((uintptr_t)p));
+        G.freecount[k]--;
+        aset(granule_of((uintptr_t)p));
         clr(G.mark, granule_of((uintptr_t)p)); /* young (a slot freed may have been old) */
         if (atomic)
             *(void **)p = NULL;
@@ -1105,27 +1141,76 @@ static void *alloc_locked(size_t n, bool atomic)
         G.blk[pg + i] = (struct blk){.kind = K_TAIL, .pages = (uint32_t)i};
     unsigned char *p = page_addr(pg);
     if (!atomic) memset(p, 0, pages * PS);
-    set(G.alloc, granule_of((uintptr_t)p));
+    aset(granule_of((uintptr_t)p));
     clr(G.mark, granule_of((uintptr_t)p));
     G.since_gc += pages * PS;
     G.st.allocated_bytes += pages * PS;
     return p;
 }
 
-void *tk_gc_malloc(size_t n)
+/* Hands the shared free list of class and kind k (a block's free slots,
+ * swept if need be) to the calling thread, whose allocations take from it
+ * without the lock, the objects counted as allocated from now; with the
+ * lock held.  False if the heap is full. */
+static bool tl_refill(unsigned k)
 {
+    if (G.since_gc >= G.threshold && !G.disabled) {
+        collect_locked(false);
+        run_finalizers();
+    }
+    if (!G.freelist[k] && refill(k) != 0) {
+        tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
+        return false;
+    }
+    size_t bytes = G.freecount[k] * class_size[k / 2];
+    G.since_gc += bytes;
+    G.st.allocated_bytes += bytes;
+    for (void *p = G.freelist[k]; p; p = *(void **)p) {
+        size_t g = granule_of((uintptr_t)p);
+        aset(g);
+        clr(G.mark, g); /* young once handed out (unless a collection marks it first) */
+    }
+    self->tl[k] = G.freelist[k];
+    G.freelist[k] = NULL;
+    G.freecount[k] = 0;
+    return true;
+}
+
+static void *alloc(size_t n, bool atomic)
+{
+    struct gc_thread *t = self;
+    if (t && n <= SMALL_MAX) {
+        /* the thread's own list, without the lock */
+        unsigned cls = class_of(n ? n : 1), k = cls * 2 + atomic;
+        void *p = t->tl[k];
+        if (!p) {
+            if (enter()) return NULL;
+            bool ok = tl_refill(k);
+            pthread_mutex_unlock(&G.lock);
+            if (!ok) return NULL;
+            p = t->tl[k];
+        }
+        t->tl[k] = *(void **)p;
+        if (atomic)
+            *(void **)p = NULL;
+        else
+            memset(p, 0, class_size[cls]);
+        return p;
+    }
     if (enter()) return NULL;
-    void *p = alloc_locked(n, false);
+    void *p = alloc_locked(n, atomic);
     pthread_mutex_unlock(&G.lock);
     return p;
 }
 
+void *tk_gc_malloc(size_t n)
+{
+    return alloc(n, false);
+}
+
 void *tk_gc_malloc_atomic(size_t n)
 {
-    if (enter()) return NULL;
-    void *p = alloc_locked(n, true);
-    pthread_mutex_unlock(&G.lock);
-    return p;
+    return alloc(n, true);
 }
 
 /* The live object starting exactly at p, or 0 with the reason. */
@@ -1159,16 +1244,18 @@ static void free_locked(uintptr_t s, size_t size)
     drop_object_refs(s, size);
     size_t pg = (s - (uintptr_t)G.base) >> PAGE_SHIFT;
     struct blk *b = &G.blk[pg];
-    clr(G.alloc, granule_of(s));
+    aclr(granule_of(s));
     G.st.freed_objects++;
     if (b->kind == K_LARGE) {
         free_pages(pg, b->pages);
         return;
     }
-    if (b->unswept) return; /* its sweep finds the slot free */
+    clr(G.mark, granule_of(s)); /* not old, nor in a thread's own list */
+    if (b->unswept) return;     /* its sweep finds the slot free */
     unsigned k = b->cls * 2u + b->atomic;
     *(void **)s = G.freelist[k];
     G.freelist[k] = (void *)s;
+    G.freecount[k]++;
 }
 
 int tk_gc_free(void *p)
