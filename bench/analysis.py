@@ -485,7 +485,36 @@ def goals(results, quick):
     g += restore_goals(results, note)
     g += [scale_goal(results, note), mosberger_goal(results, note), gylfason_goal(results, note),
           tksim_goal(results, note)]
+    g += gc_goals(results, note)
     return [x for x in g if x]
+
+
+GC_TRAPKIT = ("trapkit", "trapkit-pagemap-scan", "trapkit-uffd-sigbus", "trapkit-posix")
+
+
+def gc_goals(results, note):
+    """The collector's goals (bench/gc.py, ratios paired per round), for
+    trapkit's best system on each: total time within 1.2x of bdwgc's
+    (non-incremental); max pause at most 1/5 of bdwgc incremental's; with the
+    1 GiB live heap, at most 1/10 of bdwgc non-incremental's."""
+    g = []
+    for text, exp, target, heap in (
+            ("gc: GCBench total time ≤ 1.2× bdwgc's", "gc/total-time-over-bdwgc", 1.2, 0),
+            ("gc: GCBench max pause ≤ 1/5 of bdwgc incremental's",
+             "gc/max-pause-over-bdwgc-incremental", 0.2, 0),
+            ("gc: max pause with a 1 GiB live heap ≤ 1/10 of bdwgc's",
+             "gc/max-pause-over-bdwgc", 0.1, 1024)):
+        rows = [r for r in results if r["experiment"] == exp and r["mechanism"] in GC_TRAPKIT
+                and r["params"].get("heap_mib") == heap and r["median"] is not None]
+        if not rows:
+            continue
+        b = min(rows, key=lambda r: r["median"])
+        sp = Span.of(b)
+        g.append(goal(text, sp, decide(sp, target),
+                      f"{sp.text(suffix='×')} ({b['mechanism']}; "
+                      + ", ".join(f"{r['mechanism']} {r['median']:.2f}×" for r in rows)
+                      + ")" + note))
+    return g
 
 
 CKPT_TRAPKIT = ("uffd-thread", "uffd-sigbus", "posix")

@@ -41,6 +41,7 @@ BENCHES = [
                  "system-call errors"),
     ("jaleel_jacob", "Jaleel & Jacob Figures 3-5 on tksim: TLB misses taken traditionally, "
                      "appended, prepended"),
+    ("gc", "garbage collection: GCBench on trapkit's collector (each write barrier) and bdwgc"),
 ]
 
 MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
@@ -48,7 +49,8 @@ MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uf
               "trapkit", "unprotected", "sigprocmask", "rt-sigprocmask", "aseq-sigprocmask",
               "flag", "cas", "rseq", "dyn-jump", "dyn-fault", "hyb-jump", "at-once", "libgcc",
               "llvm-libunwind", "error-code", "traditional", "append", "prepend", "perfect-tlb",
-              "tksim"]
+              "tksim", "bdwgc", "bdwgc-incremental", "trapkit-pagemap-scan", "trapkit-uffd-sigbus",
+              "trapkit-posix"]
 
 
 def log(msg):
@@ -687,11 +689,24 @@ SECTIONS = [
         "jaleel-jacob/tlb-misses", "jaleel-jacob/inlined-fraction", "jaleel-jacob/fallback-fraction",
         "jaleel-jacob/rob-occupancy-at-miss", "jaleel-jacob/sweep-cpi",
         "jaleel-jacob/sweep-inlined-fraction", "jaleel-jacob/sim-speed"]),
+    ("Garbage collection (GCBench: trapkit's collector and bdwgc)", [
+        "gc/total-time", "gc/max-pause", "gc/p99-pause", "gc/collections", "gc/heap",
+        "gc/total-time-over-bdwgc", "gc/max-pause-over-bdwgc",
+        "gc/max-pause-over-bdwgc-incremental"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
 # What a section's rows mean, said under its title (keyed by the title).
 SECTION_TEXT = {
+    "Garbage collection (GCBench: trapkit's collector and bdwgc)":
+        "bench/gc.py. bench/gcbench.c (GCBench after Boehm's description) built against "
+        "trapkit's collector (src/apps/gc) and against Debian's bdwgc from one source; "
+        "heap_mib 0 is GCBench's standard size, 1024 its long-lived data grown to 1 GiB. "
+        "trapkit: every collection full; trapkit-<barrier>: generational, the page table as "
+        "the write barrier; bdwgc-incremental: GC_enable_incremental (its mprotect barrier). "
+        "Total time from the first allocation to the end in a run without timing; a pause is "
+        "an allocation longer than 20 µs (a collection ran inside it), from a second run with "
+        "every allocation timed by rdtsc. Ratios paired per round.",
     "Restoring (examples/kv-server restarted from its image, and redis-server from its RDB)":
         "bench/restore.py. kv-server is filled to size_gib with 1 KiB entries by its own SET "
         "(tk-loadgen --mode fill) and SAVEs its full image; redis-server is filled the same way "

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""bench/gc.py - trapkit's garbage collector beside bdwgc on GCBench
+(bench/gcbench.c, one source built for each: gcbench_trapkit, gcbench_bdwgc).
+
+Systems: bdwgc (non-incremental), bdwgc-incremental (GC_enable_incremental:
+its mprotect barrier), trapkit (every collection full), and trapkit
+generational with each write barrier this machine has
+(trapkit-pagemap-scan, trapkit-uffd-sigbus, trapkit-posix; TRAPKIT_GC_BARRIER).
+Heaps: GCBench's standard size (heap_mib 0: its long-lived data is ~5 MiB)
+and the long-lived structure grown to 1 GiB (heap_mib 1024; not --quick).
+
+Each round runs every system once untimed (gc/total-time: the program's own
+time from the first allocation to the end) and once with every allocation
+timed (gc/max-pause, gc/p99-pause: allocations longer than 20 us, inside which
+a collection ran; the timing lengthens that run, so the total comes from the
+other), the systems' order rotated from round to round; n rounds (3; --quick
+1).  Each figure is the median of the rounds with their min and max; the
+ratios to bdwgc's (gc/total-time-over-bdwgc, gc/max-pause-over-bdwgc-incremental,
+gc/max-pause-over-bdwgc) are paired per round.  Results are JSON lines on
+stdout (BENCHMARKING.md); progress on stderr.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def out(r):
+    print(json.dumps(r), flush=True)
+
+
+def emit(exp, mech, params, metric, unit, values, reason=None, note=None):
+    vals = [v for v in values if v is not None]
+    r = {"experiment": exp, "mechanism": mech, "params": params, "metric": metric, "unit": unit}
+    if vals:
+        r.update(median=statistics.median(vals), min=min(vals), max=max(vals), n=len(vals))
+    else:
+        r.update(median=None, min=None, max=None, n=0, reason=reason or "not measured")
+    if note and vals:
+        r["note"] = note
+    out(r)
+
+
+def systems(a):
+    s = {"trapkit": ([a.trapkit], {"TRAPKIT_GC_BARRIER": "none"})}
+    for b in ("pagemap-scan", "uffd-sigbus", "posix"):
+        s["trapkit-" + b] = ([a.trapkit], {"TRAPKIT_GC_BARRIER": b})
+    if a.bdwgc and os.path.exists(a.bdwgc):
+        s["bdwgc"] = ([a.bdwgc], {})
+        s["bdwgc-incremental"] = ([a.bdwgc, "--incremental"], {})
+    return s
+
+
+def run(cmd, env, live, timed):
+    args = cmd + (["--live-mib", str(live)] if live else []) + (["--pauses"] if timed else [])
+    e = dict(os.environ)
+    e.update(env)
+    p = subprocess.run(args, capture_output=True, text=True, env=e, timeout=3600)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr.strip()[-300:] or f"exit status {p.returncode}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trapkit", required=True, help="gcbench_trapkit")
+    ap.add_argument("--bdwgc", default=None, help="gcbench_bdwgc")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=None)
+    a = ap.parse_args()
+    reps = a.reps or (1 if a.quick else 3)
+    heaps = [0] if a.quick else [0, 1024]
+    sysd = systems(a)
+    names = list(sysd)
+    if "bdwgc" not in sysd:
+        log("  gc: bdwgc's GCBench is not built (libgc-dev missing): trapkit alone")
+    for live in heaps:
+        log(f"  gc: GCBench, long-lived data {'standard' if not live else f'{live} MiB'}, "
+            f"{len(names)} systems, {reps} rounds")
+        res = {n: [] for n in names}
+        why = {}
+        for rnd in range(reps):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            for n in order:
+                if n in why:
+                    res[n].append(None)
+                    continue
+                cmd, env = sysd[n]
+                try:
+                    plain = run(cmd, env, live, False)
+                    timed = run(cmd, env, live, True)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    msg = str(e)
+                    if "EOPNOTSUPP" in msg or "not supported" in msg.lower() or "lacks" in msg:
+                        why[n] = f"not on this machine: {msg}"
+                    else:
+                        why[n] = msg
+                    log(f"    round {rnd + 1} {n}: {why[n]}")
+                    res[n].append(None)
+                    continue
+                res[n].append((plain, timed))
+                log(f"    round {rnd + 1} {n:22} total {plain['total_ms']:8.1f} ms, "
+                    f"{plain['collections']} collections, heap {plain['heap_mib']:.0f} MiB; "
+                    f"pauses: max {timed['max_pause_ms']:.2f} ms, p99 {timed['p99_pause_ms']:.2f} ms")
+        params = {"workload": "gcbench", "heap_mib": live}
+        for n in names:
+            rs = res[n]
+            emit("gc/total-time", n, params, "time", "ns",
+                 [r[0]["total_ms"] * 1e6 if r else None for r in rs], reason=why.get(n))
+            emit("gc/max-pause", n, params, "time", "ns",
+                 [r[1]["max_pause_ms"] * 1e6 if r else None for r in rs], reason=why.get(n),
+                 note="the longest allocation (a collection inside it), every allocation timed")
+            emit("gc/p99-pause", n, params, "time", "ns",
+                 [r[1]["p99_pause_ms"] * 1e6 if r else None for r in rs], reason=why.get(n))
+            emit("gc/collections", n, params, "count", "collections",
+                 [r[0]["collections"] if r else None for r in rs], reason=why.get(n))
+            emit("gc/heap", n, params, "size", "bytes",
+                 [r[0]["heap_mib"] * 2**20 if r else None for r in rs], reason=why.get(n))
+        if "bdwgc" not in res:
+            continue
+        for n in names:
+            if n.startswith("bdwgc"):
+                continue
+            pairs = [(t, b) for t, b in zip(res[n], res["bdwgc"]) if t and b]
+            emit("gc/total-time-over-bdwgc", n, params, "ratio", "x",
+                 [t[0]["total_ms"] / b[0]["total_ms"] for t, b in pairs],
+                 reason=why.get(n, "bdwgc not measured"), note="paired per round")
+            emit("gc/max-pause-over-bdwgc", n, params, "ratio", "x",
+                 [t[1]["max_pause_ms"] / b[1]["max_pause_ms"] for t, b in pairs
+                  if b[1]["max_pause_ms"] > 0],
+                 reason=why.get(n, "bdwgc not measured"), note="paired per round")
+            ip = [(t, b) for t, b in zip(res[n], res["bdwgc-incremental"]) if t and b]
+            emit("gc/max-pause-over-bdwgc-incremental", n, params, "ratio", "x",
+                 [t[1]["max_pause_ms"] / b[1]["max_pause_ms"] for t, b in ip
+                  if b[1]["max_pause_ms"] > 0],
+                 reason=why.get(n, "bdwgc not measured"), note="paired per round")
+
+
+if __name__ == "__main__":
+    main()
