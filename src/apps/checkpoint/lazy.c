@@ -67,7 +67,7 @@ struct tk_ckpt_lazy {
     uint64_t start_ns;
     _Atomic int error;
     _Atomic bool reported; /* the first error's function has returned */
-    atomic_bool stop, finished, unregistered;
+    atomic_bool stop, finishing, finished, unregistered;
     pthread_mutex_t lock; /* with cond: waiting for done or an error */
     pthread_cond_t cond;
     _Atomic uint64_t hint[HINTS]; /* page index + 1, 0 none */
@@ -418,11 +418,13 @@ static void unregister_all(struct tk_ckpt_lazy *l)
 
 static void set_done(struct tk_ckpt_lazy *l)
 {
-    if (atomic_exchange(&l->finished, true)) return;
+    if (atomic_exchange(&l->finishing, true)) return;
     unregister_all(l); /* ordinary memory from now on */
     unlist(l);
+    /* the time before the flag: whoever sees the restore finished sees when */
     atomic_store(&l->done_ns, now_ns());
     pthread_mutex_lock(&l->lock);
+    atomic_store(&l->finished, true);
     pthread_cond_broadcast(&l->cond);
     pthread_mutex_unlock(&l->lock);
 }
@@ -706,6 +708,7 @@ int tk_ckpt_restore_lazy(const tk_ckpt_lazy_config *cfg, tk_ckpt_lazy **out)
         }
         tk__chain_close(&l->ch);
         l->eager = true;
+        atomic_store(&l->finishing, true);
         atomic_store(&l->finished, true);
         atomic_store(&l->unregistered, true);
         l->resident = l->by_prefetch = l->npages;
