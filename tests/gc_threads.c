@@ -1,10 +1,13 @@
 /* tests/gc_threads.c - four threads allocate and rewire their own graphs
  * at once while collections (started by whichever thread's allocation
- * crosses the threshold, full and minor) stop them; each thread checks
- * every node it can reach, over and over: a node reclaimed while
- * reachable is reused and overwritten, and its check fails.  argv[1]: the
- * write barrier (none, pagemap-scan, uffd-sigbus, uffd-thread, posix; one
- * this machine lacks is skipped); argv[2]: seconds (default 3).
+ * crosses the threshold: full and minor, or with TRAPKIT_GC_CONCURRENT=1
+ * cycles of the marker thread running beside them) stop them; each thread
+ * checks every node it can reach, over and over, against a shadow of the
+ * graph: every link also holds the id its target had when it was made
+ * (outside the target), so a node reclaimed while reachable and handed
+ * out again - or overwritten - fails the check.  argv[1]: the write
+ * barrier (none, pagemap-scan, uffd-sigbus, uffd-thread, posix; one this
+ * machine lacks is skipped); argv[2]: seconds (default 3).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,10 +23,12 @@ enum { T = 4, ROOTS = 256, STACK = 1 << 20 };
 
 struct node {
     struct node *kid[2];
+    uint64_t kid_id[2]; /* the shadow: each kid's id when it was linked */
     uint64_t id, sum, seen;
 };
 
 static struct node *roots[T][ROOTS];
+static uint64_t root_id[T][ROOTS]; /* the shadow of the roots */
 static atomic_bool stop;
 static atomic_long checks, allocated;
 
@@ -37,7 +42,15 @@ static size_t check(int t, uint64_t epoch, struct node **stack)
 {
     size_t n = 0, sp = 0;
     for (int r = 0; r < ROOTS; r++) {
-        if (roots[t][r]) stack[sp++] = roots[t][r];
+        if (roots[t][r]) {
+            if (roots[t][r]->id != root_id[t][r]) {
+                fprintf(stderr, "thread %d: root %d's node %p has id %lu, not %lu: reclaimed\n", t,
+                        r, (void *)roots[t][r], (unsigned long)roots[t][r]->id,
+                        (unsigned long)root_id[t][r]);
+                exit(1);
+            }
+            stack[sp++] = roots[t][r];
+        }
         while (sp) {
             struct node *x = stack[--sp];
             if (x->sum != sum_of(x->id)) {
@@ -51,6 +64,14 @@ static size_t check(int t, uint64_t epoch, struct node **stack)
             n++;
             for (int k = 0; k < 2; k++)
                 if (x->kid[k]) {
+                    if (x->kid[k]->id != x->kid_id[k]) {
+                        fprintf(stderr,
+                                "thread %d: node %lu's kid %p has id %lu, not %lu: reclaimed while "
+                                "reachable\n",
+                                t, (unsigned long)x->id, (void *)x->kid[k],
+                                (unsigned long)x->kid[k]->id, (unsigned long)x->kid_id[k]);
+                        exit(1);
+                    }
                     CHECK(sp < STACK);
                     stack[sp++] = x->kid[k];
                 }
@@ -78,10 +99,13 @@ static void *mutator(void *arg)
             if (!k) break;
             at = k;
         }
-        if (!at || (r >> 30) % 8 == 0)
+        if (!at || (r >> 30) % 8 == 0) {
             roots[t][r % ROOTS] = n;
-        else
+            root_id[t][r % ROOTS] = n->id;
+        } else {
             at->kid[(r >> 34) & 1] = n;
+            at->kid_id[(r >> 34) & 1] = n->id;
+        }
         if ((r >> 40) % 32 == 0) roots[t][(r >> 20) % ROOTS] = NULL;
         if ((r >> 46) % 4 == 0) CHECK(tk_gc_malloc_atomic(100 + (r >> 50) % 400));
         if (++step % 4096 == 0) {
@@ -124,13 +148,16 @@ int main(int argc, char **argv)
     free(stack);
     tk_gc_stats st;
     tk_gc_get_stats(&st);
-    printf("%s: %ld nodes allocated by %d threads, %ld checks, %lu collections (%lu minor), max "
-           "pause %.2f ms; %zu reachable at the end, live %lu bytes\n",
-           tk_gc_barrier(), atomic_load(&allocated), T, atomic_load(&checks),
-           (unsigned long)st.collections, (unsigned long)st.minor_collections,
+    printf("%s%s: %ld nodes allocated by %d threads, %ld checks, %lu collections (%lu minor, %lu "
+           "concurrent; %lu allocations waited for the marker), max pause %.2f ms; %zu reachable "
+           "at the end, live %lu bytes\n",
+           tk_gc_barrier(), tk_gc_concurrent() ? " (concurrent)" : "", atomic_load(&allocated), T,
+           atomic_load(&checks), (unsigned long)st.collections, (unsigned long)st.minor_collections,
+           (unsigned long)st.concurrent_cycles, (unsigned long)st.allocation_waits,
            st.max_pause_ns / 1e6, reachable, (unsigned long)st.live_bytes);
     CHECK(st.collections >= 10);
-    CHECK(st.live_bytes >= reachable * 32);
-    CHECK(st.live_bytes <= reachable * 48 * 11 / 10 + (1u << 20));
+    if (tk_gc_concurrent()) CHECK(st.concurrent_cycles >= 5);
+    CHECK(st.live_bytes >= reachable * 48);
+    CHECK(st.live_bytes <= reachable * 64 * 11 / 10 + (1u << 20));
     return 0;
 }

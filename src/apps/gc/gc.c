@@ -57,7 +57,10 @@
 #define WORDS_PER_PAGE (GR_PER_PAGE / 64) /* bitmap words per page: 4 */
 #define CHUNK_MIN_PAGES 4096 /* the heap grows by chunks of 16 MiB, or its size so far */
 #define MAX_CHUNKS 64
-#define FULL_EVERY 8 /* generational: a full collection after this many minor ones */
+#define FULL_EVERY 8       /* generational: a full collection after this many minor ones */
+#define SWEEP_BUDGET 128   /* blocks a refill sweeps before it takes a free page */
+#define PRECLEAN_PASSES 12 /* concurrent: passes over the written pages at most */
+#define PRECLEAN_ENOUGH 32 /* and until fewer than this many were written */
 #define RESERVE_DEFAULT (64ull << 30) /* 64 GiB of address space */
 #define GC_MIN_BYTES (4u << 20)       /* allocated between collections at least */
 #define SIG_SUSPEND SIGPWR
@@ -152,8 +155,29 @@ static struct {
     uint64_t *dirty; /* tk_dirty's bitmap, the largest chunk's size */
     size_t dirty_bits;
     unsigned minors; /* minor collections since the last full one */
+    /* mostly-concurrent marking (tk_gc_set_concurrent): the marker thread
+     * marks into mark_next while the program runs; allocation is black
+     * meanwhile (cycle); the bitmaps trade places at the cycle's end */
+    uint64_t *mark_next;
+    bool concurrent, cycle, cycle_requested, marker_started, fin_pending;
+    pthread_t marker;
+    pthread_cond_t cycle_cv, done_cv;
+    uint64_t cycles_done;
+    uint64_t black_bytes; /* allocated black during the cycle */
+    uint64_t *cdirty;     /* the marker's tk_dirty bitmap */
+    size_t cdirty_bits;
+    struct seg *croots; /* the marker's copy of the added roots */
+    size_t ncroots, croots_cap;
     tk_gc_stats st;
-} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .cycle_cv = PTHREAD_COND_INITIALIZER,
+       .done_cv = PTHREAD_COND_INITIALIZER};
+
+/* The bitmap marking sets: G.mark, or G.mark_next while the marker thread
+ * marks concurrently (then with atomic updates: the allocating threads set
+ * bits in it too). */
+static uint64_t *MB;
+static bool MB_atomic;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static atomic_bool ready; /* set up (G.ready), seen without pthread_once */
@@ -181,6 +205,14 @@ static inline bool bit(const uint64_t *m, size_t g)
 static inline void set(uint64_t *m, size_t g)
 {
     m[g >> 6] |= 1ull << (g & 63);
+}
+static inline void set_atomic(uint64_t *m, size_t g)
+{
+    __atomic_fetch_or(&m[g >> 6], 1ull << (g & 63), __ATOMIC_RELAXED);
+}
+static inline size_t heap_top(void) /* pages committed; grows under the lock */
+{
+    return __atomic_load_n(&G.top, __ATOMIC_RELAXED);
 }
 static inline void clr(uint64_t *m, size_t g)
 {
@@ -212,9 +244,18 @@ static uint8_t class_by_granules[SMALL_MAX / GRANULE + 1];
  * page (the marker's hottest division) */
 static uint32_t class_inv[NCLS];
 
+/* per class, the granules of a block where its slots start */
+static uint64_t slot_mask[NCLS][WORDS_PER_PAGE];
+
 static void init_classes(void)
 {
-    for (unsigned c = 0; c < NCLS; c++) class_inv[c] = (uint32_t)((1ull << 32) / class_size[c] + 1);
+    for (unsigned c = 0; c < NCLS; c++) {
+        class_inv[c] = (uint32_t)((1ull << 32) / class_size[c] + 1);
+        for (unsigned i = 0; (i + 1) * class_size[c] <= PS; i++) {
+            unsigned g = i * class_size[c] / GRANULE;
+            slot_mask[c][g / 64] |= 1ull << (g % 64);
+        }
+    }
     for (unsigned g = 0, c = 0; g <= SMALL_MAX / GRANULE; g++) {
         while (class_size[c] < g * GRANULE) c++;
         class_by_granules[g] = (uint8_t)c;
@@ -271,7 +312,7 @@ static int grow(size_t n)
     G.nchunks++;
     for (size_t p = G.top; p < G.top + n; p++) set(G.freemap, p);
     G.free_pages += n;
-    G.top += n;
+    __atomic_store_n(&G.top, G.top + n, __ATOMIC_RELAXED);
     G.st.heap_bytes = G.top * PS;
     return 0;
 }
@@ -367,10 +408,14 @@ static void free_pages(size_t p, size_t n)
 static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
 {
     uintptr_t lo = (uintptr_t)G.base;
-    if (a < lo || a >= lo + (G.top << PAGE_SHIFT)) return 0;
+    size_t top = heap_top();
+    if (a < lo || a >= lo + (top << PAGE_SHIFT)) return 0;
     size_t pg = (a - lo) >> PAGE_SHIFT;
     const struct blk *b = &G.blk[pg];
     uintptr_t start;
+    /* (the marker thread reads the tables while the program changes them:
+     * whatever it reads, a range it scans stays inside the committed heap;
+     * a word misread only keeps an object one cycle longer) */
     if (b->kind == K_SMALL) {
         size_t sz = class_size[b->cls], off = a & (PS - 1);
         size_t i = (size_t)(((uint64_t)off * class_inv[b->cls]) >> 32); /* off / sz */
@@ -379,11 +424,14 @@ static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
         *size = sz;
     } else if (b->kind == K_LARGE || b->kind == K_TAIL) {
         if (b->kind == K_TAIL) {
+            if (b->pages > pg) return 0;
             pg -= b->pages;
             b = &G.blk[pg];
         }
         start = (uintptr_t)page_addr(pg);
-        *size = (size_t)b->pages * PS;
+        size_t n = b->pages;
+        if (n == 0 || n > top - pg) return 0;
+        *size = n * PS;
     } else {
         return 0;
     }
@@ -421,8 +469,11 @@ static inline void mark_word(uintptr_t w)
     uintptr_t o = object_of(w, &size, &scan);
     if (!o) return;
     size_t g = granule_of(o);
-    if (bit(G.mark, g)) return;
-    set(G.mark, g);
+    if (bit(MB, g)) return;
+    if (MB_atomic)
+        set_atomic(MB, g);
+    else
+        set(MB, g);
     G.marked_bytes += size;
     if (scan) push(o, o + size);
 }
@@ -444,21 +495,25 @@ static void drain(void)
     }
 }
 
-/* Minor collection: the marked (old) objects on the pages written since
- * the last collection are scanned as roots (what they point to may be
- * young); a large object's written pages alone. */
-static void push_dirty(void)
+/* The marked objects on the pages of chunks[0, n) written since the
+ * barrier's last reading are pushed to be scanned again (a minor
+ * collection: old objects, which may point to young ones; a concurrent
+ * cycle: objects the marker scanned before the program changed them); of a
+ * large object, its written pages alone.  Returns the written pages. */
+static uint64_t push_dirty_in(const struct chunk *chunks, size_t n, uint64_t *dirty, size_t bits)
 {
-    for (size_t ci = 0; ci < G.nchunks; ci++) {
-        const struct chunk *c = &G.chunks[ci];
-        long nd = tk_dirty(c->region, G.dirty, G.dirty_bits);
+    uint64_t total = 0;
+    for (size_t ci = 0; ci < n; ci++) {
+        const struct chunk *c = &chunks[ci];
+        if (!c->region) continue;
+        long nd = tk_dirty(c->region, dirty, bits);
         if (nd < 0) { /* cannot happen with a live region: every marked object then */
-            memset(G.dirty, 0xff, (c->pages + 63) / 64 * 8);
+            memset(dirty, 0xff, (c->pages + 63) / 64 * 8);
             nd = (long)c->pages;
         }
-        G.st.dirty_pages += (uint64_t)nd;
+        total += (uint64_t)nd;
         for (size_t w = 0; w < (c->pages + 63) / 64; w++)
-            for (uint64_t m = G.dirty[w]; m; m &= m - 1) {
+            for (uint64_t m = dirty[w]; m; m &= m - 1) {
                 size_t pg = c->first + w * 64 + (size_t)__builtin_ctzll(m);
                 if (pg >= c->first + c->pages) break;
                 const struct blk *b = &G.blk[pg];
@@ -467,15 +522,22 @@ static void push_dirty(void)
                     size_t sz = class_size[b->cls];
                     for (uintptr_t o = base; o + sz <= base + PS; o += sz) {
                         size_t g = granule_of(o);
-                        if (abit(g) && bit(G.mark, g)) push(o, o + sz);
+                        if (abit(g) && bit(MB, g)) push(o, o + sz);
                     }
                 } else if (b->kind == K_LARGE || b->kind == K_TAIL) {
+                    if (b->kind == K_TAIL && b->pages > pg) continue;
                     size_t head = b->kind == K_TAIL ? pg - b->pages : pg;
                     size_t g = granule_of((uintptr_t)page_addr(head));
-                    if (!G.blk[head].atomic && abit(g) && bit(G.mark, g)) push(base, base + PS);
+                    if (!G.blk[head].atomic && abit(g) && bit(MB, g)) push(base, base + PS);
                 }
             }
     }
+    return total;
+}
+
+static void push_dirty(void)
+{
+    G.st.dirty_pages += push_dirty_in(G.chunks, G.nchunks, G.dirty, G.dirty_bits);
 }
 
 /* ---- roots --------------------------------------------------------------- */
@@ -604,6 +666,7 @@ static pid_t gettid_(void)
 /* Stops every registered thread but the caller; returns how many. */
 static size_t stop_world(void)
 {
+    uint64_t t0 = now_ns();
     uint64_t gen = atomic_fetch_add(&stop_gen, 1) + 1;
     size_t n = 0;
     pid_t pid = getpid();
@@ -643,6 +706,8 @@ static size_t stop_world(void)
         }
     }
     (void)gen;
+    uint64_t d = now_ns() - t0;
+    if (d > G.st.max_handshake_ns) G.st.max_handshake_ns = d;
     return n;
 }
 
@@ -713,7 +778,7 @@ static void setup(void)
     }
     size_t pages = reserve / PS;
     size_t bits = pages * WORDS_PER_PAGE * 8; /* bytes of one granule bitmap */
-    void *meta = mmap(NULL, pages * sizeof(struct blk) + 2 * bits + pages / 8,
+    void *meta = mmap(NULL, pages * sizeof(struct blk) + 3 * bits + pages / 8,
                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (meta == MAP_FAILED) {
         munmap(base, reserve);
@@ -725,7 +790,9 @@ static void setup(void)
     G.blk = meta;
     G.mark = (uint64_t *)((char *)meta + pages * sizeof(struct blk));
     G.alloc = (uint64_t *)((char *)G.mark + bits);
-    G.freemap = (uint64_t *)((char *)G.alloc + bits);
+    G.mark_next = (uint64_t *)((char *)G.alloc + bits);
+    G.freemap = (uint64_t *)((char *)G.mark_next + bits);
+    MB = G.mark;
     G.threshold = GC_MIN_BYTES;
     init_classes();
     G.barrier = TK_MECH_COUNT_;
@@ -740,6 +807,17 @@ static void setup(void)
                                    b);
             return;
         }
+    }
+    /* TRAPKIT_GC_CONCURRENT=1: mostly-concurrent marking (the barrier auto
+     * if none is chosen; the marker thread starts at the first cycle) */
+    const char *c = getenv("TRAPKIT_GC_CONCURRENT");
+    if (c && *c && strcmp(c, "0") != 0) {
+        if (strcmp(c, "1") != 0) {
+            G.init_err = tk__failf(-EINVAL, "tk_gc_init: TRAPKIT_GC_CONCURRENT=%s: give 0 or 1", c);
+            return;
+        }
+        G.concurrent = true;
+        if (G.barrier == TK_MECH_COUNT_) G.barrier = TK_MECH_AUTO;
     }
     /* page 0 is never used: G.base, a word of the scanned data, points there */
     int gerr = grow(1);
@@ -809,34 +887,26 @@ NO_SANITIZE static void mark_own_stack(void)
     scan_range((uintptr_t)&regs, (uintptr_t)(&regs + 1));
 }
 
-/* A collection: full (every mark cleared first), or with a write barrier
- * minor (the marks of the last collections kept: the objects they mark are
- * old, kept until the next full collection; what is unmarked is young). */
-static void collect_locked(bool full)
+/* The roots, with the world stopped: the loaded objects' writable
+ * segments (listed before the stop), the added ranges, the stopped threads'
+ * stacks and registers, and the caller's own if it is a registered thread
+ * (the marker thread is not). */
+static void scan_roots_stopped(void)
 {
-    uint64_t t0 = now_ns();
-    if (G.barrier == TK_MECH_COUNT_ || G.minors >= FULL_EVERY) full = true;
-    G.nsegs = 0;
-    dl_iterate_phdr(each_object, NULL);
-    stop_world();
-    uint64_t t_stopped = now_ns();
-
-    G.marked_bytes = 0;
-    if (full) {
-        memset(G.mark, 0, G.top * WORDS_PER_PAGE * 8);
-        /* the next interval of the barrier starts now */
-        for (size_t ci = 0; ci < G.nchunks; ci++)
-            if (G.chunks[ci].region) tk_dirty(G.chunks[ci].region, G.dirty, G.dirty_bits);
-    } else {
-        push_dirty();
-    }
     for (size_t i = 0; i < G.nsegs; i++) scan_range(G.segs[i].lo, G.segs[i].hi);
     for (size_t i = 0; i < G.nroots; i++) scan_range(G.roots[i].lo, G.roots[i].hi);
     for (struct gc_thread *t = G.threads; t; t = t->next) {
         if (t != self) scan_thread(t);
     }
-    mark_own_stack();
-    drain();
+    if (self) mark_own_stack();
+}
+
+/* With the world stopped and everything reachable marked in G.mark: the
+ * objects waiting in the threads' own lists are kept, weak links to what is
+ * unreachable cleared, finalizable unreachable objects kept for their
+ * finalizers (G.fin_pending). */
+static void finish_marking(void)
+{
     /* the objects waiting in the threads' own free lists stay allocated
      * (a stopped thread may be halfway through taking one: the list may
      * still hold it, which only keeps it longer) */
@@ -883,6 +953,7 @@ static void collect_locked(bool full)
             bool scan;
             if (object_of((uintptr_t)G.fin[i].obj, &size, &scan)) G.marked_bytes += size;
             set(G.mark, g);
+            G.fin_pending = true;
         }
 
     /* weak links held in objects that are not kept go with them */
@@ -893,9 +964,14 @@ static void collect_locked(bool full)
         if (!s || bit(G.mark, granule_of(s))) continue;
         G.weak[i--] = G.weak[--G.nweak];
     }
+}
 
-    /* large objects are swept now; small blocks when their class needs
-     * objects (every free list is rebuilt from its blocks) */
+/* After a collection, the world running again and the lock still held
+ * (no thread takes from the shared lists meanwhile): large objects are
+ * swept now; small blocks when their class needs objects (every free list
+ * is rebuilt from its blocks); the figures, and when the next one starts. */
+static void after_collection(bool full, uint64_t pause)
+{
     for (size_t pg = 0; pg < G.top;) {
         struct blk *b = &G.blk[pg];
         if (b->kind == K_LARGE) {
@@ -917,11 +993,6 @@ static void collect_locked(bool full)
         G.cursor[k] = G.list[k];
         G.cursor_prev[k] = 0;
     }
-
-    start_world();
-    uint64_t t1 = now_ns();
-    uint64_t pause = t1 - t0;
-    (void)t_stopped;
     G.st.collections++;
     if (full) {
         G.minors = 0;
@@ -941,10 +1012,263 @@ static void collect_locked(bool full)
     G.threshold = th > GC_MIN_BYTES ? th : GC_MIN_BYTES;
 }
 
+/* A collection with the world stopped throughout: full (every mark
+ * cleared first), or with a write barrier minor (the marks of the last
+ * collections kept: the objects they mark are old, kept until the next
+ * full collection; what is unmarked is young). */
+static void collect_locked(bool full)
+{
+    uint64_t t0 = now_ns();
+    if (G.barrier == TK_MECH_COUNT_ || G.minors >= FULL_EVERY) full = true;
+    G.nsegs = 0;
+    dl_iterate_phdr(each_object, NULL);
+    stop_world();
+    MB = G.mark;
+    MB_atomic = false;
+    G.marked_bytes = 0;
+    if (full) {
+        memset(G.mark, 0, G.top * WORDS_PER_PAGE * 8);
+        /* the next interval of the barrier starts now */
+        for (size_t ci = 0; ci < G.nchunks; ci++)
+            if (G.chunks[ci].region) tk_dirty(G.chunks[ci].region, G.dirty, G.dirty_bits);
+    } else {
+        push_dirty();
+    }
+    scan_roots_stopped();
+    drain();
+    finish_marking();
+    start_world();
+    after_collection(full, now_ns() - t0);
+}
+
+/* ---- mostly-concurrent marking (Boehm, Demers and Shenker) ---------------
+ *
+ * The marker thread, asked for a cycle when enough has been allocated:
+ * (1) the barrier's interval starts (every page written from now on is
+ * reported), allocation turns black (objects handed out are marked in
+ * mark_next), and with the world stopped for a moment the threads' stacks
+ * and registers are scanned (their objects pushed, not yet followed);
+ * (2) with the program running, the data segments and added roots are
+ * scanned and everything reachable marked; (3) a few times, the marked
+ * objects on the pages written meanwhile are scanned again (the program
+ * may have stored a pointer to an unmarked object in one already scanned),
+ * while that is more than a few pages; (4) with the world stopped, the
+ * last written pages and all the roots are scanned again and the marking
+ * finished: the bitmaps trade places, and the collection ends as a
+ * stop-the-world one does.  Only (1) and (4) stop the program.  An object
+ * the program can reach at (4) is marked: reachable from a root (scanned
+ * at (4)), from an object allocated during the cycle (black: and the
+ * object was written after it was marked, so its page is scanned again),
+ * or from an object marked earlier, whose content the marker read either
+ * after the program's last store into it or before a store that marked its
+ * page written. */
+
+/* The chunks as they are now, and the marker's bitmap large enough for
+ * any of them; with the lock held.  False if there is no memory. */
+static bool snapshot_chunks(struct chunk *ch, size_t *n)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < G.nchunks; i++)
+        if (G.chunks[i].pages > most) most = G.chunks[i].pages;
+    if (most > G.cdirty_bits) {
+        uint64_t *d = realloc(G.cdirty, (most + 63) / 64 * 8);
+        if (!d) return false;
+        G.cdirty = d;
+        G.cdirty_bits = most;
+    }
+    memcpy(ch, G.chunks, G.nchunks * sizeof *ch);
+    *n = G.nchunks;
+    return true;
+}
+
+static void cycle_over_locked(void)
+{
+    G.cycle = G.cycle_requested = false;
+    MB = G.mark;
+    MB_atomic = false;
+    G.cycles_done++;
+    pthread_cond_broadcast(&G.done_cv);
+}
+
+static void concurrent_cycle(void)
+{
+    static struct chunk ch[MAX_CHUNKS];
+    size_t nch;
+    pthread_mutex_lock(&G.lock);
+    size_t top = G.top;
+    pthread_mutex_unlock(&G.lock);
+    /* (no one else sets bits in mark_next until the cycle starts; pages
+     * committed meanwhile have never had any set) */
+    memset(G.mark_next, 0, top * WORDS_PER_PAGE * 8);
+
+    pthread_mutex_lock(&G.lock);
+    bool go = !G.disabled && G.concurrent && snapshot_chunks(ch, &nch);
+    pthread_mutex_unlock(&G.lock);
+    if (!go) {
+        pthread_mutex_lock(&G.lock);
+        cycle_over_locked();
+        pthread_mutex_unlock(&G.lock);
+        return;
+    }
+    /* the barrier's interval starts: from now on every page written is
+     * reported (a chunk added later reports its pages from its start) */
+    for (size_t i = 0; i < nch; i++)
+        if (ch[i].region) tk_dirty(ch[i].region, G.cdirty, G.cdirty_bits);
+    pthread_mutex_lock(&G.lock);
+    G.ncroots = 0;
+    for (size_t i = 0; i < G.nroots; i++)
+        if (add_seg(&G.croots, &G.ncroots, &G.croots_cap, G.roots[i].lo, G.roots[i].hi)) break;
+    MB = G.mark_next;
+    MB_atomic = true;
+    G.marked_bytes = G.black_bytes = 0;
+    G.cycle = true;
+    G.cycle_requested = false;
+    G.nsegs = 0;
+    dl_iterate_phdr(each_object, NULL);
+    uint64_t t0 = now_ns();
+    stop_world();
+    for (struct gc_thread *t = G.threads; t; t = t->next) scan_thread(t);
+    start_world();
+    uint64_t pause = now_ns() - t0;
+    G.st.total_pause_ns += pause;
+    if (pause > G.st.max_pause_ns) G.st.max_pause_ns = pause;
+    pthread_mutex_unlock(&G.lock);
+
+    /* with the program running */
+    uint64_t m0 = now_ns();
+    for (size_t i = 0; i < G.nsegs; i++) scan_range(G.segs[i].lo, G.segs[i].hi);
+    for (size_t i = 0; i < G.ncroots; i++) scan_range(G.croots[i].lo, G.croots[i].hi);
+    drain();
+    for (int pass = 0; pass < PRECLEAN_PASSES; pass++) {
+        pthread_mutex_lock(&G.lock);
+        bool ok = snapshot_chunks(ch, &nch);
+        pthread_mutex_unlock(&G.lock);
+        if (!ok) break;
+        uint64_t n = push_dirty_in(ch, nch, G.cdirty, G.cdirty_bits);
+        G.st.dirty_pages += n;
+        drain();
+        if (n < PRECLEAN_ENOUGH) break;
+    }
+    G.st.concurrent_mark_ns += now_ns() - m0;
+
+    /* the world stopped: the last written pages and the roots */
+    pthread_mutex_lock(&G.lock);
+    if (!snapshot_chunks(ch, &nch)) {
+        /* no memory for the bitmap: every marked object is scanned again
+         * (push_dirty_in does that when tk_dirty fails) */
+    }
+    G.nsegs = 0;
+    dl_iterate_phdr(each_object, NULL);
+    uint64_t t1 = now_ns();
+    stop_world();
+    G.st.dirty_pages += push_dirty_in(G.chunks, G.nchunks, G.cdirty, G.cdirty_bits);
+    scan_roots_stopped();
+    drain();
+    uint64_t *old = G.mark;
+    G.mark = G.mark_next;
+    G.mark_next = old;
+    MB = G.mark;
+    MB_atomic = false;
+    G.cycle = false;
+    G.marked_bytes += G.black_bytes;
+    finish_marking();
+    start_world();
+    after_collection(true, now_ns() - t1);
+    G.st.concurrent_cycles++;
+    cycle_over_locked();
+    pthread_mutex_unlock(&G.lock);
+}
+
+static void *marker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&G.lock);
+    for (;;) {
+        while (!G.cycle_requested) pthread_cond_wait(&G.cycle_cv, &G.lock);
+        pthread_mutex_unlock(&G.lock);
+        concurrent_cycle();
+        pthread_mutex_lock(&G.lock);
+    }
+    return NULL;
+}
+
+/* fork(): the child has no marker thread; a cycle under way is dropped
+ * (its marks are in mark_next, which the next cycle clears). */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&G.lock);
+}
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&G.lock);
+}
+static void fork_child(void)
+{
+    G.marker_started = G.cycle = G.cycle_requested = false;
+    MB = G.mark;
+    MB_atomic = false;
+    G.msp = 0;
+    pthread_cond_init(&G.cycle_cv, NULL);
+    pthread_cond_init(&G.done_cv, NULL);
+    pthread_mutex_unlock(&G.lock);
+}
+
+/* Starts the marker thread if it is not running; with the lock held. */
+static int start_marker_locked(void)
+{
+    if (G.marker_started) return 0;
+    static bool atfork;
+    if (!atfork && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) return -ENOMEM;
+    atfork = true;
+    sigset_t all, old;
+    sigfillset(&all); /* the program's signals go to its own threads */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&G.marker, NULL, marker_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) return -e;
+    pthread_detach(G.marker);
+    G.marker_started = true;
+    return 0;
+}
+
+/* Waits for a concurrent cycle under way to end; with the lock held. */
+static void wait_cycle_locked(void)
+{
+    while (G.cycle || G.cycle_requested) pthread_cond_wait(&G.done_cv, &G.lock);
+}
+
+/* With the lock held, before taking memory: a collection once enough has
+ * been allocated since the last one.  With concurrent marking the marker
+ * thread is asked for a cycle, and the caller waits for it only when the
+ * program has allocated twice as much again meanwhile (it outruns the
+ * marker); without a marker thread, a stop-the-world collection here. */
+static void maybe_collect_locked(void)
+{
+    if (G.since_gc < G.threshold || G.disabled) return;
+    if (G.concurrent) {
+        if (!G.cycle && !G.cycle_requested) {
+            if (start_marker_locked() == 0) {
+                G.cycle_requested = true;
+                pthread_cond_signal(&G.cycle_cv);
+                return;
+            }
+        } else {
+            if (G.since_gc >= 3 * G.threshold) {
+                G.st.allocation_waits++;
+                wait_cycle_locked();
+            }
+            return;
+        }
+    }
+    collect_locked(false);
+}
+
 /* Runs the finalizers a collection made ready; called with the lock held,
  * returns with it held (unlocked while they run). */
 static void run_finalizers(void)
 {
+    if (!G.fin_pending) return;
+    G.fin_pending = false;
     size_t n = 0;
     for (size_t i = 0; i < G.nfin; i++) n += G.fin[i].ready;
     if (!n) return;
@@ -966,6 +1290,7 @@ static void run_finalizers(void)
 void tk_gc_collect(void)
 {
     if (enter()) return;
+    wait_cycle_locked();
     collect_locked(true);
     run_finalizers();
     pthread_mutex_unlock(&G.lock);
@@ -974,9 +1299,34 @@ void tk_gc_collect(void)
 void tk_gc_collect_minor(void)
 {
     if (enter()) return;
+    wait_cycle_locked();
     collect_locked(false);
     run_finalizers();
     pthread_mutex_unlock(&G.lock);
+}
+
+/* Turns the barrier on with mechanism m; with the lock held. */
+static int set_barrier_locked(enum tk_mech m, const char *who)
+{
+    if (G.barrier != TK_MECH_COUNT_)
+        return tk__failf(-EINVAL, "%s: the barrier is on already", who);
+    int err = 0;
+    G.barrier = m;
+    for (size_t i = 0; i < G.nchunks && !err; i++) err = track_chunk(&G.chunks[i], G.barrier);
+    if (err) {
+        char why[256]; /* the error buffer is rewritten below */
+        snprintf(why, sizeof why, "%s", tk_last_error());
+        for (size_t i = 0; i < G.nchunks; i++)
+            if (G.chunks[i].region) {
+                tk_region_destroy(G.chunks[i].region);
+                G.chunks[i].region = NULL;
+            }
+        G.barrier = TK_MECH_COUNT_;
+        return tk__failf(err, "%s: %s", who, why);
+    }
+    /* the writes since the last collection were not seen: full next */
+    G.minors = FULL_EVERY;
+    return 0;
 }
 
 int tk_gc_set_barrier(const char *mech)
@@ -989,28 +1339,33 @@ int tk_gc_set_barrier(const char *mech)
                          mech ? mech : "NULL");
     int err = enter();
     if (err) return err;
-    if (G.barrier != TK_MECH_COUNT_) {
-        pthread_mutex_unlock(&G.lock);
-        return tk__fail(-EINVAL, "tk_gc_set_barrier: the barrier is on already");
-    }
-    G.barrier = m;
-    for (size_t i = 0; i < G.nchunks && !err; i++) err = track_chunk(&G.chunks[i], G.barrier);
-    if (err) {
-        char why[256]; /* the error buffer is rewritten below */
-        snprintf(why, sizeof why, "%s", tk_last_error());
-        for (size_t i = 0; i < G.nchunks; i++)
-            if (G.chunks[i].region) {
-                tk_region_destroy(G.chunks[i].region);
-                G.chunks[i].region = NULL;
-            }
-        G.barrier = TK_MECH_COUNT_;
-        err = tk__failf(err, "tk_gc_set_barrier: %s", why);
-    } else {
-        /* the writes since the last collection were not seen: full next */
-        G.minors = FULL_EVERY;
+    err = set_barrier_locked(m, "tk_gc_set_barrier");
+    pthread_mutex_unlock(&G.lock);
+    return err;
+}
+
+int tk_gc_set_concurrent(int on)
+{
+    int err = enter();
+    if (err) return err;
+    if (on && G.barrier == TK_MECH_COUNT_)
+        err = set_barrier_locked(TK_MECH_AUTO, "tk_gc_set_concurrent");
+    if (!err && on) err = start_marker_locked();
+    if (err == -EAGAIN || err == -ENOMEM)
+        err = tk__failf(err, "tk_gc_set_concurrent: the marker thread could not be started: %s",
+                        strerror(-err));
+    if (!err) {
+        if (!on) wait_cycle_locked();
+        G.concurrent = on != 0;
     }
     pthread_mutex_unlock(&G.lock);
     return err;
+}
+
+int tk_gc_concurrent(void)
+{
+    pthread_once(&once, setup);
+    return G.concurrent;
 }
 
 const char *tk_gc_barrier(void)
@@ -1027,27 +1382,37 @@ const char *tk_gc_barrier(void)
 static bool sweep_block(unsigned k, size_t pg, size_t prev)
 {
     struct blk *b = &G.blk[pg];
-    size_t sz = class_size[b->cls], per = PS / sz, live = 0, nfree = 0;
-    uintptr_t base = (uintptr_t)page_addr(pg);
-    void *head = G.freelist[k];
-    for (size_t i = per; i-- > 0;) {
-        uintptr_t o = base + i * sz;
-        size_t g = granule_of(o);
-        if (abit(g)) {
-            if (bit(G.mark, g)) {
-                live++;
-                continue;
-            }
-            aclr(g);
-            G.st.reclaimed_objects++;
+    /* a word of the bitmaps at a time: a full block is passed over without
+     * touching its objects (nor dirtying its page) */
+    const uint64_t *sm = slot_mask[b->cls];
+    uint64_t *al = &G.alloc[pg * WORDS_PER_PAGE];
+    const uint64_t *mk = &G.mark[pg * WORDS_PER_PAGE];
+    uint64_t freebits[WORDS_PER_PAGE];
+    size_t live = 0, nfree = 0;
+    for (unsigned w = 0; w < WORDS_PER_PAGE; w++) {
+        uint64_t a = al[w] & sm[w], lv = a & mk[w], garbage = a & ~lv;
+        if (garbage) {
+            al[w] &= ~garbage;
+            G.st.reclaimed_objects += (uint64_t)__builtin_popcountll(garbage);
         }
-        *(void **)o = head;
-        head = (void *)o;
-        nfree++;
+        live += (size_t)__builtin_popcountll(lv);
+        freebits[w] = sm[w] & ~lv;
+        nfree += (size_t)__builtin_popcountll(freebits[w]);
+    }
+    if (live && nfree) { /* the free slots on the class's list, in address order */
+        uintptr_t base = (uintptr_t)page_addr(pg);
+        void *head = G.freelist[k];
+        for (unsigned w = WORDS_PER_PAGE; w-- > 0;)
+            for (uint64_t m = freebits[w]; m; m &= ~(1ull << (63 - __builtin_clzll(m)))) {
+                uintptr_t o =
+                    base + ((uintptr_t)w * 64 + 63 - (uintptr_t)__builtin_clzll(m)) * GRANULE;
+                *(void **)o = head;
+                head = (void *)o;
+            }
+        G.freelist[k] = head;
     }
     b->unswept = 0;
     if (live) {
-        G.freelist[k] = head;
         G.freecount[k] += nfree;
         return true;
     }
@@ -1069,8 +1434,12 @@ static bool sweep_block(unsigned k, size_t pg, size_t prev)
 
 static int refill(unsigned k)
 {
-    /* lazily sweep the class's blocks collected since their last sweep */
+    /* lazily sweep the class's blocks collected since their last sweep
+     * (a few at a time: while there are free pages, a fresh block is taken
+     * after SWEEP_BUDGET full ones, so that no allocation waits long) */
+    unsigned looked = 0;
     while (G.cursor[k] && !G.freelist[k]) {
+        if (++looked > SWEEP_BUDGET && G.free_pages > 0) break;
         size_t pg = G.cursor[k] - 1;
         uint32_t prev = G.cursor_prev[k];
         G.cursor[k] = G.blk[pg].next;
@@ -1103,10 +1472,8 @@ static int refill(unsigned k)
 static void *alloc_locked(size_t n, bool atomic)
 {
     if (n == 0) n = 1;
-    if (G.since_gc >= G.threshold && !G.disabled) {
-        collect_locked(false);
-        run_finalizers();
-    }
+    maybe_collect_locked();
+    run_finalizers();
     if (n <= SMALL_MAX) {
         unsigned cls = class_of(n), k = cls * 2 + atomic;
         if (!G.freelist[k] && refill(k) != 0) {
@@ -1118,6 +1485,10 @@ static void *alloc_locked(size_t n, bool atomic)
         G.freecount[k]--;
         aset(granule_of((uintptr_t)p));
         clr(G.mark, granule_of((uintptr_t)p)); /* young (a slot freed may have been old) */
+        if (G.cycle) {                         /* black */
+            set_atomic(G.mark_next, granule_of((uintptr_t)p));
+            G.black_bytes += class_size[cls];
+        }
         if (atomic)
             *(void **)p = NULL;
         else
@@ -1143,6 +1514,10 @@ static void *alloc_locked(size_t n, bool atomic)
     if (!atomic) memset(p, 0, pages * PS);
     aset(granule_of((uintptr_t)p));
     clr(G.mark, granule_of((uintptr_t)p));
+    if (G.cycle) { /* black */
+        set_atomic(G.mark_next, granule_of((uintptr_t)p));
+        G.black_bytes += pages * PS;
+    }
     G.since_gc += pages * PS;
     G.st.allocated_bytes += pages * PS;
     return p;
@@ -1154,10 +1529,8 @@ static void *alloc_locked(size_t n, bool atomic)
  * lock held.  False if the heap is full. */
 static bool tl_refill(unsigned k)
 {
-    if (G.since_gc >= G.threshold && !G.disabled) {
-        collect_locked(false);
-        run_finalizers();
-    }
+    maybe_collect_locked();
+    run_finalizers();
     if (!G.freelist[k] && refill(k) != 0) {
         tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
         return false;
@@ -1169,7 +1542,9 @@ static bool tl_refill(unsigned k)
         size_t g = granule_of((uintptr_t)p);
         aset(g);
         clr(G.mark, g); /* young once handed out (unless a collection marks it first) */
+        if (G.cycle) set_atomic(G.mark_next, g); /* black */
     }
+    if (G.cycle) G.black_bytes += bytes;
     self->tl[k] = G.freelist[k];
     G.freelist[k] = NULL;
     G.freecount[k] = 0;

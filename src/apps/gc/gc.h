@@ -57,9 +57,13 @@ typedef struct tk_gc_stats {
     uint64_t finalized_objects; /* finalizers run */
     uint64_t cleared_links;     /* weak links cleared */
     uint64_t last_pause_ns;     /* the world stopped, for the last collection */
-    uint64_t max_pause_ns;
+    uint64_t max_pause_ns;      /* the longest time the world was stopped */
     uint64_t total_pause_ns;
-    uint32_t threads; /* registered threads, the first caller's included */
+    uint64_t concurrent_cycles;  /* of the collections, those marked concurrently */
+    uint64_t concurrent_mark_ns; /* the marker thread's marking, the program running */
+    uint64_t allocation_waits;   /* allocations that waited for the marker */
+    uint64_t max_handshake_ns;   /* the longest wait for the threads to stop */
+    uint32_t threads;            /* registered threads, the first caller's included */
 } tk_gc_stats;
 
 /* Sets the collector up (once; every other function calls it): reserves
@@ -104,6 +108,20 @@ const char *tk_gc_barrier(void);
  * or an unknown name), -EOPNOTSUPP (not on this machine; tk_last_error
  * says why). */
 int tk_gc_set_barrier(const char *mech);
+/* Mostly-concurrent marking (Boehm, Demers and Shenker), on (nonzero) or
+ * off: a collection is a cycle of the collector's marker thread, which
+ * marks while the program runs; the program is stopped twice for a moment,
+ * to scan the threads' stacks at the start, and at the end to scan the
+ * roots and the objects on the pages written during the cycle again (the
+ * write barrier's report).  Objects allocated during a cycle are kept by
+ * it.  Turning it on turns the barrier on ("auto") if it is not; so does
+ * TRAPKIT_GC_CONCURRENT=1 at set-up.  A thread that allocates far faster
+ * than the marker marks waits for the cycle's end.  tk_gc_collect and
+ * tk_gc_collect_minor wait for a cycle under way, then collect with the
+ * world stopped.  0, or a negative errno (the barrier or the thread could
+ * not be had: tk_last_error says why). */
+int tk_gc_set_concurrent(int on);
+int tk_gc_concurrent(void);
 /* No collection starts while disabled (nested: each disable needs an
  * enable); the heap grows instead. */
 void tk_gc_disable(void);
