@@ -489,14 +489,23 @@ def goals(results, quick):
     return [x for x in g if x]
 
 
-GC_TRAPKIT = ("trapkit", "trapkit-pagemap-scan", "trapkit-uffd-sigbus", "trapkit-posix")
+GC_CONCURRENT = ("trapkit-pagemap-scan", "trapkit-uffd-sigbus", "trapkit-posix")
+GC_TRAPKIT = ("trapkit", "trapkit-generational") + GC_CONCURRENT
 
 
 def gc_goals(results, note):
-    """The collector's goals (bench/gc.py, ratios paired per round), for
-    trapkit's best system on each: total time within 1.2x of bdwgc's
-    (non-incremental); max pause at most 1/5 of bdwgc incremental's; with the
-    1 GiB live heap, at most 1/10 of bdwgc non-incremental's."""
+    """The collector's goals (bench/gc.py, ratios paired per round), for one
+    trapkit configuration on all three: the mostly-concurrent one whose max
+    pause at GCBench's size is shortest against bdwgc incremental's - total
+    time within 1.2x of bdwgc's (non-incremental); max pause at most 1/5 of
+    bdwgc incremental's; with the 1 GiB live heap, at most 1/10 of bdwgc
+    non-incremental's."""
+    cands = [r for r in results if r["experiment"] == "gc/max-pause-over-bdwgc-incremental"
+             and r["mechanism"] in GC_CONCURRENT and r["params"].get("heap_mib") == 0
+             and r["median"] is not None]
+    if not cands:
+        return []
+    mech = min(cands, key=lambda r: r["median"])["mechanism"]
     g = []
     for text, exp, target, heap in (
             ("gc: GCBench total time ≤ 1.2× bdwgc's", "gc/total-time-over-bdwgc", 1.2, 0),
@@ -506,12 +515,12 @@ def gc_goals(results, note):
              "gc/max-pause-over-bdwgc", 0.1, 1024)):
         rows = [r for r in results if r["experiment"] == exp and r["mechanism"] in GC_TRAPKIT
                 and r["params"].get("heap_mib") == heap and r["median"] is not None]
-        if not rows:
+        b = [r for r in rows if r["mechanism"] == mech]
+        if not b:
             continue
-        b = min(rows, key=lambda r: r["median"])
-        sp = Span.of(b)
+        sp = Span.of(b[0])
         g.append(goal(text, sp, decide(sp, target),
-                      f"{sp.text(suffix='×')} ({b['mechanism']}; "
+                      f"{sp.text(suffix='×')} ({mech}, mostly-concurrent; "
                       + ", ".join(f"{r['mechanism']} {r['median']:.2f}×" for r in rows)
                       + ")" + note))
     return g

@@ -3,17 +3,22 @@
 (bench/gcbench.c, one source built for each: gcbench_trapkit, gcbench_bdwgc).
 
 Systems: bdwgc (non-incremental), bdwgc-incremental (GC_enable_incremental:
-its mprotect barrier), trapkit (every collection full), and trapkit
-generational with each write barrier this machine has
-(trapkit-pagemap-scan, trapkit-uffd-sigbus, trapkit-posix; TRAPKIT_GC_BARRIER).
+its mprotect barrier), trapkit (the world stopped for every collection, each
+full), trapkit-generational (minor collections with the pagemap-scan
+barrier, the world stopped), and trapkit's mostly-concurrent marking with
+each write barrier this machine has (trapkit-pagemap-scan,
+trapkit-uffd-sigbus, trapkit-posix; TRAPKIT_GC_CONCURRENT=1 and
+TRAPKIT_GC_BARRIER).
 Heaps: GCBench's standard size (heap_mib 0: its long-lived data is ~5 MiB)
 and the long-lived structure grown to 1 GiB (heap_mib 1024; not --quick).
 
 Each round runs every system once untimed (gc/total-time: the program's own
 time from the first allocation to the end) and once with every allocation
-timed (gc/max-pause, gc/p99-pause: allocations longer than 20 us, inside which
-a collection ran; the timing lengthens that run, so the total comes from the
-other), the systems' order rotated from round to round; n rounds (3; --quick
+timed (gc/max-pause, gc/p99-pause: the times from one allocation's return to
+the next one's longer than 20 us - a collection inside the allocation, or the
+world stopped between; the timing lengthens that run, so the total comes from
+the other; gc/world-stopped: trapkit's own account of its longest stop, from
+the stop request to the restart), the systems' order rotated from round to round; n rounds (3; --quick
 1).  Each figure is the median of the rounds with their min and max; the
 ratios to bdwgc's (gc/total-time-over-bdwgc, gc/max-pause-over-bdwgc-incremental,
 gc/max-pause-over-bdwgc) are paired per round.  Results are JSON lines on
@@ -22,6 +27,7 @@ stdout (BENCHMARKING.md); progress on stderr.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -48,9 +54,11 @@ def emit(exp, mech, params, metric, unit, values, reason=None, note=None):
 
 
 def systems(a):
-    s = {"trapkit": ([a.trapkit], {"TRAPKIT_GC_BARRIER": "none"})}
+    s = {"trapkit": ([a.trapkit], {"TRAPKIT_GC_BARRIER": "none", "TRAPKIT_GC_CONCURRENT": "0"}),
+         "trapkit-generational": ([a.trapkit], {"TRAPKIT_GC_BARRIER": "pagemap-scan",
+                                                "TRAPKIT_GC_CONCURRENT": "0"})}
     for b in ("pagemap-scan", "uffd-sigbus", "posix"):
-        s["trapkit-" + b] = ([a.trapkit], {"TRAPKIT_GC_BARRIER": b})
+        s["trapkit-" + b] = ([a.trapkit], {"TRAPKIT_GC_BARRIER": b, "TRAPKIT_GC_CONCURRENT": "1"})
     if a.bdwgc and os.path.exists(a.bdwgc):
         s["bdwgc"] = ([a.bdwgc], {})
         s["bdwgc-incremental"] = ([a.bdwgc, "--incremental"], {})
@@ -64,13 +72,18 @@ def run(cmd, env, live, timed):
     p = subprocess.run(args, capture_output=True, text=True, env=e, timeout=3600)
     if p.returncode != 0:
         raise RuntimeError(p.stderr.strip()[-300:] or f"exit status {p.returncode}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    # trapkit's own account (stderr): "world stopped at most X ms"
+    m = re.search(r"world stopped at most ([0-9.]+) ms", p.stderr)
+    r["world_stopped_ms"] = float(m.group(1)) if m else None
+    return r
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trapkit", required=True, help="gcbench_trapkit")
     ap.add_argument("--bdwgc", default=None, help="gcbench_bdwgc")
+    ap.add_argument("--noise", default=None, help="cpu_noise")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=None)
     a = ap.parse_args()
@@ -85,7 +98,16 @@ def main():
             f"{len(names)} systems, {reps} rounds")
         res = {n: [] for n in names}
         why = {}
+        noise = []
         for rnd in range(reps):
+            if a.noise and live == 0:
+                # the machine's own stalls with every CPU busy (as the
+                # concurrent marker and the program keep both)
+                p = subprocess.run([a.noise, "1"], capture_output=True, text=True, timeout=60)
+                if p.returncode == 0:
+                    noise.append(json.loads(p.stdout)["max_gap_ms"])
+                    log(f"    round {rnd + 1} every CPU busy: a thread lost its CPU for up to "
+                        f"{noise[-1]:.2f} ms")
             order = names[rnd % len(names):] + names[:rnd % len(names)]
             for n in order:
                 if n in why:
@@ -109,13 +131,27 @@ def main():
                     f"{plain['collections']} collections, heap {plain['heap_mib']:.0f} MiB; "
                     f"pauses: max {timed['max_pause_ms']:.2f} ms, p99 {timed['p99_pause_ms']:.2f} ms")
         params = {"workload": "gcbench", "heap_mib": live}
+        if noise:
+            emit("gc/cpu-noise", "machine", {"cpus": "all busy"}, "time", "ns",
+                 [v * 1e6 for v in noise],
+                 note="the longest a spinning thread lost its CPU, one per CPU, 1 s (cpu_noise)")
         for n in names:
             rs = res[n]
             emit("gc/total-time", n, params, "time", "ns",
                  [r[0]["total_ms"] * 1e6 if r else None for r in rs], reason=why.get(n))
             emit("gc/max-pause", n, params, "time", "ns",
                  [r[1]["max_pause_ms"] * 1e6 if r else None for r in rs], reason=why.get(n),
-                 note="the longest allocation (a collection inside it), every allocation timed")
+                 note="the longest time from an allocation's return to the next one's")
+            if n.startswith("trapkit"):
+                emit("gc/world-stopped", n, params, "time", "ns",
+                     [r[1]["world_stopped_ms"] * 1e6 if r and r[1]["world_stopped_ms"] is not None
+                      else None for r in rs], reason=why.get(n),
+                     note="the collector's longest stop of the world, request to restart")
+            emit("gc/mappings-growth", n, params, "count", "mappings",
+                 [r[0]["mappings_end"] - r[0]["mappings_start"] if r else None for r in rs],
+                 reason=why.get(n), note="/proc/self/maps lines, end less start")
+            emit("gc/peak-rss", n, params, "size", "bytes",
+                 [r[0]["maxrss_mib"] * 2**20 if r else None for r in rs], reason=why.get(n))
             emit("gc/p99-pause", n, params, "time", "ns",
                  [r[1]["p99_pause_ms"] * 1e6 if r else None for r in rs], reason=why.get(n))
             emit("gc/collections", n, params, "count", "collections",

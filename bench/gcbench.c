@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <x86intrin.h>
 
@@ -129,6 +130,17 @@ static void time_construction(int depth)
     }
 }
 
+/* The mappings the process has (/proc/self/maps lines). */
+static long mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    long n = 0;
+    for (int c; (c = getc(f)) != EOF;) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -165,6 +177,7 @@ int main(int argc, char **argv)
 
     GC_INIT();
     if (incremental) GC_enable_incremental();
+    long maps0 = mappings();
     double t0 = now_s();
     last_return = __rdtsc();
 
@@ -205,6 +218,9 @@ int main(int argc, char **argv)
             st.max_pause_ns / 1e6, st.max_handshake_ns / 1e6, st.total_pause_ns / 1e6,
             st.concurrent_mark_ns / 1e6, (unsigned long long)st.allocation_waits);
 #endif
+    long maps1 = mappings();
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     double maxp = 0, p99 = 0;
     if (npauses) {
         qsort(pause_cycles, npauses, sizeof *pause_cycles, cmp_u64);
@@ -213,8 +229,10 @@ int main(int argc, char **argv)
     }
     printf("{\"collector\": \"%s\", \"incremental\": %s, \"live_mib\": %.0f, \"total_ms\": %.1f, "
            "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
-           "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f}\n",
+           "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f, \"mappings_start\": %ld, "
+           "\"mappings_end\": %ld, \"maxrss_mib\": %.1f}\n",
            COLLECTOR, incremental ? "true" : "false", live_mib, total * 1e3, (size_t)GC_get_gc_no(),
-           GC_get_heap_size() / 1048576.0, timing ? "true" : "false", npauses, maxp, p99);
+           GC_get_heap_size() / 1048576.0, timing ? "true" : "false", npauses, maxp, p99, maps0,
+           maps1, ru.ru_maxrss / 1024.0);
     return 0;
 }

@@ -690,9 +690,9 @@ SECTIONS = [
         "jaleel-jacob/rob-occupancy-at-miss", "jaleel-jacob/sweep-cpi",
         "jaleel-jacob/sweep-inlined-fraction", "jaleel-jacob/sim-speed"]),
     ("Garbage collection (GCBench: trapkit's collector and bdwgc)", [
-        "gc/total-time", "gc/max-pause", "gc/p99-pause", "gc/collections", "gc/heap",
-        "gc/total-time-over-bdwgc", "gc/max-pause-over-bdwgc",
-        "gc/max-pause-over-bdwgc-incremental"]),
+        "gc/total-time", "gc/max-pause", "gc/p99-pause", "gc/world-stopped", "gc/collections",
+        "gc/heap", "gc/peak-rss", "gc/mappings-growth", "gc/cpu-noise", "gc/total-time-over-bdwgc",
+        "gc/max-pause-over-bdwgc", "gc/max-pause-over-bdwgc-incremental"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
@@ -702,11 +702,21 @@ SECTION_TEXT = {
         "bench/gc.py. bench/gcbench.c (GCBench after Boehm's description) built against "
         "trapkit's collector (src/apps/gc) and against Debian's bdwgc from one source; "
         "heap_mib 0 is GCBench's standard size, 1024 its long-lived data grown to 1 GiB. "
-        "trapkit: every collection full; trapkit-<barrier>: generational, the page table as "
-        "the write barrier; bdwgc-incremental: GC_enable_incremental (its mprotect barrier). "
-        "Total time from the first allocation to the end in a run without timing; a pause is "
-        "an allocation longer than 20 µs (a collection ran inside it), from a second run with "
-        "every allocation timed by rdtsc. Ratios paired per round.",
+        "trapkit: the world stopped for every collection, each full; trapkit-generational: "
+        "minor collections, the pagemap-scan barrier, the world stopped; trapkit-<barrier>: "
+        "mostly-concurrent marking (a marker thread beside the program, the page table as the "
+        "write barrier, the world stopped twice a cycle for a moment); bdwgc-incremental: "
+        "GC_enable_incremental (its mprotect barrier). Total time from the first allocation to "
+        "the end in a run without timing; a pause is a time from one allocation's return to "
+        "the next one's longer than 20 µs (a collection inside the allocation, or the world "
+        "stopped between), from a second run with every allocation timed by rdtsc; "
+        "gc/world-stopped is trapkit's own account of its longest stop of the world, from the "
+        "request to the restart. gc/mappings-growth: lines of /proc/self/maps at the end less "
+        "after set-up (trapkit's heap grows by chunks, each a mapping of its own). "
+        "gc/cpu-noise: the longest a thread spinning on each CPU lost its CPU in a second "
+        "(bench/cpu_noise.c): with every CPU busy - the concurrent marker beside the program - "
+        "the machine itself stalls a thread this long, which a pause figure then includes. "
+        "Ratios paired per round.",
     "Restoring (examples/kv-server restarted from its image, and redis-server from its RDB)":
         "bench/restore.py. kv-server is filled to size_gib with 1 KiB entries by its own SET "
         "(tk-loadgen --mode fill) and SAVEs its full image; redis-server is filled the same way "

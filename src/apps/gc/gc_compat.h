@@ -9,8 +9,8 @@
  *   #endif
  *
  * Macros and inline functions only: the library exports tk_gc_* names.
- * What differs: GC_enable_incremental turns on the write barrier (trapkit's
- * best DIRTY mechanism) and with it generational collection; the old
+ * What differs: GC_enable_incremental turns on mostly-concurrent marking
+ * with the write barrier (trapkit's best DIRTY mechanism); the old
  * finalizer is not returned (*ofn and *ocd are set to NULL); threads that
  * call the collector are registered by it (GC_register_my_thread is for
  * the others).
@@ -53,7 +53,7 @@ struct GC_stack_base {
 
 static inline void GC_enable_incremental(void)
 {
-    (void)tk_gc_set_barrier("auto");
+    (void)tk_gc_set_concurrent(1);
 }
 
 static inline size_t GC_get_heap_size(void)
