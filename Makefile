@@ -59,11 +59,15 @@ kernel-test: build
 	@python3 scripts/kernel-test.py --build $(BUILD)
 
 # Long trials, not part of `make test` (which runs short versions): the
-# collector's four mutator threads for a minute on each write barrier.
+# collector's four mutator threads for a minute on each write barrier, with
+# the world stopped and with the concurrent marker beside them.
 .PHONY: soak
 soak: build
 	@for m in none pagemap-scan uffd-sigbus uffd-thread posix; do \
 		$(BUILD)/tests/gc_threads $$m 60 || exit 1; \
+	done
+	@for m in pagemap-scan uffd-sigbus posix; do \
+		TRAPKIT_GC_CONCURRENT=1 $(BUILD)/tests/gc_threads $$m 60 || exit 1; \
 	done
 
 # Installs the build into $(DESTDIR)$(PREFIX) (default /usr/local): the

@@ -1,6 +1,6 @@
 /* bench/gcbench.c - GCBench (after Boehm's description of Ellis and
  * Kovac's benchmark), one source for two collectors: built with
- * -DUSE_TRAPKIT_GC against trapkit's (src/apps/gc/gc_compat.h), else
+ * -DUSE_TRAPKIT_GC against trapkit's (<trapkit/gc_compat.h>), else
  * against bdwgc (<gc.h>).
  *
  * A tree of depth 18 is built and dropped (the heap stretched), a tree of
@@ -30,7 +30,7 @@
 #include <x86intrin.h>
 
 #ifdef USE_TRAPKIT_GC
-#include "apps/gc/gc_compat.h"
+#include <trapkit/gc_compat.h>
 #define COLLECTOR "trapkit"
 #else
 #include <gc.h>

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/gc/gc.h"
+#include <trapkit/gc.h>
 #include "testutil.h"
 
 enum { N = 1000 };

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apps/gc/gc.h"
+#include <trapkit/gc.h>
 #include "testutil.h"
 
 struct node {

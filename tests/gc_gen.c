@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/gc/gc.h"
+#include <trapkit/gc.h>
 #include "testutil.h"
 
 #define KEY 0x5a5a5a5a5a5a5a5aull

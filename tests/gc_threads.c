@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "apps/gc/gc.h"
+#include <trapkit/gc.h>
 #include "testutil.h"
 
 enum { T = 4, ROOTS = 256, STACK = 1 << 20 };

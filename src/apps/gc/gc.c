@@ -1,5 +1,5 @@
 /* src/apps/gc/gc.c - a conservative, non-moving mark-sweep collector
- * (src/apps/gc/gc.h says what it offers).
+ * (include/trapkit/gc.h says what it offers).
  *
  * The heap is one reservation of address space (PROT_NONE, committed a
  * megabyte at a time as it grows), so that it is one mapping: a region the
@@ -24,7 +24,7 @@
  * swept when its class next needs objects (lazy sweeping); the threads are
  * resumed; the finalizers run, unlocked.
  */
-#include "apps/gc/gc.h"
+#include <trapkit/gc.h>
 
 #include <fcntl.h>
 #include <link.h>
@@ -182,7 +182,7 @@ static bool MB_atomic;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static atomic_bool ready; /* set up (G.ready), seen without pthread_once */
 static pthread_key_t thread_key;
-static __thread struct gc_thread *self;
+static __thread struct gc_thread *self __attribute__((tls_model("initial-exec")));
 static sem_t ack;
 static _Atomic uint64_t stop_gen, restart_gen;
 

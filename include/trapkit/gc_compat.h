@@ -1,9 +1,9 @@
-/* src/apps/gc/gc_compat.h - the core of bdwgc's interface (gc.h) on
+/* trapkit/gc_compat.h - the core of bdwgc's interface (gc.h) on
  * trapkit's collector, so that a program written to it builds against
  * either collector by choosing the header:
  *
  *   #ifdef USE_TRAPKIT_GC
- *   #include "apps/gc/gc_compat.h"
+ *   #include <trapkit/gc_compat.h>
  *   #else
  *   #include <gc.h>
  *   #endif
@@ -15,13 +15,13 @@
  * call the collector are registered by it (GC_register_my_thread is for
  * the others).
  */
-#ifndef TK_APPS_GC_COMPAT_H
-#define TK_APPS_GC_COMPAT_H
+#ifndef TRAPKIT_GC_COMPAT_H
+#define TRAPKIT_GC_COMPAT_H
 
 #include <errno.h>
 #include <stddef.h>
 
-#include "apps/gc/gc.h"
+#include <trapkit/gc.h>
 
 #define GC_SUCCESS 0
 #define GC_DUPLICATE 1

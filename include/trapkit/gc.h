@@ -1,14 +1,15 @@
-/* src/apps/gc/gc.h - trapkit's garbage collector (the GC issue): a
- * conservative, non-moving mark-sweep collector.
+/* trapkit/gc.h - trapkit's garbage collector: a conservative, non-moving
+ * mark-sweep collector whose write barrier is the page table (tk_gc(3)).
  *
- * The interface the public header trapkit/gc.h will carry once the
- * collector's generational and concurrent modes (the write barrier by page
- * protection) are in; until then it is internal and its tests link the
- * static library.
- *
- * Generational with a write barrier (tk_gc_barrier): minor collections
- * mark from the roots and from the old objects on the pages written since
- * the last collection (trapkit's DIRTY over each chunk of the heap).
+ * Three ways to collect.  By default the world is stopped for every
+ * collection, each full.  With a write barrier (tk_gc_set_barrier,
+ * TRAPKIT_GC_BARRIER) collections are generational: minor ones mark from
+ * the roots and from the old objects on the pages written since the last
+ * collection (trapkit's DIRTY over each chunk of the heap).  With
+ * mostly-concurrent marking (tk_gc_set_concurrent, TRAPKIT_GC_CONCURRENT)
+ * a marker thread marks while the program runs, and the world is stopped
+ * twice a cycle for a moment.  <trapkit/gc_compat.h> maps the core of
+ * bdwgc's interface onto this one.
  *
  * Objects come from size-segregated pages (16-byte granules, classes up to
  * 2 KiB) and page runs (larger ones); mark bits and allocation bits are
@@ -30,8 +31,8 @@
  * return early with EINTR during a collection.  Thread-local variables are
  * not roots.
  */
-#ifndef TK_APPS_GC_H
-#define TK_APPS_GC_H
+#ifndef TRAPKIT_GC_H
+#define TRAPKIT_GC_H
 
 #include <stddef.h>
 #include <stdint.h>
