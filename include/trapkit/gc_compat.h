@@ -20,7 +20,9 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 
+#include <trapkit/error.h>
 #include <trapkit/gc.h>
 
 #define GC_SUCCESS 0
@@ -37,11 +39,11 @@ struct GC_stack_base {
 #define GC_MALLOC(n) tk_gc_malloc(n)
 #define GC_MALLOC_ATOMIC(n) tk_gc_malloc_atomic(n)
 #define GC_REALLOC(p, n) tk_gc_realloc((p), (n))
-#define GC_FREE(p) ((void)tk_gc_free(p))
+#define GC_FREE(p) tk_gc_compat_free(p)
 #define GC_malloc(n) tk_gc_malloc(n)
 #define GC_malloc_atomic(n) tk_gc_malloc_atomic(n)
 #define GC_realloc(p, n) tk_gc_realloc((p), (n))
-#define GC_free(p) ((void)tk_gc_free(p))
+#define GC_free(p) tk_gc_compat_free(p)
 #define GC_gcollect() tk_gc_collect()
 #define GC_disable() tk_gc_disable()
 #define GC_enable() tk_gc_enable()
@@ -50,6 +52,14 @@ struct GC_stack_base {
 #define GC_add_roots(lo, hi) ((void)tk_gc_add_roots((lo), (hi)))
 #define GC_remove_roots(lo, hi) ((void)tk_gc_remove_roots((lo), (hi)))
 #define GC_allow_register_threads() ((void)0)
+
+/* GC_FREE of what is not the start of a live object (a pointer outside the
+ * heap, inside an object, or to one freed already) is refused - nothing is
+ * touched - and said on stderr, where bdwgc's would corrupt its heap. */
+static inline void tk_gc_compat_free(void *p)
+{
+    if (tk_gc_free(p) != 0) fprintf(stderr, "GC_FREE(%p): %s\n", p, tk_last_error());
+}
 
 static inline void GC_enable_incremental(void)
 {
