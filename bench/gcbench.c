@@ -8,6 +8,9 @@
  * depths 4, 6, ..., 16 as many trees as fill the stretched heap twice are
  * built top-down and bottom-up and dropped.  --live-mib N grows the
  * long-lived structure to about N MiB (more trees of depth 16, kept).
+ * Pointers are stored into nodes with GC_WRITE: trapkit's software card
+ * barrier (tk_gc_write) under TRAPKIT_GC_BARRIER=cards, a store and a
+ * card's byte under its other barriers, a plain store with bdwgc.
  *
  *   gcbench [--incremental] [--live-mib N] [--pauses]
  *
@@ -35,6 +38,7 @@
 #else
 #include <gc.h>
 #define COLLECTOR "bdwgc"
+#define GC_WRITE(lvalue, v) ((lvalue) = (v)) /* (bdwgc's barriers are the page table's) */
 #endif
 
 typedef struct Node0 {
@@ -83,8 +87,8 @@ static Node *new_node(Node *l, Node *r)
         fprintf(stderr, "gcbench: out of memory\n");
         exit(1);
     }
-    n->left = l;
-    n->right = r;
+    GC_WRITE(n->left, l);
+    GC_WRITE(n->right, r);
     return n;
 }
 
@@ -103,8 +107,8 @@ static void populate(int depth, Node *n)
 {
     if (depth <= 0) return;
     depth--;
-    n->left = new_node(NULL, NULL);
-    n->right = new_node(NULL, NULL);
+    GC_WRITE(n->left, new_node(NULL, NULL));
+    GC_WRITE(n->right, new_node(NULL, NULL));
     populate(depth, n->left);
     populate(depth, n->right);
 }

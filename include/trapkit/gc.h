@@ -123,6 +123,31 @@ int tk_gc_set_barrier(const char *mech);
  * not be had: tk_last_error says why). */
 int tk_gc_set_concurrent(int on);
 int tk_gc_concurrent(void);
+/* The software write barrier, for comparison with the page table's
+ * (tk_gc_set_barrier("cards"), TRAPKIT_GC_BARRIER=cards): the program
+ * stores pointers into collector objects with tk_gc_write (GC_WRITE in
+ * <trapkit/gc_compat.h>), which marks a byte per 512-byte card of the
+ * heap, and collections read the marked cards instead of the page table.
+ * A store not made through it is not seen: under this barrier every store
+ * of a pointer into a collector object must be (the collector's own, as
+ * tk_gc_realloc's copy, mark their cards).  Under any other barrier the
+ * cards are ignored: tk_gc_write is a store and a byte's store. */
+#define TK_GC_CARD_SHIFT 9
+typedef struct tk_gc_card_map {
+    unsigned char *cards; /* cards[(address - base) >> TK_GC_CARD_SHIFT] */
+    uintptr_t base, size; /* the heap's reservation (size 0: no collector) */
+} tk_gc_card_map;
+const tk_gc_card_map *tk_gc_cards(void);
+static inline void tk_gc_write(void *slot, const void *v)
+{
+    static const tk_gc_card_map *map; /* (one per file that stores) */
+    *(const void **)slot = v;
+    if (!map) map = tk_gc_cards();
+    uintptr_t off = (uintptr_t)slot - map->base;
+    if (off < map->size)
+        __atomic_store_n(&map->cards[off >> TK_GC_CARD_SHIFT], 1, __ATOMIC_RELEASE);
+}
+
 /* No collection starts while disabled (nested: each disable needs an
  * enable); the heap grows instead. */
 void tk_gc_disable(void);

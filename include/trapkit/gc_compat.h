@@ -52,6 +52,9 @@ struct GC_stack_base {
 #define GC_add_roots(lo, hi) ((void)tk_gc_add_roots((lo), (hi)))
 #define GC_remove_roots(lo, hi) ((void)tk_gc_remove_roots((lo), (hi)))
 #define GC_allow_register_threads() ((void)0)
+/* a pointer stored into a collector object through the software barrier
+ * (tk_gc_write; with <gc.h> a program defines it as a plain store) */
+#define GC_WRITE(lvalue, v) tk_gc_write((void *)&(lvalue), (v))
 
 /* GC_FREE of what is not the start of a live object (a pointer outside the
  * heap, inside an object, or to one freed already) is refused - nothing is

@@ -153,6 +153,10 @@ static struct {
     } chunks[MAX_CHUNKS];
     size_t nchunks;
     uint64_t *dirty; /* tk_dirty's bitmap, the largest chunk's size */
+    /* the software barrier instead (tk_gc_write): a byte per card of the
+     * reservation, read and cleared a page (a word of cards) at a time */
+    bool cards;
+    unsigned char *card;
     size_t dirty_bits;
     unsigned minors; /* minor collections since the last full one */
     /* mostly-concurrent marking (tk_gc_set_concurrent): the marker thread
@@ -180,7 +184,8 @@ static uint64_t *MB;
 static bool MB_atomic;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static atomic_bool ready; /* set up (G.ready), seen without pthread_once */
+static tk_gc_card_map card_map; /* no cards (size 0) until set up */
+static atomic_bool ready;       /* set up (G.ready), seen without pthread_once */
 static pthread_key_t thread_key;
 static __thread struct gc_thread *self __attribute__((tls_model("initial-exec")));
 static sem_t ack;
@@ -271,14 +276,20 @@ static inline unsigned class_of(size_t n)
 
 /* Makes chunk c a trapkit region with DIRTY on mechanism m (the write
  * barrier); with TK_MECH_AUTO, G.barrier becomes the one trapkit chose. */
-static int track_chunk(struct chunk *c, enum tk_mech m)
+static int dirty_room(size_t pages)
 {
-    if (c->pages > G.dirty_bits) {
-        uint64_t *d = realloc(G.dirty, (c->pages + 63) / 64 * 8);
+    if (pages > G.dirty_bits) {
+        uint64_t *d = realloc(G.dirty, (pages + 63) / 64 * 8);
         if (!d) return -ENOMEM;
         G.dirty = d;
-        G.dirty_bits = c->pages;
+        G.dirty_bits = pages;
     }
+    return 0;
+}
+
+static int track_chunk(struct chunk *c, enum tk_mech m)
+{
+    if (dirty_room(c->pages)) return -ENOMEM;
     tk_region_config cfg = {
         .addr = page_addr(c->first), .len = c->pages * PS, .mech = m, .flags = TK_REGION_DIRTY};
     int err = tk_region_create(&cfg, &c->region);
@@ -302,8 +313,8 @@ static int grow(size_t n)
     if (mprotect(page_addr(G.top), n * PS, PROT_READ | PROT_WRITE) != 0) return -errno;
     struct chunk *c = &G.chunks[G.nchunks];
     *c = (struct chunk){.first = G.top, .pages = n};
-    if (G.barrier != TK_MECH_COUNT_) {
-        int err = track_chunk(c, G.barrier);
+    if (G.barrier != TK_MECH_COUNT_ || G.cards) {
+        int err = G.cards ? dirty_room(c->pages) : track_chunk(c, G.barrier);
         if (err) {
             mprotect(page_addr(G.top), n * PS, PROT_NONE);
             return err;
@@ -495,6 +506,41 @@ static void drain(void)
     }
 }
 
+static bool barrier_on(void)
+{
+    return G.barrier != TK_MECH_COUNT_ || G.cards;
+}
+
+/* The pages of chunk c written since the last reading, in dirty (a bit per
+ * page of the chunk): its region's DIRTY, or its marked cards (a page's
+ * eight cards are a word, exchanged for zero: a store marking one of them
+ * meanwhile is seen now or by the next reading).  Their number, or a
+ * negative errno. */
+static long read_written(const struct chunk *c, uint64_t *dirty, size_t bits)
+{
+    if (!G.cards) return c->region ? tk_dirty(c->region, dirty, bits) : 0;
+    memset(dirty, 0, (c->pages + 63) / 64 * 8);
+    uint64_t *w = (uint64_t *)G.card + c->first;
+    long n = 0;
+    for (size_t i = 0; i < c->pages; i++)
+        if (__atomic_load_n(&w[i], __ATOMIC_RELAXED) &&
+            __atomic_exchange_n(&w[i], 0, __ATOMIC_SEQ_CST)) {
+            dirty[i / 64] |= 1ull << (i % 64);
+            n++;
+        }
+    return n;
+}
+
+/* The cards of [lo, hi) marked: the collector's own stores of pointers
+ * (realloc's copy) under the software barrier. */
+static void mark_cards(uintptr_t lo, uintptr_t hi)
+{
+    if (!G.cards || hi <= lo) return;
+    size_t a = (lo - (uintptr_t)G.base) >> TK_GC_CARD_SHIFT,
+           b = (hi - 1 - (uintptr_t)G.base) >> TK_GC_CARD_SHIFT;
+    for (size_t i = a; i <= b; i++) __atomic_store_n(&G.card[i], 1, __ATOMIC_RELEASE);
+}
+
 /* The marked objects on the pages of chunks[0, n) written since the
  * barrier's last reading are pushed to be scanned again (a minor
  * collection: old objects, which may point to young ones; a concurrent
@@ -505,8 +551,8 @@ static uint64_t push_dirty_in(const struct chunk *chunks, size_t n, uint64_t *di
     uint64_t total = 0;
     for (size_t ci = 0; ci < n; ci++) {
         const struct chunk *c = &chunks[ci];
-        if (!c->region) continue;
-        long nd = tk_dirty(c->region, dirty, bits);
+        if (!c->region && !G.cards) continue;
+        long nd = read_written(c, dirty, bits);
         if (nd < 0) { /* cannot happen with a live region: every marked object then */
             memset(dirty, 0xff, (c->pages + 63) / 64 * 8);
             nd = (long)c->pages;
@@ -792,18 +838,30 @@ static void setup(void)
     G.alloc = (uint64_t *)((char *)G.mark + bits);
     G.mark_next = (uint64_t *)((char *)G.alloc + bits);
     G.freemap = (uint64_t *)((char *)G.mark_next + bits);
+    /* the cards (a byte per 512 bytes: 128 MiB of address space for the
+     * default reservation, pages only where the program writes) */
+    void *cards = mmap(NULL, pages * (PS >> TK_GC_CARD_SHIFT), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (cards == MAP_FAILED) {
+        G.init_err = tk__fail(-ENOMEM, "tk_gc_init: no memory for the card table");
+        return;
+    }
+    G.card = cards;
+    card_map = (tk_gc_card_map){G.card, (uintptr_t)base, reserve};
     MB = G.mark;
     G.threshold = GC_MIN_BYTES;
     init_classes();
     G.barrier = TK_MECH_COUNT_;
     const char *b = getenv("TRAPKIT_GC_BARRIER");
-    if (b && *b && strcmp(b, "none") != 0) {
+    if (b && strcmp(b, "cards") == 0) {
+        G.cards = true;
+    } else if (b && *b && strcmp(b, "none") != 0) {
         G.barrier = tk_mech_parse(b);
         if (G.barrier == TK_MECH_COUNT_ || G.barrier == TK_MECH_PKEYS ||
             G.barrier == TK_MECH_SOFT_DIRTY) {
             G.init_err = tk__failf(-EINVAL,
                                    "tk_gc_init: TRAPKIT_GC_BARRIER=%s: give none, auto, "
-                                   "pagemap-scan, uffd-sigbus, uffd-thread or posix",
+                                   "pagemap-scan, uffd-sigbus, uffd-thread, posix or cards",
                                    b);
             return;
         }
@@ -817,7 +875,7 @@ static void setup(void)
             return;
         }
         G.concurrent = true;
-        if (G.barrier == TK_MECH_COUNT_) G.barrier = TK_MECH_AUTO;
+        if (!barrier_on()) G.barrier = TK_MECH_AUTO;
     }
     /* page 0 is never used: G.base, a word of the scanned data, points there */
     int gerr = grow(1);
@@ -1019,7 +1077,7 @@ static void after_collection(bool full, uint64_t pause)
 static void collect_locked(bool full)
 {
     uint64_t t0 = now_ns();
-    if (G.barrier == TK_MECH_COUNT_ || G.minors >= FULL_EVERY) full = true;
+    if (!barrier_on() || G.minors >= FULL_EVERY) full = true;
     G.nsegs = 0;
     dl_iterate_phdr(each_object, NULL);
     stop_world();
@@ -1029,8 +1087,11 @@ static void collect_locked(bool full)
     if (full) {
         memset(G.mark, 0, G.top * WORDS_PER_PAGE * 8);
         /* the next interval of the barrier starts now */
-        for (size_t ci = 0; ci < G.nchunks; ci++)
-            if (G.chunks[ci].region) tk_dirty(G.chunks[ci].region, G.dirty, G.dirty_bits);
+        if (G.cards)
+            memset(G.card, 0, G.top * (PS >> TK_GC_CARD_SHIFT));
+        else
+            for (size_t ci = 0; ci < G.nchunks; ci++)
+                if (G.chunks[ci].region) tk_dirty(G.chunks[ci].region, G.dirty, G.dirty_bits);
     } else {
         push_dirty();
     }
@@ -1112,8 +1173,7 @@ static void concurrent_cycle(void)
     }
     /* the barrier's interval starts: from now on every page written is
      * reported (a chunk added later reports its pages from its start) */
-    for (size_t i = 0; i < nch; i++)
-        if (ch[i].region) tk_dirty(ch[i].region, G.cdirty, G.cdirty_bits);
+    for (size_t i = 0; i < nch; i++) read_written(&ch[i], G.cdirty, G.cdirty_bits);
     pthread_mutex_lock(&G.lock);
     G.ncroots = 0;
     for (size_t i = 0; i < G.nroots; i++)
@@ -1306,11 +1366,17 @@ void tk_gc_collect_minor(void)
 }
 
 /* Turns the barrier on with mechanism m; with the lock held. */
-static int set_barrier_locked(enum tk_mech m, const char *who)
+static int set_barrier_locked(enum tk_mech m, bool cards, const char *who)
 {
-    if (G.barrier != TK_MECH_COUNT_)
-        return tk__failf(-EINVAL, "%s: the barrier is on already", who);
+    if (barrier_on()) return tk__failf(-EINVAL, "%s: the barrier is on already", who);
     int err = 0;
+    if (cards) {
+        for (size_t i = 0; i < G.nchunks && !err; i++) err = dirty_room(G.chunks[i].pages);
+        if (err) return tk__failf(err, "%s: out of memory", who);
+        G.cards = true;
+        G.minors = FULL_EVERY;
+        return 0;
+    }
     G.barrier = m;
     for (size_t i = 0; i < G.nchunks && !err; i++) err = track_chunk(&G.chunks[i], G.barrier);
     if (err) {
@@ -1331,15 +1397,16 @@ static int set_barrier_locked(enum tk_mech m, const char *who)
 
 int tk_gc_set_barrier(const char *mech)
 {
-    enum tk_mech m = mech ? tk_mech_parse(mech) : TK_MECH_COUNT_;
-    if (m == TK_MECH_COUNT_ || m == TK_MECH_PKEYS || m == TK_MECH_SOFT_DIRTY)
+    bool cards = mech && strcmp(mech, "cards") == 0;
+    enum tk_mech m = mech && !cards ? tk_mech_parse(mech) : TK_MECH_COUNT_;
+    if (!cards && (m == TK_MECH_COUNT_ || m == TK_MECH_PKEYS || m == TK_MECH_SOFT_DIRTY))
         return tk__failf(-EINVAL,
                          "tk_gc_set_barrier: %s: give auto, pagemap-scan, uffd-sigbus, "
-                         "uffd-thread or posix",
+                         "uffd-thread, posix or cards",
                          mech ? mech : "NULL");
     int err = enter();
     if (err) return err;
-    err = set_barrier_locked(m, "tk_gc_set_barrier");
+    err = set_barrier_locked(m, cards, "tk_gc_set_barrier");
     pthread_mutex_unlock(&G.lock);
     return err;
 }
@@ -1348,8 +1415,7 @@ int tk_gc_set_concurrent(int on)
 {
     int err = enter();
     if (err) return err;
-    if (on && G.barrier == TK_MECH_COUNT_)
-        err = set_barrier_locked(TK_MECH_AUTO, "tk_gc_set_concurrent");
+    if (on && !barrier_on()) err = set_barrier_locked(TK_MECH_AUTO, false, "tk_gc_set_concurrent");
     if (!err && on) err = start_marker_locked();
     if (err == -EAGAIN || err == -ENOMEM)
         err = tk__failf(err, "tk_gc_set_concurrent: the marker thread could not be started: %s",
@@ -1371,7 +1437,13 @@ int tk_gc_concurrent(void)
 const char *tk_gc_barrier(void)
 {
     pthread_once(&once, setup);
-    return G.barrier == TK_MECH_COUNT_ ? "none" : tk_mech_name(G.barrier);
+    return G.cards ? "cards" : G.barrier == TK_MECH_COUNT_ ? "none" : tk_mech_name(G.barrier);
+}
+
+const tk_gc_card_map *tk_gc_cards(void)
+{
+    pthread_once(&once, setup);
+    return &card_map;
 }
 
 /* ---- allocating ---------------------------------------------------------- */
@@ -1664,6 +1736,7 @@ void *tk_gc_realloc(void *p, size_t n)
         q = alloc_locked(n, !scan);
         if (q) {
             memcpy(q, p, n < size ? n : size);
+            if (scan) mark_cards((uintptr_t)q, (uintptr_t)q + (n < size ? n : size));
             /* the object may have moved pages since (a collection ran): look
              * it up again before freeing */
             uintptr_t again = object_of((uintptr_t)p, &size, &scan);
