@@ -147,6 +147,7 @@ def derived(results, seeds):
                               ["analysis/swizzling-breakeven"],
                               "no round-trip figure for this mechanism"))
     out += table5(results, seeds)
+    out += gc_table5(results)
 
     # Jaleel & Jacob: what append and prepend save against traditional, per
     # workload and TLB size (Figures 3 and 5 as percentages, as the text
@@ -229,6 +230,42 @@ def table5(results, seeds):
                               exc_cost / checks_cost,
                               ["thekkath-levy/round-trip",
                                "machine/cycle", "seed table 5 counts"]))
+    return out
+
+
+def gc_table5(results):
+    """Thekkath & Levy's Table 5 question on trapkit's own collector: for
+    GCBench, the program's pointer stores (each a store check under the card
+    barrier, at its measured cost) against the pages the page-table barrier
+    reported written (each a trap, or pagemap-scan's in-kernel fault, at the
+    cost dirty/per-page measured with 1% of a region written).  The
+    break-even is the cost of a page's barrier at which the two are equal."""
+    out = []
+    check = median(results, "gc/store-check", "trapkit-cards", workload="gcbench")
+    if check is None:
+        return out
+    for heap in (0, 1024):
+        stores = median(results, "gc/pointer-stores", "trapkit-generational",
+                        workload="gcbench", heap_mib=heap)
+        pages = median(results, "gc/dirty-pages", "trapkit-generational",
+                       workload="gcbench", heap_mib=heap)
+        if not (stores and pages):
+            continue
+        p = {"workload": "gcbench", "heap_mib": heap}
+        out.append(result("analysis/gc-breakeven", "cpu", p, "latency", "ns",
+                          stores * check / pages,
+                          ["gc/pointer-stores", "gc/dirty-pages", "gc/store-check"],
+                          note=f"{stores:.3g} pointer stores at {check:.2f} ns each against "
+                               f"{pages:.3g} written pages (generational, pagemap-scan)"))
+        for m in sorted({r["mechanism"] for r in results
+                         if r["experiment"] == "dirty/per-page"}):
+            per = median(results, "dirty/per-page", m, fraction=0.01)
+            if per is None:
+                continue
+            out.append(result("analysis/gc-traps-over-checks", m, p, "ratio", "x",
+                              pages * per / (stores * check),
+                              ["dirty/per-page", "gc/pointer-stores", "gc/dirty-pages",
+                               "gc/store-check"]))
     return out
 
 

@@ -57,7 +57,7 @@ def systems(a):
     s = {"trapkit": ([a.trapkit], {"TRAPKIT_GC_BARRIER": "none", "TRAPKIT_GC_CONCURRENT": "0"}),
          "trapkit-generational": ([a.trapkit], {"TRAPKIT_GC_BARRIER": "pagemap-scan",
                                                 "TRAPKIT_GC_CONCURRENT": "0"})}
-    for b in ("pagemap-scan", "uffd-sigbus", "posix"):
+    for b in ("pagemap-scan", "uffd-sigbus", "posix", "cards"):
         s["trapkit-" + b] = ([a.trapkit], {"TRAPKIT_GC_BARRIER": b, "TRAPKIT_GC_CONCURRENT": "1"})
     if a.bdwgc and os.path.exists(a.bdwgc):
         s["bdwgc"] = ([a.bdwgc], {})
@@ -98,8 +98,14 @@ def main():
             f"{len(names)} systems, {reps} rounds")
         res = {n: [] for n in names}
         why = {}
-        noise = []
+        noise, check = [], []
         for rnd in range(reps):
+            if live == 0:
+                # what a store through the card barrier costs beyond a plain one
+                p = subprocess.run([a.trapkit, "--store-cost"], capture_output=True, text=True,
+                                   env=dict(os.environ, TRAPKIT_GC_BARRIER="cards"), timeout=600)
+                if p.returncode == 0:
+                    check.append(json.loads(p.stdout)["store_check_ns"])
             if a.noise and live == 0:
                 # the machine's own stalls with every CPU busy (as the
                 # concurrent marker and the program keep both)
@@ -131,6 +137,9 @@ def main():
                     f"{plain['collections']} collections, heap {plain['heap_mib']:.0f} MiB; "
                     f"pauses: max {timed['max_pause_ms']:.2f} ms, p99 {timed['p99_pause_ms']:.2f} ms")
         params = {"workload": "gcbench", "heap_mib": live}
+        if check:
+            emit("gc/store-check", "trapkit-cards", {"workload": "gcbench"}, "latency", "ns", check,
+                 note="a store through tk_gc_write less a plain store, 2^24 of each, the least of 5")
         if noise:
             emit("gc/cpu-noise", "machine", {"cpus": "all busy"}, "time", "ns",
                  [v * 1e6 for v in noise],
@@ -152,6 +161,13 @@ def main():
                  reason=why.get(n), note="/proc/self/maps lines, end less start")
             emit("gc/peak-rss", n, params, "size", "bytes",
                  [r[0]["maxrss_mib"] * 2**20 if r else None for r in rs], reason=why.get(n))
+            emit("gc/pointer-stores", n, params, "count", "stores",
+                 [r[0].get("pointer_stores") if r else None for r in rs], reason=why.get(n))
+            if n.startswith("trapkit") and n != "trapkit":
+                emit("gc/dirty-pages", n, params, "count", "pages",
+                     [r[0].get("dirty_pages") if r and r[0].get("dirty_pages", -1) >= 0 else None
+                      for r in rs], reason=why.get(n),
+                     note="written pages the barrier reported, all collections")
             emit("gc/p99-pause", n, params, "time", "ns",
                  [r[1]["p99_pause_ms"] * 1e6 if r else None for r in rs], reason=why.get(n))
             emit("gc/collections", n, params, "count", "collections",

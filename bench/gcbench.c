@@ -12,7 +12,7 @@
  * barrier (tk_gc_write) under TRAPKIT_GC_BARRIER=cards, a store and a
  * card's byte under its other barriers, a plain store with bdwgc.
  *
- *   gcbench [--incremental] [--live-mib N] [--pauses]
+ *   gcbench [--incremental] [--live-mib N] [--pauses] [--store-cost]
  *
  * --incremental: GC_enable_incremental() (bdwgc: its incremental mode, the
  * mprotect write barrier; trapkit: generational with its best barrier).
@@ -21,7 +21,11 @@
  * longer than 20 us are the pauses (a collection inside the allocation, or
  * the world stopped between): max and p99 of them; the timing itself
  * lengthens the run, so the total time comes from a run without it.  Prints one JSON object:
- * total_ms, collections, heap_mib, max_pause_ms, p99_pause_ms, pauses.
+ * total_ms, collections, heap_mib, max_pause_ms, p99_pause_ms, pauses,
+ * mappings_start and _end, maxrss_mib, pointer_stores (into nodes, through
+ * GC_WRITE) and dirty_pages (trapkit: the written pages its barrier
+ * reported).  --store-cost: only what a store through GC_WRITE costs
+ * beyond a plain one (store_check_ns).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -50,6 +54,8 @@ enum { kStretchTreeDepth = 18, kLongLivedTreeDepth = 16, kArraySize = 500000 };
 enum { kMinTreeDepth = 4, kMaxTreeDepth = 16 };
 
 static int timing;
+static unsigned long pointer_stores; /* into nodes (the card barrier's stores) */
+#define STORE(lvalue, v) (pointer_stores++, GC_WRITE(lvalue, v))
 static double tsc_per_us;
 static uint64_t *pause_cycles;
 static size_t npauses, pauses_cap;
@@ -87,8 +93,8 @@ static Node *new_node(Node *l, Node *r)
         fprintf(stderr, "gcbench: out of memory\n");
         exit(1);
     }
-    GC_WRITE(n->left, l);
-    GC_WRITE(n->right, r);
+    STORE(n->left, l);
+    STORE(n->right, r);
     return n;
 }
 
@@ -107,8 +113,8 @@ static void populate(int depth, Node *n)
 {
     if (depth <= 0) return;
     depth--;
-    GC_WRITE(n->left, new_node(NULL, NULL));
-    GC_WRITE(n->right, new_node(NULL, NULL));
+    STORE(n->left, new_node(NULL, NULL));
+    STORE(n->right, new_node(NULL, NULL));
     populate(depth, n->left);
     populate(depth, n->right);
 }
@@ -145,6 +151,34 @@ static long mappings(void)
     return n;
 }
 
+/* What a store through GC_WRITE costs beyond a plain one, in ns: 2^24
+ * stores of each kind into the nodes of a small array, alternated five
+ * times, the least of each. */
+static double store_check_ns(void)
+{
+    enum { N = 1 << 12, REPS = 1 << 12 };
+    Node **a = GC_MALLOC(sizeof *a * N);
+    Node *v = new_node(NULL, NULL);
+    if (!a || !v) return -1;
+    for (int i = 0; i < N; i++) a[i] = new_node(NULL, NULL);
+    double best[2] = {1e30, 1e30};
+    for (int round = 0; round < 5; round++)
+        for (int kind = 0; kind < 2; kind++) {
+            double t0 = now_s();
+            for (int r = 0; r < REPS; r++)
+                for (int i = 0; i < N; i++) {
+                    if (kind)
+                        GC_WRITE(a[i]->left, v);
+                    else
+                        a[i]->left = v;
+                    __asm__ volatile("" ::: "memory"); /* one store at a time */
+                }
+            double t = now_s() - t0;
+            if (t < best[kind]) best[kind] = t;
+        }
+    return (best[1] - best[0]) * 1e9 / ((double)N * REPS);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -157,17 +191,20 @@ static double *array;
 
 int main(int argc, char **argv)
 {
-    int incremental = 0;
+    int incremental = 0, barrier_cost = 0;
     double live_mib = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--incremental"))
             incremental = 1;
         else if (!strcmp(argv[i], "--pauses"))
             timing = 1;
+        else if (!strcmp(argv[i], "--store-cost"))
+            barrier_cost = 1;
         else if (!strcmp(argv[i], "--live-mib") && i + 1 < argc)
             live_mib = atof(argv[++i]);
         else {
-            fprintf(stderr, "usage: gcbench [--incremental] [--live-mib N] [--pauses]\n");
+            fprintf(stderr, "usage: gcbench [--incremental] [--live-mib N] [--pauses] "
+                            "[--store-cost]\n");
             return 2;
         }
     }
@@ -181,6 +218,10 @@ int main(int argc, char **argv)
 
     GC_INIT();
     if (incremental) GC_enable_incremental();
+    if (barrier_cost) {
+        printf("{\"collector\": \"%s\", \"store_check_ns\": %.3f}\n", COLLECTOR, store_check_ns());
+        return 0;
+    }
     long maps0 = mappings();
     double t0 = now_s();
     last_return = __rdtsc();
@@ -211,9 +252,11 @@ int main(int argc, char **argv)
         return 1;
     }
     double total = now_s() - t0;
+    long dirty_pages = -1; /* the pages the barrier reported written (trapkit) */
 #ifdef USE_TRAPKIT_GC
     tk_gc_stats st;
     tk_gc_get_stats(&st);
+    dirty_pages = (long)st.dirty_pages;
     fprintf(stderr,
             "gcbench: trapkit: %llu collections (%llu concurrent), world stopped at most %.3f ms "
             "(stopping it %.3f ms), %.1f ms in all; concurrent marking %.1f ms; %llu allocation "
@@ -234,9 +277,10 @@ int main(int argc, char **argv)
     printf("{\"collector\": \"%s\", \"incremental\": %s, \"live_mib\": %.0f, \"total_ms\": %.1f, "
            "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
            "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f, \"mappings_start\": %ld, "
-           "\"mappings_end\": %ld, \"maxrss_mib\": %.1f}\n",
+           "\"mappings_end\": %ld, \"maxrss_mib\": %.1f, \"pointer_stores\": %lu, "
+           "\"dirty_pages\": %ld}\n",
            COLLECTOR, incremental ? "true" : "false", live_mib, total * 1e3, (size_t)GC_get_gc_no(),
            GC_get_heap_size() / 1048576.0, timing ? "true" : "false", npauses, maxp, p99, maps0,
-           maps1, ru.ru_maxrss / 1024.0);
+           maps1, ru.ru_maxrss / 1024.0, pointer_stores, dirty_pages);
     return 0;
 }

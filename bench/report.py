@@ -691,7 +691,8 @@ SECTIONS = [
         "jaleel-jacob/sweep-inlined-fraction", "jaleel-jacob/sim-speed"]),
     ("Garbage collection (GCBench: trapkit's collector and bdwgc)", [
         "gc/total-time", "gc/max-pause", "gc/p99-pause", "gc/world-stopped", "gc/collections",
-        "gc/heap", "gc/peak-rss", "gc/mappings-growth", "gc/cpu-noise", "gc/total-time-over-bdwgc",
+        "gc/heap", "gc/peak-rss", "gc/mappings-growth", "gc/cpu-noise", "gc/pointer-stores",
+        "gc/dirty-pages", "gc/store-check", "gc/total-time-over-bdwgc",
         "gc/max-pause-over-bdwgc", "gc/max-pause-over-bdwgc-incremental"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
@@ -713,6 +714,10 @@ SECTION_TEXT = {
         "gc/world-stopped is trapkit's own account of its longest stop of the world, from the "
         "request to the restart. gc/mappings-growth: lines of /proc/self/maps at the end less "
         "after set-up (trapkit's heap grows by chunks, each a mapping of its own). "
+        "trapkit-cards: the software card-marking barrier (GCBench stores its pointers through "
+        "GC_WRITE), mostly-concurrent. gc/pointer-stores and gc/dirty-pages are the counts "
+        "Thekkath & Levy's Table 5 weighs (analysis/gc-breakeven, analysis/gc-traps-over-checks "
+        "under the break-even analyses). "
         "gc/cpu-noise: the longest a thread spinning on each CPU lost its CPU in a second "
         "(bench/cpu_noise.c): with every CPU busy - the concurrent marker beside the program - "
         "the machine itself stalls a thread this long, which a pause figure then includes. "
