@@ -60,7 +60,9 @@ kernel-test: build
 
 # Long trials, not part of `make test` (which runs short versions): the
 # collector's four mutator threads for a minute on each write barrier, with
-# the world stopped and with the concurrent marker beside them.
+# the world stopped, with the concurrent marker beside them, and stopped at
+# safepoints; then a heap of small objects grown past 16 GiB (12 GiB of them
+# live: about 20 GiB of memory), generational and concurrent.
 .PHONY: soak
 soak: build
 	@for m in none pagemap-scan uffd-sigbus uffd-thread posix; do \
@@ -69,6 +71,10 @@ soak: build
 	@for m in pagemap-scan uffd-sigbus posix; do \
 		TRAPKIT_GC_CONCURRENT=1 $(BUILD)/tests/gc_threads $$m 60 || exit 1; \
 	done
+	@TRAPKIT_GC_STOP=safepoints $(BUILD)/tests/gc_threads pagemap-scan 60
+	@TRAPKIT_GC_STOP=safepoints TRAPKIT_GC_CONCURRENT=1 $(BUILD)/tests/gc_threads pagemap-scan 60
+	@$(BUILD)/tests/gc_big pagemap-scan 12288
+	@TRAPKIT_GC_CONCURRENT=1 $(BUILD)/tests/gc_big pagemap-scan 12288
 
 # Installs the build into $(DESTDIR)$(PREFIX) (default /usr/local): the
 # libraries, headers, trapkit.pc, the CMake package, trapkit and tksim, the

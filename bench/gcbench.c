@@ -14,36 +14,12 @@
  *
  *   gcbench [--incremental] [--live-mib N] [--pauses] [--store-cost]
  *
- * --incremental: GC_enable_incremental() (bdwgc: its incremental mode, the
- * mprotect write barrier; trapkit: generational with its best barrier).
- * --pauses: the time from each allocation's return to the next one's is
- * taken (rdtsc; the program does a few instructions between), and those
- * longer than 20 us are the pauses (a collection inside the allocation, or
- * the world stopped between): max and p99 of them; the timing itself
- * lengthens the run, so the total time comes from a run without it.  Prints one JSON object:
- * total_ms, collections, heap_mib, max_pause_ms, p99_pause_ms, pauses,
- * mappings_start and _end, maxrss_mib, pointer_stores (into nodes, through
- * GC_WRITE) and dirty_pages (trapkit: the written pages its barrier
- * reported).  --store-cost: only what a store through GC_WRITE costs
- * beyond a plain one (store_check_ns).
+ * --incremental, --pauses and the JSON object it prints (live_mib, then
+ * the keys every workload prints): bench/gcwork.h.  --store-cost: only
+ * what a store through GC_WRITE costs beyond a plain one (store_check_ns).
  */
 #define _GNU_SOURCE
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <x86intrin.h>
-
-#ifdef USE_TRAPKIT_GC
-#include <trapkit/gc_compat.h>
-#define COLLECTOR "trapkit"
-#else
-#include <gc.h>
-#define COLLECTOR "bdwgc"
-#define GC_WRITE(lvalue, v) ((lvalue) = (v)) /* (bdwgc's barriers are the page table's) */
-#endif
+#include "gcwork.h"
 
 typedef struct Node0 {
     struct Node0 *left, *right;
@@ -53,46 +29,11 @@ typedef struct Node0 {
 enum { kStretchTreeDepth = 18, kLongLivedTreeDepth = 16, kArraySize = 500000 };
 enum { kMinTreeDepth = 4, kMaxTreeDepth = 16 };
 
-static int timing;
-static unsigned long pointer_stores; /* into nodes (the card barrier's stores) */
-#define STORE(lvalue, v) (pointer_stores++, GC_WRITE(lvalue, v))
-static double tsc_per_us;
-static uint64_t *pause_cycles;
-static size_t npauses, pauses_cap;
-static uint64_t pause_threshold, last_return;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#define STORE GCW_STORE /* into nodes (the card barrier's stores) */
 
 static Node *new_node(Node *l, Node *r)
 {
-    Node *n;
-    if (timing) {
-        /* from the previous allocation's return to this one's: a collection
-         * inside the allocation, and the world stopped anywhere between
-         * (a concurrent collector's marker thread stops it at any point) */
-        n = GC_MALLOC(sizeof(Node));
-        uint64_t t = __rdtsc(), d = t - last_return;
-        last_return = t;
-        if (d > pause_threshold) {
-            if (npauses == pauses_cap) {
-                pauses_cap = pauses_cap ? pauses_cap * 2 : 1024;
-                pause_cycles = realloc(pause_cycles, pauses_cap * sizeof *pause_cycles);
-                if (!pause_cycles) abort();
-            }
-            pause_cycles[npauses++] = d;
-        }
-    } else {
-        n = GC_MALLOC(sizeof(Node));
-    }
-    if (!n) {
-        fprintf(stderr, "gcbench: out of memory\n");
-        exit(1);
-    }
+    Node *n = gcw_malloc(sizeof(Node));
     STORE(n->left, l);
     STORE(n->right, r);
     return n;
@@ -140,17 +81,6 @@ static void time_construction(int depth)
     }
 }
 
-/* The mappings the process has (/proc/self/maps lines). */
-static long mappings(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return -1;
-    long n = 0;
-    for (int c; (c = getc(f)) != EOF;) n += c == '\n';
-    fclose(f);
-    return n;
-}
-
 /* What a store through GC_WRITE costs beyond a plain one, in ns: 2^24
  * stores of each kind into the nodes of a small array, alternated five
  * times, the least of each. */
@@ -164,7 +94,7 @@ static double store_check_ns(void)
     double best[2] = {1e30, 1e30};
     for (int round = 0; round < 5; round++)
         for (int kind = 0; kind < 2; kind++) {
-            double t0 = now_s();
+            double t0 = gcw_now_s();
             for (int r = 0; r < REPS; r++)
                 for (int i = 0; i < N; i++) {
                     if (kind)
@@ -173,16 +103,10 @@ static double store_check_ns(void)
                         a[i]->left = v;
                     __asm__ volatile("" ::: "memory"); /* one store at a time */
                 }
-            double t = now_s() - t0;
+            double t = gcw_now_s() - t0;
             if (t < best[kind]) best[kind] = t;
         }
     return (best[1] - best[0]) * 1e9 / ((double)N * REPS);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* The long-lived data: global, so both collectors see it as a root. */
@@ -191,14 +115,11 @@ static double *array;
 
 int main(int argc, char **argv)
 {
-    int incremental = 0, barrier_cost = 0;
+    int barrier_cost = 0;
     double live_mib = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--incremental"))
-            incremental = 1;
-        else if (!strcmp(argv[i], "--pauses"))
-            timing = 1;
-        else if (!strcmp(argv[i], "--store-cost"))
+        if (gcw_option(argv[i])) continue;
+        if (!strcmp(argv[i], "--store-cost"))
             barrier_cost = 1;
         else if (!strcmp(argv[i], "--live-mib") && i + 1 < argc)
             live_mib = atof(argv[++i]);
@@ -208,23 +129,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    /* the TSC's rate, against the monotonic clock */
-    double c0 = now_s();
-    uint64_t r0 = __rdtsc();
-    while (now_s() - c0 < 0.02) {
-    }
-    tsc_per_us = (double)(__rdtsc() - r0) / ((now_s() - c0) * 1e6);
-    pause_threshold = (uint64_t)(20 * tsc_per_us);
-
-    GC_INIT();
-    if (incremental) GC_enable_incremental();
+    gcw_setup("gcbench");
     if (barrier_cost) {
-        printf("{\"collector\": \"%s\", \"store_check_ns\": %.3f}\n", COLLECTOR, store_check_ns());
+        printf("{\"collector\": \"%s\", \"store_check_ns\": %.3f}\n", GCW_COLLECTOR,
+               store_check_ns());
         return 0;
     }
-    long maps0 = mappings();
-    double t0 = now_s();
-    last_return = __rdtsc();
+    gcw_start();
 
     Node *temp = make_tree(kStretchTreeDepth); /* stretch the heap */
     (void)temp;
@@ -243,7 +154,7 @@ int main(int argc, char **argv)
     }
     array = GC_MALLOC_ATOMIC(sizeof(double) * kArraySize);
     for (int i = 0; i < kArraySize / 2; i++) array[i] = 1.0 / i;
-    last_return = __rdtsc(); /* (filling the array is the program's work, not a pause) */
+    gcw_untimed(); /* (filling the array is the program's work, not a pause) */
 
     for (int d = kMinTreeDepth; d <= kMaxTreeDepth; d += 2) time_construction(d);
 
@@ -251,36 +162,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "gcbench: the long-lived data was lost\n");
         return 1;
     }
-    double total = now_s() - t0;
-    long dirty_pages = -1; /* the pages the barrier reported written (trapkit) */
-#ifdef USE_TRAPKIT_GC
-    tk_gc_stats st;
-    tk_gc_get_stats(&st);
-    dirty_pages = (long)st.dirty_pages;
-    fprintf(stderr,
-            "gcbench: trapkit: %llu collections (%llu concurrent), world stopped at most %.3f ms "
-            "(stopping it %.3f ms), %.1f ms in all; concurrent marking %.1f ms; %llu allocation "
-            "waits\n",
-            (unsigned long long)st.collections, (unsigned long long)st.concurrent_cycles,
-            st.max_pause_ns / 1e6, st.max_handshake_ns / 1e6, st.total_pause_ns / 1e6,
-            st.concurrent_mark_ns / 1e6, (unsigned long long)st.allocation_waits);
-#endif
-    long maps1 = mappings();
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double maxp = 0, p99 = 0;
-    if (npauses) {
-        qsort(pause_cycles, npauses, sizeof *pause_cycles, cmp_u64);
-        maxp = pause_cycles[npauses - 1] / tsc_per_us / 1e3;
-        p99 = pause_cycles[(size_t)((npauses - 1) * 0.99)] / tsc_per_us / 1e3;
-    }
-    printf("{\"collector\": \"%s\", \"incremental\": %s, \"live_mib\": %.0f, \"total_ms\": %.1f, "
-           "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
-           "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f, \"mappings_start\": %ld, "
-           "\"mappings_end\": %ld, \"maxrss_mib\": %.1f, \"pointer_stores\": %lu, "
-           "\"dirty_pages\": %ld}\n",
-           COLLECTOR, incremental ? "true" : "false", live_mib, total * 1e3, (size_t)GC_get_gc_no(),
-           GC_get_heap_size() / 1048576.0, timing ? "true" : "false", npauses, maxp, p99, maps0,
-           maps1, ru.ru_maxrss / 1024.0, pointer_stores, dirty_pages);
+    gcw_stop();
+    char extra[64];
+    snprintf(extra, sizeof extra, "\"live_mib\": %.0f, ", live_mib);
+    gcw_report(extra);
     return 0;
 }

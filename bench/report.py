@@ -41,7 +41,8 @@ BENCHES = [
                  "system-call errors"),
     ("jaleel_jacob", "Jaleel & Jacob Figures 3-5 on tksim: TLB misses taken traditionally, "
                      "appended, prepended"),
-    ("gc", "garbage collection: GCBench on trapkit's collector (each write barrier) and bdwgc"),
+    ("gc", "garbage collection: GCBench, Thekkath & Levy's Lisp, array and tree workloads and a "
+           "Scheme interpreter on trapkit's collector (each write barrier) and bdwgc"),
 ]
 
 MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
@@ -689,7 +690,7 @@ SECTIONS = [
         "jaleel-jacob/tlb-misses", "jaleel-jacob/inlined-fraction", "jaleel-jacob/fallback-fraction",
         "jaleel-jacob/rob-occupancy-at-miss", "jaleel-jacob/sweep-cpi",
         "jaleel-jacob/sweep-inlined-fraction", "jaleel-jacob/sim-speed"]),
-    ("Garbage collection (GCBench: trapkit's collector and bdwgc)", [
+    ("Garbage collection (GCBench, the seeds' workloads, an interpreter; trapkit and bdwgc)", [
         "gc/total-time", "gc/max-pause", "gc/p99-pause", "gc/world-stopped", "gc/collections",
         "gc/heap", "gc/peak-rss", "gc/mappings-growth", "gc/cpu-noise", "gc/pointer-stores",
         "gc/dirty-pages", "gc/store-check", "gc/total-time-over-bdwgc",
@@ -699,10 +700,17 @@ SECTIONS = [
 
 # What a section's rows mean, said under its title (keyed by the title).
 SECTION_TEXT = {
-    "Garbage collection (GCBench: trapkit's collector and bdwgc)":
-        "bench/gc.py. bench/gcbench.c (GCBench after Boehm's description) built against "
-        "trapkit's collector (src/apps/gc) and against Debian's bdwgc from one source; "
-        "heap_mib 0 is GCBench's standard size, 1024 its long-lived data grown to 1 GiB. "
+    "Garbage collection (GCBench, the seeds' workloads, an interpreter; trapkit and bdwgc)":
+        "bench/gc.py. Each workload one source built against trapkit's collector (src/apps/gc) "
+        "and against Debian's bdwgc (bench/gcwork.h): gcbench is GCBench after Boehm's "
+        "description (bench/gcbench.c; heap_mib 0 its standard size, 1024 its long-lived data "
+        "grown to 1 GiB); lisp is Thekkath & Levy's Table 4, Lisp operations on cons cells "
+        "interleaved with a 1 MB array of pointers whose elements are replaced at random "
+        "(bench/gc_lisp.c); trees is Table 5's tree program, subtrees of a long-lived tree and "
+        "of short-lived ones destroyed and rebuilt (bench/gc_trees.c); interp is a small "
+        "Scheme interpreter running a fixed program (bench/gc_interp.c). The last three check "
+        "that every system computed the same results (a checksum); --quick runs them at a "
+        "quarter of their size. "
         "trapkit: the world stopped for every collection, each full; trapkit-generational: "
         "minor collections, the pagemap-scan barrier, the world stopped; trapkit-<barrier>: "
         "mostly-concurrent marking (a marker thread beside the program, the page table as the "
@@ -714,8 +722,8 @@ SECTION_TEXT = {
         "gc/world-stopped is trapkit's own account of its longest stop of the world, from the "
         "request to the restart. gc/mappings-growth: lines of /proc/self/maps at the end less "
         "after set-up (trapkit's heap grows by chunks, each a mapping of its own). "
-        "trapkit-cards: the software card-marking barrier (GCBench stores its pointers through "
-        "GC_WRITE), mostly-concurrent. gc/pointer-stores and gc/dirty-pages are the counts "
+        "trapkit-cards: the software card-marking barrier (every workload stores its pointers "
+        "through GC_WRITE), mostly-concurrent. gc/pointer-stores and gc/dirty-pages are the counts "
         "Thekkath & Levy's Table 5 weighs (analysis/gc-breakeven, analysis/gc-traps-over-checks "
         "under the break-even analyses). "
         "gc/cpu-noise: the longest a thread spinning on each CPU lost its CPU in a second "

@@ -154,6 +154,79 @@ static void test_chain(void)
     head = NULL;
 }
 
+/* ---- parallel marking ---- */
+struct tnode {
+    struct tnode *left, *right;
+    uint64_t value;
+};
+
+static struct tnode *tree_build(int depth, uint64_t v)
+{
+    struct tnode *n = tk_gc_malloc(sizeof *n);
+    CHECK(n);
+    n->value = v;
+    if (depth > 0) {
+        n->left = tree_build(depth - 1, 2 * v);
+        n->right = tree_build(depth - 1, 2 * v + 1);
+    }
+    return n;
+}
+
+static uint64_t tree_check(const struct tnode *n, int depth, uint64_t v)
+{
+    CHECK(n && n->value == v);
+    if (depth == 0) return 1;
+    return 1 + tree_check(n->left, depth - 1, 2 * v) + tree_check(n->right, depth - 1, 2 * v + 1);
+}
+
+/* Two markers: a tree and a large array (marked a page at a time, shared
+ * between them) survive every collection whole, the weakly linked objects
+ * only the array holds too, and garbage is still reclaimed; the helper
+ * joins the marking (seen in the statistics at least once). */
+static void test_parallel_marking(void)
+{
+    CHECK_ERR(tk_gc_set_markers(0), -EINVAL);
+    CHECK_ERR(tk_gc_set_markers(9), -EINVAL);
+    unsigned before = tk_gc_markers();
+    CHECK(before >= 1 && before <= 8);
+    CHECK_OK(tk_gc_set_markers(2));
+    CHECK(tk_gc_markers() == 2);
+    enum { DEPTH = 16, SLOTS = 1 << 18 };
+    static struct tnode *tree;
+    static void **array;
+    tree = tree_build(DEPTH, 1);
+    array = tk_gc_malloc(SLOTS * sizeof(void *)); /* 2 MiB: a run of pages */
+    CHECK(array);
+    make_weak(NULL, false);
+    for (int i = 0; i < N; i++) array[(size_t)i * (SLOTS / N)] = links[i];
+    bool shared = false;
+    for (int attempt = 0; attempt < 100 && !(shared && attempt >= 5); attempt++) {
+        make_weak(NULL, false); /* garbage: only weak links point to it */
+        for (int i = 0; i < N; i++) array[(size_t)i * (SLOTS / N)] = NULL;
+        collect();
+        CHECK(cleared() >= N - 10);
+        make_weak(NULL, false);
+        for (int i = 0; i < N; i++) array[(size_t)i * (SLOTS / N)] = links[i];
+        collect();
+        CHECK(cleared() == 0);
+        CHECK(tree_check(tree, DEPTH, 1) == (2u << DEPTH) - 1);
+        tk_gc_stats st;
+        tk_gc_get_stats(&st);
+        CHECK(st.markers >= 1 && st.markers <= 2);
+        if (st.markers == 2) shared = true;
+    }
+    if (!shared) fprintf(stderr, "the second marker never joined a marking in 100 collections\n");
+    CHECK(shared);
+    tree = NULL;
+    array = NULL;
+    CHECK_OK(tk_gc_set_markers(1));
+    collect();
+    tk_gc_stats st;
+    tk_gc_get_stats(&st);
+    CHECK(st.markers == 1);
+    CHECK_OK(tk_gc_set_markers(before));
+}
+
 /* ---- another thread's stack and registers ---- */
 static atomic_int phase;
 static volatile int go_on;
@@ -505,6 +578,7 @@ int main(void)
     test_malloc_not_root_and_added_roots();
     test_atomic_not_scanned();
     test_chain();
+    test_parallel_marking();
     test_threads();
     test_finalizers();
     test_weak_in_garbage();

@@ -8,9 +8,12 @@
  * out again - or overwritten - fails the check.  Pointers are stored into
  * nodes with tk_gc_write.  argv[1]: the write barrier (none, pagemap-scan,
  * uffd-sigbus, uffd-thread, posix, cards; one this machine lacks is
- * skipped); argv[2]: seconds (default 3).
+ * skipped); argv[2]: seconds (default 3).  With TRAPKIT_GC_STOP=safepoints
+ * the threads stop at their allocations and at the tk_gc_safepoint calls
+ * of the checks, and the main thread waits inside tk_gc_do_blocking.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +65,7 @@ static size_t check(int t, uint64_t epoch, struct node **stack)
             }
             if (x->seen == epoch) continue;
             x->seen = epoch;
-            n++;
+            if (++n % 1024 == 0) tk_gc_safepoint();
             for (int k = 0; k < 2; k++)
                 if (x->kid[k]) {
                     if (x->kid[k]->id != x->kid_id[k]) {
@@ -120,6 +123,20 @@ static void *mutator(void *arg)
     return NULL;
 }
 
+static void *sleep_until(void *arg)
+{
+    const struct timespec *ts = arg;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, ts, NULL) == EINTR) {
+    }
+    return NULL;
+}
+
+static void *join(void *arg)
+{
+    CHECK(pthread_join(*(pthread_t *)arg, NULL) == 0);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) return 2;
@@ -128,6 +145,14 @@ int main(int argc, char **argv)
     int err = tk_gc_init();
     if (err == -EOPNOTSUPP) tk_test_unavailable(argv[1]);
     CHECK_OK(err);
+    if (strcmp(tk_gc_stop(), "safepoints") == 0) {
+        /* no signal is needed to stop them: the collector's are blocked */
+        sigset_t m;
+        sigemptyset(&m);
+        sigaddset(&m, SIGPWR);
+        sigaddset(&m, SIGXCPU);
+        CHECK(pthread_sigmask(SIG_BLOCK, &m, NULL) == 0);
+    }
     pthread_t th[T];
     for (int t = 0; t < T; t++)
         CHECK(pthread_create(&th[t], NULL, mutator, (void *)(intptr_t)t) == 0);
@@ -137,20 +162,22 @@ int main(int argc, char **argv)
     ts.tv_sec += (time_t)secs;
     ts.tv_nsec += (long)((secs - (time_t)secs) * 1e9);
     if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
+    /* (under safepoints, a registered thread waits inside tk_gc_do_blocking) */
+    tk_gc_do_blocking(sleep_until, &ts);
     /* and on until ten collections have run (a loaded machine is slower),
      * for a minute at most */
     for (int i = 0; i < 600; i++) {
         tk_gc_stats st;
         tk_gc_get_stats(&st);
         if (st.collections >= 10 && (!tk_gc_concurrent() || st.concurrent_cycles >= 5)) break;
-        struct timespec tenth = {0, 100000000};
-        while (nanosleep(&tenth, &tenth) == -1 && errno == EINTR) {
-        }
+        struct timespec tenth;
+        clock_gettime(CLOCK_MONOTONIC, &tenth);
+        tenth.tv_nsec += 100000000;
+        if (tenth.tv_nsec >= 1000000000) tenth.tv_sec++, tenth.tv_nsec -= 1000000000;
+        tk_gc_do_blocking(sleep_until, &tenth);
     }
     atomic_store(&stop, true);
-    for (int t = 0; t < T; t++) CHECK(pthread_join(th[t], NULL) == 0);
+    for (int t = 0; t < T; t++) tk_gc_do_blocking(join, &th[t]);
     tk_gc_collect();
     struct node **stack = malloc(sizeof *stack * STACK);
     CHECK(stack);
@@ -159,13 +186,15 @@ int main(int argc, char **argv)
     free(stack);
     tk_gc_stats st;
     tk_gc_get_stats(&st);
-    printf("%s%s: %ld nodes allocated by %d threads, %ld checks, %lu collections (%lu minor, %lu "
+    printf("%s%s%s: %ld nodes allocated by %d threads, %ld checks, %lu collections (%lu minor, %lu "
            "concurrent; %lu allocations waited for the marker), max pause %.2f ms; %zu reachable "
            "at the end, live %lu bytes\n",
-           tk_gc_barrier(), tk_gc_concurrent() ? " (concurrent)" : "", atomic_load(&allocated), T,
-           atomic_load(&checks), (unsigned long)st.collections, (unsigned long)st.minor_collections,
-           (unsigned long)st.concurrent_cycles, (unsigned long)st.allocation_waits,
-           st.max_pause_ns / 1e6, reachable, (unsigned long)st.live_bytes);
+           tk_gc_barrier(), tk_gc_concurrent() ? " (concurrent)" : "",
+           strcmp(tk_gc_stop(), "safepoints") == 0 ? " (safepoints)" : "", atomic_load(&allocated),
+           T, atomic_load(&checks), (unsigned long)st.collections,
+           (unsigned long)st.minor_collections, (unsigned long)st.concurrent_cycles,
+           (unsigned long)st.allocation_waits, st.max_pause_ns / 1e6, reachable,
+           (unsigned long)st.live_bytes);
     CHECK(st.collections >= 10);
     if (tk_gc_concurrent()) CHECK(st.concurrent_cycles >= 5);
     CHECK(st.live_bytes >= reachable * 48);

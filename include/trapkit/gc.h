@@ -65,6 +65,7 @@ typedef struct tk_gc_stats {
     uint64_t allocation_waits;   /* allocations that waited for the marker */
     uint64_t max_handshake_ns;   /* the longest wait for the threads to stop */
     uint32_t threads;            /* registered threads, the first caller's included */
+    uint32_t markers;            /* threads that marked in the last world-stopped marking */
 } tk_gc_stats;
 
 /* Sets the collector up (once; every other function calls it): reserves
@@ -123,6 +124,48 @@ int tk_gc_set_barrier(const char *mech);
  * not be had: tk_last_error says why). */
 int tk_gc_set_concurrent(int on);
 int tk_gc_concurrent(void);
+/* Parallel marking: while the world is stopped, n threads mark (the
+ * collecting thread and n - 1 helpers, which the collector starts and
+ * keeps; they block every signal and are not registered threads).  The
+ * default is one per CPU online, at most 8, or TRAPKIT_GC_MARKERS; 1 marks
+ * in the collecting thread alone.  The concurrent marker thread marks alone
+ * while the program runs (the program has the other CPUs), and with the
+ * helpers when it stops the world at a cycle's end.  0, or -EINVAL (n not
+ * in 1..8). */
+int tk_gc_set_markers(unsigned n);
+unsigned tk_gc_markers(void);
+
+/* How collections stop the registered threads: "signals" (the default:
+ * SIGPWR and SIGXCPU, as bdwgc; a thread stops wherever it is) or
+ * "safepoints" (TRAPKIT_GC_STOP=safepoints): no signal is sent, and each
+ * registered thread stops at its next safepoint - an allocation,
+ * tk_gc_safepoint(), or any call of the collector - or is counted stopped
+ * while it runs tk_gc_do_blocking or waits for the collector.  Under
+ * safepoints every registered thread must reach one often (a loop that
+ * neither allocates nor calls tk_gc_safepoint holds every collection up,
+ * with a message on stderr after 5 s), and must wait (sleep, read, join,
+ * lock) only inside tk_gc_do_blocking.  0, -EINVAL (another name), -EBUSY
+ * (a change while other threads are registered: choose before starting
+ * them). */
+int tk_gc_set_stop(const char *how);
+const char *tk_gc_stop(void);
+/* A safepoint: a few instructions while no collection waits; parks the
+ * calling registered thread while one does.  Signal-safe to omit under
+ * "signals" (it does nothing there). */
+const unsigned *tk_gc_stop_flag(void);
+void tk_gc_park(void);
+static inline void tk_gc_safepoint(void)
+{
+    static const unsigned *flag; /* (one per file that polls) */
+    if (__builtin_expect(!flag, 0)) flag = tk_gc_stop_flag();
+    if (__builtin_expect(__atomic_load_n(flag, __ATOMIC_RELAXED) != 0, 0)) tk_gc_park();
+}
+/* Runs fn(arg) with the calling thread counted as stopped (bdwgc's
+ * GC_do_blocking): for a wait under "safepoints".  fn must not allocate or
+ * touch collector objects (the thread's stack is scanned as it was at the
+ * call: what fn's frames hold is not seen).  Returns fn's value; on
+ * return the thread waits out a collection under way. */
+void *tk_gc_do_blocking(void *(*fn)(void *), void *arg);
 /* The software write barrier, for comparison with the page table's
  * (tk_gc_set_barrier("cards"), TRAPKIT_GC_BARRIER=cards): the program
  * stores pointers into collector objects with tk_gc_write (GC_WRITE in

@@ -52,6 +52,7 @@ struct GC_stack_base {
 #define GC_add_roots(lo, hi) ((void)tk_gc_add_roots((lo), (hi)))
 #define GC_remove_roots(lo, hi) ((void)tk_gc_remove_roots((lo), (hi)))
 #define GC_allow_register_threads() ((void)0)
+#define GC_do_blocking(fn, cd) tk_gc_do_blocking((fn), (cd))
 /* a pointer stored into a collector object through the software barrier
  * (tk_gc_write; with <gc.h> a program defines it as a plain store) */
 #define GC_WRITE(lvalue, v) tk_gc_write((void *)&(lvalue), (v))

@@ -108,6 +108,10 @@ struct gc_thread {
     uintptr_t sp, alt_hi;
     uintptr_t regs[NGREG];
     _Atomic uint64_t stopped_gen;
+    /* T_BLOCKING: inside tk_gc_do_blocking or waiting for the collector's
+     * lock, its registers and stack pointer saved: a stop by safepoints
+     * counts it stopped without waiting for it */
+    _Atomic int state;
     /* the thread's own free lists, per class and kind: a block's free
      * objects at a time, taken from the shared ones with their allocation
      * bits set and handed out without the lock; each collection marks them,
@@ -141,9 +145,6 @@ static struct {
     struct weak *weak;
     size_t nweak, weak_cap;
     struct gc_thread *threads;
-    uintptr_t *mstack;
-    size_t msp, mcap; /* the mark stack: entries used, capacity */
-    uint64_t marked_bytes;
     /* generational: each chunk of the heap is a trapkit region whose
      * written pages tk_dirty reports (the write barrier) */
     enum tk_mech barrier; /* TK_MECH_COUNT_: none (every collection full) */
@@ -183,6 +184,17 @@ static struct {
 static uint64_t *MB;
 static bool MB_atomic;
 
+/* A marker's stack of ranges still to scan (mmap'd: a stopped thread may
+ * hold malloc's lock), and the bytes of the objects it marked.  M0 is the
+ * collecting thread's (or the marker thread's, during a concurrent cycle:
+ * the two never mark at once); the parallel markers have their own. */
+struct marker {
+    uintptr_t *s;
+    size_t sp, cap;
+    uint64_t marked_bytes;
+};
+static struct marker M0;
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static tk_gc_card_map card_map; /* no cards (size 0) until set up */
 static atomic_bool ready;       /* set up (G.ready), seen without pthread_once */
@@ -190,6 +202,17 @@ static pthread_key_t thread_key;
 static __thread struct gc_thread *self __attribute__((tls_model("initial-exec")));
 static sem_t ack;
 static _Atomic uint64_t stop_gen, restart_gen;
+enum { T_RUNNING = 0, T_BLOCKING = 1 };
+/* Stopping the world by safepoints (tk_gc_set_stop): safepoints stopped
+ * is nonzero while a stop is under way (tk_gc_safepoint reads it); a
+ * thread parks there, or is counted stopped while blocking (SPW.ack tells
+ * the collector, SPW.go the parked threads). */
+static atomic_bool safepoints;
+static unsigned sp_flag; /* (accessed with __atomic builtins: tk_gc_stop_flag) */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t ack, go;
+} SPW = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 static uint64_t now_ns(void)
 {
@@ -453,57 +476,278 @@ static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
 
 /* ---- marking ------------------------------------------------------------- */
 /* [lo, hi) to scan: an object, or a written page of a large one. */
-static void push(uintptr_t lo, uintptr_t hi)
+static void push(struct marker *m, uintptr_t lo, uintptr_t hi)
 {
-    if (G.msp + 2 > G.mcap) {
-        size_t cap = G.mcap ? G.mcap * 2 : 65536;
-        void *p = G.mstack ? mremap(G.mstack, G.mcap * 8, cap * 8, MREMAP_MAYMOVE)
-                           : mmap(NULL, cap * 8, PROT_READ | PROT_WRITE,
-                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m->sp + 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 65536;
+        void *p =
+            m->s ? mremap(m->s, m->cap * 8, cap * 8, MREMAP_MAYMOVE)
+                 : mmap(NULL, cap * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             /* no memory for the mark stack: nothing can be freed safely */
             static const char msg[] = "trapkit gc: out of memory for the mark stack\n";
             (void)!write(2, msg, sizeof msg - 1);
             abort();
         }
-        G.mstack = p;
-        G.mcap = cap;
+        m->s = p;
+        m->cap = cap;
     }
-    G.mstack[G.msp++] = lo;
-    G.mstack[G.msp++] = hi;
+    m->s[m->sp++] = lo;
+    m->s[m->sp++] = hi;
 }
 
-static inline void mark_word(uintptr_t w)
+static inline void mark_word(struct marker *m, uintptr_t w)
 {
     size_t size;
     bool scan;
     uintptr_t o = object_of(w, &size, &scan);
     if (!o) return;
     size_t g = granule_of(o);
-    if (bit(MB, g)) return;
-    if (MB_atomic)
-        set_atomic(MB, g);
-    else
-        set(MB, g);
-    G.marked_bytes += size;
-    if (scan) push(o, o + size);
+    uint64_t *word = &MB[g >> 6], mask = 1ull << (g & 63);
+    if (__atomic_load_n(word, __ATOMIC_RELAXED) & mask) return;
+    if (MB_atomic) {
+        /* other markers (or allocating threads) set bits too: the one
+         * whose bit it was scans it */
+        if (__atomic_fetch_or(word, mask, __ATOMIC_RELAXED) & mask) return;
+    } else {
+        *word |= mask;
+    }
+    m->marked_bytes += size;
+    if (scan) push(m, o, o + size);
 }
 
 /* Every aligned word of [lo, hi) as a possible pointer.  Reads memory the
  * sanitizers do not own (other threads' stacks, redzones of globals). */
-NO_SANITIZE static void scan_range(uintptr_t lo, uintptr_t hi)
+NO_SANITIZE static void scan_range(struct marker *m, uintptr_t lo, uintptr_t hi)
 {
     lo = (lo + 7) & ~(uintptr_t)7;
     hi &= ~(uintptr_t)7;
-    for (uintptr_t p = lo; p < hi; p += 8) mark_word(*(const uintptr_t *)p);
+    for (uintptr_t p = lo; p < hi; p += 8) mark_word(m, *(const uintptr_t *)p);
 }
 
-static void drain(void)
+static void drain(struct marker *m)
 {
-    while (G.msp) {
-        uintptr_t hi = G.mstack[--G.msp], lo = G.mstack[--G.msp];
-        scan_range(lo, hi);
+    while (m->sp) {
+        uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
+        scan_range(m, lo, hi);
     }
+}
+
+/* ---- parallel marking ----------------------------------------------------
+ *
+ * With the world stopped, the marking after the roots' scan is shared with
+ * helper threads, one per other CPU (TRAPKIT_GC_MARKERS, tk_gc_set_markers):
+ * each marks from a stack of its own and, when the shared pool is empty,
+ * moves the oldest half of its stack there (the entries nearest the roots,
+ * the largest subtrees); a marker whose stack runs dry takes from the pool,
+ * and when every marker has run dry with the pool empty the marking is
+ * done.  A long range (a large object) is scanned a page at a time, the
+ * rest pushed back, so that it can be shared too.  The mark bits are then
+ * set with an atomic or: of two markers reaching one object, the one whose
+ * bit it was scans it.  The helpers are not registered threads (never
+ * stopped, their stacks no roots), block every signal, call neither malloc
+ * nor the loader while marking (a stopped thread may hold their locks), and
+ * are started before the world is stopped. */
+#define MAX_MARKERS 8
+#define POOL_CAP (1u << 16) /* ranges the pool holds */
+#define SHARE_MAX 256       /* ranges moved to the pool at a time */
+#define SPLIT_BYTES PS      /* a range longer than this is scanned in parts */
+
+static struct {
+    pthread_mutex_t lock; /* for waking the helpers */
+    pthread_cond_t cv;
+    unsigned want;    /* markers, the collecting thread's included */
+    unsigned started; /* helper threads running */
+    uint64_t gen;     /* a marking's number: the helpers wake for each */
+    /* the pool and the marking's state, under spin */
+    atomic_int spin;
+    uintptr_t *pool; /* lo, hi pairs */
+    _Atomic size_t pool_n;
+    unsigned joined, idle, finished;
+    unsigned limit; /* markers this marking, as want was at its start */
+    bool closed;
+    uint64_t helper_bytes; /* marked by the helpers */
+    uint64_t shared;       /* ranges moved to the pool, in all */
+    struct marker m[MAX_MARKERS];
+} P = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void spin_lock(void)
+{
+    for (;;) {
+        if (!atomic_exchange_explicit(&P.spin, 1, memory_order_acquire)) return;
+        while (atomic_load_explicit(&P.spin, memory_order_relaxed)) __builtin_ia32_pause();
+    }
+}
+static void spin_unlock(void)
+{
+    atomic_store_explicit(&P.spin, 0, memory_order_release);
+}
+
+/* The oldest entries of m's stack into the pool (it is empty), if m has
+ * enough to give. */
+static void share(struct marker *m)
+{
+    size_t give = m->sp / 4 * 2; /* half the ranges, whole pairs */
+    if (give > SHARE_MAX * 2) give = SHARE_MAX * 2;
+    if (give < 2) return;
+    spin_lock();
+    if (atomic_load_explicit(&P.pool_n, memory_order_relaxed) == 0) {
+        memcpy(P.pool, m->s, give * 8);
+        memmove(m->s, m->s + give, (m->sp - give) * 8);
+        m->sp -= give;
+        atomic_store_explicit(&P.pool_n, give, memory_order_relaxed);
+        P.shared += give / 2;
+    }
+    spin_unlock();
+}
+
+/* Half the pool (at least a range) onto m's stack; with spin held. */
+static void take_locked(struct marker *m)
+{
+    size_t n = atomic_load_explicit(&P.pool_n, memory_order_relaxed);
+    size_t k = n >= 4 ? n / 4 * 2 : n;
+    for (size_t i = n - k; i < n; i += 2) push(m, P.pool[i], P.pool[i + 1]);
+    atomic_store_explicit(&P.pool_n, n - k, memory_order_relaxed);
+}
+
+/* Marks with the others until no marker has anything left. */
+static void mark_shared(struct marker *m)
+{
+    for (;;) {
+        unsigned n = 0;
+        while (m->sp) {
+            uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
+            if (hi - lo > SPLIT_BYTES) {
+                push(m, lo + SPLIT_BYTES, hi);
+                hi = lo + SPLIT_BYTES;
+            }
+            scan_range(m, lo, hi);
+            if ((++n & 31) == 0 && m->sp >= 8 &&
+                atomic_load_explicit(&P.pool_n, memory_order_relaxed) == 0)
+                share(m);
+        }
+        spin_lock();
+        if (atomic_load_explicit(&P.pool_n, memory_order_relaxed)) {
+            take_locked(m);
+            spin_unlock();
+            continue;
+        }
+        P.idle++;
+        for (;;) {
+            if (P.idle == P.joined && !atomic_load_explicit(&P.pool_n, memory_order_relaxed)) {
+                /* every marker has run dry and nothing is left to share:
+                 * none can give any more, so the marking is over */
+                P.closed = true;
+                spin_unlock();
+                return;
+            }
+            if (atomic_load_explicit(&P.pool_n, memory_order_relaxed)) {
+                P.idle--;
+                take_locked(m);
+                break;
+            }
+            spin_unlock();
+            for (int i = 0; i < 64; i++) __builtin_ia32_pause();
+            spin_lock();
+        }
+        spin_unlock();
+    }
+}
+
+static void *helper_main(void *arg)
+{
+    struct marker *m = arg;
+    pthread_mutex_lock(&P.lock);
+    uint64_t seen = P.gen;
+    for (;;) {
+        while (P.gen == seen) pthread_cond_wait(&P.cv, &P.lock);
+        seen = P.gen;
+        pthread_mutex_unlock(&P.lock);
+        spin_lock();
+        bool join = !P.closed && (unsigned)(m - P.m) < P.limit;
+        if (join) P.joined++;
+        spin_unlock();
+        if (join) {
+            m->marked_bytes = 0;
+            mark_shared(m);
+            spin_lock();
+            P.helper_bytes += m->marked_bytes;
+            P.finished++;
+            spin_unlock();
+        }
+        pthread_mutex_lock(&P.lock);
+    }
+    return NULL;
+}
+
+/* How many markers a collection uses: TRAPKIT_GC_MARKERS, else one per
+ * CPU online (at most MAX_MARKERS). */
+static unsigned default_markers(void)
+{
+    const char *e = getenv("TRAPKIT_GC_MARKERS");
+    long n = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > MAX_MARKERS ? MAX_MARKERS : (unsigned)n;
+}
+
+/* Starts the helpers a collection will want, before the world stops
+ * (pthread_create takes locks a stopped thread may hold); with the lock
+ * held.  Fewer start if threads cannot be had: the marking is then shared
+ * among those that did. */
+static void start_helpers(void)
+{
+    if (P.started + 1 >= P.want) return;
+    if (!P.pool) {
+        void *p = mmap(NULL, (size_t)POOL_CAP * 16, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return;
+        P.pool = p;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    while (P.started + 1 < P.want) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, helper_main, &P.m[P.started + 1]) != 0) break;
+        pthread_detach(t);
+        P.started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Marks everything reachable from what M0 holds, with the helpers; the
+ * world stopped and the lock held. */
+static void mark_all(void)
+{
+    if (P.started == 0 || P.want < 2 || !P.pool) {
+        drain(&M0);
+        G.st.markers = 1;
+        return;
+    }
+    bool atomic_before = MB_atomic;
+    MB_atomic = true;
+    atomic_store_explicit(&P.pool_n, 0, memory_order_relaxed);
+    P.joined = 1;
+    P.idle = P.finished = 0;
+    P.closed = false;
+    P.limit = P.want;
+    P.helper_bytes = 0;
+    pthread_mutex_lock(&P.lock);
+    P.gen++;
+    pthread_cond_broadcast(&P.cv);
+    pthread_mutex_unlock(&P.lock);
+    mark_shared(&M0);
+    /* the helpers that joined have seen the end; wait for their counts */
+    for (;;) {
+        spin_lock();
+        bool done = P.finished + 1 == P.joined;
+        spin_unlock();
+        if (done) break;
+        __builtin_ia32_pause();
+    }
+    M0.marked_bytes += P.helper_bytes;
+    G.st.markers = P.joined;
+    MB_atomic = atomic_before;
 }
 
 static bool barrier_on(void)
@@ -568,13 +812,13 @@ static uint64_t push_dirty_in(const struct chunk *chunks, size_t n, uint64_t *di
                     size_t sz = class_size[b->cls];
                     for (uintptr_t o = base; o + sz <= base + PS; o += sz) {
                         size_t g = granule_of(o);
-                        if (abit(g) && bit(MB, g)) push(o, o + sz);
+                        if (abit(g) && bit(MB, g)) push(&M0, o, o + sz);
                     }
                 } else if (b->kind == K_LARGE || b->kind == K_TAIL) {
                     if (b->kind == K_TAIL && b->pages > pg) continue;
                     size_t head = b->kind == K_TAIL ? pg - b->pages : pg;
                     size_t g = granule_of((uintptr_t)page_addr(head));
-                    if (!G.blk[head].atomic && abit(g) && bit(MB, g)) push(base, base + PS);
+                    if (!G.blk[head].atomic && abit(g) && bit(MB, g)) push(&M0, base, base + PS);
                 }
             }
     }
@@ -661,13 +905,13 @@ static uintptr_t mapping_start(uintptr_t a, uintptr_t otherwise)
 static void scan_thread(const struct gc_thread *t)
 {
     if (!t->alt_hi || (t->sp >= t->stack_lo && t->sp < t->stack_hi)) {
-        scan_range(t->sp, t->stack_hi);
+        scan_range(&M0, t->sp, t->stack_hi);
     } else {
-        scan_range(t->sp, t->alt_hi);
+        scan_range(&M0, t->sp, t->alt_hi);
         uintptr_t lo = mapping_start(t->stack_hi - 1, t->stack_lo);
-        scan_range(lo > t->stack_lo ? lo : t->stack_lo, t->stack_hi);
+        scan_range(&M0, lo > t->stack_lo ? lo : t->stack_lo, t->stack_hi);
     }
-    scan_range((uintptr_t)t->regs, (uintptr_t)(t->regs + NGREG));
+    scan_range(&M0, (uintptr_t)t->regs, (uintptr_t)(t->regs + NGREG));
 }
 
 /* ---- stopping the world -------------------------------------------------- */
@@ -709,9 +953,139 @@ static pid_t gettid_(void)
     return (pid_t)syscall(SYS_gettid);
 }
 
+/* ---- stopping the world at safepoints ----------------------------------- */
+
+/* The calling thread t saves its registers in this frame and is counted
+ * stopped (T_BLOCKING) while fn(arg) runs; then it runs again, unless a
+ * stop by safepoints is under way, which it waits out.  fn must not touch
+ * collector objects: the collector scans t's stack from here up, with
+ * t's frames above this one as they were at the call. */
+__attribute__((noinline)) static void *as_blocked(struct gc_thread *t, void *(*fn)(void *),
+                                                  void *arg)
+{
+    if (!t || atomic_load(&t->state) == T_BLOCKING) return fn(arg); /* (nested) */
+    jmp_buf regs;
+    __builtin_unwind_init(); /* every callee-saved register spilled into this frame */
+    setjmp(regs);
+    t->sp = (uintptr_t)&regs - 128;
+    t->alt_hi = 0;
+    memset(t->regs, 0, sizeof t->regs);
+    atomic_store(&t->state, T_BLOCKING);
+    if (__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) {
+        /* a collector may be waiting for this thread: it is stopped now */
+        pthread_mutex_lock(&SPW.lock);
+        pthread_cond_broadcast(&SPW.ack);
+        pthread_mutex_unlock(&SPW.lock);
+    }
+    void *r = fn(arg);
+    for (;;) {
+        atomic_store(&t->state, T_RUNNING);
+        /* (a collector sets the flag, then reads the states; this thread
+         * sets its state, then reads the flag: one of them sees the other) */
+        if (!__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) break;
+        atomic_store(&t->state, T_BLOCKING);
+        pthread_mutex_lock(&SPW.lock);
+        pthread_cond_broadcast(&SPW.ack);
+        while (__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) pthread_cond_wait(&SPW.go, &SPW.lock);
+        pthread_mutex_unlock(&SPW.lock);
+    }
+    return r;
+}
+
+static void *lock_fn(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&G.lock);
+    return NULL;
+}
+
+/* Takes the collector's lock; a registered thread waiting for it under
+ * safepoints counts as stopped (the collector holds the lock while it
+ * waits for the threads). */
+static void gc_lock(struct gc_thread *t)
+{
+    if (t && atomic_load_explicit(&safepoints, memory_order_relaxed)) {
+        if (pthread_mutex_trylock(&G.lock) == 0) return;
+        as_blocked(t, lock_fn, NULL);
+        return;
+    }
+    pthread_mutex_lock(&G.lock);
+}
+
+/* Parks the calling thread t while a stop by safepoints is under way: its
+ * registers saved in this frame, it waits for the restart. */
+__attribute__((noinline)) static void park(struct gc_thread *t)
+{
+    jmp_buf regs;
+    __builtin_unwind_init();
+    setjmp(regs);
+    pthread_mutex_lock(&SPW.lock);
+    uint64_t gen = atomic_load(&stop_gen);
+    if (__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST) && atomic_load(&t->stopped_gen) != gen) {
+        t->sp = (uintptr_t)&regs - 128;
+        t->alt_hi = 0;
+        memset(t->regs, 0, sizeof t->regs);
+        atomic_store(&t->stopped_gen, gen);
+        pthread_cond_broadcast(&SPW.ack);
+        while (atomic_load(&restart_gen) != gen) pthread_cond_wait(&SPW.go, &SPW.lock);
+    }
+    pthread_mutex_unlock(&SPW.lock);
+}
+
+/* Stops every registered thread but the caller at its next safepoint
+ * (an allocation, tk_gc_safepoint, or a wait for the collector) or counts
+ * it stopped while it blocks; returns how many. */
+static size_t stop_world_safepoints(void)
+{
+    uint64_t gen = atomic_fetch_add(&stop_gen, 1) + 1;
+    __atomic_store_n(&sp_flag, 1, __ATOMIC_SEQ_CST);
+    size_t n = 0;
+    bool told = false;
+    pthread_mutex_lock(&SPW.lock);
+    for (;;) {
+        size_t waiting = 0;
+        n = 0;
+        for (struct gc_thread *t = G.threads; t; t = t->next) {
+            if (t == self) continue;
+            n++;
+            if (atomic_load(&t->stopped_gen) != gen && atomic_load(&t->state) != T_BLOCKING)
+                waiting++;
+        }
+        if (!waiting) break;
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 5;
+        if (pthread_cond_timedwait(&SPW.ack, &SPW.lock, &dl) == ETIMEDOUT && !told) {
+            static const char msg[] =
+                "trapkit gc: a registered thread has not reached a safepoint for 5 s (a loop "
+                "without tk_gc_safepoint, or a wait outside tk_gc_do_blocking?); waiting\n";
+            (void)!write(2, msg, sizeof msg - 1);
+            told = true;
+        }
+    }
+    pthread_mutex_unlock(&SPW.lock);
+    return n;
+}
+
+static void start_world_safepoints(void)
+{
+    pthread_mutex_lock(&SPW.lock);
+    atomic_store(&restart_gen, atomic_load(&stop_gen));
+    __atomic_store_n(&sp_flag, 0, __ATOMIC_SEQ_CST);
+    pthread_cond_broadcast(&SPW.go);
+    pthread_mutex_unlock(&SPW.lock);
+}
+
 /* Stops every registered thread but the caller; returns how many. */
 static size_t stop_world(void)
 {
+    if (atomic_load_explicit(&safepoints, memory_order_relaxed)) {
+        uint64_t t0 = now_ns();
+        size_t n = stop_world_safepoints();
+        uint64_t d = now_ns() - t0;
+        if (d > G.st.max_handshake_ns) G.st.max_handshake_ns = d;
+        return n;
+    }
     uint64_t t0 = now_ns();
     uint64_t gen = atomic_fetch_add(&stop_gen, 1) + 1;
     size_t n = 0;
@@ -759,6 +1133,10 @@ static size_t stop_world(void)
 
 static void start_world(void)
 {
+    if (atomic_load_explicit(&safepoints, memory_order_relaxed)) {
+        start_world_safepoints();
+        return;
+    }
     atomic_store(&restart_gen, atomic_load(&stop_gen));
     pid_t pid = getpid();
     for (struct gc_thread *t = G.threads; t; t = t->next)
@@ -801,7 +1179,7 @@ static void unregister_locked(struct gc_thread *t)
 /* The key's destructor: a thread that exits unregisters. */
 static void thread_gone(void *p)
 {
-    pthread_mutex_lock(&G.lock);
+    gc_lock(p);
     unregister_locked(p);
     pthread_mutex_unlock(&G.lock);
 }
@@ -850,6 +1228,7 @@ static void setup(void)
     card_map = (tk_gc_card_map){G.card, (uintptr_t)base, reserve};
     MB = G.mark;
     G.threshold = GC_MIN_BYTES;
+    P.want = default_markers();
     init_classes();
     G.barrier = TK_MECH_COUNT_;
     const char *b = getenv("TRAPKIT_GC_BARRIER");
@@ -863,6 +1242,17 @@ static void setup(void)
                                    "tk_gc_init: TRAPKIT_GC_BARRIER=%s: give none, auto, "
                                    "pagemap-scan, uffd-sigbus, uffd-thread, posix or cards",
                                    b);
+            return;
+        }
+    }
+    /* TRAPKIT_GC_STOP: how the world is stopped */
+    const char *stop = getenv("TRAPKIT_GC_STOP");
+    if (stop && *stop) {
+        if (strcmp(stop, "safepoints") == 0) {
+            atomic_store(&safepoints, true);
+        } else if (strcmp(stop, "signals") != 0) {
+            G.init_err = tk__failf(
+                -EINVAL, "tk_gc_init: TRAPKIT_GC_STOP=%s: give signals or safepoints", stop);
             return;
         }
     }
@@ -912,7 +1302,7 @@ static int enter(void)
         if (!G.ready) return G.init_err ? G.init_err : -ENOMEM;
         atomic_store_explicit(&ready, true, memory_order_release);
     }
-    pthread_mutex_lock(&G.lock);
+    gc_lock(self);
     if (!self) {
         int err = register_locked();
         if (err) {
@@ -941,8 +1331,8 @@ NO_SANITIZE static void mark_own_stack(void)
     __builtin_unwind_init(); /* every callee-saved register spilled into this frame */
     setjmp(regs);
     uintptr_t here = (uintptr_t)&regs;
-    scan_range(here < 128 ? 0 : here - 128, self->stack_hi);
-    scan_range((uintptr_t)&regs, (uintptr_t)(&regs + 1));
+    scan_range(&M0, here < 128 ? 0 : here - 128, self->stack_hi);
+    scan_range(&M0, (uintptr_t)&regs, (uintptr_t)(&regs + 1));
 }
 
 /* The roots, with the world stopped: the loaded objects' writable
@@ -951,8 +1341,8 @@ NO_SANITIZE static void mark_own_stack(void)
  * (the marker thread is not). */
 static void scan_roots_stopped(void)
 {
-    for (size_t i = 0; i < G.nsegs; i++) scan_range(G.segs[i].lo, G.segs[i].hi);
-    for (size_t i = 0; i < G.nroots; i++) scan_range(G.roots[i].lo, G.roots[i].hi);
+    for (size_t i = 0; i < G.nsegs; i++) scan_range(&M0, G.segs[i].lo, G.segs[i].hi);
+    for (size_t i = 0; i < G.nroots; i++) scan_range(&M0, G.roots[i].lo, G.roots[i].hi);
     for (struct gc_thread *t = G.threads; t; t = t->next) {
         if (t != self) scan_thread(t);
     }
@@ -995,8 +1385,8 @@ static void finish_marking(void)
         size_t size;
         bool scan;
         if (object_of(o, &size, &scan) && scan) {
-            scan_range(o, o + size);
-            drain();
+            scan_range(&M0, o, o + size);
+            drain(&M0);
         }
     }
     if (nf)
@@ -1009,7 +1399,7 @@ static void finish_marking(void)
             }
             size_t size;
             bool scan;
-            if (object_of((uintptr_t)G.fin[i].obj, &size, &scan)) G.marked_bytes += size;
+            if (object_of((uintptr_t)G.fin[i].obj, &size, &scan)) M0.marked_bytes += size;
             set(G.mark, g);
             G.fin_pending = true;
         }
@@ -1054,11 +1444,11 @@ static void after_collection(bool full, uint64_t pause)
     G.st.collections++;
     if (full) {
         G.minors = 0;
-        G.st.live_bytes = G.marked_bytes;
+        G.st.live_bytes = M0.marked_bytes;
     } else {
         G.minors++;
         G.st.minor_collections++;
-        G.st.live_bytes += G.marked_bytes;
+        G.st.live_bytes += M0.marked_bytes;
     }
     G.st.last_pause_ns = pause;
     G.st.total_pause_ns += pause;
@@ -1080,10 +1470,11 @@ static void collect_locked(bool full)
     if (!barrier_on() || G.minors >= FULL_EVERY) full = true;
     G.nsegs = 0;
     dl_iterate_phdr(each_object, NULL);
+    start_helpers();
     stop_world();
     MB = G.mark;
     MB_atomic = false;
-    G.marked_bytes = 0;
+    M0.marked_bytes = 0;
     if (full) {
         memset(G.mark, 0, G.top * WORDS_PER_PAGE * 8);
         /* the next interval of the barrier starts now */
@@ -1096,7 +1487,7 @@ static void collect_locked(bool full)
         push_dirty();
     }
     scan_roots_stopped();
-    drain();
+    mark_all();
     finish_marking();
     start_world();
     after_collection(full, now_ns() - t0);
@@ -1180,7 +1571,7 @@ static void concurrent_cycle(void)
         if (add_seg(&G.croots, &G.ncroots, &G.croots_cap, G.roots[i].lo, G.roots[i].hi)) break;
     MB = G.mark_next;
     MB_atomic = true;
-    G.marked_bytes = G.black_bytes = 0;
+    M0.marked_bytes = G.black_bytes = 0;
     G.cycle = true;
     G.cycle_requested = false;
     G.nsegs = 0;
@@ -1196,9 +1587,9 @@ static void concurrent_cycle(void)
 
     /* with the program running */
     uint64_t m0 = now_ns();
-    for (size_t i = 0; i < G.nsegs; i++) scan_range(G.segs[i].lo, G.segs[i].hi);
-    for (size_t i = 0; i < G.ncroots; i++) scan_range(G.croots[i].lo, G.croots[i].hi);
-    drain();
+    for (size_t i = 0; i < G.nsegs; i++) scan_range(&M0, G.segs[i].lo, G.segs[i].hi);
+    for (size_t i = 0; i < G.ncroots; i++) scan_range(&M0, G.croots[i].lo, G.croots[i].hi);
+    drain(&M0);
     for (int pass = 0; pass < PRECLEAN_PASSES; pass++) {
         pthread_mutex_lock(&G.lock);
         bool ok = snapshot_chunks(ch, &nch);
@@ -1206,7 +1597,7 @@ static void concurrent_cycle(void)
         if (!ok) break;
         uint64_t n = push_dirty_in(ch, nch, G.cdirty, G.cdirty_bits);
         G.st.dirty_pages += n;
-        drain();
+        drain(&M0);
         if (n < PRECLEAN_ENOUGH) break;
     }
     G.st.concurrent_mark_ns += now_ns() - m0;
@@ -1220,17 +1611,18 @@ static void concurrent_cycle(void)
     G.nsegs = 0;
     dl_iterate_phdr(each_object, NULL);
     uint64_t t1 = now_ns();
+    start_helpers();
     stop_world();
     G.st.dirty_pages += push_dirty_in(G.chunks, G.nchunks, G.cdirty, G.cdirty_bits);
     scan_roots_stopped();
-    drain();
+    mark_all();
     uint64_t *old = G.mark;
     G.mark = G.mark_next;
     G.mark_next = old;
     MB = G.mark;
     MB_atomic = false;
     G.cycle = false;
-    G.marked_bytes += G.black_bytes;
+    M0.marked_bytes += G.black_bytes;
     finish_marking();
     start_world();
     after_collection(true, now_ns() - t1);
@@ -1256,7 +1648,7 @@ static void *marker_main(void *arg)
  * (its marks are in mark_next, which the next cycle clears). */
 static void fork_prepare(void)
 {
-    pthread_mutex_lock(&G.lock);
+    gc_lock(self);
 }
 static void fork_parent(void)
 {
@@ -1267,7 +1659,16 @@ static void fork_child(void)
     G.marker_started = G.cycle = G.cycle_requested = false;
     MB = G.mark;
     MB_atomic = false;
-    G.msp = 0;
+    M0.sp = 0;
+    __atomic_store_n(&sp_flag, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_init(&SPW.lock, NULL);
+    pthread_cond_init(&SPW.ack, NULL);
+    pthread_cond_init(&SPW.go, NULL);
+    /* nor any marking helpers: they start again when a collection wants them */
+    P.started = 0;
+    atomic_store(&P.spin, 0);
+    pthread_mutex_init(&P.lock, NULL);
+    pthread_cond_init(&P.cv, NULL);
     pthread_cond_init(&G.cycle_cv, NULL);
     pthread_cond_init(&G.done_cv, NULL);
     pthread_mutex_unlock(&G.lock);
@@ -1292,9 +1693,16 @@ static int start_marker_locked(void)
 }
 
 /* Waits for a concurrent cycle under way to end; with the lock held. */
+static void *wait_cycle_fn(void *arg)
+{
+    (void)arg;
+    while (G.cycle || G.cycle_requested) pthread_cond_wait(&G.done_cv, &G.lock);
+    return NULL;
+}
 static void wait_cycle_locked(void)
 {
-    while (G.cycle || G.cycle_requested) pthread_cond_wait(&G.done_cv, &G.lock);
+    /* (the marker stops the world meanwhile: this thread counts stopped) */
+    if (G.cycle || G.cycle_requested) as_blocked(self, wait_cycle_fn, NULL);
 }
 
 /* With the lock held, before taking memory: a collection once enough has
@@ -1344,7 +1752,7 @@ static void run_finalizers(void)
     pthread_mutex_unlock(&G.lock);
     for (size_t i = 0; i < k; i++) run[i].fn(run[i].obj, run[i].arg);
     free(run);
-    pthread_mutex_lock(&G.lock);
+    gc_lock(self);
 }
 
 void tk_gc_collect(void)
@@ -1426,6 +1834,60 @@ int tk_gc_set_concurrent(int on)
     }
     pthread_mutex_unlock(&G.lock);
     return err;
+}
+
+int tk_gc_set_stop(const char *how)
+{
+    bool sp = how && strcmp(how, "safepoints") == 0;
+    if (!sp && !(how && strcmp(how, "signals") == 0))
+        return tk__failf(-EINVAL, "tk_gc_set_stop: %s: give signals or safepoints",
+                         how ? how : "NULL");
+    int err = enter();
+    if (err) return err;
+    if (G.st.threads > 1 && sp != atomic_load(&safepoints))
+        err = tk__fail(-EBUSY, "tk_gc_set_stop: other threads are registered already");
+    else
+        atomic_store(&safepoints, sp);
+    pthread_mutex_unlock(&G.lock);
+    return err;
+}
+
+const char *tk_gc_stop(void)
+{
+    pthread_once(&once, setup);
+    return atomic_load(&safepoints) ? "safepoints" : "signals";
+}
+
+const unsigned *tk_gc_stop_flag(void)
+{
+    return &sp_flag;
+}
+
+void tk_gc_park(void)
+{
+    if (self && __atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) park(self);
+}
+
+void *tk_gc_do_blocking(void *(*fn)(void *), void *arg)
+{
+    return as_blocked(self, fn, arg);
+}
+
+int tk_gc_set_markers(unsigned n)
+{
+    if (n < 1 || n > MAX_MARKERS)
+        return tk__failf(-EINVAL, "tk_gc_set_markers: %u: give 1 to %d", n, MAX_MARKERS);
+    int err = enter();
+    if (err) return err;
+    P.want = n;
+    pthread_mutex_unlock(&G.lock);
+    return 0;
+}
+
+unsigned tk_gc_markers(void)
+{
+    pthread_once(&once, setup);
+    return P.want ? P.want : 1;
 }
 
 int tk_gc_concurrent(void)
@@ -1626,6 +2088,7 @@ static bool tl_refill(unsigned k)
 static void *alloc(size_t n, bool atomic)
 {
     struct gc_thread *t = self;
+    if (__builtin_expect(__atomic_load_n(&sp_flag, __ATOMIC_RELAXED) != 0, 0) && t) park(t);
     if (t && n <= SMALL_MAX) {
         /* the thread's own list, without the lock */
         unsigned cls = class_of(n ? n : 1), k = cls * 2 + atomic;
@@ -1901,7 +2364,7 @@ int tk_gc_register_thread(void)
 int tk_gc_unregister_thread(void)
 {
     if (!self) return tk__fail(-EINVAL, "tk_gc_unregister_thread: not registered");
-    pthread_mutex_lock(&G.lock);
+    gc_lock(self);
     pthread_setspecific(thread_key, NULL);
     unregister_locked(self);
     pthread_mutex_unlock(&G.lock);
