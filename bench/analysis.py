@@ -539,40 +539,62 @@ def gc_workload(r):
 
 def gc_goals(results, note):
     """The collector's goals (bench/gc.py, ratios paired per round), for one
-    trapkit configuration on all of them: the mostly-concurrent one whose max
-    pause at GCBench's size is shortest against bdwgc incremental's - for
-    GCBench, total time within 1.2x of bdwgc's (non-incremental); max pause
-    at most 1/5 of bdwgc incremental's; with the 1 GiB live heap, at most
-    1/10 of bdwgc non-incremental's; and for each other workload measured,
-    max pause at most 1/5 of bdwgc incremental's."""
-    cands = [r for r in results if r["experiment"] == "gc/max-pause-over-bdwgc-incremental"
+    trapkit configuration on all of them: the mostly-concurrent one whose
+    longest stop at GCBench's size is shortest against bdwgc incremental's -
+    for GCBench, total time within 1.2x of bdwgc's (non-incremental); max
+    pause at most 1/5 of bdwgc incremental's; with the 1 GiB live heap, at
+    most 1/10 of bdwgc non-incremental's; and for each other workload
+    measured, max pause at most 1/5 of bdwgc incremental's.  A pause is, as
+    the goals define it, the time the program's threads are stopped, from
+    the stop request to the restart (gc/world-stopped: each collector's own
+    account); beside it each row gives the longest gap between two
+    allocations as the program saw it (gc/max-pause: the collector's work
+    inside an allocation, bdwgc incremental's marking steps among it, and
+    the machine's own stalls with both CPUs busy, gc/cpu-noise)."""
+    cands = [r for r in results if r["experiment"] == "gc/world-stopped-over-bdwgc-incremental"
              and r["mechanism"] in GC_CONCURRENT and gc_workload(r) == "gcbench"
              and r["params"].get("heap_mib") == 0 and r["median"] is not None]
     if not cands:
         return []
     mech = min(cands, key=lambda r: r["median"])["mechanism"]
+    pause = "max pause (world stopped)"
     targets = [
-        ("gc: GCBench total time ≤ 1.2× bdwgc's", "gc/total-time-over-bdwgc", 1.2, "gcbench", 0),
-        ("gc: GCBench max pause ≤ 1/5 of bdwgc incremental's",
-         "gc/max-pause-over-bdwgc-incremental", 0.2, "gcbench", 0),
-        ("gc: max pause with a 1 GiB live heap ≤ 1/10 of bdwgc's",
+        ("gc: GCBench total time ≤ 1.2× bdwgc's", "gc/total-time-over-bdwgc", None, 1.2,
+         "gcbench", 0),
+        (f"gc: GCBench {pause} ≤ 1/5 of bdwgc incremental's",
+         "gc/world-stopped-over-bdwgc-incremental", "gc/max-pause-over-bdwgc-incremental", 0.2,
+         "gcbench", 0),
+        (f"gc: {pause} with a 1 GiB live heap ≤ 1/10 of bdwgc's", "gc/world-stopped-over-bdwgc",
          "gc/max-pause-over-bdwgc", 0.1, "gcbench", 1024)]
-    targets += [(f"gc: {w} ({what}) max pause ≤ 1/5 of bdwgc incremental's",
-                 "gc/max-pause-over-bdwgc-incremental", 0.2, w, 0)
+    targets += [(f"gc: {w} ({what}) {pause} ≤ 1/5 of bdwgc incremental's",
+                 "gc/world-stopped-over-bdwgc-incremental", "gc/max-pause-over-bdwgc-incremental",
+                 0.2, w, 0)
                 for w, what in GC_WORKLOADS.items()]
+    noise = [r for r in results if r["experiment"] == "gc/cpu-noise" and r["median"] is not None]
     g = []
-    for text, exp, target, workload, heap in targets:
-        rows = [r for r in results if r["experiment"] == exp and r["mechanism"] in GC_TRAPKIT
-                and gc_workload(r) == workload and r["params"].get("heap_mib") == heap
-                and r["median"] is not None]
+    for text, exp, gap_exp, target, workload, heap in targets:
+        def rows_of(e):
+            return [r for r in results if r["experiment"] == e and r["mechanism"] in GC_TRAPKIT
+                    and gc_workload(r) == workload and r["params"].get("heap_mib") == heap
+                    and r["median"] is not None]
+        rows = rows_of(exp)
         b = [r for r in rows if r["mechanism"] == mech]
         if not b:
             continue
         sp = Span.of(b[0])
+        extra = ""
+        if gap_exp:
+            gap = [r for r in rows_of(gap_exp) if r["mechanism"] == mech]
+            if gap:
+                extra = (f"; the longest allocation gap {Span.of(gap[0]).text(suffix='×')} of "
+                         "bdwgc's")
+                if noise:
+                    extra += (f" (the machine alone stalls a busy thread up to "
+                              f"{noise[0]['median'] / 1e6:.1f} ms)")
         g.append(goal(text, sp, decide(sp, target),
                       f"{sp.text(suffix='×')} ({mech}, mostly-concurrent; "
                       + ", ".join(f"{r['mechanism']} {r['median']:.2f}×" for r in rows)
-                      + ")" + note))
+                      + ")" + extra + note))
     return g
 
 

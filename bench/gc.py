@@ -28,12 +28,17 @@ time from the first allocation to the end) and once with every allocation
 timed (gc/max-pause, gc/p99-pause: the times from one allocation's return to
 the next one's longer than 20 us - a collection inside the allocation, or the
 world stopped between; the timing lengthens that run, so the total comes from
-the other; gc/world-stopped: trapkit's own account of its longest stop, from
-the stop request to the restart), the systems' order rotated from round to
-round; n rounds (3; --quick 1), for each workload and heap in turn.  Each
-figure is the median of the rounds with their min and max; the ratios to
-bdwgc's (gc/total-time-over-bdwgc, gc/max-pause-over-bdwgc-incremental,
-gc/max-pause-over-bdwgc) are paired per round.  The workloads other than
+the other; gc/world-stopped: the collector's own account of its longest stop
+of the world, from the stop request to the restart - trapkit's statistics,
+bdwgc's collection events PRE_STOP_WORLD to POST_START_WORLD, which leave out
+the marking its incremental mode does inside allocations with the world
+running; gc/pause-distribution: the allocation gaps by length, every round's
+together, for the plot), the systems' order rotated from round to round; n
+rounds (3; --quick 1), for each workload and heap in turn.  Each figure is
+the median of the rounds with their min and max; the ratios to bdwgc's
+(gc/total-time-over-bdwgc, gc/max-pause-over-bdwgc-incremental,
+gc/max-pause-over-bdwgc, gc/world-stopped-over-bdwgc-incremental,
+gc/world-stopped-over-bdwgc) are paired per round.  The workloads other than
 GCBench print a checksum of their results, which must be the same on every
 system (a system that differs is reported as failed).  Results are JSON
 lines on stdout (BENCHMARKING.md); progress on stderr.
@@ -96,9 +101,10 @@ def run(cmd, env, args, timed):
     if p.returncode != 0:
         raise RuntimeError(p.stderr.strip()[-300:] or f"exit status {p.returncode}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    # trapkit's own account (stderr): "world stopped at most X ms"
-    m = re.search(r"world stopped at most ([0-9.]+) ms", p.stderr)
-    r["world_stopped_ms"] = float(m.group(1)) if m else None
+    if r.get("world_stopped_ms") is None:
+        # an older program: trapkit's own account on stderr
+        m = re.search(r"world stopped at most ([0-9.]+) ms", p.stderr)
+        r["world_stopped_ms"] = float(m.group(1)) if m else None
     return r
 
 
@@ -187,11 +193,20 @@ def measure(a, workload, live, sysd, args, reps):
         emit("gc/max-pause", n, params, "time", "ns",
              [r[1]["max_pause_ms"] * 1e6 if r else None for r in rs], reason=why.get(n),
              note="the longest time from an allocation's return to the next one's")
-        if n.startswith("trapkit"):
-            emit("gc/world-stopped", n, params, "time", "ns",
-                 [r[1]["world_stopped_ms"] * 1e6 if r and r[1]["world_stopped_ms"] is not None
-                  else None for r in rs], reason=why.get(n),
-                 note="the collector's longest stop of the world, request to restart")
+        emit("gc/world-stopped", n, params, "time", "ns",
+             [r[1]["world_stopped_ms"] * 1e6 if r and r[1].get("world_stopped_ms") is not None
+              else None for r in rs], reason=why.get(n),
+             note="the collector's own longest stop of the world, from the stop request to the "
+                  "restart (bdwgc: its collection events PRE_STOP_WORLD to POST_START_WORLD)")
+        hists = [r[1]["pause_hist"] for r in rs if r and r[1].get("pause_hist")]
+        if hists:
+            # the pauses of every round together, for the distribution's plot
+            edges = next(r[1]["pause_hist_edges_ms"] for r in rs if r and r[1].get("pause_hist"))
+            out({"experiment": "gc/pause-distribution", "mechanism": n, "params": params,
+                 "metric": "count", "unit": "pauses", "median": sum(map(sum, hists)),
+                 "min": min(map(sum, hists)), "max": max(map(sum, hists)), "n": len(hists),
+                 "edges_ms": edges, "counts": [sum(c) for c in zip(*hists)],
+                 "note": "allocation gaps over 20 us by length, all rounds"})
         emit("gc/mappings-growth", n, params, "count", "mappings",
              [r[0]["mappings_end"] - r[0]["mappings_start"] if r else None for r in rs],
              reason=why.get(n), note="/proc/self/maps lines, end less start")
@@ -227,6 +242,15 @@ def measure(a, workload, live, sysd, args, reps):
         emit("gc/max-pause-over-bdwgc-incremental", n, params, "ratio", "x",
              [t[1]["max_pause_ms"] / b[1]["max_pause_ms"] for t, b in ip
               if b[1]["max_pause_ms"] > 0],
+             reason=why.get(n, "bdwgc not measured"), note="paired per round")
+
+        def stopped(ps):
+            return [t[1]["world_stopped_ms"] / b[1]["world_stopped_ms"] for t, b in ps
+                    if t[1].get("world_stopped_ms") is not None
+                    and (b[1].get("world_stopped_ms") or 0) > 0]
+        emit("gc/world-stopped-over-bdwgc", n, params, "ratio", "x", stopped(pairs),
+             reason=why.get(n, "bdwgc not measured"), note="paired per round")
+        emit("gc/world-stopped-over-bdwgc-incremental", n, params, "ratio", "x", stopped(ip),
              reason=why.get(n, "bdwgc not measured"), note="paired per round")
 
 

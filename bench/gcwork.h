@@ -66,6 +66,7 @@ static struct gcw_state {
     size_t npauses, pauses_cap;
     long maps0;
     double t0, total_s;
+    uint64_t stw_start, stw_max, stw_total, stw_count; /* bdwgc's stops of the world (TSC) */
 } gcw;
 
 #define GCW_STORE(lvalue, v) (gcw.pointer_stores++, GC_WRITE(lvalue, v))
@@ -117,6 +118,25 @@ static inline double gcw_scaled_args(int argc, char **argv, const char *prog)
     return scale;
 }
 
+#ifndef USE_TRAPKIT_GC
+/* bdwgc's own account of its stops of the world, as trapkit's
+ * tk_gc_stats: from before it stops the world to after it restarts it
+ * (its incremental mode's marking inside allocations, with the world
+ * running, is not in it: the allocation gaps are). */
+static void GC_CALLBACK gcw_on_event(GC_EventType e)
+{
+    if (e == GC_EVENT_PRE_STOP_WORLD) {
+        gcw.stw_start = __rdtsc();
+    } else if (e == GC_EVENT_POST_START_WORLD && gcw.stw_start) {
+        uint64_t d = __rdtsc() - gcw.stw_start;
+        gcw.stw_start = 0;
+        gcw.stw_total += d;
+        gcw.stw_count++;
+        if (d > gcw.stw_max) gcw.stw_max = d;
+    }
+}
+#endif
+
 static inline void gcw_setup(const char *prog)
 {
     gcw.prog = prog;
@@ -137,6 +157,9 @@ static inline void gcw_setup(const char *prog)
     }
 #endif
     GC_INIT();
+#ifndef USE_TRAPKIT_GC
+    GC_set_on_collection_event(gcw_on_event);
+#endif
     if (gcw.incremental) GC_enable_incremental();
 }
 
@@ -223,24 +246,49 @@ static inline void gcw_report(const char *extra)
             st.max_pause_ns / 1e6, st.max_handshake_ns / 1e6, st.total_pause_ns / 1e6,
             st.concurrent_mark_ns / 1e6, (unsigned long long)st.allocation_waits);
 #endif
+    double stw_max_ms, stw_total_ms;
+#ifdef USE_TRAPKIT_GC
+    stw_max_ms = st.max_pause_ns / 1e6;
+    stw_total_ms = st.total_pause_ns / 1e6;
+#else
+    stw_max_ms = gcw.stw_max / gcw.tsc_per_us / 1e3;
+    stw_total_ms = gcw.stw_total / gcw.tsc_per_us / 1e3;
+#endif
     long maps1 = gcw_mappings();
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double maxp = 0, p99 = 0;
+    /* the pauses' distribution: how many fell in each of these (ms) */
+    static const double edges[] = {0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+    enum { NE = sizeof edges / sizeof edges[0] };
+    size_t hist[NE + 1] = {0};
     if (gcw.npauses) {
         qsort(gcw.pause_cycles, gcw.npauses, sizeof(uint64_t), gcw_cmp_u64);
         maxp = gcw.pause_cycles[gcw.npauses - 1] / gcw.tsc_per_us / 1e3;
         p99 = gcw.pause_cycles[(size_t)((gcw.npauses - 1) * 0.99)] / gcw.tsc_per_us / 1e3;
+        for (size_t i = 0; i < gcw.npauses; i++) {
+            double ms = gcw.pause_cycles[i] / gcw.tsc_per_us / 1e3;
+            size_t b = 0;
+            while (b < NE && ms >= edges[b]) b++;
+            hist[b]++;
+        }
     }
-    printf("{\"collector\": \"%s\", \"incremental\": %s, %s\"total_ms\": %.1f, "
-           "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
-           "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f, \"mappings_start\": %ld, "
-           "\"mappings_end\": %ld, \"maxrss_mib\": %.1f, \"pointer_stores\": %lu, "
-           "\"dirty_pages\": %ld}\n",
-           GCW_COLLECTOR, gcw.incremental ? "true" : "false", extra, gcw.total_s * 1e3,
-           (size_t)GC_get_gc_no(), GC_get_heap_size() / 1048576.0, gcw.timing ? "true" : "false",
-           gcw.npauses, maxp, p99, gcw.maps0, maps1, ru.ru_maxrss / 1024.0, gcw.pointer_stores,
-           dirty_pages);
+    char hs[512];
+    int hn = 0;
+    for (size_t b = 0; b <= NE; b++)
+        hn += snprintf(hs + hn, sizeof hs - (size_t)hn, "%s%zu", b ? ", " : "", hist[b]);
+    printf(
+        "{\"collector\": \"%s\", \"incremental\": %s, %s\"total_ms\": %.1f, "
+        "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
+        "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f, \"mappings_start\": %ld, "
+        "\"mappings_end\": %ld, \"maxrss_mib\": %.1f, \"pointer_stores\": %lu, "
+        "\"dirty_pages\": %ld, \"world_stopped_ms\": %.3f, \"world_stopped_total_ms\": %.1f, "
+        "\"pause_hist_edges_ms\": [0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, "
+        "1000], \"pause_hist\": [%s]}\n",
+        GCW_COLLECTOR, gcw.incremental ? "true" : "false", extra, gcw.total_s * 1e3,
+        (size_t)GC_get_gc_no(), GC_get_heap_size() / 1048576.0, gcw.timing ? "true" : "false",
+        gcw.npauses, maxp, p99, gcw.maps0, maps1, ru.ru_maxrss / 1024.0, gcw.pointer_stores,
+        dirty_pages, stw_max_ms, stw_total_ms, hs);
 }
 
 /* A fixed-seed PRNG (splitmix64): the same sequence on every run. */

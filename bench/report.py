@@ -307,6 +307,46 @@ def checkpoint_plots(results, outdir):
     return plots
 
 
+def gc_plots(results, outdir):
+    """The allocation gaps by length (bench/gc.py's gc/pause-distribution),
+    a panel per workload and heap, a line per system."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results if r["experiment"] == "gc/pause-distribution" and r.get("counts")]
+    keys = sorted({(r["params"]["workload"], r["params"]["heap_mib"]) for r in rows},
+                  key=lambda k: (k[0] != "gcbench", k))
+    if not keys:
+        return []
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 4), squeeze=False,
+                             sharey=True)
+    for ax, (w, heap) in zip(axes[0], keys):
+        for r in sorted([r for r in rows if r["params"]["workload"] == w
+                         and r["params"]["heap_mib"] == heap],
+                        key=lambda r: mech_sort(r["mechanism"])):
+            edges, counts = r["edges_ms"], r["counts"]
+            # pauses at least as long as each edge: a survival curve
+            longer = [sum(counts[i:]) for i in range(len(edges))]
+            style = "--" if r["mechanism"].startswith("bdwgc") else "-"
+            ax.step(edges, [c if c else float("nan") for c in longer], style, where="post",
+                    label=r["mechanism"], lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("pause at least (ms)")
+        ax.set_title(f"{w}" + (f", {heap} MiB live" if heap else ""), fontsize=9)
+    axes[0][0].set_ylabel("pauses, all rounds")
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fname = "gc-pauses.png"
+    fig.savefig(os.path.join(outdir, fname), dpi=100)
+    plt.close(fig)
+    return [(fname, "Garbage collection: how many allocation gaps (the time from one "
+             "allocation's return to the next one's, over 20 µs: the collector's work, the world "
+             "stopped, and the machine's own stalls) were at least each length, every round "
+             "together, per system and workload. Log scales; bdwgc dashed.")]
+
+
 def make_plots(results, seeds, outdir):
     """Returns [(file, caption)]."""
     import matplotlib
@@ -694,7 +734,8 @@ SECTIONS = [
         "gc/total-time", "gc/max-pause", "gc/p99-pause", "gc/world-stopped", "gc/collections",
         "gc/heap", "gc/peak-rss", "gc/mappings-growth", "gc/cpu-noise", "gc/pointer-stores",
         "gc/dirty-pages", "gc/store-check", "gc/total-time-over-bdwgc",
-        "gc/max-pause-over-bdwgc", "gc/max-pause-over-bdwgc-incremental"]),
+        "gc/max-pause-over-bdwgc", "gc/max-pause-over-bdwgc-incremental",
+        "gc/world-stopped-over-bdwgc", "gc/world-stopped-over-bdwgc-incremental"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
@@ -719,8 +760,12 @@ SECTION_TEXT = {
         "the end in a run without timing; a pause is a time from one allocation's return to "
         "the next one's longer than 20 µs (a collection inside the allocation, or the world "
         "stopped between), from a second run with every allocation timed by rdtsc; "
-        "gc/world-stopped is trapkit's own account of its longest stop of the world, from the "
-        "request to the restart. gc/mappings-growth: lines of /proc/self/maps at the end less "
+        "gc/world-stopped is the collector's own account of its longest stop of the world, "
+        "from the stop request to the restart (the goals' pause): trapkit's statistics, and "
+        "bdwgc's collection events PRE_STOP_WORLD to POST_START_WORLD, which leave out the "
+        "marking its incremental mode does inside allocations with the world running (the "
+        "allocation gaps include it); the plot shows the allocation gaps by length. "
+        "gc/mappings-growth: lines of /proc/self/maps at the end less "
         "after set-up (trapkit's heap grows by chunks, each a mapping of its own). "
         "trapkit-cards: the software card-marking barrier (every workload stores its pointers "
         "through GC_WRITE), mostly-concurrent. gc/pointer-stores and gc/dirty-pages are the counts "
@@ -991,7 +1036,8 @@ def main():
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     log("plots ...")
-    plots = make_plots(results, seeds, a.out) + checkpoint_plots(results, a.out)
+    plots = (make_plots(results, seeds, a.out) + checkpoint_plots(results, a.out)
+             + gc_plots(results, a.out))
     write_html(os.path.join(a.out, "index.html"), doc, plots, goals,
                analysis.seeds_html(seeds))
     if a.docs:

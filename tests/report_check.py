@@ -206,7 +206,7 @@ def gc_ratio(exp, mech, workload, heap):
                and r.get("median") is not None for r in results)
 
 
-gc_cands = [r for r in results if r["experiment"] == "gc/max-pause-over-bdwgc-incremental"
+gc_cands = [r for r in results if r["experiment"] == "gc/world-stopped-over-bdwgc-incremental"
             and r["mechanism"] in gc_mechs and r["params"].get("workload") == "gcbench"
             and r["params"].get("heap_mib") == 0 and r.get("median") is not None]
 expected = 13
@@ -214,11 +214,11 @@ if gc_cands:
     gc_mech = min(gc_cands, key=lambda r: r["median"])["mechanism"]
     expected += sum(gc_ratio(exp, gc_mech, w, heap) for exp, w, heap in (
         ("gc/total-time-over-bdwgc", "gcbench", 0),
-        ("gc/max-pause-over-bdwgc-incremental", "gcbench", 0),
-        ("gc/max-pause-over-bdwgc", "gcbench", 1024),
-        ("gc/max-pause-over-bdwgc-incremental", "lisp", 0),
-        ("gc/max-pause-over-bdwgc-incremental", "trees", 0),
-        ("gc/max-pause-over-bdwgc-incremental", "interp", 0)))
+        ("gc/world-stopped-over-bdwgc-incremental", "gcbench", 0),
+        ("gc/world-stopped-over-bdwgc", "gcbench", 1024),
+        ("gc/world-stopped-over-bdwgc-incremental", "lisp", 0),
+        ("gc/world-stopped-over-bdwgc-incremental", "trees", 0),
+        ("gc/world-stopped-over-bdwgc-incremental", "interp", 0)))
     # the quick report runs the other workloads too, where bdwgc is built
     if any(r["experiment"] == "gc/total-time" and r["mechanism"] == "bdwgc" for r in results):
         for w in ("lisp", "trees", "interp"):

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -168,8 +169,9 @@ static struct {
     pthread_t marker;
     pthread_cond_t cycle_cv, done_cv;
     uint64_t cycles_done;
-    uint64_t black_bytes; /* allocated black during the cycle */
-    uint64_t *cdirty;     /* the marker's tk_dirty bitmap */
+    uint64_t black_bytes;   /* allocated black during the cycle */
+    uint64_t used_at_cycle; /* the heap's pages in use when the cycle was asked for */
+    uint64_t *cdirty;       /* the marker's tk_dirty bitmap */
     size_t cdirty_bits;
     struct seg *croots; /* the marker's copy of the added roots */
     size_t ncroots, croots_cap;
@@ -571,11 +573,23 @@ static struct {
     struct marker m[MAX_MARKERS];
 } P = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+/* A wait of a spinning marker: a pause, and after a while the CPU given
+ * up (the marker it waits for may share its CPU: woken, a helper can be
+ * put on the collecting thread's CPU ahead of it). */
+static void spin_wait(unsigned *spins)
+{
+    if (++*spins < 256)
+        __builtin_ia32_pause();
+    else
+        sched_yield();
+}
+
 static void spin_lock(void)
 {
+    unsigned spins = 0;
     for (;;) {
         if (!atomic_exchange_explicit(&P.spin, 1, memory_order_acquire)) return;
-        while (atomic_load_explicit(&P.spin, memory_order_relaxed)) __builtin_ia32_pause();
+        while (atomic_load_explicit(&P.spin, memory_order_relaxed)) spin_wait(&spins);
     }
 }
 static void spin_unlock(void)
@@ -633,6 +647,7 @@ static void mark_shared(struct marker *m)
             continue;
         }
         P.idle++;
+        unsigned spins = 0;
         for (;;) {
             if (P.idle == P.joined && !atomic_load_explicit(&P.pool_n, memory_order_relaxed)) {
                 /* every marker has run dry and nothing is left to share:
@@ -647,7 +662,7 @@ static void mark_shared(struct marker *m)
                 break;
             }
             spin_unlock();
-            for (int i = 0; i < 64; i++) __builtin_ia32_pause();
+            spin_wait(&spins);
             spin_lock();
         }
         spin_unlock();
@@ -738,12 +753,13 @@ static void mark_all(void)
     pthread_mutex_unlock(&P.lock);
     mark_shared(&M0);
     /* the helpers that joined have seen the end; wait for their counts */
+    unsigned spins = 0;
     for (;;) {
         spin_lock();
         bool done = P.finished + 1 == P.joined;
         spin_unlock();
         if (done) break;
-        __builtin_ia32_pause();
+        spin_wait(&spins);
     }
     M0.marked_bytes += P.helper_bytes;
     G.st.markers = P.joined;
@@ -1707,21 +1723,29 @@ static void wait_cycle_locked(void)
 
 /* With the lock held, before taking memory: a collection once enough has
  * been allocated since the last one.  With concurrent marking the marker
- * thread is asked for a cycle, and the caller waits for it only when the
- * program has allocated twice as much again meanwhile (it outruns the
- * marker); without a marker thread, a stop-the-world collection here. */
+ * thread is asked for a cycle; a program that outruns the marker (it has
+ * allocated twice as much again meanwhile) has the heap grow rather than
+ * wait - a wait is a pause as long as the rest of the marking - until the
+ * pages in use are four times the largest of the last live size, the
+ * threshold and the pages in use when the cycle was asked for, and 64 MiB
+ * more: then it waits for the cycle's end.  Without a
+ * marker thread, a stop-the-world collection here. */
 static void maybe_collect_locked(void)
 {
     if (G.since_gc < G.threshold || G.disabled) return;
     if (G.concurrent) {
         if (!G.cycle && !G.cycle_requested) {
             if (start_marker_locked() == 0) {
+                G.used_at_cycle = (uint64_t)(G.top - G.free_pages) * PS;
                 G.cycle_requested = true;
                 pthread_cond_signal(&G.cycle_cv);
                 return;
             }
         } else {
-            if (G.since_gc >= 3 * G.threshold) {
+            uint64_t base = G.st.live_bytes > G.threshold ? G.st.live_bytes : G.threshold,
+                     used = (uint64_t)(G.top - G.free_pages) * PS;
+            if (base < G.used_at_cycle) base = G.used_at_cycle;
+            if (G.since_gc >= 3 * G.threshold && used >= 4 * base + (64u << 20)) {
                 G.st.allocation_waits++;
                 wait_cycle_locked();
             }
@@ -2003,6 +2027,19 @@ static int refill(unsigned k)
     return 0;
 }
 
+/* The heap cannot grow: the concurrent cycle under way is waited for, or
+ * a full collection made, before an allocation fails; with the lock held. */
+static void collect_for_room(void)
+{
+    if (G.disabled) return;
+    if (G.cycle || G.cycle_requested) {
+        G.st.allocation_waits++;
+        wait_cycle_locked();
+    } else {
+        collect_locked(true);
+    }
+}
+
 static void *alloc_locked(size_t n, bool atomic)
 {
     if (n == 0) n = 1;
@@ -2011,8 +2048,11 @@ static void *alloc_locked(size_t n, bool atomic)
     if (n <= SMALL_MAX) {
         unsigned cls = class_of(n), k = cls * 2 + atomic;
         if (!G.freelist[k] && refill(k) != 0) {
-            tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
-            return NULL;
+            collect_for_room();
+            if (!G.freelist[k] && refill(k) != 0) {
+                tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
+                return NULL;
+            }
         }
         void *p = G.freelist[k];
         G.freelist[k] = *(void **)p;
@@ -2037,6 +2077,10 @@ static void *alloc_locked(size_t n, bool atomic)
     }
     size_t pages = (n + PS - 1) / PS;
     size_t pg = alloc_pages(pages);
+    if (pg == SIZE_MAX) {
+        collect_for_room();
+        pg = alloc_pages(pages);
+    }
     if (pg == SIZE_MAX) {
         tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
         return NULL;
@@ -2066,8 +2110,11 @@ static bool tl_refill(unsigned k)
     maybe_collect_locked();
     run_finalizers();
     if (!G.freelist[k] && refill(k) != 0) {
-        tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
-        return false;
+        collect_for_room();
+        if (!G.freelist[k] && refill(k) != 0) {
+            tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
+            return false;
+        }
     }
     size_t bytes = G.freecount[k] * class_size[k / 2];
     G.since_gc += bytes;
