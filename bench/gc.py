@@ -223,6 +223,17 @@ def measure(a, workload, live, sysd, args, reps):
              [r[1]["p99_pause_ms"] * 1e6 if r else None for r in rs], reason=why.get(n))
         emit("gc/collections", n, params, "count", "collections",
              [r[0]["collections"] if r else None for r in rs], reason=why.get(n))
+        if n.startswith("trapkit"):
+            emit("gc/minor-collections", n, params, "count", "collections",
+                 [r[0]["minor_collections"] if r and r[0].get("minor_collections", -1) >= 0
+                  else None for r in rs], reason=why.get(n),
+                 note="of the collections, minor ones (the concurrent cycles are full)")
+        if n.startswith("trapkit") and n != "trapkit":
+            emit("gc/dirty-pages-per-collection", n, params, "count", "pages",
+                 [r[0]["dirty_pages"] / r[0]["collections"]
+                  if r and r[0].get("dirty_pages", -1) >= 0 and r[0]["collections"] else None
+                  for r in rs], reason=why.get(n),
+                 note="written pages the barrier reported per collection (derived)")
         emit("gc/heap", n, params, "size", "bytes",
              [r[0]["heap_mib"] * 2**20 if r else None for r in rs], reason=why.get(n))
     if "bdwgc" not in res:

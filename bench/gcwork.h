@@ -30,8 +30,13 @@
  * The JSON object: collector, incremental, what the program adds (its
  * size, its checksum), total_ms, collections, heap_mib, timed, pauses,
  * max_pause_ms, p99_pause_ms, mappings_start and _end (/proc/self/maps
- * lines), maxrss_mib, pointer_stores (through GC_WRITE) and dirty_pages
- * (trapkit: the written pages its barrier reported; -1 with bdwgc).
+ * lines), maxrss_mib, pointer_stores (through GC_WRITE), dirty_pages and
+ * minor_collections (trapkit: the written pages its barrier reported, its
+ * minor collections; -1 with bdwgc), world_stopped_ms and
+ * world_stopped_total_ms (the collector's own account of its stops of the
+ * world: trapkit's statistics, bdwgc's collection events), and the pauses
+ * by length (pause_hist: how many fell between each two of
+ * pause_hist_edges_ms, the last past the last edge).
  *
  * Static inline functions and one static state: include it from one .c
  * file per program, after defining _GNU_SOURCE.
@@ -233,11 +238,13 @@ static inline int gcw_cmp_u64(const void *a, const void *b)
  * by ", " (printed after "incremental"). */
 static inline void gcw_report(const char *extra)
 {
-    long dirty_pages = -1; /* the pages the barrier reported written (trapkit) */
+    long dirty_pages = -1, minors = -1; /* the pages the barrier reported written, the minor
+                                         * collections (trapkit) */
 #ifdef USE_TRAPKIT_GC
     tk_gc_stats st;
     tk_gc_get_stats(&st);
     dirty_pages = (long)st.dirty_pages;
+    minors = (long)st.minor_collections;
     fprintf(stderr,
             "%s: trapkit: %llu collections (%llu concurrent), world stopped at most %.3f ms "
             "(stopping it %.3f ms), %.1f ms in all; concurrent marking %.1f ms; %llu allocation "
@@ -282,13 +289,14 @@ static inline void gcw_report(const char *extra)
         "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
         "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f, \"mappings_start\": %ld, "
         "\"mappings_end\": %ld, \"maxrss_mib\": %.1f, \"pointer_stores\": %lu, "
-        "\"dirty_pages\": %ld, \"world_stopped_ms\": %.3f, \"world_stopped_total_ms\": %.1f, "
+        "\"dirty_pages\": %ld, \"minor_collections\": %ld, \"world_stopped_ms\": %.3f, "
+        "\"world_stopped_total_ms\": %.1f, "
         "\"pause_hist_edges_ms\": [0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, "
         "1000], \"pause_hist\": [%s]}\n",
         GCW_COLLECTOR, gcw.incremental ? "true" : "false", extra, gcw.total_s * 1e3,
         (size_t)GC_get_gc_no(), GC_get_heap_size() / 1048576.0, gcw.timing ? "true" : "false",
         gcw.npauses, maxp, p99, gcw.maps0, maps1, ru.ru_maxrss / 1024.0, gcw.pointer_stores,
-        dirty_pages, stw_max_ms, stw_total_ms, hs);
+        dirty_pages, minors, stw_max_ms, stw_total_ms, hs);
 }
 
 /* A fixed-seed PRNG (splitmix64): the same sequence on every run. */

@@ -732,8 +732,8 @@ SECTIONS = [
         "jaleel-jacob/sweep-inlined-fraction", "jaleel-jacob/sim-speed"]),
     ("Garbage collection (GCBench, the seeds' workloads, an interpreter; trapkit and bdwgc)", [
         "gc/total-time", "gc/max-pause", "gc/p99-pause", "gc/world-stopped", "gc/collections",
-        "gc/heap", "gc/peak-rss", "gc/mappings-growth", "gc/cpu-noise", "gc/pointer-stores",
-        "gc/dirty-pages", "gc/store-check", "gc/total-time-over-bdwgc",
+        "gc/minor-collections", "gc/heap", "gc/peak-rss", "gc/mappings-growth", "gc/cpu-noise",
+        "gc/pointer-stores", "gc/dirty-pages", "gc/dirty-pages-per-collection", "gc/store-check", "gc/total-time-over-bdwgc",
         "gc/max-pause-over-bdwgc", "gc/max-pause-over-bdwgc-incremental",
         "gc/world-stopped-over-bdwgc", "gc/world-stopped-over-bdwgc-incremental"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment

@@ -117,8 +117,10 @@ int tk_gc_set_barrier(const char *mech);
  * roots and the objects on the pages written during the cycle again (the
  * write barrier's report).  Objects allocated during a cycle are kept by
  * it.  Turning it on turns the barrier on ("auto") if it is not; so does
- * TRAPKIT_GC_CONCURRENT=1 at set-up.  A thread that allocates far faster
- * than the marker marks waits for the cycle's end.  tk_gc_collect and
+ * TRAPKIT_GC_CONCURRENT=1 at set-up.  A program that allocates faster
+ * than the marker marks has the heap grow meanwhile, up to about four
+ * times what was in use when the cycle began; past that, or when the heap
+ * cannot grow, an allocation waits for the cycle's end.  tk_gc_collect and
  * tk_gc_collect_minor wait for a cycle under way, then collect with the
  * world stopped.  0, or a negative errno (the barrier or the thread could
  * not be had: tk_last_error says why). */

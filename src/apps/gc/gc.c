@@ -132,8 +132,14 @@ static struct {
     size_t free_pages, page_hint;
     void *freelist[NCLS * 2];
     size_t freecount[NCLS * 2]; /* objects on each free list */
-    uint32_t list[NCLS * 2];    /* blocks of each class and kind, page + 1 */
-    uint32_t cursor[NCLS * 2];  /* the next block to sweep, page + 1 */
+    /* when every object on a free list is on one page (a block's free
+     * slots, as a sweep or a fresh block makes them): that page + 1 and
+     * the objects' granules (else 0), so that a thread taking the list sets
+     * their bits a word at a time instead of walking it */
+    uint32_t fl_page[NCLS * 2];
+    uint64_t fl_mask[NCLS * 2][WORDS_PER_PAGE];
+    uint32_t list[NCLS * 2];   /* blocks of each class and kind, page + 1 */
+    uint32_t cursor[NCLS * 2]; /* the next block to sweep, page + 1 */
     uint32_t cursor_prev[NCLS * 2];
     uint64_t since_gc, threshold;
     int disabled;
@@ -1454,6 +1460,7 @@ static void after_collection(bool full, uint64_t pause)
     for (unsigned k = 0; k < NCLS * 2; k++) {
         G.freelist[k] = NULL;
         G.freecount[k] = 0;
+        G.fl_page[k] = 0;
         G.cursor[k] = G.list[k];
         G.cursor_prev[k] = 0;
     }
@@ -1960,6 +1967,12 @@ static bool sweep_block(unsigned k, size_t pg, size_t prev)
     if (live && nfree) { /* the free slots on the class's list, in address order */
         uintptr_t base = (uintptr_t)page_addr(pg);
         void *head = G.freelist[k];
+        if (head) {
+            G.fl_page[k] = 0; /* (two pages' objects: taken by walking) */
+        } else {
+            G.fl_page[k] = (uint32_t)pg + 1;
+            memcpy(G.fl_mask[k], freebits, sizeof freebits);
+        }
         for (unsigned w = WORDS_PER_PAGE; w-- > 0;)
             for (uint64_t m = freebits[w]; m; m &= ~(1ull << (63 - __builtin_clzll(m)))) {
                 uintptr_t o =
@@ -2024,6 +2037,8 @@ static int refill(unsigned k)
     }
     G.freelist[k] = head;
     G.freecount[k] += per;
+    G.fl_page[k] = (uint32_t)pg + 1;
+    memcpy(G.fl_mask[k], slot_mask[cls], sizeof G.fl_mask[k]);
     return 0;
 }
 
@@ -2057,6 +2072,10 @@ static void *alloc_locked(size_t n, bool atomic)
         void *p = G.freelist[k];
         G.freelist[k] = *(void **)p;
         G.freecount[k]--;
+        if (G.fl_page[k]) {
+            size_t g = granule_of((uintptr_t)p) - (size_t)(G.fl_page[k] - 1) * GR_PER_PAGE;
+            G.fl_mask[k][g / 64] &= ~(1ull << (g % 64));
+        }
         aset(granule_of((uintptr_t)p));
         clr(G.mark, granule_of((uintptr_t)p)); /* young (a slot freed may have been old) */
         if (G.cycle) {                         /* black */
@@ -2119,12 +2138,25 @@ static bool tl_refill(unsigned k)
     size_t bytes = G.freecount[k] * class_size[k / 2];
     G.since_gc += bytes;
     G.st.allocated_bytes += bytes;
-    for (void *p = G.freelist[k]; p; p = *(void **)p) {
-        size_t g = granule_of((uintptr_t)p);
-        aset(g);
-        clr(G.mark, g); /* young once handed out (unless a collection marks it first) */
-        if (G.cycle) set_atomic(G.mark_next, g); /* black */
+    if (G.fl_page[k]) {
+        /* one page's objects: their bits a word at a time */
+        size_t w0 = (size_t)(G.fl_page[k] - 1) * WORDS_PER_PAGE;
+        for (unsigned w = 0; w < WORDS_PER_PAGE; w++) {
+            uint64_t m = G.fl_mask[k][w];
+            if (!m) continue;
+            G.alloc[w0 + w] |= m;
+            G.mark[w0 + w] &= ~m; /* young once handed out (unless a collection marks them) */
+            if (G.cycle) __atomic_fetch_or(&G.mark_next[w0 + w], m, __ATOMIC_RELAXED); /* black */
+        }
+    } else {
+        for (void *p = G.freelist[k]; p; p = *(void **)p) {
+            size_t g = granule_of((uintptr_t)p);
+            aset(g);
+            clr(G.mark, g);
+            if (G.cycle) set_atomic(G.mark_next, g);
+        }
     }
+    G.fl_page[k] = 0;
     if (G.cycle) G.black_bytes += bytes;
     self->tl[k] = G.freelist[k];
     G.freelist[k] = NULL;
@@ -2210,6 +2242,16 @@ static void free_locked(uintptr_t s, size_t size)
     clr(G.mark, granule_of(s)); /* not old, nor in a thread's own list */
     if (b->unswept) return;     /* its sweep finds the slot free */
     unsigned k = b->cls * 2u + b->atomic;
+    if (!G.freelist[k]) {
+        G.fl_page[k] = (uint32_t)pg + 1;
+        memset(G.fl_mask[k], 0, sizeof G.fl_mask[k]);
+    }
+    if (G.fl_page[k] == pg + 1) {
+        size_t g = granule_of(s) - pg * GR_PER_PAGE;
+        G.fl_mask[k][g / 64] |= 1ull << (g % 64);
+    } else {
+        G.fl_page[k] = 0;
+    }
     *(void **)s = G.freelist[k];
     G.freelist[k] = (void *)s;
     G.freecount[k]++;
