@@ -175,9 +175,11 @@ static struct {
     pthread_t marker;
     pthread_cond_t cycle_cv, done_cv;
     uint64_t cycles_done;
-    uint64_t black_bytes;   /* allocated black during the cycle */
-    uint64_t used_at_cycle; /* the heap's pages in use when the cycle was asked for */
-    uint64_t *cdirty;       /* the marker's tk_dirty bitmap */
+    uint64_t black_bytes;  /* allocated black during the cycle */
+    uint64_t cycle_marked; /* marked so far by the cycle under way (published by the marker) */
+    uint64_t black_kept;   /* of the last collection's live bytes, those allocated during it */
+    uint64_t reach_bytes;  /* the last collection's live bytes reached from the roots */
+    uint64_t *cdirty;      /* the marker's tk_dirty bitmap */
     size_t cdirty_bits;
     struct seg *croots; /* the marker's copy of the added roots */
     size_t ncroots, croots_cap;
@@ -400,10 +402,31 @@ static size_t find_run(size_t n)
     return SIZE_MAX;
 }
 
+/* With concurrent marking, whether the heap may grow by n pages: a program
+ * that outruns the marker has the heap grow rather than wait - a wait is a
+ * pause as long as the rest of the marking - while the heap stays within
+ * four times the live size (the last collection's reached from the roots,
+ * or what a cycle under way has marked so far if more; 4 MiB at least) and
+ * 64 MiB more; past that the allocation waits for the cycle under way (or
+ * collects, if none is), which makes what was allocated before it and is
+ * garbage reusable: a cycle keeps whatever is allocated while it runs, so
+ * without the bound a program allocating faster than the marker marks
+ * would double the heap at every cycle. */
+static bool may_grow(size_t n)
+{
+    if (!G.concurrent || G.disabled) return true;
+    uint64_t live = G.reach_bytes, now = __atomic_load_n(&G.cycle_marked, __ATOMIC_RELAXED);
+    if (now > live) live = now;
+    if (live < GC_MIN_BYTES) live = GC_MIN_BYTES;
+    /* (the heap is in use to its top when it must grow: no free run) */
+    return (uint64_t)(G.top + n) * PS <= 4 * live + (64u << 20);
+}
+
 static size_t alloc_pages(size_t n)
 {
     size_t p = G.free_pages >= n ? find_run(n) : SIZE_MAX;
     if (p == SIZE_MAX) {
+        if (!may_grow(n)) return SIZE_MAX; /* (the caller waits for the cycle, then again) */
         /* a run ending at top joins the new pages */
         size_t tail = 0;
         while (tail < G.top && tail < n && bit(G.freemap, G.top - 1 - tail)) tail++;
@@ -539,6 +562,19 @@ static void drain(struct marker *m)
         uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
         scan_range(m, lo, hi);
     }
+}
+
+/* drain, for the concurrent marker: what it has marked so far is
+ * published now and then, for the allocating threads' pacing */
+static void drain_concurrent(struct marker *m)
+{
+    unsigned n = 0;
+    while (m->sp) {
+        uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
+        scan_range(m, lo, hi);
+        if ((++n & 4095) == 0) __atomic_store_n(&G.cycle_marked, m->marked_bytes, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&G.cycle_marked, m->marked_bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- parallel marking ----------------------------------------------------
@@ -1477,9 +1513,13 @@ static void after_collection(bool full, uint64_t pause)
     G.st.total_pause_ns += pause;
     if (pause > G.st.max_pause_ns) G.st.max_pause_ns = pause;
     G.since_gc = 0;
+    /* what the roots reached (a concurrent cycle also keeps what was
+     * allocated during it, live or not) */
+    G.reach_bytes = G.st.live_bytes > G.black_kept ? G.st.live_bytes - G.black_kept : 0;
+    G.black_kept = 0;
     /* the next one after a third of the heap, or the live size, has been
      * allocated (bdwgc's free-space divisor is 3) */
-    uint64_t third = G.top * PS / 3, th = G.st.live_bytes > third ? G.st.live_bytes : third;
+    uint64_t third = G.top * PS / 3, th = G.reach_bytes > third ? G.reach_bytes : third;
     G.threshold = th > GC_MIN_BYTES ? th : GC_MIN_BYTES;
 }
 
@@ -1558,6 +1598,7 @@ static bool snapshot_chunks(struct chunk *ch, size_t *n)
 
 static void cycle_over_locked(void)
 {
+    __atomic_store_n(&G.cycle_marked, 0, __ATOMIC_RELAXED);
     G.cycle = G.cycle_requested = false;
     MB = G.mark;
     MB_atomic = false;
@@ -1612,7 +1653,7 @@ static void concurrent_cycle(void)
     uint64_t m0 = now_ns();
     for (size_t i = 0; i < G.nsegs; i++) scan_range(&M0, G.segs[i].lo, G.segs[i].hi);
     for (size_t i = 0; i < G.ncroots; i++) scan_range(&M0, G.croots[i].lo, G.croots[i].hi);
-    drain(&M0);
+    drain_concurrent(&M0);
     for (int pass = 0; pass < PRECLEAN_PASSES; pass++) {
         pthread_mutex_lock(&G.lock);
         bool ok = snapshot_chunks(ch, &nch);
@@ -1620,7 +1661,7 @@ static void concurrent_cycle(void)
         if (!ok) break;
         uint64_t n = push_dirty_in(ch, nch, G.cdirty, G.cdirty_bits);
         G.st.dirty_pages += n;
-        drain(&M0);
+        drain_concurrent(&M0);
         if (n < PRECLEAN_ENOUGH) break;
     }
     G.st.concurrent_mark_ns += now_ns() - m0;
@@ -1646,6 +1687,7 @@ static void concurrent_cycle(void)
     MB_atomic = false;
     G.cycle = false;
     M0.marked_bytes += G.black_bytes;
+    G.black_kept = G.black_bytes;
     finish_marking();
     start_world();
     after_collection(true, now_ns() - t1);
@@ -1730,12 +1772,8 @@ static void wait_cycle_locked(void)
 
 /* With the lock held, before taking memory: a collection once enough has
  * been allocated since the last one.  With concurrent marking the marker
- * thread is asked for a cycle; a program that outruns the marker (it has
- * allocated twice as much again meanwhile) has the heap grow rather than
- * wait - a wait is a pause as long as the rest of the marking - until the
- * pages in use are four times the largest of the last live size, the
- * threshold and the pages in use when the cycle was asked for, and 64 MiB
- * more: then it waits for the cycle's end.  Without a
+ * thread is asked for a cycle (a program that outruns the marker has the
+ * heap grow meanwhile, up to a bound: alloc_pages).  Without a
  * marker thread, a stop-the-world collection here. */
 static void maybe_collect_locked(void)
 {
@@ -1743,19 +1781,11 @@ static void maybe_collect_locked(void)
     if (G.concurrent) {
         if (!G.cycle && !G.cycle_requested) {
             if (start_marker_locked() == 0) {
-                G.used_at_cycle = (uint64_t)(G.top - G.free_pages) * PS;
                 G.cycle_requested = true;
                 pthread_cond_signal(&G.cycle_cv);
                 return;
             }
         } else {
-            uint64_t base = G.st.live_bytes > G.threshold ? G.st.live_bytes : G.threshold,
-                     used = (uint64_t)(G.top - G.free_pages) * PS;
-            if (base < G.used_at_cycle) base = G.used_at_cycle;
-            if (G.since_gc >= 3 * G.threshold && used >= 4 * base + (64u << 20)) {
-                G.st.allocation_waits++;
-                wait_cycle_locked();
-            }
             return;
         }
     }
@@ -2042,17 +2072,21 @@ static int refill(unsigned k)
     return 0;
 }
 
-/* The heap cannot grow: the concurrent cycle under way is waited for, or
- * a full collection made, before an allocation fails; with the lock held. */
-static void collect_for_room(void)
+/* The heap cannot grow (the reservation is used up, or a concurrent cycle
+ * under way bounds it: may_grow): the cycle is waited for, or a full
+ * collection made (once: *collected), before an allocation fails; with the
+ * lock held.  Whether to try again. */
+static bool collect_for_room(bool *collected)
 {
-    if (G.disabled) return;
     if (G.cycle || G.cycle_requested) {
         G.st.allocation_waits++;
         wait_cycle_locked();
-    } else {
-        collect_locked(true);
+        return true;
     }
+    if (G.disabled || *collected) return false;
+    collect_locked(true);
+    *collected = true;
+    return true;
 }
 
 static void *alloc_locked(size_t n, bool atomic)
@@ -2062,13 +2096,12 @@ static void *alloc_locked(size_t n, bool atomic)
     run_finalizers();
     if (n <= SMALL_MAX) {
         unsigned cls = class_of(n), k = cls * 2 + atomic;
-        if (!G.freelist[k] && refill(k) != 0) {
-            collect_for_room();
-            if (!G.freelist[k] && refill(k) != 0) {
+        bool collected = false;
+        while (!G.freelist[k] && refill(k) != 0)
+            if (!collect_for_room(&collected)) {
                 tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
                 return NULL;
             }
-        }
         void *p = G.freelist[k];
         G.freelist[k] = *(void **)p;
         G.freecount[k]--;
@@ -2095,15 +2128,13 @@ static void *alloc_locked(size_t n, bool atomic)
         return NULL;
     }
     size_t pages = (n + PS - 1) / PS;
-    size_t pg = alloc_pages(pages);
-    if (pg == SIZE_MAX) {
-        collect_for_room();
-        pg = alloc_pages(pages);
-    }
-    if (pg == SIZE_MAX) {
-        tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
-        return NULL;
-    }
+    size_t pg;
+    bool collected = false;
+    while ((pg = alloc_pages(pages)) == SIZE_MAX)
+        if (!collect_for_room(&collected)) {
+            tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
+            return NULL;
+        }
     G.blk[pg] = (struct blk){.kind = K_LARGE, .atomic = atomic, .pages = (uint32_t)pages};
     for (size_t i = 1; i < pages; i++)
         G.blk[pg + i] = (struct blk){.kind = K_TAIL, .pages = (uint32_t)i};
@@ -2128,13 +2159,12 @@ static bool tl_refill(unsigned k)
 {
     maybe_collect_locked();
     run_finalizers();
-    if (!G.freelist[k] && refill(k) != 0) {
-        collect_for_room();
-        if (!G.freelist[k] && refill(k) != 0) {
+    bool collected = false;
+    while (!G.freelist[k] && refill(k) != 0)
+        if (!collect_for_room(&collected)) {
             tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
             return false;
         }
-    }
     size_t bytes = G.freecount[k] * class_size[k / 2];
     G.since_gc += bytes;
     G.st.allocated_bytes += bytes;
