@@ -212,8 +212,9 @@ gc_cands = [r for r in results if r["experiment"] == "gc/world-stopped-over-bdwg
 expected = 13
 if gc_cands:
     # the configuration the goals name (bench/analysis.py gc_goals chooses it)
-    named = [g["measured"].split("(", 1)[1].split(",", 1)[0] for g in goals
-             if g.get("goal", "").startswith("gc: ") and "(" in g.get("measured", "")]
+    named = [m.group(1) for g in goals if g.get("goal", "").startswith("gc: ")
+             for m in [re.search(r"\((trapkit-[a-z-]+), mostly-concurrent", g.get("measured", ""))]
+             if m]
     gc_mech = named[0] if named else min(gc_cands, key=lambda r: r["median"])["mechanism"]
     expected += sum(gc_ratio(exp, gc_mech, w, heap) for exp, w, heap in (
         ("gc/total-time-over-bdwgc", "gcbench", 0),
