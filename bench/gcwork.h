@@ -74,6 +74,9 @@ static struct gcw_state {
     uint64_t stw_start, stw_max, stw_total, stw_count; /* bdwgc's stops of the world (TSC) */
 } gcw;
 
+/* an allocation gap longer than this is a pause (20 us) */
+#define GCW_PAUSE_MS 0.02
+
 #define GCW_STORE(lvalue, v) (gcw.pointer_stores++, GC_WRITE(lvalue, v))
 
 static inline double gcw_now_s(void)
@@ -151,7 +154,7 @@ static inline void gcw_setup(const char *prog)
     while (gcw_now_s() - c0 < 0.02) {
     }
     gcw.tsc_per_us = (double)(__rdtsc() - r0) / ((gcw_now_s() - c0) * 1e6);
-    gcw.pause_threshold = (uint64_t)(20 * gcw.tsc_per_us);
+    gcw.pause_threshold = (uint64_t)(GCW_PAUSE_MS * 1e3 * gcw.tsc_per_us);
 #ifdef USE_TRAPKIT_GC
     /* (GC_INIT says nothing when the collector cannot be had: a barrier
      * TRAPKIT_GC_BARRIER names that this machine lacks) */
@@ -265,10 +268,12 @@ static inline void gcw_report(const char *extra)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double maxp = 0, p99 = 0;
-    /* the pauses' distribution: how many fell in each of these (ms) */
-    static const double edges[] = {0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+    /* the pauses' distribution: how many were at least each edge (ms) and
+     * shorter than the next */
+    static const double edges[] = {GCW_PAUSE_MS, 0.05, 0.1, 0.2, 0.5, 1,   2,   5,
+                                   10,           20,   50,  100, 200, 500, 1000};
     enum { NE = sizeof edges / sizeof edges[0] };
-    size_t hist[NE + 1] = {0};
+    size_t hist[NE] = {0};
     if (gcw.npauses) {
         qsort(gcw.pause_cycles, gcw.npauses, sizeof(uint64_t), gcw_cmp_u64);
         maxp = gcw.pause_cycles[gcw.npauses - 1] / gcw.tsc_per_us / 1e3;
@@ -276,27 +281,27 @@ static inline void gcw_report(const char *extra)
         for (size_t i = 0; i < gcw.npauses; i++) {
             double ms = gcw.pause_cycles[i] / gcw.tsc_per_us / 1e3;
             size_t b = 0;
-            while (b < NE && ms >= edges[b]) b++;
+            while (b + 1 < NE && ms >= edges[b + 1]) b++;
             hist[b]++;
         }
     }
-    char hs[512];
-    int hn = 0;
-    for (size_t b = 0; b <= NE; b++)
+    char hs[512], es[256];
+    int hn = 0, en = 0;
+    for (size_t b = 0; b < NE; b++) {
         hn += snprintf(hs + hn, sizeof hs - (size_t)hn, "%s%zu", b ? ", " : "", hist[b]);
+        en += snprintf(es + en, sizeof es - (size_t)en, "%s%g", b ? ", " : "", edges[b]);
+    }
     printf(
         "{\"collector\": \"%s\", \"incremental\": %s, %s\"total_ms\": %.1f, "
         "\"collections\": %zu, \"heap_mib\": %.1f, \"timed\": %s, \"pauses\": %zu, "
         "\"max_pause_ms\": %.3f, \"p99_pause_ms\": %.3f, \"mappings_start\": %ld, "
         "\"mappings_end\": %ld, \"maxrss_mib\": %.1f, \"pointer_stores\": %lu, "
         "\"dirty_pages\": %ld, \"minor_collections\": %ld, \"world_stopped_ms\": %.3f, "
-        "\"world_stopped_total_ms\": %.1f, "
-        "\"pause_hist_edges_ms\": [0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, "
-        "1000], \"pause_hist\": [%s]}\n",
+        "\"world_stopped_total_ms\": %.1f, \"pause_hist_edges_ms\": [%s], \"pause_hist\": [%s]}\n",
         GCW_COLLECTOR, gcw.incremental ? "true" : "false", extra, gcw.total_s * 1e3,
         (size_t)GC_get_gc_no(), GC_get_heap_size() / 1048576.0, gcw.timing ? "true" : "false",
         gcw.npauses, maxp, p99, gcw.maps0, maps1, ru.ru_maxrss / 1024.0, gcw.pointer_stores,
-        dirty_pages, minors, stw_max_ms, stw_total_ms, hs);
+        dirty_pages, minors, stw_max_ms, stw_total_ms, es, hs);
 }
 
 /* A fixed-seed PRNG (splitmix64): the same sequence on every run. */

@@ -36,17 +36,6 @@ static uint64_t sum_of(uint64_t id)
     return id * 0x9e3779b97f4a7c15ull ^ 0x5bd1e995u;
 }
 
-static size_t mappings(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    CHECK(f);
-    size_t n = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
-    fclose(f);
-    return n;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -89,7 +78,7 @@ int main(int argc, char **argv)
     int err = tk_gc_init();
     if (err == -EOPNOTSUPP) tk_test_unavailable(argv[1]);
     CHECK_OK(err);
-    size_t maps0 = mappings();
+    size_t maps0 = (size_t)tk_test_mappings();
     double t0 = now_s();
 
     lists = tk_gc_malloc(LISTS * sizeof *lists);
@@ -141,7 +130,7 @@ int main(int argc, char **argv)
     CHECK(check_all() == nodes);
     tk_gc_stats st;
     tk_gc_get_stats(&st);
-    size_t maps1 = mappings(), per = tk_gc_size(lists[0]); /* a node's slot */
+    size_t maps1 = (size_t)tk_test_mappings(), per = tk_gc_size(lists[0]); /* a node's slot */
     CHECK(per >= sizeof(struct node));
     printf("%s%s: %lu nodes (%lu MiB) live after %lu collections (%lu minor, %lu concurrent), "
            "heap %lu MiB, live %lu MiB, longest stop %.1f ms, markers %u, mappings %zu -> %zu, "

@@ -41,16 +41,6 @@ static void on_usr1(int sig)
     *target = 1; /* faults; the region handler escapes out of this handler too */
 }
 
-static int maps_count(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    CHECK(f);
-    int n = 0, c;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
-    fclose(f);
-    return n;
-}
-
 /* ---- stack overflow on a small thread stack ---- */
 static __thread sigjmp_buf ovf_env;
 static volatile long overflows;
@@ -153,12 +143,12 @@ int main(int argc, char **argv)
     CHECK(WIFSIGNALED(st) && (WTERMSIG(st) == SIGSEGV || WTERMSIG(st) == SIGBUS));
 
     /* the table frees destroyed regions: their page-state mappings go */
-    int before = maps_count();
+    int before = (int)tk_test_mappings();
     for (int i = 0; i < 2000; i++) {
         tk_region *x = tk_test_region(m, 16, 0, on_fault, NULL);
         CHECK_OK(tk_region_destroy(x));
     }
-    int after = maps_count();
+    int after = (int)tk_test_mappings();
     printf("%s: %ld stack overflows escaped; mappings %d before 2000 regions, %d after\n", argv[1],
            (long)overflows, before, after);
     CHECK(after < before + 20);

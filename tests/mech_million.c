@@ -19,17 +19,6 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     return tk_test_open(f);
 }
 
-static long mappings(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    CHECK(f);
-    long n = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
-    fclose(f);
-    return n;
-}
-
 static long max_map_count(void)
 {
     FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
@@ -47,7 +36,7 @@ int main(int argc, char **argv)
     size_t ps = tk_test_page();
     tk_region *r = tk_test_region(m, NPAGES, 0, on_fault, NULL);
     char *base = tk_region_base(r);
-    long maps0 = mappings();
+    long maps0 = tk_test_mappings();
     bool page_table = m == TK_MECH_UFFD_SIGBUS || m == TK_MECH_UFFD_THREAD;
 
     /* every other page, one call each: the worst case for VMAs */
@@ -60,7 +49,7 @@ int main(int argc, char **argv)
     }
     if (page_table) {
         CHECK_OK(err);
-        CHECK(mappings() - maps0 < 8); /* no split */
+        CHECK(tk_test_mappings() - maps0 < 8); /* no split */
     } else {
         if ((long)NPAGES / 2 < max_map_count()) {
             printf("SKIP: vm.max_map_count is %ld, more than this test can exhaust\n",
@@ -102,7 +91,7 @@ int main(int argc, char **argv)
     CHECK(faults == touched);
     /* unprotect one by one */
     for (size_t p = 0; p < NPAGES; p++) CHECK_OK(tk_unprot(r, base + p * ps, ps));
-    CHECK(mappings() - maps0 < 8);
+    CHECK(tk_test_mappings() - maps0 < 8);
     seed = 43;
     for (int i = 0; i < 1000; i++) base[(tk_test_rand(&seed) % NPAGES) * ps] = 2;
     CHECK(faults == touched);

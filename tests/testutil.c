@@ -18,6 +18,17 @@ long tk_test_scaled(long n)
     return n / scale > 0 ? n / scale : 1;
 }
 
+long tk_test_mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f);
+    long n = 0;
+    int c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
 void tk_test_unavailable(const char *what)
 {
     /* TK_TEST_EXPECT_MECHS names what must be available (the runs that

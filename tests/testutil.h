@@ -60,6 +60,9 @@ size_t tk_test_page(void);
  * an emulator many times slower (make kernel-test). */
 long tk_test_scaled(long n);
 
+/* The process's mappings now (lines of /proc/self/maps), or exits 1. */
+long tk_test_mappings(void);
+
 /* A xorshift64 step: reproducible pseudo-random test data. */
 static inline uint64_t tk_test_xorshift(uint64_t *s)
 {

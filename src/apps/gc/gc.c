@@ -556,25 +556,19 @@ NO_SANITIZE static void scan_range(struct marker *m, uintptr_t lo, uintptr_t hi)
     for (uintptr_t p = lo; p < hi; p += 8) mark_word(m, *(const uintptr_t *)p);
 }
 
-static void drain(struct marker *m)
-{
-    while (m->sp) {
-        uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
-        scan_range(m, lo, hi);
-    }
-}
-
-/* drain, for the concurrent marker: what it has marked so far is
- * published now and then, for the allocating threads' pacing */
-static void drain_concurrent(struct marker *m)
+/* Scans what m's stack holds, and what that reaches.  published (the
+ * concurrent marker's G.cycle_marked, for the allocating threads' pacing),
+ * if not NULL, is told what m has marked now and then. */
+static void drain(struct marker *m, uint64_t *published)
 {
     unsigned n = 0;
     while (m->sp) {
         uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
         scan_range(m, lo, hi);
-        if ((++n & 4095) == 0) __atomic_store_n(&G.cycle_marked, m->marked_bytes, __ATOMIC_RELAXED);
+        if (published && (++n & 4095) == 0)
+            __atomic_store_n(published, m->marked_bytes, __ATOMIC_RELAXED);
     }
-    __atomic_store_n(&G.cycle_marked, m->marked_bytes, __ATOMIC_RELAXED);
+    if (published) __atomic_store_n(published, m->marked_bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- parallel marking ----------------------------------------------------
@@ -611,7 +605,6 @@ static struct {
     unsigned limit; /* markers this marking, as want was at its start */
     bool closed;
     uint64_t helper_bytes; /* marked by the helpers */
-    uint64_t shared;       /* ranges moved to the pool, in all */
     struct marker m[MAX_MARKERS];
 } P = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -652,7 +645,6 @@ static void share(struct marker *m)
         memmove(m->s, m->s + give, (m->sp - give) * 8);
         m->sp -= give;
         atomic_store_explicit(&P.pool_n, give, memory_order_relaxed);
-        P.shared += give / 2;
     }
     spin_unlock();
 }
@@ -777,7 +769,7 @@ static void start_helpers(void)
 static void mark_all(void)
 {
     if (P.started == 0 || P.want < 2 || !P.pool) {
-        drain(&M0);
+        drain(&M0, NULL);
         G.st.markers = 1;
         return;
     }
@@ -1013,6 +1005,16 @@ static pid_t gettid_(void)
 
 /* ---- stopping the world at safepoints ----------------------------------- */
 
+/* Thread t's stack is scanned from below regs, a buffer in the frame of a
+ * function of t's that has spilled every callee-saved register into it
+ * (__builtin_unwind_init, setjmp) and does not return meanwhile. */
+static void stack_saved(struct gc_thread *t, const jmp_buf *regs)
+{
+    t->sp = (uintptr_t)regs - 128;
+    t->alt_hi = 0;
+    memset(t->regs, 0, sizeof t->regs);
+}
+
 /* The calling thread t saves its registers in this frame and is counted
  * stopped (T_BLOCKING) while fn(arg) runs; then it runs again, unless a
  * stop by safepoints is under way, which it waits out.  fn must not touch
@@ -1025,9 +1027,7 @@ __attribute__((noinline)) static void *as_blocked(struct gc_thread *t, void *(*f
     jmp_buf regs;
     __builtin_unwind_init(); /* every callee-saved register spilled into this frame */
     setjmp(regs);
-    t->sp = (uintptr_t)&regs - 128;
-    t->alt_hi = 0;
-    memset(t->regs, 0, sizeof t->regs);
+    stack_saved(t, &regs);
     atomic_store(&t->state, T_BLOCKING);
     if (__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) {
         /* a collector may be waiting for this thread: it is stopped now */
@@ -1080,9 +1080,7 @@ __attribute__((noinline)) static void park(struct gc_thread *t)
     pthread_mutex_lock(&SPW.lock);
     uint64_t gen = atomic_load(&stop_gen);
     if (__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST) && atomic_load(&t->stopped_gen) != gen) {
-        t->sp = (uintptr_t)&regs - 128;
-        t->alt_hi = 0;
-        memset(t->regs, 0, sizeof t->regs);
+        stack_saved(t, &regs);
         atomic_store(&t->stopped_gen, gen);
         pthread_cond_broadcast(&SPW.ack);
         while (atomic_load(&restart_gen) != gen) pthread_cond_wait(&SPW.go, &SPW.lock);
@@ -1134,19 +1132,12 @@ static void start_world_safepoints(void)
     pthread_mutex_unlock(&SPW.lock);
 }
 
-/* Stops every registered thread but the caller; returns how many. */
-static size_t stop_world(void)
+/* Stops every registered thread but the caller by signals; returns how
+ * many. */
+static size_t stop_world_signals(void)
 {
-    if (atomic_load_explicit(&safepoints, memory_order_relaxed)) {
-        uint64_t t0 = now_ns();
-        size_t n = stop_world_safepoints();
-        uint64_t d = now_ns() - t0;
-        if (d > G.st.max_handshake_ns) G.st.max_handshake_ns = d;
-        return n;
-    }
-    uint64_t t0 = now_ns();
-    uint64_t gen = atomic_fetch_add(&stop_gen, 1) + 1;
     size_t n = 0;
+    atomic_fetch_add(&stop_gen, 1);
     pid_t pid = getpid();
     for (struct gc_thread **pt = &G.threads; *pt;) {
         struct gc_thread *t = *pt;
@@ -1183,7 +1174,15 @@ static size_t stop_world(void)
             }
         }
     }
-    (void)gen;
+    return n;
+}
+
+/* Stops every registered thread but the caller; returns how many. */
+static size_t stop_world(void)
+{
+    uint64_t t0 = now_ns();
+    size_t n = atomic_load_explicit(&safepoints, memory_order_relaxed) ? stop_world_safepoints()
+                                                                       : stop_world_signals();
     uint64_t d = now_ns() - t0;
     if (d > G.st.max_handshake_ns) G.st.max_handshake_ns = d;
     return n;
@@ -1444,7 +1443,7 @@ static void finish_marking(void)
         bool scan;
         if (object_of(o, &size, &scan) && scan) {
             scan_range(&M0, o, o + size);
-            drain(&M0);
+            drain(&M0, NULL);
         }
     }
     if (nf)
@@ -1653,7 +1652,7 @@ static void concurrent_cycle(void)
     uint64_t m0 = now_ns();
     for (size_t i = 0; i < G.nsegs; i++) scan_range(&M0, G.segs[i].lo, G.segs[i].hi);
     for (size_t i = 0; i < G.ncroots; i++) scan_range(&M0, G.croots[i].lo, G.croots[i].hi);
-    drain_concurrent(&M0);
+    drain(&M0, &G.cycle_marked);
     for (int pass = 0; pass < PRECLEAN_PASSES; pass++) {
         pthread_mutex_lock(&G.lock);
         bool ok = snapshot_chunks(ch, &nch);
@@ -1661,7 +1660,7 @@ static void concurrent_cycle(void)
         if (!ok) break;
         uint64_t n = push_dirty_in(ch, nch, G.cdirty, G.cdirty_bits);
         G.st.dirty_pages += n;
-        drain_concurrent(&M0);
+        drain(&M0, &G.cycle_marked);
         if (n < PRECLEAN_ENOUGH) break;
     }
     G.st.concurrent_mark_ns += now_ns() - m0;
@@ -1779,13 +1778,10 @@ static void maybe_collect_locked(void)
 {
     if (G.since_gc < G.threshold || G.disabled) return;
     if (G.concurrent) {
-        if (!G.cycle && !G.cycle_requested) {
-            if (start_marker_locked() == 0) {
-                G.cycle_requested = true;
-                pthread_cond_signal(&G.cycle_cv);
-                return;
-            }
-        } else {
+        if (G.cycle || G.cycle_requested) return;
+        if (start_marker_locked() == 0) {
+            G.cycle_requested = true;
+            pthread_cond_signal(&G.cycle_cv);
             return;
         }
     }
@@ -2089,6 +2085,19 @@ static bool collect_for_room(bool *collected)
     return true;
 }
 
+/* Class list k refilled if empty (a cycle waited for, or a collection,
+ * when the heap may not grow); false, with the reason, if it cannot be. */
+static bool refill_or_room(unsigned k)
+{
+    bool collected = false;
+    while (!G.freelist[k] && refill(k) != 0)
+        if (!collect_for_room(&collected)) {
+            tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
+            return false;
+        }
+    return true;
+}
+
 static void *alloc_locked(size_t n, bool atomic)
 {
     if (n == 0) n = 1;
@@ -2096,12 +2105,7 @@ static void *alloc_locked(size_t n, bool atomic)
     run_finalizers();
     if (n <= SMALL_MAX) {
         unsigned cls = class_of(n), k = cls * 2 + atomic;
-        bool collected = false;
-        while (!G.freelist[k] && refill(k) != 0)
-            if (!collect_for_room(&collected)) {
-                tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
-                return NULL;
-            }
+        if (!refill_or_room(k)) return NULL;
         void *p = G.freelist[k];
         G.freelist[k] = *(void **)p;
         G.freecount[k]--;
@@ -2159,12 +2163,7 @@ static bool tl_refill(unsigned k)
 {
     maybe_collect_locked();
     run_finalizers();
-    bool collected = false;
-    while (!G.freelist[k] && refill(k) != 0)
-        if (!collect_for_room(&collected)) {
-            tk__fail(-ENOMEM, "tk_gc_malloc: the heap is full");
-            return false;
-        }
+    if (!refill_or_room(k)) return false;
     size_t bytes = G.freecount[k] * class_size[k / 2];
     G.since_gc += bytes;
     G.st.allocated_bytes += bytes;
