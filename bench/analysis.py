@@ -541,9 +541,9 @@ def gc_goals(results, note):
     """The collector's goals (bench/gc.py, ratios paired per round), for one
     trapkit configuration on all of them: the mostly-concurrent one (with a
     page-table barrier) that meets the most of them, the shorter GCBench
-    total time breaking a tie - for GCBench, total time within 1.2x of bdwgc's (non-incremental); max
-    pause at most 1/5 of bdwgc incremental's; with the 1 GiB live heap, at
-    most 1/10 of bdwgc non-incremental's; and for each other workload
+    total time breaking a tie - for GCBench, total time within 1.2x of
+    bdwgc's (non-incremental); max pause at most 1/5 of bdwgc incremental's;
+    with the 1 GiB live heap, at most 1/10 of bdwgc non-incremental's; and for each other workload
     measured, max pause at most 1/5 of bdwgc incremental's.  A pause is, as
     the goals define it, the time the program's threads are stopped, from
     the stop request to the restart (gc/world-stopped: each collector's own
@@ -604,9 +604,9 @@ def gc_goals(results, note):
              and r["params"].get("heap_mib") == 0 and r["median"] is not None]
         return t[0] if t else float("inf")
 
-    chosen = max(sorted({r["mechanism"] for r in cands}),
-                 key=lambda m: (sum(x["status"] == MET for x in goals_for(m)), -total(m)))
-    return goals_for(chosen)
+    by = {m: goals_for(m) for m in sorted({r["mechanism"] for r in cands})}
+    chosen = max(by, key=lambda m: (sum(x["status"] == MET for x in by[m]), -total(m)))
+    return by[chosen]
 
 
 CKPT_TRAPKIT = ("uffd-thread", "uffd-sigbus", "posix")

@@ -46,7 +46,6 @@ lines on stdout (BENCHMARKING.md); progress on stderr.
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -100,12 +99,7 @@ def run(cmd, env, args, timed):
         raise NotHere(p.stderr.strip()[-300:])
     if p.returncode != 0:
         raise RuntimeError(p.stderr.strip()[-300:] or f"exit status {p.returncode}")
-    r = json.loads(p.stdout.strip().splitlines()[-1])
-    if r.get("world_stopped_ms") is None:
-        # an older program: trapkit's own account on stderr
-        m = re.search(r"world stopped at most ([0-9.]+) ms", p.stderr)
-        r["world_stopped_ms"] = float(m.group(1)) if m else None
-    return r
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def workload_arg(text):
