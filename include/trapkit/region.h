@@ -304,6 +304,24 @@ int tk_protection(tk_region *r, const void *addr);
  * loses nothing of another's.  Not async-signal-safe. */
 long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits);
 
+/* DIRTY, the other way: counts the pages of [addr, addr+len) as written in
+ * the interval under way - the next tk_dirty() reports them (or, if one is
+ * running, that one) - and lets writes to them proceed without a fault
+ * until the next tk_dirty() starts a new interval.  For a program about to
+ * write the pages anyway (an allocator handing them out), or one that does
+ * not need the record until its next tk_dirty() (a collector between two
+ * marking cycles): one system call for the range, where each page's first
+ * write would otherwise take a fault (posix, uffd-*: a signal or a message
+ * and a system call; pagemap-scan: the kernel's own write fault).  Pages
+ * the program protected (tk_protect) keep their protection and are
+ * reported.  On soft-dirty the pages are reported but their writes still
+ * fault in the kernel: it offers no way to set its bits.  The range must lie
+ * in r and be aligned to its logical page size.  Returns 0, -EINVAL (outside
+ * the region, unaligned, no TK_REGION_DIRTY), -EFAULT (the region's memory
+ * was unmapped behind trapkit's back) or the kernel's error.
+ * Async-signal-safe. */
+int tk_dirty_mark(tk_region *r, void *addr, size_t len);
+
 /* MAP2.  Maps a second view of the region's memory at another address with
  * protection prot (TK_PROT_READ or TK_PROT_RW), unaffected by the region's
  * protections and faults.  The region must have TK_REGION_MAP2.  Returns 0

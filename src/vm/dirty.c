@@ -523,6 +523,49 @@ static int collect_soft_dirty(struct tk_region *r, uint64_t *bm)
     return 0;
 }
 
+/* [signal-safe] */
+int tk_dirty_mark(tk_region *r, void *addr, size_t len)
+{
+    int cerr = tk__check_region(r, "tk_dirty_mark: the region is NULL",
+                                "tk_dirty_mark: the region was destroyed");
+    if (cerr) return cerr;
+    if (!(r->rg_flags & TK_REGION_DIRTY))
+        return tk__fail(-EINVAL, "tk_dirty_mark: the region was not created with TK_REGION_DIRTY");
+    uintptr_t a = (uintptr_t)addr;
+    if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a || len == 0 ||
+        ((a - r->rg_start) | len) & (r->rg_page - 1))
+        return tk__fail(-EINVAL, "tk_dirty_mark: the range must lie in the region and be aligned "
+                                 "to its logical page size");
+    const char *gone = atomic_load(&r->rg_gone);
+    if (gone) return tk__fail(-EFAULT, gone);
+    size_t first = tk__page_index(r, a), n = len >> r->rg_shift;
+    if (r->rg_trap_dirty) {
+        /* as a fault would: the bit set, the page no longer tracked and
+         * open (unless the program's own protection closes it) */
+        tk_hw_guard g;
+        tk__hw_lock(r, &g);
+        for (size_t i = first; i < first + n; i++)
+            if ((atomic_load(&r->rg_state[i]) & PS_PROT_MASK) == TK_PROT_RW)
+                atomic_fetch_and(&r->rg_state[i], (uint8_t)~PS_TRACK);
+        tk__dirty_mark(r, first, n);
+        int err = tk__apply(r, first, n);
+        tk__hw_unlock(r, &g, first, n);
+        return err ? tk__fail(err, "tk_dirty_mark: the kernel refused to open the pages") : 0;
+    }
+    if (r->rg_mech == TK_MECH_PAGEMAP_SCAN) {
+        /* the write protection lifted first: a collection between the two
+         * finds the pages written, and the bits set after it report them
+         * again (never too few: the next collection reports an unpopulated
+         * page the kernel would not) */
+        int err = tk__uffd_wp(r->rg_uffd, addr, len, false, false);
+        if (err) return tk__fail(err, "tk_dirty_mark: the kernel refused to lift write protection");
+    }
+    /* soft-dirty: the kernel's bits cannot be set from user space, nor its
+     * write faults avoided; the pages are reported from trapkit's bitmap */
+    tk__dirty_mark(r, first, n);
+    return 0;
+}
+
 long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits)
 {
     int cerr =
