@@ -507,24 +507,29 @@ static inline uintptr_t object_of(uintptr_t a, size_t *size, bool *scan)
 
 /* ---- marking ------------------------------------------------------------- */
 /* [lo, hi) to scan: an object, or a written page of a large one. */
-static void push(struct marker *m, uintptr_t lo, uintptr_t hi)
+static void grow_stack(struct marker *m);
+static inline void push(struct marker *m, uintptr_t lo, uintptr_t hi)
 {
-    if (m->sp + 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 65536;
-        void *p =
-            m->s ? mremap(m->s, m->cap * 8, cap * 8, MREMAP_MAYMOVE)
-                 : mmap(NULL, cap * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            /* no memory for the mark stack: nothing can be freed safely */
-            static const char msg[] = "trapkit gc: out of memory for the mark stack\n";
-            (void)!write(2, msg, sizeof msg - 1);
-            abort();
-        }
-        m->s = p;
-        m->cap = cap;
-    }
+    if (__builtin_expect(m->sp + 2 > m->cap, 0)) grow_stack(m);
     m->s[m->sp++] = lo;
     m->s[m->sp++] = hi;
+}
+
+/* The mark stack made twice as large (its first: 64 Ki entries). */
+static void grow_stack(struct marker *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 65536;
+    void *p = m->s
+                  ? mremap(m->s, m->cap * 8, cap * 8, MREMAP_MAYMOVE)
+                  : mmap(NULL, cap * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        /* no memory for the mark stack: nothing can be freed safely */
+        static const char msg[] = "trapkit gc: out of memory for the mark stack\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        abort();
+    }
+    m->s = p;
+    m->cap = cap;
 }
 
 static inline void mark_word(struct marker *m, uintptr_t w)
@@ -590,6 +595,7 @@ static void drain(struct marker *m, uint64_t *published)
 #define POOL_CAP (1u << 16) /* ranges the pool holds */
 #define SHARE_MAX 256       /* ranges moved to the pool at a time */
 #define SPLIT_BYTES PS      /* a range longer than this is scanned in parts */
+#define SOLO_RANGES 4096    /* ranges the collecting thread scans before waking helpers */
 
 static struct {
     pthread_mutex_t lock; /* for waking the helpers */
@@ -656,6 +662,21 @@ static void take_locked(struct marker *m)
     size_t k = n >= 4 ? n / 4 * 2 : n;
     for (size_t i = n - k; i < n; i += 2) push(m, P.pool[i], P.pool[i + 1]);
     atomic_store_explicit(&P.pool_n, n - k, memory_order_relaxed);
+}
+
+/* Up to n ranges of m's stack scanned by m alone (a long one a part at a
+ * time); whether the stack ran dry. */
+static bool mark_alone(struct marker *m, unsigned n)
+{
+    while (m->sp && n--) {
+        uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
+        if (hi - lo > SPLIT_BYTES) {
+            push(m, lo + SPLIT_BYTES, hi);
+            hi = lo + SPLIT_BYTES;
+        }
+        scan_range(m, lo, hi);
+    }
+    return m->sp == 0;
 }
 
 /* Marks with the others until no marker has anything left. */
@@ -773,6 +794,12 @@ static void mark_all(void)
         G.st.markers = 1;
         return;
     }
+    /* a small marking (a concurrent cycle's last stop, most often) is done
+     * alone: waking the helpers takes longer than the marking */
+    if (mark_alone(&M0, SOLO_RANGES)) {
+        G.st.markers = 1;
+        return;
+    }
     bool atomic_before = MB_atomic;
     MB_atomic = true;
     atomic_store_explicit(&P.pool_n, 0, memory_order_relaxed);
@@ -859,11 +886,19 @@ static uint64_t push_dirty_in(const struct chunk *chunks, size_t n, uint64_t *di
                 const struct blk *b = &G.blk[pg];
                 uintptr_t base = (uintptr_t)page_addr(pg);
                 if (b->kind == K_SMALL && !b->atomic) {
+                    /* runs of adjacent marked objects, a range each */
                     size_t sz = class_size[b->cls];
+                    uintptr_t run = 0;
                     for (uintptr_t o = base; o + sz <= base + PS; o += sz) {
                         size_t g = granule_of(o);
-                        if (abit(g) && bit(MB, g)) push(&M0, o, o + sz);
+                        if (abit(g) && bit(MB, g)) {
+                            if (!run) run = o;
+                        } else if (run) {
+                            push(&M0, run, o);
+                            run = 0;
+                        }
                     }
+                    if (run) push(&M0, run, base + PS / sz * sz);
                 } else if (b->kind == K_LARGE || b->kind == K_TAIL) {
                     if (b->kind == K_TAIL && b->pages > pg) continue;
                     size_t head = b->kind == K_TAIL ? pg - b->pages : pg;
@@ -1088,6 +1123,23 @@ __attribute__((noinline)) static void park(struct gc_thread *t)
     pthread_mutex_unlock(&SPW.lock);
 }
 
+/* The stopping thread's wait for answers spins this long before it sleeps:
+ * a thread running on another CPU answers within microseconds, and waking
+ * a sleeping thread can take longer than that (in a virtual machine, tens
+ * of microseconds more). */
+#define ACK_SPIN_NS 200000
+
+/* An acknowledgement taken within the spin, else false. */
+static bool ack_spin(void)
+{
+    uint64_t t0 = now_ns();
+    for (unsigned i = 1;; i++) {
+        if (sem_trywait(&ack) == 0) return true;
+        if (i % 64 == 0 && now_ns() - t0 > ACK_SPIN_NS) return false;
+        __builtin_ia32_pause();
+    }
+}
+
 /* Stops every registered thread but the caller at its next safepoint
  * (an allocation, tk_gc_safepoint, or a wait for the collector) or counts
  * it stopped while it blocks; returns how many. */
@@ -1095,6 +1147,7 @@ static size_t stop_world_safepoints(void)
 {
     uint64_t gen = atomic_fetch_add(&stop_gen, 1) + 1;
     __atomic_store_n(&sp_flag, 1, __ATOMIC_SEQ_CST);
+    uint64_t t0 = now_ns();
     size_t n = 0;
     bool told = false;
     pthread_mutex_lock(&SPW.lock);
@@ -1108,6 +1161,12 @@ static size_t stop_world_safepoints(void)
                 waiting++;
         }
         if (!waiting) break;
+        if (now_ns() - t0 < ACK_SPIN_NS) {
+            pthread_mutex_unlock(&SPW.lock);
+            __builtin_ia32_pause();
+            pthread_mutex_lock(&SPW.lock);
+            continue;
+        }
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_sec += 5;
@@ -1155,6 +1214,7 @@ static size_t stop_world_signals(void)
         pt = &t->next;
     }
     for (size_t i = 0; i < n; i++) {
+        if (ack_spin()) continue;
         /* a thread that blocks SIGPWR never answers: say so, and wait */
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
@@ -1516,9 +1576,19 @@ static void after_collection(bool full, uint64_t pause)
      * allocated during it, live or not) */
     G.reach_bytes = G.st.live_bytes > G.black_kept ? G.st.live_bytes - G.black_kept : 0;
     G.black_kept = 0;
-    /* the next one after a third of the heap, or the live size, has been
-     * allocated (bdwgc's free-space divisor is 3) */
-    uint64_t third = G.top * PS / 3, th = G.reach_bytes > third ? G.reach_bytes : third;
+    /* the next one when most of the heap's free space has been allocated
+     * (three quarters), or the live size if more: the heap grows to twice
+     * the live size before collecting again.  With concurrent marking half
+     * of it, the rest for what is allocated while the marker runs, and at
+     * most twice the live size the roots reach and 4 MiB: what a cycle
+     * allocates is black, rescanned on the pages written meanwhile, so a
+     * heap grown while the marker fell behind must not lengthen the next
+     * cycles (each one longer, the heap growing again) */
+    uint64_t heap = G.top * PS, live = G.st.live_bytes < heap ? G.st.live_bytes : heap;
+    uint64_t free = (heap - live) / 4 * (G.concurrent ? 2 : 3);
+    if (G.concurrent && free > GC_MIN_BYTES + 2 * G.reach_bytes)
+        free = GC_MIN_BYTES + 2 * G.reach_bytes;
+    uint64_t th = G.reach_bytes > free ? G.reach_bytes : free;
     G.threshold = th > GC_MIN_BYTES ? th : GC_MIN_BYTES;
 }
 
@@ -1693,6 +1763,13 @@ static void concurrent_cycle(void)
     G.st.concurrent_cycles++;
     cycle_over_locked();
     pthread_mutex_unlock(&G.lock);
+
+    /* until the next cycle nothing reads the barrier: its pages are opened
+     * (one system call a chunk), so that the program's writes meanwhile
+     * take no fault (a minor collection in between - tk_gc_collect_minor -
+     * finds every page written: slower, as correct) */
+    for (size_t i = 0; i < nch; i++)
+        if (ch[i].region) tk_dirty_mark(ch[i].region, page_addr(ch[i].first), ch[i].pages * PS);
 }
 
 static void *marker_main(void *arg)
