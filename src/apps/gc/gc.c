@@ -109,9 +109,14 @@ struct gc_thread {
     uintptr_t sp, alt_hi;
     uintptr_t regs[NGREG];
     _Atomic uint64_t stopped_gen;
-    /* T_BLOCKING: inside tk_gc_do_blocking or waiting for the collector's
-     * lock, its registers and stack pointer saved: a stop by safepoints
-     * counts it stopped without waiting for it */
+    /* T_BLOCKING: inside tk_gc_do_blocking, its registers and stack
+     * pointer saved: a stop by safepoints counts it stopped without waiting
+     * for it.  T_LOCKWAIT: the same, waiting for the collector's lock (or
+     * for a cycle, on a condition variable of that lock): a stop by
+     * signals counts it stopped too, without a signal - it cannot go on
+     * before the stopping thread, which holds the lock, lets it (a signal
+     * would have to wake it first, which can take a millisecond in a
+     * virtual machine) */
     _Atomic int state;
     /* the thread's own free lists, per class and kind: a block's free
      * objects at a time, taken from the shared ones with their allocation
@@ -212,7 +217,7 @@ static pthread_key_t thread_key;
 static __thread struct gc_thread *self __attribute__((tls_model("initial-exec")));
 static sem_t ack;
 static _Atomic uint64_t stop_gen, restart_gen;
-enum { T_RUNNING = 0, T_BLOCKING = 1 };
+enum { T_RUNNING = 0, T_BLOCKING = 1, T_LOCKWAIT = 2 };
 /* Stopping the world by safepoints (tk_gc_set_stop): safepoints stopped
  * is nonzero while a stop is under way (tk_gc_safepoint reads it); a
  * thread parks there, or is counted stopped while blocking (SPW.ack tells
@@ -1047,23 +1052,28 @@ static void stack_saved(struct gc_thread *t, const jmp_buf *regs)
 {
     t->sp = (uintptr_t)regs - 128;
     t->alt_hi = 0;
+    stack_t ss;
+    if ((t->sp < t->stack_lo || t->sp >= t->stack_hi) && sigaltstack(NULL, &ss) == 0 &&
+        (ss.ss_flags & SS_ONSTACK))
+        t->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
     memset(t->regs, 0, sizeof t->regs);
 }
 
 /* The calling thread t saves its registers in this frame and is counted
- * stopped (T_BLOCKING) while fn(arg) runs; then it runs again, unless a
+ * stopped (state: T_BLOCKING, or T_LOCKWAIT if fn returns only with the
+ * collector's lock held) while fn(arg) runs; then it runs again, unless a
  * stop by safepoints is under way, which it waits out.  fn must not touch
  * collector objects: the collector scans t's stack from here up, with
  * t's frames above this one as they were at the call. */
 __attribute__((noinline)) static void *as_blocked(struct gc_thread *t, void *(*fn)(void *),
-                                                  void *arg)
+                                                  void *arg, int state)
 {
-    if (!t || atomic_load(&t->state) == T_BLOCKING) return fn(arg); /* (nested) */
+    if (!t || atomic_load(&t->state) != T_RUNNING) return fn(arg); /* (nested) */
     jmp_buf regs;
     __builtin_unwind_init(); /* every callee-saved register spilled into this frame */
     setjmp(regs);
     stack_saved(t, &regs);
-    atomic_store(&t->state, T_BLOCKING);
+    atomic_store(&t->state, state);
     if (__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) {
         /* a collector may be waiting for this thread: it is stopped now */
         pthread_mutex_lock(&SPW.lock);
@@ -1076,7 +1086,7 @@ __attribute__((noinline)) static void *as_blocked(struct gc_thread *t, void *(*f
         /* (a collector sets the flag, then reads the states; this thread
          * sets its state, then reads the flag: one of them sees the other) */
         if (!__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) break;
-        atomic_store(&t->state, T_BLOCKING);
+        atomic_store(&t->state, state);
         pthread_mutex_lock(&SPW.lock);
         pthread_cond_broadcast(&SPW.ack);
         while (__atomic_load_n(&sp_flag, __ATOMIC_SEQ_CST)) pthread_cond_wait(&SPW.go, &SPW.lock);
@@ -1092,14 +1102,13 @@ static void *lock_fn(void *arg)
     return NULL;
 }
 
-/* Takes the collector's lock; a registered thread waiting for it under
- * safepoints counts as stopped (the collector holds the lock while it
- * waits for the threads). */
+/* Takes the collector's lock; a registered thread waiting for it counts
+ * as stopped (the collector holds the lock while it stops the threads). */
 static void gc_lock(struct gc_thread *t)
 {
-    if (t && atomic_load_explicit(&safepoints, memory_order_relaxed)) {
+    if (t) {
         if (pthread_mutex_trylock(&G.lock) == 0) return;
-        as_blocked(t, lock_fn, NULL);
+        as_blocked(t, lock_fn, NULL, T_LOCKWAIT);
         return;
     }
     pthread_mutex_lock(&G.lock);
@@ -1157,7 +1166,7 @@ static size_t stop_world_safepoints(void)
         for (struct gc_thread *t = G.threads; t; t = t->next) {
             if (t == self) continue;
             n++;
-            if (atomic_load(&t->stopped_gen) != gen && atomic_load(&t->state) != T_BLOCKING)
+            if (atomic_load(&t->stopped_gen) != gen && atomic_load(&t->state) == T_RUNNING)
                 waiting++;
         }
         if (!waiting) break;
@@ -1195,12 +1204,18 @@ static void start_world_safepoints(void)
  * many. */
 static size_t stop_world_signals(void)
 {
-    size_t n = 0;
+    size_t n = 0, waiting = 0;
     atomic_fetch_add(&stop_gen, 1);
     pid_t pid = getpid();
     for (struct gc_thread **pt = &G.threads; *pt;) {
         struct gc_thread *t = *pt;
         if (t == self) {
+            pt = &t->next;
+            continue;
+        }
+        if (atomic_load(&t->state) == T_LOCKWAIT) {
+            /* waiting for the lock this thread holds: stopped as it is */
+            n++;
             pt = &t->next;
             continue;
         }
@@ -1211,9 +1226,10 @@ static size_t stop_world_signals(void)
             continue;
         }
         n++;
+        waiting++;
         pt = &t->next;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < waiting; i++) {
         if (ack_spin()) continue;
         /* a thread that blocks SIGPWR never answers: say so, and wait */
         struct timespec dl;
@@ -1254,10 +1270,12 @@ static void start_world(void)
         start_world_safepoints();
         return;
     }
-    atomic_store(&restart_gen, atomic_load(&stop_gen));
+    uint64_t gen = atomic_load(&stop_gen);
+    atomic_store(&restart_gen, gen);
     pid_t pid = getpid();
     for (struct gc_thread *t = G.threads; t; t = t->next)
-        if (t != self) syscall(SYS_tgkill, pid, t->tid, SIG_RESTART);
+        if (t != self && atomic_load(&t->stopped_gen) == gen) /* (signalled) */
+            syscall(SYS_tgkill, pid, t->tid, SIG_RESTART);
 }
 
 /* ---- threads ------------------------------------------------------------- */
@@ -1843,7 +1861,7 @@ static void *wait_cycle_fn(void *arg)
 static void wait_cycle_locked(void)
 {
     /* (the marker stops the world meanwhile: this thread counts stopped) */
-    if (G.cycle || G.cycle_requested) as_blocked(self, wait_cycle_fn, NULL);
+    if (G.cycle || G.cycle_requested) as_blocked(self, wait_cycle_fn, NULL, T_LOCKWAIT);
 }
 
 /* With the lock held, before taking memory: a collection once enough has
@@ -2004,7 +2022,7 @@ void tk_gc_park(void)
 
 void *tk_gc_do_blocking(void *(*fn)(void *), void *arg)
 {
-    return as_blocked(self, fn, arg);
+    return as_blocked(self, fn, arg, T_BLOCKING);
 }
 
 int tk_gc_set_markers(unsigned n)
