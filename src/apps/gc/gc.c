@@ -1028,7 +1028,10 @@ static void on_suspend(int sig, siginfo_t *si, void *ucv)
         sigset_t wait;
         sigfillset(&wait);
         sigdelset(&wait, SIG_RESTART);
-        while (atomic_load(&restart_gen) != gen) sigsuspend(&wait);
+        /* (until a restart at least as late as this stop: the next stop
+         * may come before this thread has run again - and count it
+         * stopped, if it waits for the lock, without a signal) */
+        while ((int64_t)(atomic_load(&restart_gen) - gen) < 0) sigsuspend(&wait);
     }
     errno = e;
 }
@@ -1127,7 +1130,8 @@ __attribute__((noinline)) static void park(struct gc_thread *t)
         stack_saved(t, &regs);
         atomic_store(&t->stopped_gen, gen);
         pthread_cond_broadcast(&SPW.ack);
-        while (atomic_load(&restart_gen) != gen) pthread_cond_wait(&SPW.go, &SPW.lock);
+        while ((int64_t)(atomic_load(&restart_gen) - gen) < 0)
+            pthread_cond_wait(&SPW.go, &SPW.lock);
     }
     pthread_mutex_unlock(&SPW.lock);
 }
