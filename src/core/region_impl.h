@@ -207,6 +207,9 @@ int tk__pkeys_protection(struct tk_region *r);                                /*
 /* Applies the state of pages [first, first+n) to the hardware, grouping runs
  * of equal settings into one system call each. [signal-safe] */
 int tk__apply(struct tk_region *r, size_t first, size_t n);
+/* [addr, addr+len) inside r and aligned to its logical page: its first
+ * page and count, or -EINVAL (with tk_protect's reason).  [signal-safe] */
+int tk__check_range(struct tk_region *r, const void *addr, size_t len, size_t *first, size_t *n);
 /* mprotect's protection for a user protection TK_PROT_* (vm/protect.c). */
 extern const int tk__prot_of_user[4];
 /* Changes the hardware of pages [first, first+n), all in state `from`, to

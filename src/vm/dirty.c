@@ -531,14 +531,12 @@ int tk_dirty_mark(tk_region *r, void *addr, size_t len)
     if (cerr) return cerr;
     if (!(r->rg_flags & TK_REGION_DIRTY))
         return tk__fail(-EINVAL, "tk_dirty_mark: the region was not created with TK_REGION_DIRTY");
-    uintptr_t a = (uintptr_t)addr;
-    if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a || len == 0 ||
-        ((a - r->rg_start) | len) & (r->rg_page - 1))
+    size_t first, n;
+    if (tk__check_range(r, addr, len, &first, &n))
         return tk__fail(-EINVAL, "tk_dirty_mark: the range must lie in the region and be aligned "
                                  "to its logical page size");
     const char *gone = atomic_load(&r->rg_gone);
     if (gone) return tk__fail(-EFAULT, gone);
-    size_t first = tk__page_index(r, a), n = len >> r->rg_shift;
     if (r->rg_trap_dirty) {
         /* as a fault would: the bit set, the page no longer tracked and
          * open (unless the program's own protection closes it) */

@@ -147,7 +147,7 @@ void tk__decline_wp(struct tk_region *r, size_t page)
 }
 
 /* [signal-safe] */
-static int check_range(struct tk_region *r, const void *addr, size_t len, size_t *first, size_t *n)
+int tk__check_range(struct tk_region *r, const void *addr, size_t len, size_t *first, size_t *n)
 {
     uintptr_t a = (uintptr_t)addr;
     if (a < r->rg_start || a >= r->rg_end || len > r->rg_end - a)
@@ -214,7 +214,7 @@ static int protect(tk_region *r, void *addr, size_t len, int prot, bool lift_spa
         return tk__pkeys_protect(r, addr, len, prot);
     }
     size_t first = 0, n = 0;
-    int err = check_range(r, addr, len, &first, &n);
+    int err = tk__check_range(r, addr, len, &first, &n);
     if (err) return err;
     if (prot != TK_PROT_NONE && prot != TK_PROT_READ && prot != TK_PROT_RW)
         return tk__fail(-EINVAL, "tk_protect: protection must be TK_PROT_NONE, TK_PROT_READ or "
@@ -320,7 +320,7 @@ int tk_discard(tk_region *r, void *addr, size_t len)
             return tk__fail(-EINVAL, "tk_discard: the range must lie in the region and be "
                                      "aligned to the hardware page");
     } else {
-        int err = check_range(r, addr, len, &first, &n);
+        int err = tk__check_range(r, addr, len, &first, &n);
         if (err)
             return tk__fail(err, r->rg_subpage ? "tk_discard: the range must lie in the region and "
                                                  "be aligned to the hardware page"
