@@ -669,18 +669,23 @@ static void take_locked(struct marker *m)
     atomic_store_explicit(&P.pool_n, n - k, memory_order_relaxed);
 }
 
-/* Up to n ranges of m's stack scanned by m alone (a long one a part at a
- * time); whether the stack ran dry. */
+/* The range on top of m's stack scanned (a long one a part at a time, the
+ * rest pushed back, so that it can be shared). */
+static void scan_next(struct marker *m)
+{
+    uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
+    if (hi - lo > SPLIT_BYTES) {
+        push(m, lo + SPLIT_BYTES, hi);
+        hi = lo + SPLIT_BYTES;
+    }
+    scan_range(m, lo, hi);
+}
+
+/* Up to n ranges of m's stack scanned by m alone; whether the stack ran
+ * dry. */
 static bool mark_alone(struct marker *m, unsigned n)
 {
-    while (m->sp && n--) {
-        uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
-        if (hi - lo > SPLIT_BYTES) {
-            push(m, lo + SPLIT_BYTES, hi);
-            hi = lo + SPLIT_BYTES;
-        }
-        scan_range(m, lo, hi);
-    }
+    while (m->sp && n--) scan_next(m);
     return m->sp == 0;
 }
 
@@ -690,12 +695,7 @@ static void mark_shared(struct marker *m)
     for (;;) {
         unsigned n = 0;
         while (m->sp) {
-            uintptr_t hi = m->s[--m->sp], lo = m->s[--m->sp];
-            if (hi - lo > SPLIT_BYTES) {
-                push(m, lo + SPLIT_BYTES, hi);
-                hi = lo + SPLIT_BYTES;
-            }
-            scan_range(m, lo, hi);
+            scan_next(m);
             if ((++n & 31) == 0 && m->sp >= 8 &&
                 atomic_load_explicit(&P.pool_n, memory_order_relaxed) == 0)
                 share(m);
