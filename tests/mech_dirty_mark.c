@@ -32,14 +32,8 @@ static tk_action on_fault(const tk_fault *f, void *arg)
 /* tk_dirty(r) reported exactly `want` (soft-dirty: at least). */
 static void dirty_is(tk_region *r, uint64_t want, const char *what)
 {
-    uint64_t bm[1];
-    long n = tk_dirty(r, bm, 64);
-    CHECK(n >= 0);
-    bool ok = m == TK_MECH_SOFT_DIRTY ? (bm[0] & want) == want
-                                      : bm[0] == want && n == __builtin_popcountll(want);
-    if (!ok) {
-        fprintf(stderr, "FAIL: %s: tk_dirty reported %#llx; want %#llx\n", what,
-                (unsigned long long)bm[0], (unsigned long long)want);
+    if (!tk_test_dirty_is(r, m, want)) {
+        fprintf(stderr, "FAIL: %s\n", what);
         exit(1);
     }
 }

@@ -13,18 +13,9 @@
 
 static enum tk_mech m;
 
-/* tk_dirty(r) reported exactly `want` (soft-dirty: at least `want`). */
 static bool dirty_is(tk_region *r, uint64_t want)
 {
-    uint64_t bm[1];
-    long n = tk_dirty(r, bm, 64);
-    if (n < 0) return false;
-    bool ok = m == TK_MECH_SOFT_DIRTY ? (bm[0] & want) == want
-                                      : bm[0] == want && n == __builtin_popcountll(want);
-    if (!ok)
-        fprintf(stderr, "tk_dirty: %ld pages, %#llx; want %#llx\n", n, (unsigned long long)bm[0],
-                (unsigned long long)want);
-    return ok;
+    return tk_test_dirty_is(r, m, want);
 }
 
 int main(int argc, char **argv)

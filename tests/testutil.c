@@ -106,3 +106,16 @@ int tk_test_in_child(void (*fn)(void *), void *arg)
     CHECK(waitpid(pid, &status, 0) == pid);
     return status;
 }
+
+bool tk_test_dirty_is(tk_region *r, enum tk_mech m, uint64_t want)
+{
+    uint64_t bm[1];
+    long n = tk_dirty(r, bm, 64);
+    if (n < 0) return false;
+    bool ok = m == TK_MECH_SOFT_DIRTY ? (bm[0] & want) == want
+                                      : bm[0] == want && n == __builtin_popcountll(want);
+    if (!ok)
+        fprintf(stderr, "tk_dirty: %ld pages, %#llx; want %#llx\n", n, (unsigned long long)bm[0],
+                (unsigned long long)want);
+    return ok;
+}

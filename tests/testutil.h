@@ -63,6 +63,11 @@ long tk_test_scaled(long n);
 /* The process's mappings now (lines of /proc/self/maps), or exits 1. */
 long tk_test_mappings(void);
 
+/* Whether tk_dirty(r) (a region of at most 64 pages, mechanism m) reported
+ * exactly the pages of want (soft-dirty: at least those: it may report
+ * more); if not, says what it reported on stderr. */
+bool tk_test_dirty_is(tk_region *r, enum tk_mech m, uint64_t want);
+
 /* A xorshift64 step: reproducible pseudo-random test data. */
 static inline uint64_t tk_test_xorshift(uint64_t *s)
 {
