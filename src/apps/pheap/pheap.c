@@ -1,0 +1,1198 @@
+/* src/apps/pheap/pheap.c - the transactional persistent heap
+ * (include/trapkit/pheap.h says what it offers).
+ *
+ * The file: 4 KiB pages in chunks of 512 (2 MiB).  The first 8 pages of a
+ * chunk describe its pages, 64 bytes a page (struct pdesc: free, a slab of
+ * small objects of one type and slot size with its allocation bitmap, or
+ * the head or a continuation of a run of pages holding one large object);
+ * the descriptors of those 8 pages are never used, and in chunk 0 their
+ * 512 bytes hold the superblock (struct sb).  Page 8 holds the types
+ * (struct tdesc: name, size, a bitmap of its pointer words).  The store
+ * grows a chunk at a time.
+ *
+ * In memory the store lies at base, in one reservation of max_size bytes
+ * that is a trapkit region.  Every page starts no-access.  A first touch
+ * (on_fault) reads its extent (16 pages) with pread, swizzles each page's
+ * pointer words (offset -> base + offset; the descriptors say where they
+ * are, and the descriptor pages of a chunk are read before its other
+ * extents) and makes the extent read-only.  In a transaction, the first
+ * write to a page saves its before-image in the undo area and opens the
+ * page; commit copies each written page, unswizzles the copy and writes
+ * them all as one record of the redo log (PATH.log) with one fdatasync,
+ * then makes them read-only again.  The log is applied to PATH (the pages
+ * committed since the last application, as they are now in memory,
+ * unswizzled), PATH is synced, and the log truncated, once it passes
+ * log_limit and at close.  Opening replays the log's complete records.
+ *
+ * A log record: struct rec_hdr, then per page struct rec_ent and its 4096
+ * bytes.  Records are written one after another from offset 0; each one's
+ * lsn is its predecessor's + 1; its CRC-32C covers the header (crc 0) and
+ * every entry.  base_npages is the store file's size in pages when the log
+ * was last emptied (the store file is at least that long: anything shorter
+ * was truncated by damage).
+ */
+#include <trapkit/pheap.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "apps/checkpoint/image.h" /* tk__crc32c */
+#include "core/internal.h"
+#include "trapkit/error.h"
+
+enum {
+    PS = 4096,
+    CHUNK = 512,    /* pages */
+    META = 8,       /* descriptor pages at the start of a chunk */
+    EXTENT = 16,    /* pages read at a first touch */
+    TYPES_PAGE = 8, /* in chunk 0 */
+    FIRST_DATA_PAGE = 9,
+    SLAB_MAX = 2048,         /* bytes: larger objects get pages of their own */
+    MAX_SPAN = CHUNK - META, /* pages of the largest object */
+    MAX_TYPES = 63,          /* entries 1..63 of the types page */
+    SB_BYTES = 512,
+    VERSION = 1,
+};
+#define SB_MAGIC "TKPHEAP"      /* 8 bytes with its NUL */
+#define TYPES_MAGIC 0x53505954u /* "TYPS" */
+#define REC_MAGIC 0x4c504b54u   /* "TKPL" */
+#define DEFAULT_MAX (64ull << 30)
+#define DEFAULT_LOG_LIMIT (64u << 20)
+#define DEFAULT_TX_PAGES 65536u
+
+enum kind { K_FREE = 0, K_SLAB = 1, K_HEAD = 2, K_CONT = 3, K_META = 4 };
+
+struct sb {
+    char magic[8];
+    uint32_t version, page_size;
+    uint64_t npages;    /* the store's size in pages, a multiple of CHUNK */
+    uint64_t root;      /* a pointer word (swizzled in memory) */
+    uint64_t lsn;       /* the last committed transaction */
+    uint64_t free_hint; /* no free page before this one */
+    uint32_t pad, crc;  /* crc of the SB_BYTES with crc 0 */
+};
+_Static_assert(sizeof(struct sb) <= SB_BYTES, "superblock");
+
+struct tdesc {
+    char name[24];
+    uint32_t size, pad;
+    uint64_t ptrmap[4]; /* bit w: the word at byte 8w is a pointer */
+};
+_Static_assert(sizeof(struct tdesc) == 64, "type entry");
+
+struct types_hdr { /* entry 0 of the types page */
+    uint32_t magic, ntypes;
+};
+
+struct pdesc {
+    uint8_t kind, pad0;
+    uint16_t slot;   /* K_SLAB: bytes a slot */
+    uint16_t nslots; /* K_SLAB */
+    uint16_t used;   /* K_SLAB: slots allocated */
+    uint32_t type;
+    uint32_t span;  /* K_HEAD: pages of the run; K_CONT: pages back to its head */
+    uint64_t count; /* K_HEAD: elements of the object */
+    uint64_t pad1;
+    uint8_t bits[32]; /* K_SLAB: slots allocated */
+};
+_Static_assert(sizeof(struct pdesc) == 64, "page descriptor");
+
+struct rec_hdr {
+    uint32_t magic, version;
+    uint64_t lsn, npages, base_npages, len;
+    uint32_t crc, pad;
+    uint64_t pad2[2];
+};
+_Static_assert(sizeof(struct rec_hdr) == 64, "record header");
+struct rec_ent {
+    uint64_t page;
+    uint32_t crc, pad;
+};
+#define ENT_BYTES (sizeof(struct rec_ent) + PS)
+
+enum { EXT_ABSENT = 0, EXT_LOADING = 1, EXT_LOADED = 2 };
+
+struct tk_ph {
+    char *base;
+    size_t max;
+    tk_region *r;
+    enum tk_mech mech;
+    int fd, logfd;
+    char *path;
+    _Atomic uint64_t npages; /* the store's size now (the superblock's, mirrored) */
+    uint64_t base_npages;    /* the store file's size in pages when the log was emptied */
+    size_t log_limit, max_tx;
+    uint64_t log_end;
+    struct tdesc types[MAX_TYPES + 1]; /* the types page's entries (0: its header) */
+    _Atomic uint8_t *ext;              /* per extent: EXT_* */
+    /* the transaction */
+    atomic_bool in_tx;
+    _Atomic uint64_t *dirty; /* bitmap: pages written in it */
+    _Atomic size_t nwritten; /* entries of wset and undo in use */
+    uint64_t *wset;          /* the pages written, in order */
+    char *undo;              /* their before-images */
+    /* committed since the log was last applied */
+    uint64_t *pending; /* bitmap */
+    uint64_t *plist;
+    size_t npending;
+    /* allocation: a page of each (type, slot) that may have room */
+    uint64_t slab_hint[MAX_TYPES + 1][SLAB_MAX / 16 + 1];
+    /* statistics */
+    _Atomic uint64_t pages_read, swizzled;
+    uint64_t commits, aborts, pages_logged, applies, replayed;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void *reserve(size_t len)
+{
+    void *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* [signal-safe] A message on stderr: the parts, then a newline. */
+static void say(const char *a, const char *b, uint64_t x, const char *c)
+{
+    char buf[256];
+    size_t n = 0;
+    const char *parts[2] = {a, b};
+    for (int i = 0; i < 2; i++)
+        for (const char *s = parts[i]; s && *s && n < 200; s++) buf[n++] = *s;
+    if (b) {
+        buf[n++] = '0';
+        buf[n++] = 'x';
+        for (int sh = 60; sh >= 0; sh -= 4) buf[n++] = "0123456789abcdef"[(x >> sh) & 15];
+    }
+    for (const char *s = c; s && *s && n < 250; s++) buf[n++] = *s;
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, n);
+    (void)w;
+}
+
+static bool full_pread(int fd, void *buf, size_t len, uint64_t off, size_t *got)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t k = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            *got = done;
+            return false;
+        }
+        if (k == 0) break;
+        done += (size_t)k;
+    }
+    *got = done;
+    return true;
+}
+
+static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t k = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        done += (size_t)k;
+    }
+    return 0;
+}
+
+static struct sb *sbp(tk_ph *ph)
+{
+    return (struct sb *)ph->base;
+}
+
+static struct pdesc *desc(tk_ph *ph, uint64_t q)
+{
+    uint64_t c = q / CHUNK, i = q % CHUNK;
+    return (struct pdesc *)(ph->base + (c * CHUNK + i / 64) * PS) + (i % 64);
+}
+
+static bool is_meta(uint64_t q)
+{
+    return q % CHUNK < META || q == TYPES_PAGE;
+}
+
+static uint32_t sb_crc(const void *sb)
+{
+    unsigned char copy[SB_BYTES];
+    memcpy(copy, sb, SB_BYTES);
+    ((struct sb *)copy)->crc = 0;
+    return tk__crc32c(0, copy, SB_BYTES);
+}
+
+static bool bit(const uint64_t *map, size_t i)
+{
+    return map[i / 64] >> (i % 64) & 1;
+}
+
+/* ---- pointer words ------------------------------------------------------
+ * Calls f(word, ctx) for every pointer word of page q, whose contents are at
+ * mem (the page itself, or a copy); d is q's descriptor as it is now.
+ * Returns the first non-zero result of f. */
+typedef int (*word_fn)(uint64_t *w, void *ctx);
+
+static int elems(const struct tdesc *t, char *mem, uint64_t from, uint64_t to, uint64_t start,
+                 word_fn f, void *ctx)
+{
+    /* the object's bytes [from, to) lie on this page at mem + (x - start) */
+    uint64_t e = t->size;
+    for (uint64_t x = from; x < to; x += 8) {
+        uint64_t w = (x % e) / 8;
+        if (t->ptrmap[w / 64] >> (w % 64) & 1) {
+            int rc = f((uint64_t *)(mem + (x - start)), ctx);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, word_fn f, void *ctx)
+{
+    if (q == 0) return f(&((struct sb *)mem)->root, ctx);
+    if (is_meta(q)) return 0;
+    if (d->type == 0 || d->type > MAX_TYPES) return 0;
+    const struct tdesc *t = &ph->types[d->type];
+    if (t->size == 0) return 0;
+    switch (d->kind) {
+    case K_SLAB:
+        for (unsigned s = 0; s < d->nslots && s < 256; s++) {
+            if (!(d->bits[s / 8] >> (s % 8) & 1)) continue;
+            uint64_t at = (uint64_t)s * d->slot;
+            int rc = elems(t, mem + at, 0, t->size, 0, f, ctx);
+            if (rc) return rc;
+        }
+        return 0;
+    case K_HEAD:
+    case K_CONT: {
+        uint64_t back = d->kind == K_CONT ? d->span : 0;
+        uint64_t count = d->kind == K_HEAD ? d->count : desc(ph, q - back)->count;
+        uint64_t from = back * PS, to = from + PS, total = count * t->size;
+        if (to > total) to = total;
+        if (from >= to) return 0;
+        return elems(t, mem, from, to, from, f, ctx);
+    }
+    default:
+        return 0;
+    }
+}
+
+struct swz {
+    tk_ph *ph;
+    uint64_t limit; /* bytes of the store */
+    uint64_t n;
+};
+
+static int swizzle_word(uint64_t *w, void *ctx)
+{
+    struct swz *s = ctx;
+    uint64_t v = *w;
+    if (v == 0) return 0;
+    if (v >= s->limit) return -1;
+    *w = (uint64_t)(uintptr_t)s->ph->base + v;
+    s->n++;
+    return 0;
+}
+
+static int unswizzle_word(uint64_t *w, void *ctx)
+{
+    struct swz *s = ctx;
+    uint64_t v = *w, b = (uint64_t)(uintptr_t)s->ph->base;
+    if (v == 0) return 0;
+    if (v < b || v - b >= s->limit) return -1;
+    *w = v - b;
+    return 0;
+}
+
+/* ---- first touch -------------------------------------------------------- */
+
+static int load_extent(tk_ph *ph, uint64_t e);
+
+/* [signal-safe] Makes sure extent e is in memory; 0, or -1 after a message. */
+static int ensure_extent(tk_ph *ph, uint64_t e)
+{
+    for (;;) {
+        uint8_t st = atomic_load_explicit(&ph->ext[e], memory_order_acquire);
+        if (st == EXT_LOADED) return 0;
+        if (st == EXT_ABSENT) {
+            uint8_t want = EXT_ABSENT;
+            if (atomic_compare_exchange_strong(&ph->ext[e], &want, EXT_LOADING)) {
+                int rc = load_extent(ph, e);
+                atomic_store_explicit(&ph->ext[e], rc ? EXT_ABSENT : EXT_LOADED,
+                                      memory_order_release);
+                return rc;
+            }
+            continue;
+        }
+        sched_yield(); /* another thread reads it */
+    }
+}
+
+/* [signal-safe] Reads extent e (which this thread holds as EXT_LOADING). */
+static int load_extent(tk_ph *ph, uint64_t e)
+{
+    uint64_t first = e * EXTENT, chunk_first = first / CHUNK * CHUNK / EXTENT;
+    /* the chunk's descriptors first (its first extent needs only itself) */
+    if (e != chunk_first && ensure_extent(ph, chunk_first)) return -1;
+    char *a = ph->base + first * PS;
+    size_t len = (size_t)EXTENT * PS;
+    if (tk_protect(ph->r, a, len, TK_PROT_RW)) {
+        say("trapkit pheap: cannot open the store's pages at ", "", (uint64_t)(uintptr_t)a,
+            tk_last_error());
+        return -1;
+    }
+    size_t got;
+    if (!full_pread(ph->fd, a, len, first * PS, &got)) {
+        say("trapkit pheap: reading the store failed at offset ", "", first * PS + got,
+            " (the program stops: the page cannot be given)");
+        tk_protect(ph->r, a, len, TK_PROT_NONE);
+        return -1;
+    }
+    if (got < len) memset(a + got, 0, len - got); /* past the file's end: zero */
+    struct swz s = {ph, atomic_load(&ph->npages) * PS, 0};
+    for (uint64_t q = first; q < first + EXTENT; q++) {
+        const struct pdesc *d = is_meta(q) ? NULL : desc(ph, q);
+        if (q != 0 && !d) continue;
+        static const struct pdesc none;
+        if (page_words(ph, q, ph->base + q * PS, d ? d : &none, swizzle_word, &s)) {
+            say("trapkit pheap: damaged store: a pointer outside the store in page at offset ", "",
+                q * PS, " (the program stops rather than follow it)");
+            memset(a, 0, len);
+            tk_protect(ph->r, a, len, TK_PROT_NONE);
+            return -1;
+        }
+    }
+    if (tk_protect(ph->r, a, len, TK_PROT_READ)) return -1;
+    atomic_fetch_add(&ph->pages_read, EXTENT);
+    atomic_fetch_add(&ph->swizzled, s.n);
+    return 0;
+}
+
+/* [signal-safe] The first write to page q in the transaction. */
+static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
+{
+    uint64_t m = 1ull << (q % 64);
+    uint64_t old = atomic_fetch_or(&ph->dirty[q / 64], m);
+    if (old & m) { /* another thread saves it: wait until it is open */
+        while (tk_protection(ph->r, page) != TK_PROT_RW) sched_yield();
+        return TK_RESUME;
+    }
+    size_t k = atomic_fetch_add(&ph->nwritten, 1);
+    if (k >= ph->max_tx) {
+        say("trapkit pheap: a transaction wrote more pages than max_tx_pages; the write at ", "",
+            (uint64_t)(uintptr_t)page, " is refused (raise tk_ph_config.max_tx_pages)");
+        return TK_DECLINE;
+    }
+    memcpy(ph->undo + k * PS, page, PS);
+    ph->wset[k] = q;
+    if (tk_protect(ph->r, page, PS, TK_PROT_RW)) return TK_DECLINE;
+    return TK_RESUME;
+}
+
+/* [signal-safe] The region's handler. */
+static tk_action on_fault(const tk_fault *f, void *arg)
+{
+    tk_ph *ph = arg;
+    uint64_t q = (uint64_t)((char *)f->page - ph->base) / PS;
+    if (q >= atomic_load(&ph->npages)) return TK_DECLINE; /* past the store: not ours */
+    if (ensure_extent(ph, q / EXTENT)) return TK_DECLINE;
+    int prot = tk_protection(ph->r, f->page);
+    if (prot == TK_PROT_RW || f->access == TK_ACCESS_READ) return TK_RESUME;
+    if (!atomic_load(&ph->in_tx)) {
+        say("trapkit pheap: a write to the store outside a transaction, at ", "",
+            (uint64_t)(uintptr_t)f->addr, " (call tk_ph_begin first)");
+        return TK_DECLINE;
+    }
+    return first_write(ph, q, f->page);
+}
+
+/* ---- the log ------------------------------------------------------------ */
+
+/* A record's CRC (its crc field as 0). */
+static uint32_t rec_crc(const char *rec, size_t len)
+{
+    struct rec_hdr h;
+    memcpy(&h, rec, sizeof h);
+    h.crc = 0;
+    uint32_t c = tk__crc32c(0, &h, sizeof h);
+    return tk__crc32c(c, rec + sizeof h, len - sizeof h);
+}
+
+/* The record at off of a log of size bytes in buf, if it is whole and
+ * sound: its length, else 0. */
+static uint64_t rec_ok(const char *buf, uint64_t size, uint64_t off)
+{
+    if (off + sizeof(struct rec_hdr) > size) return 0;
+    struct rec_hdr h;
+    memcpy(&h, buf + off, sizeof h);
+    if (h.magic != REC_MAGIC || h.version != VERSION || h.npages == 0 ||
+        h.npages > (size - off) / ENT_BYTES || h.len != sizeof h + h.npages * ENT_BYTES ||
+        h.len > size - off)
+        return 0;
+    if (rec_crc(buf + off, h.len) != h.crc) return 0;
+    return h.len;
+}
+
+/* Replays the log into the store file: every sound record in order; a
+ * torn record at the end is dropped; a damaged one followed by committed
+ * ones refuses (nothing written).  The log is emptied after. */
+static int replay(tk_ph *ph, uint64_t file_pages)
+{
+    struct stat st;
+    if (fstat(ph->logfd, &st))
+        return tk__failf(-errno, "tk_ph_open: %s.log: %s", ph->path, strerror(errno));
+    uint64_t size = (uint64_t)st.st_size;
+    ph->replayed = 0;
+    if (size == 0) return 0;
+    char *buf = malloc(size);
+    if (!buf) return tk__fail(-ENOMEM, "tk_ph_open: no memory to read the log");
+    size_t got;
+    if (!full_pread(ph->logfd, buf, size, 0, &got) || got != size) {
+        int err = errno ? -errno : -EIO;
+        free(buf);
+        return tk__failf(err, "tk_ph_open: reading %s.log: %s", ph->path, strerror(-err));
+    }
+    uint64_t off = 0, lsn = 0, n = 0, base_npages = 0;
+    for (;;) {
+        uint64_t len = rec_ok(buf, size, off);
+        if (!len) break;
+        struct rec_hdr h;
+        memcpy(&h, buf + off, sizeof h);
+        if (n > 0 && h.lsn != lsn + 1) break;
+        if (n == 0) base_npages = h.base_npages;
+        lsn = h.lsn;
+        off += len;
+        n++;
+    }
+    if (off < size) { /* a torn tail, or damage: committed records after it? */
+        for (uint64_t at = off + 8; at + sizeof(struct rec_hdr) <= size; at += 8) {
+            uint64_t len = rec_ok(buf, size, at);
+            if (!len) continue;
+            struct rec_hdr h;
+            memcpy(&h, buf + at, sizeof h);
+            if (n == 0 || h.lsn > lsn) {
+                free(buf);
+                return tk__failf(-EUCLEAN,
+                                 "tk_ph_open: %s.log is damaged at offset %llu, and committed "
+                                 "transactions follow (from number %llu): refusing to open "
+                                 "(nothing was changed)",
+                                 ph->path, (unsigned long long)off, (unsigned long long)h.lsn);
+            }
+        }
+    }
+    if (n > 0 && base_npages > file_pages) {
+        free(buf);
+        return tk__failf(-EUCLEAN,
+                         "tk_ph_open: %s is truncated: %llu bytes where at least %llu were "
+                         "written (nothing was changed)",
+                         ph->path, (unsigned long long)file_pages * PS,
+                         (unsigned long long)base_npages * PS);
+    }
+    for (uint64_t at = 0; at < off;) {
+        struct rec_hdr h;
+        memcpy(&h, buf + at, sizeof h);
+        const char *p = buf + at + sizeof h;
+        for (uint64_t i = 0; i < h.npages; i++, p += ENT_BYTES) {
+            struct rec_ent en;
+            memcpy(&en, p, sizeof en);
+            int rc = full_pwrite(ph->fd, p + sizeof en, PS, en.page * PS);
+            if (rc) {
+                free(buf);
+                return tk__failf(rc, "tk_ph_open: replaying the log into %s: %s", ph->path,
+                                 strerror(-rc));
+            }
+        }
+        at += h.len;
+    }
+    free(buf);
+    ph->replayed = n;
+    if (fdatasync(ph->fd) || ftruncate(ph->logfd, 0) || fdatasync(ph->logfd))
+        return tk__failf(-errno, "tk_ph_open: syncing %s after the replay: %s", ph->path,
+                         strerror(errno));
+    return 0;
+}
+
+/* Writes the pages committed since the last application into the store
+ * file, syncs it, and empties the log. */
+static int apply(tk_ph *ph)
+{
+    if (ph->log_end == 0) return 0;
+    uint64_t np = atomic_load(&ph->npages);
+    struct stat st;
+    if (fstat(ph->fd, &st)) return tk__failf(-errno, "tk_ph: %s: %s", ph->path, strerror(errno));
+    if ((uint64_t)st.st_size < np * PS && ftruncate(ph->fd, (off_t)(np * PS)))
+        return tk__failf(-errno, "tk_ph: growing %s: %s", ph->path, strerror(errno));
+    char copy[PS];
+    struct swz s = {ph, np * PS, 0};
+    for (size_t i = 0; i < ph->npending; i++) {
+        uint64_t q = ph->plist[i];
+        if (q >= np) continue;
+        memcpy(copy, ph->base + q * PS, PS);
+        page_words(ph, q, copy, is_meta(q) ? NULL : desc(ph, q), unswizzle_word, &s);
+        int rc = full_pwrite(ph->fd, copy, PS, q * PS);
+        if (rc) return tk__failf(rc, "tk_ph: writing %s: %s", ph->path, strerror(-rc));
+    }
+    if (fdatasync(ph->fd))
+        return tk__failf(-errno, "tk_ph: syncing %s: %s", ph->path, strerror(errno));
+    if (ftruncate(ph->logfd, 0) || fdatasync(ph->logfd))
+        return tk__failf(-errno, "tk_ph: emptying %s.log: %s", ph->path, strerror(errno));
+    for (size_t i = 0; i < ph->npending; i++) ph->pending[ph->plist[i] / 64] = 0;
+    ph->npending = 0;
+    ph->log_end = 0;
+    ph->base_npages = np;
+    ph->applies++;
+    return 0;
+}
+
+/* ---- transactions ------------------------------------------------------- */
+
+static int check_open(const tk_ph *ph, const char *fn)
+{
+    if (!ph) return tk__failf(-EINVAL, "%s: the store is NULL", fn);
+    return 0;
+}
+
+int tk_ph_begin(tk_ph *ph)
+{
+    int rc = check_open(ph, "tk_ph_begin");
+    if (rc) return rc;
+    if (atomic_load(&ph->in_tx)) return tk__fail(-EBUSY, "tk_ph_begin: a transaction is open");
+    atomic_store(&ph->nwritten, 0);
+    atomic_store(&ph->in_tx, true);
+    return 0;
+}
+
+static void reload_types(tk_ph *ph)
+{
+    memcpy(ph->types, ph->base + TYPES_PAGE * PS, sizeof ph->types);
+}
+
+int tk_ph_abort(tk_ph *ph)
+{
+    int rc = check_open(ph, "tk_ph_abort");
+    if (rc) return rc;
+    if (!atomic_load(&ph->in_tx)) return tk__fail(-EINVAL, "tk_ph_abort: no transaction is open");
+    size_t n = atomic_load(&ph->nwritten);
+    if (n > ph->max_tx) n = ph->max_tx;
+    uint64_t before = atomic_load(&ph->npages);
+    for (size_t k = n; k-- > 0;) {
+        uint64_t q = ph->wset[k];
+        memcpy(ph->base + q * PS, ph->undo + k * PS, PS);
+        tk_protect(ph->r, ph->base + q * PS, PS, TK_PROT_READ);
+        ph->dirty[q / 64] = 0;
+    }
+    uint64_t now = sbp(ph)->npages;
+    atomic_store(&ph->npages, now);
+    if (now < before) { /* chunks added by the transaction go */
+        char *a = ph->base + now * PS;
+        size_t len = (size_t)(before - now) * PS;
+        tk_protect(ph->r, a, len, TK_PROT_RW);
+        memset(a, 0, len);
+        tk_discard(ph->r, a, len);
+        tk_protect(ph->r, a, len, TK_PROT_NONE);
+        for (uint64_t e = now / EXTENT; e < before / EXTENT; e++) ph->ext[e] = EXT_ABSENT;
+    }
+    reload_types(ph);
+    memset(ph->slab_hint, 0, sizeof ph->slab_hint);
+    atomic_store(&ph->nwritten, 0);
+    atomic_store(&ph->in_tx, false);
+    ph->aborts++;
+    return 0;
+}
+
+int tk_ph_commit(tk_ph *ph)
+{
+    int rc = check_open(ph, "tk_ph_commit");
+    if (rc) return rc;
+    if (!atomic_load(&ph->in_tx)) return tk__fail(-EINVAL, "tk_ph_commit: no transaction is open");
+    struct sb *sb = sbp(ph);
+    sb->lsn++; /* (the superblock is in every record) */
+    size_t n = atomic_load(&ph->nwritten);
+    if (n > ph->max_tx) {
+        tk_ph_abort(ph);
+        return tk__fail(-ENOSPC, "tk_ph_commit: the transaction wrote more than max_tx_pages "
+                                 "pages; it was aborted");
+    }
+    uint64_t np = atomic_load(&ph->npages), len = sizeof(struct rec_hdr) + n * ENT_BYTES;
+    char *rec = malloc(len);
+    if (!rec) {
+        sb->lsn--;
+        return tk__fail(-ENOMEM, "tk_ph_commit: no memory for the log record");
+    }
+    struct swz s = {ph, np * PS, 0};
+    char *p = rec + sizeof(struct rec_hdr);
+    for (size_t k = 0; k < n; k++, p += ENT_BYTES) {
+        uint64_t q = ph->wset[k];
+        char *data = p + sizeof(struct rec_ent);
+        memcpy(data, ph->base + q * PS, PS);
+        if (page_words(ph, q, data, is_meta(q) ? NULL : desc(ph, q), unswizzle_word, &s)) {
+            /* find the word for the message */
+            uint64_t off = 0;
+            for (uint64_t *w = (uint64_t *)data; w < (uint64_t *)(data + PS); w++)
+                if (*w >= (uint64_t)(uintptr_t)ph->base) {
+                    off = (uint64_t)((char *)w - data);
+                    break;
+                }
+            const struct pdesc *d = is_meta(q) ? NULL : desc(ph, q);
+            free(rec);
+            sb->lsn--;
+            return tk__failf(-EINVAL,
+                             "tk_ph_commit: a pointer field of an object of type %s on the page "
+                             "at %p (near byte %llu of the page) points outside the store: the "
+                             "transaction is still open (fix it, or abort)",
+                             d && d->type ? ph->types[d->type].name : "?",
+                             (void *)(ph->base + q * PS), (unsigned long long)off);
+        }
+        if (q == 0) /* its checksum is of its form on disk */
+            sb->crc = ((struct sb *)data)->crc = sb_crc(data);
+        struct rec_ent en = {q, tk__crc32c(0, data, PS), 0};
+        memcpy(p, &en, sizeof en);
+    }
+    struct rec_hdr h = {REC_MAGIC, VERSION, sb->lsn, n, ph->base_npages, len, 0, 0, {0, 0}};
+    memcpy(rec, &h, sizeof h);
+    h.crc = rec_crc(rec, len);
+    memcpy(rec, &h, sizeof h);
+    rc = full_pwrite(ph->logfd, rec, len, ph->log_end);
+    free(rec);
+    if (!rc && fdatasync(ph->logfd)) rc = -errno;
+    if (rc) {
+        int e = ftruncate(ph->logfd, (off_t)ph->log_end);
+        (void)e;
+        tk_ph_abort(ph);
+        return tk__failf(rc, "tk_ph_commit: writing %s.log: %s; the transaction was aborted",
+                         ph->path, strerror(-rc));
+    }
+    ph->log_end += len;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t q = ph->wset[k];
+        tk_protect(ph->r, ph->base + q * PS, PS, TK_PROT_READ);
+        ph->dirty[q / 64] = 0;
+        if (!bit(ph->pending, q)) {
+            ph->pending[q / 64] |= 1ull << (q % 64);
+            ph->plist[ph->npending++] = q;
+        }
+    }
+    atomic_store(&ph->nwritten, 0);
+    atomic_store(&ph->in_tx, false);
+    ph->commits++;
+    ph->pages_logged += n;
+    if (ph->log_end > ph->log_limit) {
+        rc = apply(ph);
+        if (rc) return 0; /* durable in the log all the same; the next open replays it */
+    }
+    return 0;
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+/* In normal context: page q's extent in memory (before its descriptor
+ * changes, so that it is swizzled by the descriptor it was written with). */
+static int touch(tk_ph *ph, uint64_t q)
+{
+    return ensure_extent(ph, q / EXTENT) ? tk__fail(-EIO, "tk_ph: a page cannot be read") : 0;
+}
+
+/* n free pages side by side in one chunk (growing the store if none):
+ * the first's index, or 0 with the error. */
+static uint64_t free_run(tk_ph *ph, unsigned n, int *err)
+{
+    struct sb *sb = sbp(ph);
+    uint64_t np = atomic_load(&ph->npages);
+    uint64_t start = sb->free_hint < FIRST_DATA_PAGE ? FIRST_DATA_PAGE : sb->free_hint;
+    bool seen_free = false;
+    for (uint64_t c = start / CHUNK; c < np / CHUNK; c++) {
+        uint64_t i0 = c * CHUNK + META, run = 0;
+        if (i0 < start) i0 = start;
+        for (uint64_t q = i0; q < (c + 1) * CHUNK; q++) {
+            if (is_meta(q) || desc(ph, q)->kind != K_FREE) {
+                run = 0;
+                continue;
+            }
+            if (!seen_free) { /* the first free page of the store */
+                seen_free = true;
+                if (sb->free_hint != q) sb->free_hint = q;
+            }
+            if (++run == n) return q + 1 - n;
+        }
+    }
+    /* a new chunk */
+    if ((np + CHUNK) * PS > ph->max) {
+        *err = tk__failf(-ENOSPC,
+                         "tk_ph_alloc: the store's reserved range (%zu bytes) is full: "
+                         "open it with a larger max_size",
+                         ph->max);
+        return 0;
+    }
+    sb->npages = np + CHUNK;
+    atomic_store(&ph->npages, np + CHUNK);
+    return np + META;
+}
+
+static bool in_store(tk_ph *ph, const void *p, uint64_t *q)
+{
+    uintptr_t b = (uintptr_t)ph->base, a = (uintptr_t)p;
+    if (a < b + FIRST_DATA_PAGE * PS || a >= b + atomic_load(&ph->npages) * PS) return false;
+    *q = (a - b) / PS;
+    return !is_meta(*q);
+}
+
+void *tk_ph_alloc(tk_ph *ph, tk_ph_type_t t, size_t count)
+{
+    if (check_open(ph, "tk_ph_alloc")) return NULL;
+    if (!atomic_load(&ph->in_tx)) {
+        tk__fail(-EINVAL, "tk_ph_alloc: no transaction is open (call tk_ph_begin first)");
+        return NULL;
+    }
+    struct types_hdr th;
+    memcpy(&th, &ph->types[0], sizeof th);
+    if (t > th.ntypes) {
+        tk__failf(-EINVAL, "tk_ph_alloc: type %u was not declared (tk_ph_type)", t);
+        return NULL;
+    }
+    if (count == 0) {
+        tk__fail(-EINVAL, "tk_ph_alloc: count is 0");
+        return NULL;
+    }
+    uint64_t e = t ? ph->types[t].size : 1;
+    if (count > (uint64_t)MAX_SPAN * PS / e) {
+        tk__failf(-EFBIG,
+                  "tk_ph_alloc: %zu objects of %llu bytes are more than the largest "
+                  "object (%u bytes)",
+                  count, (unsigned long long)e, (unsigned)(MAX_SPAN * PS));
+        return NULL;
+    }
+    uint64_t bytes = e * count;
+    int err = 0;
+    if ((t == 0 && bytes <= SLAB_MAX) || (t != 0 && count == 1 && bytes <= SLAB_MAX)) {
+        unsigned slot = (unsigned)((bytes + 15) / 16 * 16);
+        uint64_t *hint = &ph->slab_hint[t][slot / 16];
+        for (int tries = 0; tries < 2; tries++) {
+            uint64_t q = *hint;
+            if (q == 0) {
+                q = free_run(ph, 1, &err);
+                if (!q) return NULL;
+                if (touch(ph, q)) return NULL;
+                struct pdesc *d = desc(ph, q);
+                memset(d, 0, sizeof *d);
+                d->kind = K_SLAB;
+                d->type = t;
+                d->slot = (uint16_t)slot;
+                d->nslots = (uint16_t)(PS / slot);
+                *hint = q;
+            }
+            struct pdesc *d = desc(ph, q);
+            if (d->kind != K_SLAB || d->type != t || d->slot != slot || d->used >= d->nslots) {
+                *hint = 0;
+                continue;
+            }
+            for (unsigned i = 0; i < d->nslots; i++) {
+                if (d->bits[i / 8] >> (i % 8) & 1) continue;
+                d->bits[i / 8] |= (uint8_t)(1u << (i % 8));
+                d->used++;
+                if (d->used == d->nslots) *hint = 0;
+                char *obj = ph->base + q * PS + (size_t)i * slot;
+                memset(obj, 0, slot);
+                return obj;
+            }
+            *hint = 0;
+        }
+        tk__fail(-EIO, "tk_ph_alloc: the store's allocation data is inconsistent");
+        return NULL;
+    }
+    unsigned n = (unsigned)((bytes + PS - 1) / PS);
+    uint64_t q = free_run(ph, n, &err);
+    if (!q) return NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (touch(ph, q + i)) return NULL;
+    for (unsigned i = 0; i < n; i++) {
+        struct pdesc *d = desc(ph, q + i);
+        memset(d, 0, sizeof *d);
+        d->kind = i ? K_CONT : K_HEAD;
+        d->type = t;
+        d->span = i ? i : n;
+        if (!i) d->count = count;
+    }
+    char *obj = ph->base + q * PS;
+    memset(obj, 0, (size_t)n * PS);
+    return obj;
+}
+
+int tk_ph_free(tk_ph *ph, void *obj)
+{
+    int rc = check_open(ph, "tk_ph_free");
+    if (rc) return rc;
+    if (!atomic_load(&ph->in_tx))
+        return tk__fail(-EINVAL, "tk_ph_free: no transaction is open (call tk_ph_begin first)");
+    uint64_t q;
+    if (!in_store(ph, obj, &q))
+        return tk__failf(-EINVAL, "tk_ph_free: %p is not an object of the store", obj);
+    if (touch(ph, q)) return -EIO;
+    struct pdesc *d = desc(ph, q);
+    uint64_t off = (uint64_t)((char *)obj - (ph->base + q * PS));
+    struct sb *sb = sbp(ph);
+    if (d->kind == K_SLAB && d->slot && off % d->slot == 0 && off / d->slot < d->nslots &&
+        (d->bits[off / d->slot / 8] >> (off / d->slot % 8) & 1)) {
+        unsigned i = (unsigned)(off / d->slot);
+        d->bits[i / 8] &= (uint8_t) ~(1u << (i % 8));
+        d->used--;
+        if (d->used == 0) {
+            if (ph->slab_hint[d->type][d->slot / 16] == q) ph->slab_hint[d->type][d->slot / 16] = 0;
+            memset(d, 0, sizeof *d);
+            if (sb->free_hint > q) sb->free_hint = q;
+        } else if (d->type <= MAX_TYPES) {
+            ph->slab_hint[d->type][d->slot / 16] = q;
+        }
+        return 0;
+    }
+    if (d->kind == K_HEAD && off == 0) {
+        unsigned n = d->span;
+        for (unsigned i = 0; i < n; i++) {
+            if (touch(ph, q + i)) return -EIO;
+            memset(desc(ph, q + i), 0, sizeof(struct pdesc));
+        }
+        if (sb->free_hint > q) sb->free_hint = q;
+        return 0;
+    }
+    return tk__failf(-EINVAL, "tk_ph_free: %p is not the start of an allocated object", obj);
+}
+
+void *tk_ph_root(tk_ph *ph)
+{
+    if (check_open(ph, "tk_ph_root")) return NULL;
+    return (void *)(uintptr_t)sbp(ph)->root;
+}
+
+int tk_ph_set_root(tk_ph *ph, void *obj)
+{
+    int rc = check_open(ph, "tk_ph_set_root");
+    if (rc) return rc;
+    if (!atomic_load(&ph->in_tx))
+        return tk__fail(-EINVAL, "tk_ph_set_root: no transaction is open (call tk_ph_begin first)");
+    uint64_t q;
+    if (obj && !in_store(ph, obj, &q))
+        return tk__failf(-EINVAL, "tk_ph_set_root: %p is not in the store", obj);
+    sbp(ph)->root = (uint64_t)(uintptr_t)obj;
+    return 0;
+}
+
+int tk_ph_type(tk_ph *ph, const char *name, size_t size, const size_t *ptr_offsets, size_t nptrs,
+               tk_ph_type_t *out)
+{
+    int rc = check_open(ph, "tk_ph_type");
+    if (rc) return rc;
+    if (!name || !*name || strlen(name) > 23)
+        return tk__fail(-EINVAL, "tk_ph_type: a name of 1 to 23 characters is needed");
+    if (size == 0 || size > SLAB_MAX)
+        return tk__failf(-EINVAL, "tk_ph_type: %s: size %zu is not 1 to %d bytes", name, size,
+                         SLAB_MAX);
+    if (nptrs && !ptr_offsets) return tk__fail(-EINVAL, "tk_ph_type: ptr_offsets is NULL");
+    struct tdesc t;
+    memset(&t, 0, sizeof t);
+    memcpy(t.name, name, strlen(name));
+    t.size = (uint32_t)((size + 7) / 8 * 8);
+    for (size_t i = 0; i < nptrs; i++) {
+        size_t o = ptr_offsets[i];
+        if (o % 8 || o + 8 > size)
+            return tk__failf(-EINVAL,
+                             "tk_ph_type: %s: pointer offset %zu is not 8-byte aligned within "
+                             "the %zu bytes",
+                             name, o, size);
+        t.ptrmap[o / 8 / 64] |= 1ull << (o / 8 % 64);
+    }
+    struct types_hdr th;
+    memcpy(&th, &ph->types[0], sizeof th);
+    for (uint32_t i = 1; i <= th.ntypes && i <= MAX_TYPES; i++) {
+        if (strncmp(ph->types[i].name, t.name, sizeof t.name)) continue;
+        if (ph->types[i].size != t.size || memcmp(ph->types[i].ptrmap, t.ptrmap, sizeof t.ptrmap))
+            return tk__failf(-EINVAL,
+                             "tk_ph_type: type %s is stored with another layout (%u bytes, "
+                             "pointer words %016llx...): the data was written with it",
+                             name, ph->types[i].size, (unsigned long long)ph->types[i].ptrmap[0]);
+        if (out) *out = i;
+        return 0;
+    }
+    if (th.ntypes >= MAX_TYPES)
+        return tk__failf(-ENOSPC, "tk_ph_type: a store holds at most %d types", MAX_TYPES);
+    bool own = !atomic_load(&ph->in_tx);
+    if (own && (rc = tk_ph_begin(ph))) return rc;
+    struct tdesc *page = (struct tdesc *)(ph->base + TYPES_PAGE * PS);
+    uint32_t id = th.ntypes + 1;
+    page[id] = t; /* (a write: the page joins the transaction) */
+    th.ntypes = id;
+    memcpy(&page[0], &th, sizeof th);
+    reload_types(ph);
+    if (own && (rc = tk_ph_commit(ph))) return rc;
+    if (out) *out = id;
+    return 0;
+}
+
+void *tk_ph_base(const tk_ph *ph)
+{
+    return ph ? ph->base : NULL;
+}
+size_t tk_ph_size(const tk_ph *ph)
+{
+    return ph ? (size_t)atomic_load(&ph->npages) * PS : 0;
+}
+
+int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out)
+{
+    if (!ph || !out) return tk__fail(-EINVAL, "tk_ph_stats: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->size = atomic_load(&ph->npages) * PS;
+    out->pages_read = atomic_load(&ph->pages_read);
+    out->pointers_swizzled = atomic_load(&ph->swizzled);
+    out->commits = ph->commits;
+    out->aborts = ph->aborts;
+    out->pages_logged = ph->pages_logged;
+    out->log_bytes = ph->log_end;
+    out->applies = ph->applies;
+    out->replayed = ph->replayed;
+    out->mech = ph->mech;
+    return 0;
+}
+
+/* ---- open and close ----------------------------------------------------- */
+
+/* A new store in the empty file fd: the superblock, the types page and
+ * chunk 0's descriptors (the types page's marked). */
+static int create_store(tk_ph *ph)
+{
+    char *page = calloc(1, PS);
+    if (!page) return tk__fail(-ENOMEM, "tk_ph_open: no memory");
+    struct sb *sb = (struct sb *)page;
+    memcpy(sb->magic, SB_MAGIC, 8);
+    sb->version = VERSION;
+    sb->page_size = PS;
+    sb->npages = CHUNK;
+    sb->free_hint = FIRST_DATA_PAGE;
+    ((struct pdesc *)page)[TYPES_PAGE].kind = K_META;
+    sb->crc = sb_crc(sb);
+    int rc = full_pwrite(ph->fd, page, PS, 0);
+    memset(page, 0, PS);
+    struct types_hdr th = {TYPES_MAGIC, 0};
+    memcpy(page, &th, sizeof th);
+    if (!rc) rc = full_pwrite(ph->fd, page, PS, (uint64_t)TYPES_PAGE * PS);
+    free(page);
+    if (!rc && ftruncate(ph->fd, (off_t)CHUNK * PS)) rc = -errno;
+    if (!rc && fdatasync(ph->fd)) rc = -errno;
+    if (rc) return tk__failf(rc, "tk_ph_open: creating %s: %s", ph->path, strerror(-rc));
+    /* the directory entry too */
+    char *dir = strdup(ph->path), *slash = dir ? strrchr(dir, '/') : NULL;
+    if (dir) {
+        if (slash) *(slash == dir ? slash + 1 : slash) = 0;
+        int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+        free(dir);
+    }
+    return 0;
+}
+
+/* The superblock and types as the file has them (after the replay). */
+static int read_meta(tk_ph *ph, uint64_t file_bytes)
+{
+    char sbuf[SB_BYTES];
+    size_t got;
+    if (!full_pread(ph->fd, sbuf, SB_BYTES, 0, &got) || got < SB_BYTES)
+        return tk__failf(-EINVAL, "tk_ph_open: %s is not a trapkit store (%llu bytes)", ph->path,
+                         (unsigned long long)file_bytes);
+    struct sb sb;
+    memcpy(&sb, sbuf, sizeof sb);
+    if (memcmp(sb.magic, SB_MAGIC, 8))
+        return tk__failf(-EINVAL, "tk_ph_open: %s is not a trapkit store (no signature)", ph->path);
+    if (sb.version != VERSION)
+        return tk__failf(-EPROTONOSUPPORT,
+                         "tk_ph_open: %s is a store of format version %u; this trapkit reads "
+                         "version %d",
+                         ph->path, sb.version, VERSION);
+    if (sb_crc(sbuf) != sb.crc)
+        return tk__failf(-EUCLEAN, "tk_ph_open: %s: the superblock is damaged (checksum)",
+                         ph->path);
+    if (sb.page_size != PS || sb.npages < CHUNK || sb.npages % CHUNK ||
+        sb.npages > (1ull << 40) / PS || (sb.root && sb.root >= sb.npages * PS))
+        return tk__failf(-EUCLEAN, "tk_ph_open: %s: the superblock is damaged (size %llu pages)",
+                         ph->path, (unsigned long long)sb.npages);
+    if (file_bytes < sb.npages * PS)
+        return tk__failf(
+            -EUCLEAN, "tk_ph_open: %s is truncated: %llu bytes where the store has %llu", ph->path,
+            (unsigned long long)file_bytes, (unsigned long long)sb.npages * PS);
+    if (sb.npages * PS > ph->max)
+        return tk__failf(-EFBIG,
+                         "tk_ph_open: %s holds %llu bytes, more than the %zu reserved: open it "
+                         "with a larger max_size",
+                         ph->path, (unsigned long long)sb.npages * PS, ph->max);
+    if (!full_pread(ph->fd, ph->types, sizeof ph->types, (uint64_t)TYPES_PAGE * PS, &got) ||
+        got < sizeof ph->types)
+        return tk__failf(-EUCLEAN, "tk_ph_open: %s: the types page cannot be read", ph->path);
+    struct types_hdr th;
+    memcpy(&th, &ph->types[0], sizeof th);
+    if (th.magic != TYPES_MAGIC || th.ntypes > MAX_TYPES)
+        return tk__failf(-EUCLEAN, "tk_ph_open: %s: the types page is damaged", ph->path);
+    for (uint32_t i = 1; i <= th.ntypes; i++)
+        if (ph->types[i].size == 0 || ph->types[i].size > SLAB_MAX || ph->types[i].size % 8)
+            return tk__failf(-EUCLEAN, "tk_ph_open: %s: type %u is damaged", ph->path, i);
+    atomic_store(&ph->npages, sb.npages);
+    return 0;
+}
+
+static void release(tk_ph *ph)
+{
+    if (ph->r) tk_region_destroy(ph->r);
+    if (ph->base) munmap(ph->base, ph->max);
+    size_t pages = ph->max / PS;
+    if (ph->ext) munmap((void *)ph->ext, pages / EXTENT);
+    if (ph->dirty) munmap((void *)ph->dirty, pages / 8);
+    if (ph->pending) munmap(ph->pending, pages / 8);
+    if (ph->plist) munmap(ph->plist, pages * 8);
+    if (ph->wset) munmap(ph->wset, ph->max_tx * 8);
+    if (ph->undo) munmap(ph->undo, ph->max_tx * PS);
+    if (ph->fd >= 0) close(ph->fd);
+    if (ph->logfd >= 0) close(ph->logfd);
+    free(ph->path);
+    free(ph);
+}
+
+int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
+{
+    static const tk_ph_config none;
+    if (!cfg) cfg = &none;
+    if (!path || !out) return tk__fail(-EINVAL, "tk_ph_open: path and out are needed");
+    *out = NULL;
+    size_t max = cfg->max_size ? cfg->max_size : DEFAULT_MAX;
+    if (max % (CHUNK * PS) || max < CHUNK * PS)
+        return tk__failf(-EINVAL, "tk_ph_open: max_size %zu is not a multiple of 2 MiB", max);
+    if (cfg->addr && (uintptr_t)cfg->addr % (CHUNK * PS))
+        return tk__failf(-EINVAL, "tk_ph_open: addr %p is not 2 MiB-aligned", cfg->addr);
+    if (cfg->mech != TK_MECH_AUTO && cfg->mech != TK_MECH_POSIX &&
+        cfg->mech != TK_MECH_UFFD_SIGBUS && cfg->mech != TK_MECH_UFFD_THREAD)
+        return tk__failf(-EINVAL,
+                         "tk_ph_open: mechanism %s cannot serve a store (posix, "
+                         "uffd-sigbus or uffd-thread)",
+                         tk_mech_name(cfg->mech));
+    tk__crc32c_init();
+    tk_ph *ph = calloc(1, sizeof *ph);
+    if (!ph) return tk__fail(-ENOMEM, "tk_ph_open: no memory");
+    ph->fd = ph->logfd = -1;
+    ph->max = max;
+    ph->log_limit = cfg->log_limit ? cfg->log_limit : DEFAULT_LOG_LIMIT;
+    ph->max_tx = cfg->max_tx_pages ? cfg->max_tx_pages : DEFAULT_TX_PAGES;
+    ph->path = strdup(path);
+    int rc = 0;
+    if (!ph->path) {
+        rc = tk__fail(-ENOMEM, "tk_ph_open: no memory");
+        goto fail;
+    }
+    ph->fd = open(path, O_RDWR | O_CLOEXEC | (cfg->flags & TK_PH_CREATE ? O_CREAT : 0), 0644);
+    if (ph->fd < 0) {
+        rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (flock(ph->fd, LOCK_EX | LOCK_NB)) {
+        rc = errno == EWOULDBLOCK
+                 ? tk__failf(-EBUSY, "tk_ph_open: %s is open in another process", path)
+                 : tk__failf(-errno, "tk_ph_open: locking %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    char logpath[4096];
+    if (snprintf(logpath, sizeof logpath, "%s.log", path) >= (int)sizeof logpath) {
+        rc = tk__fail(-ENAMETOOLONG, "tk_ph_open: the path is too long");
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(ph->fd, &st)) {
+        rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    bool fresh = st.st_size == 0 && (cfg->flags & TK_PH_CREATE);
+    if (fresh) {
+        /* an old log beside a new store would be replayed into it */
+        if (unlink(logpath) && errno != ENOENT) {
+            rc = tk__failf(-errno, "tk_ph_open: removing the stale %s: %s", logpath,
+                           strerror(errno));
+            goto fail;
+        }
+        if ((rc = create_store(ph))) goto fail;
+    }
+    ph->logfd = open(logpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (ph->logfd < 0) {
+        rc = tk__failf(-errno, "tk_ph_open: %s: %s", logpath, strerror(errno));
+        goto fail;
+    }
+    if (fstat(ph->fd, &st)) {
+        rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    /* the superblock must be sound before the log is replayed into the
+     * file; then again after */
+    if ((rc = read_meta(ph, (uint64_t)st.st_size)) && rc != -EUCLEAN) goto fail;
+    if ((rc = replay(ph, (uint64_t)st.st_size / PS))) goto fail;
+    if (fstat(ph->fd, &st) || (rc = read_meta(ph, (uint64_t)st.st_size))) {
+        if (!rc) rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    ph->base_npages = (uint64_t)st.st_size / PS;
+    /* the address range, the bookkeeping */
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (cfg->addr) flags |= MAP_FIXED_NOREPLACE;
+    void *b = mmap(cfg->addr, max, PROT_NONE, flags, -1, 0);
+    if (b == MAP_FAILED || (cfg->addr && b != cfg->addr)) {
+        if (b != MAP_FAILED) munmap(b, max);
+        rc = cfg->addr
+                 ? tk__failf(-EEXIST, "tk_ph_open: the range at %p (%zu bytes) is not free",
+                             cfg->addr, max)
+                 : tk__failf(-ENOMEM, "tk_ph_open: reserving %zu bytes: %s", max, strerror(errno));
+        goto fail;
+    }
+    ph->base = b;
+    size_t pages = max / PS;
+    ph->ext = reserve(pages / EXTENT);
+    ph->dirty = reserve(pages / 8);
+    ph->pending = reserve(pages / 8);
+    ph->plist = reserve(pages * 8);
+    ph->wset = reserve(ph->max_tx * 8);
+    ph->undo = reserve(ph->max_tx * PS);
+    if (!ph->ext || !ph->dirty || !ph->pending || !ph->plist || !ph->wset || !ph->undo) {
+        rc = tk__fail(-ENOMEM, "tk_ph_open: reserving the bookkeeping failed");
+        goto fail;
+    }
+    tk_region_config rc_cfg = {
+        .addr = b, .len = max, .handler = on_fault, .arg = ph, .mech = cfg->mech};
+    if ((rc = tk_region_create(&rc_cfg, &ph->r))) goto fail;
+    ph->mech = tk_region_mech(ph->r);
+    if (ph->mech == TK_MECH_PKEYS) {
+        rc = tk__fail(-EOPNOTSUPP, "tk_ph_open: a store cannot be served by pkeys");
+        goto fail;
+    }
+    if ((rc = tk_protect(ph->r, b, max, TK_PROT_NONE))) goto fail;
+    *out = ph;
+    return 0;
+fail:
+    release(ph);
+    return rc;
+}
+
+int tk_ph_close(tk_ph *ph)
+{
+    if (!ph) return tk__fail(-EINVAL, "tk_ph_close: the store is NULL");
+    if (atomic_load(&ph->in_tx)) tk_ph_abort(ph);
+    int rc = apply(ph);
+    release(ph);
+    return rc;
+}
