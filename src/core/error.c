@@ -76,6 +76,16 @@ const char *tk_strerror(int err)
         return "a buffer or count is too small";
     case EAGAIN:
         return "temporarily unavailable; try again";
+    case EUCLEAN:
+        return "the file is damaged or truncated (nothing was changed)";
+    case EPROTONOSUPPORT:
+        return "the file was written by another version of its format";
+    case EFBIG:
+        return "too large for the space reserved for it";
+    case ENOSPC:
+        return "no space left (a reserved range or a fixed table is full)";
+    case ENAMETOOLONG:
+        return "a path is too long";
     default:
         return "unknown error";
     }
