@@ -62,9 +62,13 @@ kernel-test: build
 # collector's four mutator threads for a minute on each write barrier, with
 # the world stopped, with the concurrent marker beside them, and stopped at
 # safepoints; then a heap of small objects grown past 16 GiB (12 GiB of them
-# live: about 20 GiB of memory), generational and concurrent.
+# live: about 20 GiB of memory), generational and concurrent; then 1,000
+# kill -9 trials of the persistent heap on each mechanism that serves it.
 .PHONY: soak
 soak: build
+	@for m in posix uffd-sigbus uffd-thread; do \
+		$(BUILD)/tests/pheap_crash $$m 1000 || exit 1; \
+	done
 	@for m in none pagemap-scan uffd-sigbus uffd-thread posix; do \
 		$(BUILD)/tests/gc_threads $$m 60 || exit 1; \
 	done
