@@ -26,6 +26,7 @@ PKGS=(
     gcc-riscv64-linux-gnu g++-riscv64-linux-gnu  # tksim's workloads (static RV64GC programs)
     qemu-user              # qemu-riscv64: the reference tksim is checked against
     libgc-dev              # bdwgc, the collector trapkit's is benchmarked against (GCBench)
+    liblmdb-dev            # LMDB, the store trapkit's persistent heap is benchmarked against
 )
 if [[ "${1:-}" == kernel-test ]]; then
     PKGS+=(

@@ -62,6 +62,7 @@ enum {
     MAX_TYPES = 63,          /* entries 1..63 of the types page */
     SB_BYTES = 512,
     VERSION = 1,
+    SEG_PAGES = 262144, /* 1 GiB: a trapkit region each, made as the store reaches it */
 };
 #define SB_MAGIC "TKPHEAP"      /* 8 bytes with its NUL */
 #define TYPES_MAGIC 0x53505954u /* "TYPS" */
@@ -125,7 +126,11 @@ enum { EXT_ABSENT = 0, EXT_LOADING = 1, EXT_LOADED = 2 };
 struct tk_ph {
     char *base;
     size_t max;
-    tk_region *r;
+    /* the reservation's first segments, as far as the store reaches (a
+     * region costs its size in bookkeeping and in the calls that make and
+     * unmake it, so the rest of the reservation is only reserved) */
+    tk_region **seg;
+    _Atomic size_t nseg;
     enum tk_mech mech;
     int fd, logfd;
     char *path;
@@ -214,6 +219,72 @@ static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 static struct sb *sbp(tk_ph *ph)
 {
     return (struct sb *)ph->base;
+}
+
+/* [signal-safe] tk_protect of pages [q, q + n), segment by segment (pages
+ * of segments not made yet are no-access already: asking that is 0). */
+static int prot(tk_ph *ph, uint64_t q, uint64_t n, int p)
+{
+    while (n) {
+        uint64_t s = q / SEG_PAGES, k = (s + 1) * SEG_PAGES - q;
+        if (k > n) k = n;
+        if (s >= atomic_load(&ph->nseg)) return p == TK_PROT_NONE ? 0 : -EINVAL;
+        int rc = tk_protect(ph->seg[s], ph->base + q * PS, k * PS, p);
+        if (rc) return rc;
+        q += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* [signal-safe] */
+static int prot_of(tk_ph *ph, uint64_t q)
+{
+    return tk_protection(ph->seg[q / SEG_PAGES], ph->base + q * PS);
+}
+
+static void discard(tk_ph *ph, uint64_t q, uint64_t n)
+{
+    while (n) {
+        uint64_t s = q / SEG_PAGES, k = (s + 1) * SEG_PAGES - q;
+        if (k > n) k = n;
+        if (s >= atomic_load(&ph->nseg)) return;
+        tk_discard(ph->seg[s], ph->base + q * PS, k * PS);
+        q += k;
+        n -= k;
+    }
+}
+
+static tk_action on_fault(const tk_fault *f, void *arg);
+
+/* The segments that hold pages [0, npages), made no-access.  Not
+ * async-signal-safe. */
+static int add_segments(tk_ph *ph, uint64_t npages, enum tk_mech want)
+{
+    for (size_t s = atomic_load(&ph->nseg); s * SEG_PAGES < npages; s++) {
+        size_t off = s * (size_t)SEG_PAGES * PS, len = ph->max - off;
+        if (len > (size_t)SEG_PAGES * PS) len = (size_t)SEG_PAGES * PS;
+        tk_region_config rc_cfg = {.addr = ph->base + off,
+                                   .len = len,
+                                   .handler = on_fault,
+                                   .arg = ph,
+                                   .mech = s ? ph->mech : want};
+        tk_region *r;
+        int rc = tk_region_create(&rc_cfg, &r);
+        if (rc) return rc;
+        if (!s) ph->mech = tk_region_mech(r);
+        if (ph->mech == TK_MECH_PKEYS) {
+            tk_region_destroy(r);
+            return tk__fail(-EOPNOTSUPP, "tk_ph_open: a store cannot be served by pkeys");
+        }
+        if ((rc = tk_protect(r, ph->base + off, len, TK_PROT_NONE))) {
+            tk_region_destroy(r);
+            return rc;
+        }
+        ph->seg[s] = r;
+        atomic_store(&ph->nseg, s + 1);
+    }
+    return 0;
 }
 
 static struct pdesc *desc(tk_ph *ph, uint64_t q)
@@ -350,7 +421,7 @@ static int load_extent(tk_ph *ph, uint64_t e)
     if (e != chunk_first && ensure_extent(ph, chunk_first)) return -1;
     char *a = ph->base + first * PS;
     size_t len = (size_t)EXTENT * PS;
-    if (tk_protect(ph->r, a, len, TK_PROT_RW)) {
+    if (prot(ph, first, EXTENT, TK_PROT_RW)) {
         say("trapkit pheap: cannot open the store's pages at ", "", (uint64_t)(uintptr_t)a,
             tk_last_error());
         return -1;
@@ -359,7 +430,7 @@ static int load_extent(tk_ph *ph, uint64_t e)
     if (!full_pread(ph->fd, a, len, first * PS, &got)) {
         say("trapkit pheap: reading the store failed at offset ", "", first * PS + got,
             " (the program stops: the page cannot be given)");
-        tk_protect(ph->r, a, len, TK_PROT_NONE);
+        prot(ph, first, EXTENT, TK_PROT_NONE);
         return -1;
     }
     if (got < len) memset(a + got, 0, len - got); /* past the file's end: zero */
@@ -372,11 +443,11 @@ static int load_extent(tk_ph *ph, uint64_t e)
             say("trapkit pheap: damaged store: a pointer outside the store in page at offset ", "",
                 q * PS, " (the program stops rather than follow it)");
             memset(a, 0, len);
-            tk_protect(ph->r, a, len, TK_PROT_NONE);
+            prot(ph, first, EXTENT, TK_PROT_NONE);
             return -1;
         }
     }
-    if (tk_protect(ph->r, a, len, TK_PROT_READ)) return -1;
+    if (prot(ph, first, EXTENT, TK_PROT_READ)) return -1;
     atomic_fetch_add(&ph->pages_read, EXTENT);
     atomic_fetch_add(&ph->swizzled, s.n);
     return 0;
@@ -388,7 +459,7 @@ static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
     uint64_t m = 1ull << (q % 64);
     uint64_t old = atomic_fetch_or(&ph->dirty[q / 64], m);
     if (old & m) { /* another thread saves it: wait until it is open */
-        while (tk_protection(ph->r, page) != TK_PROT_RW) sched_yield();
+        while (prot_of(ph, q) != TK_PROT_RW) sched_yield();
         return TK_RESUME;
     }
     size_t k = atomic_fetch_add(&ph->nwritten, 1);
@@ -399,7 +470,7 @@ static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
     }
     memcpy(ph->undo + k * PS, page, PS);
     ph->wset[k] = q;
-    if (tk_protect(ph->r, page, PS, TK_PROT_RW)) return TK_DECLINE;
+    if (prot(ph, q, 1, TK_PROT_RW)) return TK_DECLINE;
     return TK_RESUME;
 }
 
@@ -410,8 +481,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     uint64_t q = (uint64_t)((char *)f->page - ph->base) / PS;
     if (q >= atomic_load(&ph->npages)) return TK_DECLINE; /* past the store: not ours */
     if (ensure_extent(ph, q / EXTENT)) return TK_DECLINE;
-    int prot = tk_protection(ph->r, f->page);
-    if (prot == TK_PROT_RW || f->access == TK_ACCESS_READ) return TK_RESUME;
+    if (prot_of(ph, q) == TK_PROT_RW || f->access == TK_ACCESS_READ) return TK_RESUME;
     if (!atomic_load(&ph->in_tx)) {
         say("trapkit pheap: a write to the store outside a transaction, at ", "",
             (uint64_t)(uintptr_t)f->addr, " (call tk_ph_begin first)");
@@ -592,18 +662,16 @@ int tk_ph_abort(tk_ph *ph)
     for (size_t k = n; k-- > 0;) {
         uint64_t q = ph->wset[k];
         memcpy(ph->base + q * PS, ph->undo + k * PS, PS);
-        tk_protect(ph->r, ph->base + q * PS, PS, TK_PROT_READ);
+        prot(ph, q, 1, TK_PROT_READ);
         ph->dirty[q / 64] = 0;
     }
     uint64_t now = sbp(ph)->npages;
     atomic_store(&ph->npages, now);
     if (now < before) { /* chunks added by the transaction go */
-        char *a = ph->base + now * PS;
-        size_t len = (size_t)(before - now) * PS;
-        tk_protect(ph->r, a, len, TK_PROT_RW);
-        memset(a, 0, len);
-        tk_discard(ph->r, a, len);
-        tk_protect(ph->r, a, len, TK_PROT_NONE);
+        prot(ph, now, before - now, TK_PROT_RW);
+        memset(ph->base + now * PS, 0, (size_t)(before - now) * PS);
+        discard(ph, now, before - now);
+        prot(ph, now, before - now, TK_PROT_NONE);
         for (uint64_t e = now / EXTENT; e < before / EXTENT; e++) ph->ext[e] = EXT_ABSENT;
     }
     reload_types(ph);
@@ -679,7 +747,7 @@ int tk_ph_commit(tk_ph *ph)
     ph->log_end += len;
     for (size_t k = 0; k < n; k++) {
         uint64_t q = ph->wset[k];
-        tk_protect(ph->r, ph->base + q * PS, PS, TK_PROT_READ);
+        prot(ph, q, 1, TK_PROT_READ);
         ph->dirty[q / 64] = 0;
         if (!bit(ph->pending, q)) {
             ph->pending[q / 64] |= 1ull << (q % 64);
@@ -735,6 +803,11 @@ static uint64_t free_run(tk_ph *ph, unsigned n, int *err)
                          "tk_ph_alloc: the store's reserved range (%zu bytes) is full: "
                          "open it with a larger max_size",
                          ph->max);
+        return 0;
+    }
+    int rc = add_segments(ph, np + CHUNK, ph->mech);
+    if (rc) {
+        *err = rc;
         return 0;
     }
     sb->npages = np + CHUNK;
@@ -1054,7 +1127,8 @@ static int read_meta(tk_ph *ph, uint64_t file_bytes)
 
 static void release(tk_ph *ph)
 {
-    if (ph->r) tk_region_destroy(ph->r);
+    for (size_t s = 0; s < atomic_load(&ph->nseg); s++) tk_region_destroy(ph->seg[s]);
+    free(ph->seg);
     if (ph->base) munmap(ph->base, ph->max);
     size_t pages = ph->max / PS;
     if (ph->ext) munmap((void *)ph->ext, pages / EXTENT);
@@ -1172,15 +1246,13 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         rc = tk__fail(-ENOMEM, "tk_ph_open: reserving the bookkeeping failed");
         goto fail;
     }
-    tk_region_config rc_cfg = {
-        .addr = b, .len = max, .handler = on_fault, .arg = ph, .mech = cfg->mech};
-    if ((rc = tk_region_create(&rc_cfg, &ph->r))) goto fail;
-    ph->mech = tk_region_mech(ph->r);
-    if (ph->mech == TK_MECH_PKEYS) {
-        rc = tk__fail(-EOPNOTSUPP, "tk_ph_open: a store cannot be served by pkeys");
+    ph->seg =
+        calloc((max + (size_t)SEG_PAGES * PS - 1) / ((size_t)SEG_PAGES * PS), sizeof *ph->seg);
+    if (!ph->seg) {
+        rc = tk__fail(-ENOMEM, "tk_ph_open: no memory");
         goto fail;
     }
-    if ((rc = tk_protect(ph->r, b, max, TK_PROT_NONE))) goto fail;
+    if ((rc = add_segments(ph, atomic_load(&ph->npages), cfg->mech))) goto fail;
     *out = ph;
     return 0;
 fail:

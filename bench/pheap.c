@@ -1,0 +1,490 @@
+/* bench/pheap.c - the persistent heap (trapkit/pheap.h) beside LMDB, each
+ * holding the same ordered map of 16-byte keys and 100-byte values (the
+ * B+tree of examples/pheap-kv on trapkit; LMDB's own B+tree), one thread:
+ *
+ *   pheap/random-insert      records added in random order, 10,000 a
+ *                            durable transaction (ops/s)
+ *   pheap/random-read        gets of present keys in random order (ops/s)
+ *   pheap/sequential-read    every record in key order (ops/s)
+ *   pheap/durable-commit     transactions of one put, each durable when its
+ *                            commit returns (ops/s): trapkit, LMDB by
+ *                            default (synced) and with MDB_WRITEMAP
+ *   pheap/cold-open-first-read  a new process opens a store of size_gib,
+ *                            its files dropped from the page cache, and reads
+ *                            one record (ns); pheap/cold-open-touch-all: and
+ *                            then every record
+ *   pheap/store-size         bytes the store's files take on disk
+ *   pheap/lost-commits       kill -9 at random instants of one-put commits:
+ *                            commits reported done and missing at reopen
+ *                            (the sum over the trials; median over rounds)
+ *
+ * Figures are medians of --reps rounds (the systems interleaved in each);
+ * --quick: 100,000 records and a 64 MiB store.  trapkit's store uses the
+ * mechanism trapkit chooses (mechanism trapkit-eager: pointers swizzled
+ * when their page is read). */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <trapkit/error.h>
+#include <trapkit/pheap.h>
+#include <unistd.h>
+
+#include "../examples/pheap-kv/btree.h"
+#include "bench.h"
+
+static char dir[256];
+static struct bench_opts opt;
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_pheap: %s: %d (%s)\n", what, rc,
+            rc < 0 ? tk_last_error() : mdb_strerror(rc));
+    exit(1);
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static void key_of(uint64_t i, char k[16])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t x = mix(i + 1);
+    for (int j = 0; j < 16; j++) k[j] = hex[(x >> (4 * j)) & 15];
+}
+
+static void val_of(uint64_t i, char v[100])
+{
+    memset(v, 'a' + (int)(i % 26), 100);
+}
+
+/* ---- trapkit ------------------------------------------------------------ */
+
+static char tk_path[300], lmdb_path[300];
+
+static tk_ph *tk_open(kv **m)
+{
+    tk_ph *ph;
+    tk_ph_config c = {.flags = TK_PH_CREATE};
+    int rc = tk_ph_open(tk_path, &c, &ph);
+    if (rc) die("tk_ph_open", rc);
+    *m = kv_open(ph);
+    if (!*m) die("kv_open", -EIO);
+    return ph;
+}
+
+static double tk_load(uint64_t from, uint64_t n)
+{
+    kv *m;
+    tk_ph *ph = tk_open(&m);
+    char k[16], v[100];
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = from; i < from + n; i += 10000) {
+        int rc = tk_ph_begin(ph);
+        for (uint64_t j = i; j < i + 10000 && j < from + n && !rc; j++) {
+            key_of(j, k);
+            val_of(j, v);
+            rc = kv_put(m, k, 16, v, 100);
+        }
+        if (rc || (rc = tk_ph_commit(ph))) die("trapkit load", rc);
+    }
+    double s = (double)(bench_now_ns() - t0) / 1e9;
+    kv_close(m);
+    tk_ph_close(ph);
+    return (double)n / s;
+}
+
+/* ---- LMDB --------------------------------------------------------------- */
+
+static MDB_env *lm_open(unsigned flags, MDB_dbi *dbi)
+{
+    MDB_env *env;
+    int rc = mdb_env_create(&env);
+    if (!rc) rc = mdb_env_set_mapsize(env, (size_t)16 << 30);
+    if (!rc) rc = mdb_env_open(env, lmdb_path, flags | MDB_NOSUBDIR, 0644);
+    if (rc) die("mdb_env_open", rc);
+    MDB_txn *t;
+    if ((rc = mdb_txn_begin(env, NULL, flags & MDB_RDONLY, &t)) ||
+        (rc = mdb_dbi_open(t, NULL, 0, dbi)) || (rc = mdb_txn_commit(t)))
+        die("mdb_dbi_open", rc);
+    return env;
+}
+
+static double lm_load(uint64_t from, uint64_t n)
+{
+    MDB_dbi dbi;
+    MDB_env *env = lm_open(0, &dbi);
+    char k[16], v[100];
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = from; i < from + n; i += 10000) {
+        MDB_txn *t;
+        int rc = mdb_txn_begin(env, NULL, 0, &t);
+        for (uint64_t j = i; j < i + 10000 && j < from + n && !rc; j++) {
+            key_of(j, k);
+            val_of(j, v);
+            MDB_val kk = {16, k}, vv = {100, v};
+            rc = mdb_put(t, dbi, &kk, &vv, 0);
+        }
+        if (rc || (rc = mdb_txn_commit(t))) die("lmdb load", rc);
+    }
+    double s = (double)(bench_now_ns() - t0) / 1e9;
+    mdb_env_close(env);
+    return (double)n / s;
+}
+
+/* ---- figures ------------------------------------------------------------ */
+
+static uint64_t *shuffled(uint64_t n, uint64_t seed)
+{
+    uint64_t *o = malloc(n * sizeof *o);
+    for (uint64_t i = 0; i < n; i++) o[i] = i;
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t j = mix(seed + i) % i, x = o[i - 1];
+        o[i - 1] = o[j];
+        o[j] = x;
+    }
+    return o;
+}
+
+static int count_rec(const unsigned char key[KV_KEY], const void *val, size_t vlen, void *arg)
+{
+    (void)key;
+    *(uint64_t *)arg += ((const char *)val)[0] + vlen;
+    return 0;
+}
+
+static void reads(uint64_t n, int reps)
+{
+    struct bench_fig tr = {0}, lr = {0}, ts = {0}, ls = {0};
+    uint64_t *order = shuffled(n, 42), sum_t = 0, sum_l = 0;
+    kv *m;
+    tk_ph *ph = tk_open(&m);
+    MDB_dbi dbi;
+    MDB_env *env = lm_open(MDB_RDONLY, &dbi);
+    char k[16];
+    for (int r = -1; r < reps; r++) { /* round -1: the warm-up */
+        uint64_t t0 = bench_now_ns(), s = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            key_of(order[i], k);
+            size_t len;
+            const char *v = kv_get(m, k, 16, &len);
+            if (!v) die("trapkit get: a record is missing", -ENOENT);
+            s += (unsigned char)v[0] + len;
+        }
+        uint64_t t1 = bench_now_ns();
+        MDB_txn *t;
+        int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t);
+        if (rc) die("mdb_txn_begin", rc);
+        uint64_t s2 = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            key_of(order[i], k);
+            MDB_val kk = {16, k}, vv;
+            if ((rc = mdb_get(t, dbi, &kk, &vv))) die("mdb_get", rc);
+            s2 += ((unsigned char *)vv.mv_data)[0] + vv.mv_size;
+        }
+        uint64_t t2 = bench_now_ns();
+        /* in key order */
+        uint64_t s3 = 0;
+        size_t got = kv_scan(m, NULL, 0, 0, count_rec, &s3);
+        uint64_t t3 = bench_now_ns();
+        MDB_cursor *c;
+        mdb_cursor_open(t, dbi, &c);
+        MDB_val kk, vv;
+        uint64_t s4 = 0, got2 = 0;
+        while (!mdb_cursor_get(c, &kk, &vv, MDB_NEXT)) {
+            s4 += ((unsigned char *)vv.mv_data)[0] + vv.mv_size;
+            got2++;
+        }
+        uint64_t t4 = bench_now_ns();
+        mdb_cursor_close(c);
+        mdb_txn_abort(t);
+        if (s != s2 || s3 != s4 || got != n || got2 != n) {
+            fprintf(stderr, "bench_pheap: the stores disagree (%llu/%llu, %llu/%llu records)\n",
+                    (unsigned long long)s, (unsigned long long)s2, (unsigned long long)got,
+                    (unsigned long long)got2);
+            exit(1);
+        }
+        sum_t = s, sum_l = s2;
+        if (r < 0) continue;
+        bench_add(&tr, (double)n / ((double)(t1 - t0) / 1e9));
+        bench_add(&lr, (double)n / ((double)(t2 - t1) / 1e9));
+        bench_add(&ts, (double)n / ((double)(t3 - t2) / 1e9));
+        bench_add(&ls, (double)n / ((double)(t4 - t3) / 1e9));
+    }
+    (void)sum_t, (void)sum_l;
+    char p[64];
+    snprintf(p, sizeof p, "\"records\": %llu", (unsigned long long)n);
+    bench_emit("pheap/random-read", "trapkit-eager", p, "ops_per_s", "ops/s", &tr);
+    bench_emit("pheap/random-read", "lmdb", p, "ops_per_s", "ops/s", &lr);
+    bench_emit("pheap/sequential-read", "trapkit-eager", p, "ops_per_s", "ops/s", &ts);
+    bench_emit("pheap/sequential-read", "lmdb", p, "ops_per_s", "ops/s", &ls);
+    mdb_env_close(env);
+    kv_close(m);
+    tk_ph_close(ph);
+    free(order);
+}
+
+static void durable(uint64_t base, int reps, int per)
+{
+    struct bench_fig f[3];
+    memset(f, 0, sizeof f);
+    char k[16], v[100];
+    uint64_t next = base;
+    for (int r = -1; r < reps; r++) {
+        /* trapkit */
+        kv *m;
+        tk_ph *ph = tk_open(&m);
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < per; i++, next++) {
+            key_of(next, k);
+            val_of(next, v);
+            int rc = tk_ph_begin(ph);
+            if (rc || (rc = kv_put(m, k, 16, v, 100)) || (rc = tk_ph_commit(ph)))
+                die("trapkit commit", rc);
+        }
+        uint64_t t1 = bench_now_ns();
+        kv_close(m);
+        tk_ph_close(ph);
+        if (r >= 0) bench_add(&f[0], per / ((double)(t1 - t0) / 1e9));
+        /* LMDB, then LMDB with MDB_WRITEMAP */
+        for (int w = 0; w < 2; w++) {
+            MDB_dbi dbi;
+            MDB_env *env = lm_open(w ? MDB_WRITEMAP : 0, &dbi);
+            t0 = bench_now_ns();
+            for (int i = 0; i < per; i++, next++) {
+                key_of(next, k);
+                val_of(next, v);
+                MDB_txn *t;
+                MDB_val kk = {16, k}, vv = {100, v};
+                int rc = mdb_txn_begin(env, NULL, 0, &t);
+                if (rc || (rc = mdb_put(t, dbi, &kk, &vv, 0)) || (rc = mdb_txn_commit(t)))
+                    die("lmdb commit", rc);
+            }
+            t1 = bench_now_ns();
+            mdb_env_close(env);
+            if (r >= 0) bench_add(&f[1 + w], per / ((double)(t1 - t0) / 1e9));
+        }
+    }
+    bench_emit("pheap/durable-commit", "trapkit-eager", "", "ops_per_s", "ops/s", &f[0]);
+    bench_emit("pheap/durable-commit", "lmdb", "", "ops_per_s", "ops/s", &f[1]);
+    bench_emit("pheap/durable-commit", "lmdb-writemap", "", "ops_per_s", "ops/s", &f[2]);
+}
+
+static void drop_cache(const char *p)
+{
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) return;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+static uint64_t disk_bytes(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) ? 0 : (uint64_t)st.st_blocks * 512;
+}
+
+/* In a new process, with the files out of the page cache: ns to open and
+ * read key i, and to read everything after. */
+static void cold(int lmdb, uint64_t i, uint64_t n, double out[2])
+{
+    char p2[320];
+    drop_cache(lmdb ? lmdb_path : tk_path);
+    snprintf(p2, sizeof p2, "%s%s", lmdb ? lmdb_path : tk_path, lmdb ? "-lock" : ".log");
+    drop_cache(p2);
+    int fds[2];
+    if (pipe(fds)) die("pipe", -errno);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char k[16];
+        key_of(i, k);
+        double t[2];
+        uint64_t t0 = bench_now_ns(), s = 0;
+        size_t got;
+        if (!lmdb) {
+            kv *m;
+            tk_ph *ph;
+            tk_ph_config c = {0};
+            int rc = tk_ph_open(tk_path, &c, &ph);
+            if (rc) die("tk_ph_open", rc);
+            if (!(m = kv_open(ph))) die("kv_open", -EIO);
+            size_t len;
+            if (!kv_get(m, k, 16, &len)) die("cold get", -ENOENT);
+            t[0] = (double)(bench_now_ns() - t0);
+            got = kv_scan(m, NULL, 0, 0, count_rec, &s);
+        } else {
+            MDB_env *env;
+            MDB_txn *t1;
+            MDB_dbi dbi;
+            int rc = mdb_env_create(&env);
+            if (!rc) rc = mdb_env_set_mapsize(env, (size_t)16 << 30);
+            if (!rc) rc = mdb_env_open(env, lmdb_path, MDB_NOSUBDIR | MDB_RDONLY, 0644);
+            if (!rc) rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t1);
+            if (!rc) rc = mdb_dbi_open(t1, NULL, 0, &dbi);
+            MDB_val kk = {16, k}, vv;
+            if (!rc) rc = mdb_get(t1, dbi, &kk, &vv);
+            if (rc) die("cold lmdb", rc);
+            t[0] = (double)(bench_now_ns() - t0);
+            MDB_cursor *c;
+            mdb_cursor_open(t1, dbi, &c);
+            got = 0;
+            while (!mdb_cursor_get(c, &kk, &vv, MDB_NEXT)) got++;
+        }
+        t[1] = (double)(bench_now_ns() - t0);
+        if (got != n) die("cold: records missing", -ENOENT);
+        if (write(fds[1], t, sizeof t) != sizeof t) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    int ws;
+    if (read(fds[0], out, 2 * sizeof(double)) != 2 * sizeof(double) ||
+        waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws))
+        die("cold open: the child failed", -EIO);
+    close(fds[0]);
+}
+
+static void cold_open(int reps, double gib)
+{
+    /* a store of about gib: the records that make it, added to both */
+    uint64_t per_gib = 6000000, n = (uint64_t)(gib * (double)per_gib);
+    snprintf(tk_path, sizeof tk_path, "%s/cold.ph", dir);
+    snprintf(lmdb_path, sizeof lmdb_path, "%s/cold.mdb", dir);
+    fprintf(stderr, "pheap: loading %llu records for the cold open\n", (unsigned long long)n);
+    tk_load(0, n);
+    lm_load(0, n);
+    struct bench_fig fr[2], ft[2];
+    memset(fr, 0, sizeof fr);
+    memset(ft, 0, sizeof ft);
+    for (int r = 0; r < reps; r++)
+        for (int s = 0; s < 2; s++) {
+            double t[2];
+            cold(s, mix((uint64_t)r) % n, n, t);
+            bench_add(&fr[s], t[0]);
+            bench_add(&ft[s], t[1]);
+        }
+    char p[64];
+    snprintf(p, sizeof p, "\"size_gib\": %g, \"cache\": \"dropped\"", gib);
+    bench_emit("pheap/cold-open-first-read", "trapkit-eager", p, "time", "ns", &fr[0]);
+    bench_emit("pheap/cold-open-first-read", "lmdb", p, "time", "ns", &fr[1]);
+    bench_emit("pheap/cold-open-touch-all", "trapkit-eager", p, "time", "ns", &ft[0]);
+    bench_emit("pheap/cold-open-touch-all", "lmdb", p, "time", "ns", &ft[1]);
+    snprintf(p, sizeof p, "\"size_gib\": %g", gib);
+    char lg[320];
+    snprintf(lg, sizeof lg, "%s.log", tk_path);
+    bench_emit_value("pheap/store-size", "trapkit-eager", p, "bytes", "bytes",
+                     (double)(disk_bytes(tk_path) + disk_bytes(lg)));
+    bench_emit_value("pheap/store-size", "lmdb", p, "bytes", "bytes",
+                     (double)disk_bytes(lmdb_path));
+}
+
+/* kill -9 at random instants of one-put commits; the commits the child
+ * reported done and the reopened store lacks. */
+static int lost_trial(uint64_t *next)
+{
+    int fds[2];
+    if (pipe(fds)) die("pipe", -errno);
+    uint64_t first = *next;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        kv *m;
+        tk_ph *ph = tk_open(&m);
+        char k[16], v[100];
+        for (uint64_t i = first;; i++) {
+            key_of(i, k);
+            val_of(i, v);
+            int rc = tk_ph_begin(ph);
+            if (rc || (rc = kv_put(m, k, 16, v, 100)) || (rc = tk_ph_commit(ph))) _exit(2);
+            if (write(fds[1], &i, sizeof i) != sizeof i) _exit(3);
+        }
+    }
+    close(fds[1]);
+    usleep(2000 + (useconds_t)(mix(first) % 30000));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    uint64_t last = first, i;
+    bool any = false;
+    while (read(fds[0], &i, sizeof i) == sizeof i) last = i, any = true;
+    close(fds[0]);
+    kv *m;
+    tk_ph *ph = tk_open(&m);
+    char k[16];
+    int lost = 0;
+    for (uint64_t j = first; any && j <= last; j++) {
+        key_of(j, k);
+        if (!kv_get(m, k, 16, NULL)) lost++;
+    }
+    /* the one under way may be there; nothing after it may */
+    key_of(last + 2, k);
+    if (kv_get(m, k, 16, NULL)) lost += 1000000; /* a commit nobody made */
+    kv_close(m);
+    tk_ph_close(ph);
+    *next = last + 2;
+    return lost;
+}
+
+int main(int argc, char **argv)
+{
+    bench_parse(argc, argv, &opt);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tk_bench_pheap.XXXXXX", tmp ? tmp : "/var/tmp");
+    if (!mkdtemp(dir)) die("mkdtemp", -errno);
+    int reps = opt.quick ? 3 : 5;
+    uint64_t n = opt.quick ? 100000 : 1000000;
+    snprintf(tk_path, sizeof tk_path, "%s/kv.ph", dir);
+    snprintf(lmdb_path, sizeof lmdb_path, "%s/kv.mdb", dir);
+    fprintf(stderr, "pheap: loading %llu records into each store\n", (unsigned long long)n);
+    struct bench_fig ti = {0}, li = {0};
+    bench_add(&ti, tk_load(0, n / 2));
+    bench_add(&li, lm_load(0, n / 2));
+    bench_add(&ti, tk_load(n / 2, n - n / 2));
+    bench_add(&li, lm_load(n / 2, n - n / 2));
+    char p[64];
+    snprintf(p, sizeof p, "\"records\": %llu, \"batch\": 10000", (unsigned long long)n);
+    bench_emit("pheap/random-insert", "trapkit-eager", p, "ops_per_s", "ops/s", &ti);
+    bench_emit("pheap/random-insert", "lmdb", p, "ops_per_s", "ops/s", &li);
+    fprintf(stderr, "pheap: reads\n");
+    reads(n, reps);
+    fprintf(stderr, "pheap: one-put durable commits\n");
+    durable(n, reps, opt.quick ? 50 : 200);
+    fprintf(stderr, "pheap: kill -9 trials\n");
+    struct bench_fig lost = {0};
+    int trials = opt.quick ? 5 : 20;
+    uint64_t next = 1u << 30;
+    for (int r = 0; r < 3; r++) {
+        int sum = 0;
+        for (int t = 0; t < trials; t++) sum += lost_trial(&next);
+        bench_add(&lost, sum);
+    }
+    snprintf(p, sizeof p, "\"trials\": %d", trials);
+    bench_emit("pheap/lost-commits", "trapkit-eager", p, "count", "commits", &lost);
+    unlink(tk_path);
+    char lg[320];
+    snprintf(lg, sizeof lg, "%s.log", tk_path);
+    unlink(lg);
+    unlink(lmdb_path);
+    snprintf(lg, sizeof lg, "%s-lock", lmdb_path);
+    unlink(lg);
+    fprintf(stderr, "pheap: cold open\n");
+    cold_open(reps, opt.quick ? 1.0 / 16 : 1.0);
+    unlink(tk_path);
+    snprintf(lg, sizeof lg, "%s.log", tk_path);
+    unlink(lg);
+    unlink(lmdb_path);
+    snprintf(lg, sizeof lg, "%s-lock", lmdb_path);
+    unlink(lg);
+    rmdir(dir);
+    return 0;
+}

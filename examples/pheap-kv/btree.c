@@ -1,0 +1,279 @@
+/* examples/pheap-kv/btree.c - the B+tree of btree.h.  Nothing here knows
+ * about files, logs or swizzling: the nodes are C structs whose pointer
+ * fields are declared to the store once (kv_open), and every change is a
+ * store to memory inside the caller's transaction. */
+#include "btree.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <trapkit/error.h>
+
+enum { FAN = 63, LEAF = 63 };
+
+struct leaf;
+struct inner {
+    uint32_t n, pad; /* keys; children n + 1 */
+    uint64_t pad2;
+    unsigned char key[FAN][KV_KEY]; /* key[i]: the least key under child[i + 1] */
+    void *child[FAN + 1];           /* inner nodes, or leaves at the last level */
+};
+struct leaf {
+    uint32_t n, pad;
+    struct leaf *next;
+    unsigned char key[LEAF][KV_KEY];
+    struct val *val[LEAF];
+};
+struct val {
+    uint32_t len;
+    unsigned char data[];
+};
+struct kvroot {
+    void *top;       /* a leaf when height is 1 */
+    uint64_t height; /* levels, leaves included */
+    uint64_t count;
+};
+
+struct kv {
+    tk_ph *ph;
+    tk_ph_type_t t_inner, t_leaf, t_root;
+    struct kvroot *root;
+};
+
+static void pad_key(unsigned char out[KV_KEY], const void *key, size_t klen)
+{
+    memset(out, 0, KV_KEY);
+    if (key) memcpy(out, key, klen < KV_KEY ? klen : KV_KEY);
+}
+
+kv *kv_open(tk_ph *ph)
+{
+    kv *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->ph = ph;
+    size_t inner_ptrs[FAN + 1], leaf_ptrs[LEAF + 1], root_ptrs[] = {offsetof(struct kvroot, top)};
+    for (int i = 0; i <= FAN; i++) inner_ptrs[i] = offsetof(struct inner, child) + 8 * (size_t)i;
+    leaf_ptrs[0] = offsetof(struct leaf, next);
+    for (int i = 0; i < LEAF; i++) leaf_ptrs[i + 1] = offsetof(struct leaf, val) + 8 * (size_t)i;
+    if (tk_ph_type(ph, "kv_inner", sizeof(struct inner), inner_ptrs, FAN + 1, &m->t_inner) ||
+        tk_ph_type(ph, "kv_leaf", sizeof(struct leaf), leaf_ptrs, LEAF + 1, &m->t_leaf) ||
+        tk_ph_type(ph, "kv_root", sizeof(struct kvroot), root_ptrs, 1, &m->t_root))
+        goto fail;
+    m->root = tk_ph_root(ph);
+    if (!m->root) {
+        if (tk_ph_begin(ph)) goto fail;
+        struct kvroot *r = tk_ph_alloc(ph, m->t_root, 1);
+        struct leaf *l = r ? tk_ph_alloc(ph, m->t_leaf, 1) : NULL;
+        if (!l || tk_ph_set_root(ph, r)) {
+            tk_ph_abort(ph);
+            goto fail;
+        }
+        r->top = l;
+        r->height = 1;
+        if (tk_ph_commit(ph)) goto fail;
+        m->root = r;
+    }
+    return m;
+fail:
+    free(m);
+    return NULL;
+}
+
+void kv_close(kv *m)
+{
+    free(m);
+}
+
+uint64_t kv_count(kv *m)
+{
+    return m->root->count;
+}
+
+/* the first i with key[i] > k (inner: the child to follow) */
+static unsigned upper(const unsigned char (*keys)[KV_KEY], unsigned n, const unsigned char *k)
+{
+    unsigned lo = 0, hi = n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (memcmp(keys[mid], k, KV_KEY) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* the first i with key[i] >= k */
+static unsigned lower(const unsigned char (*keys)[KV_KEY], unsigned n, const unsigned char *k)
+{
+    unsigned lo = 0, hi = n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (memcmp(keys[mid], k, KV_KEY) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static struct leaf *find_leaf(kv *m, const unsigned char *k)
+{
+    void *p = m->root->top;
+    for (uint64_t h = m->root->height; h > 1; h--) {
+        struct inner *in = p;
+        p = in->child[upper((const unsigned char(*)[KV_KEY])in->key, in->n, k)];
+    }
+    return p;
+}
+
+const void *kv_get(kv *m, const void *key, size_t klen, size_t *vlen)
+{
+    unsigned char k[KV_KEY];
+    pad_key(k, key, klen);
+    struct leaf *l = find_leaf(m, k);
+    unsigned i = lower((const unsigned char(*)[KV_KEY])l->key, l->n, k);
+    if (i == l->n || memcmp(l->key[i], k, KV_KEY)) return NULL;
+    if (vlen) *vlen = l->val[i]->len;
+    return l->val[i]->data;
+}
+
+static struct val *new_val(kv *m, const void *v, size_t len)
+{
+    struct val *x = tk_ph_alloc(m->ph, TK_PH_BYTES, sizeof *x + len);
+    if (!x) return NULL;
+    x->len = (uint32_t)len;
+    memcpy(x->data, v, len);
+    return x;
+}
+
+/* Inserts into the subtree p of height h; on a split, *sep and *right say
+ * what the parent must add.  1 added, 0 replaced, or a negative errno. */
+static int insert(kv *m, void *p, uint64_t h, const unsigned char *k, const void *v, size_t vlen,
+                  unsigned char *sep, void **right)
+{
+    *right = NULL;
+    if (h == 1) {
+        struct leaf *l = p;
+        unsigned i = lower((const unsigned char(*)[KV_KEY])l->key, l->n, k);
+        if (i < l->n && !memcmp(l->key[i], k, KV_KEY)) {
+            struct val *x = new_val(m, v, vlen);
+            if (!x) return -ENOSPC;
+            tk_ph_free(m->ph, l->val[i]);
+            l->val[i] = x;
+            return 0;
+        }
+        struct val *x = new_val(m, v, vlen);
+        if (!x) return -ENOSPC;
+        if (l->n == LEAF) { /* split: the upper half goes right */
+            struct leaf *r = tk_ph_alloc(m->ph, m->t_leaf, 1);
+            if (!r) return -ENOSPC;
+            unsigned keep = LEAF / 2 + 1;
+            r->n = LEAF - keep;
+            memcpy(r->key, l->key[keep], (size_t)r->n * KV_KEY);
+            memcpy(r->val, &l->val[keep], (size_t)r->n * sizeof r->val[0]);
+            l->n = keep;
+            r->next = l->next;
+            l->next = r;
+            memcpy(sep, r->key[0], KV_KEY);
+            *right = r;
+            if (i > keep || (i == keep && memcmp(k, r->key[0], KV_KEY) > 0)) {
+                l = r;
+                i -= keep;
+            }
+        }
+        memmove(l->key[i + 1], l->key[i], (size_t)(l->n - i) * KV_KEY);
+        memmove(&l->val[i + 1], &l->val[i], (size_t)(l->n - i) * sizeof l->val[0]);
+        memcpy(l->key[i], k, KV_KEY);
+        l->val[i] = x;
+        l->n++;
+        return 1;
+    }
+    struct inner *in = p;
+    unsigned i = upper((const unsigned char(*)[KV_KEY])in->key, in->n, k);
+    unsigned char csep[KV_KEY];
+    void *cright;
+    int rc = insert(m, in->child[i], h - 1, k, v, vlen, csep, &cright);
+    if (rc < 0 || !cright) return rc;
+    /* the child split: csep and cright go in at i */
+    if (in->n == FAN) {
+        struct inner *r = tk_ph_alloc(m->ph, m->t_inner, 1);
+        if (!r) return -ENOSPC;
+        unsigned keep = FAN / 2; /* left keeps keys [0, keep); key[keep] goes up */
+        memcpy(sep, in->key[keep], KV_KEY);
+        r->n = in->n - keep - 1;
+        memcpy(r->key, in->key[keep + 1], (size_t)r->n * KV_KEY);
+        memcpy(r->child, &in->child[keep + 1], (size_t)(r->n + 1) * sizeof r->child[0]);
+        in->n = keep;
+        *right = r;
+        if (i > keep) {
+            in = r;
+            i -= keep + 1;
+        }
+    }
+    memmove(in->key[i + 1], in->key[i], (size_t)(in->n - i) * KV_KEY);
+    memmove(&in->child[i + 2], &in->child[i + 1], (size_t)(in->n - i) * sizeof in->child[0]);
+    memcpy(in->key[i], csep, KV_KEY);
+    in->child[i + 1] = cright;
+    in->n++;
+    return rc;
+}
+
+int kv_put(kv *m, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    if (klen > KV_KEY || vlen > UINT32_MAX) return -EINVAL;
+    unsigned char k[KV_KEY], sep[KV_KEY];
+    pad_key(k, key, klen);
+    void *right;
+    struct kvroot *r = m->root;
+    int rc = insert(m, r->top, r->height, k, val, vlen, sep, &right);
+    if (rc < 0) return rc;
+    if (right) { /* the root split */
+        struct inner *top = tk_ph_alloc(m->ph, m->t_inner, 1);
+        if (!top) return -ENOSPC;
+        top->n = 1;
+        memcpy(top->key[0], sep, KV_KEY);
+        top->child[0] = r->top;
+        top->child[1] = right;
+        r->top = top;
+        r->height++;
+    }
+    r->count += (uint64_t)rc;
+    return 0;
+}
+
+int kv_del(kv *m, const void *key, size_t klen)
+{
+    unsigned char k[KV_KEY];
+    pad_key(k, key, klen);
+    struct leaf *l = find_leaf(m, k);
+    unsigned i = lower((const unsigned char(*)[KV_KEY])l->key, l->n, k);
+    if (i == l->n || memcmp(l->key[i], k, KV_KEY)) return 0;
+    int rc = tk_ph_free(m->ph, l->val[i]);
+    if (rc) return rc;
+    memmove(l->key[i], l->key[i + 1], (size_t)(l->n - i - 1) * KV_KEY);
+    memmove(&l->val[i], &l->val[i + 1], (size_t)(l->n - i - 1) * sizeof l->val[0]);
+    l->n--;
+    l->val[l->n] = NULL;
+    m->root->count--;
+    return 1;
+}
+
+size_t kv_scan(kv *m, const void *from, size_t flen, size_t n,
+               int (*f)(const unsigned char key[KV_KEY], const void *val, size_t vlen, void *arg),
+               void *arg)
+{
+    unsigned char k[KV_KEY];
+    pad_key(k, from, from ? flen : 0);
+    struct leaf *l = find_leaf(m, k);
+    unsigned i = from ? lower((const unsigned char(*)[KV_KEY])l->key, l->n, k) : 0;
+    size_t calls = 0;
+    for (; l; l = l->next, i = 0)
+        for (; i < l->n; i++) {
+            calls++;
+            if (f(l->key[i], l->val[i]->data, l->val[i]->len, arg) || (n && calls == n))
+                return calls;
+        }
+    return calls;
+}
