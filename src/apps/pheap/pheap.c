@@ -24,12 +24,17 @@
  * unswizzled), PATH is synced, and the log truncated, once it passes
  * log_limit and at close.  Opening replays the log's complete records.
  *
- * A log record: struct rec_hdr, then per page struct rec_ent and its 4096
- * bytes.  Records are written one after another from offset 0; each one's
- * lsn is its predecessor's + 1; its CRC-32C covers the header (crc 0) and
- * every entry.  base_npages is the store file's size in pages when the log
- * was last emptied (the store file is at least that long: anything shorter
- * was truncated by damage).
+ * The log: a header page (struct log_hdr: its epoch), then records, one
+ * after another from offset 4096: struct rec_hdr, then per page struct
+ * rec_ent and its 4096 bytes.  A record belongs to the log when its epoch is
+ * the header's, its lsn its predecessor's + 1 and its CRC-32C (over the
+ * header with crc 0 and every entry) right.  Emptying the log writes the
+ * header with the next epoch: the file keeps its blocks, so a commit
+ * overwrites blocks the file system has already allocated and its
+ * fdatasync writes no metadata (an append's would, for the file's size).
+ * base_npages is the store file's size in pages when the log was last
+ * emptied (the store file is at least that long: anything shorter was
+ * truncated by damage).
  */
 #include <trapkit/pheap.h>
 
@@ -63,10 +68,12 @@ enum {
     SB_BYTES = 512,
     VERSION = 1,
     SEG_PAGES = 262144, /* 1 GiB: a trapkit region each, made as the store reaches it */
+    LOG_START = 4096,   /* the first record's offset in the log */
 };
 #define SB_MAGIC "TKPHEAP"      /* 8 bytes with its NUL */
 #define TYPES_MAGIC 0x53505954u /* "TYPS" */
 #define REC_MAGIC 0x4c504b54u   /* "TKPL" */
+#define LOG_MAGIC 0x474c504bu   /* "KPLG" */
 #define DEFAULT_MAX (64ull << 30)
 #define DEFAULT_LOG_LIMIT (64u << 20)
 #define DEFAULT_TX_PAGES 65536u
@@ -112,7 +119,13 @@ struct rec_hdr {
     uint32_t magic, version;
     uint64_t lsn, npages, base_npages, len;
     uint32_t crc, pad;
-    uint64_t pad2[2];
+    uint64_t epoch, pad2;
+};
+struct log_hdr {
+    uint32_t magic, version;
+    uint64_t epoch;
+    uint32_t crc;
+    uint32_t clean; /* written by a close that applied everything: no record counts */
 };
 _Static_assert(sizeof(struct rec_hdr) == 64, "record header");
 struct rec_ent {
@@ -137,7 +150,8 @@ struct tk_ph {
     _Atomic uint64_t npages; /* the store's size now (the superblock's, mirrored) */
     uint64_t base_npages;    /* the store file's size in pages when the log was emptied */
     size_t log_limit, max_tx;
-    uint64_t log_end;
+    uint64_t log_end; /* the next record's offset (LOG_START: none) */
+    uint64_t epoch, lsn;
     struct tdesc types[MAX_TYPES + 1]; /* the types page's entries (0: its header) */
     _Atomic uint8_t *ext;              /* per extent: EXT_* */
     /* the transaction */
@@ -502,14 +516,14 @@ static uint32_t rec_crc(const char *rec, size_t len)
     return tk__crc32c(c, rec + sizeof h, len - sizeof h);
 }
 
-/* The record at off of a log of size bytes in buf, if it is whole and
- * sound: its length, else 0. */
-static uint64_t rec_ok(const char *buf, uint64_t size, uint64_t off)
+/* The record at off of a log of size bytes in buf, if it is whole, sound
+ * and of the epoch: its length, else 0. */
+static uint64_t rec_ok(const char *buf, uint64_t size, uint64_t off, uint64_t epoch)
 {
     if (off + sizeof(struct rec_hdr) > size) return 0;
     struct rec_hdr h;
     memcpy(&h, buf + off, sizeof h);
-    if (h.magic != REC_MAGIC || h.version != VERSION || h.npages == 0 ||
+    if (h.magic != REC_MAGIC || h.version != VERSION || h.epoch != epoch || h.npages == 0 ||
         h.npages > (size - off) / ENT_BYTES || h.len != sizeof h + h.npages * ENT_BYTES ||
         h.len > size - off)
         return 0;
@@ -517,9 +531,27 @@ static uint64_t rec_ok(const char *buf, uint64_t size, uint64_t off)
     return h.len;
 }
 
+/* Empties the log: its header with the next epoch, synced (clean: and
+ * says so, for a close). */
+static int log_reset(tk_ph *ph, bool clean)
+{
+    char page[LOG_START];
+    memset(page, 0, sizeof page);
+    struct log_hdr h = {LOG_MAGIC, VERSION, ph->epoch + 1, 0, clean};
+    h.crc = tk__crc32c(0, &h, sizeof h);
+    memcpy(page, &h, sizeof h);
+    int rc = full_pwrite(ph->logfd, page, sizeof page, 0);
+    if (!rc && fdatasync(ph->logfd)) rc = -errno;
+    if (rc) return tk__failf(rc, "tk_ph: emptying %s.log: %s", ph->path, strerror(-rc));
+    ph->epoch++;
+    ph->log_end = LOG_START;
+    return 0;
+}
+
 /* Replays the log into the store file: every sound record in order; a
  * torn record at the end is dropped; a damaged one followed by committed
- * ones refuses (nothing written).  The log is emptied after. */
+ * ones refuses (nothing written).  The open empties the log after (when
+ * the store proves sound). */
 static int replay(tk_ph *ph, uint64_t file_pages)
 {
     struct stat st;
@@ -527,7 +559,23 @@ static int replay(tk_ph *ph, uint64_t file_pages)
         return tk__failf(-errno, "tk_ph_open: %s.log: %s", ph->path, strerror(errno));
     uint64_t size = (uint64_t)st.st_size;
     ph->replayed = 0;
-    if (size == 0) return 0;
+    ph->epoch = 0;
+    if (size == 0) return 0; /* a new log (its header comes with the open's reset) */
+    struct log_hdr lh;
+    size_t hgot;
+    if (size < LOG_START || !full_pread(ph->logfd, &lh, sizeof lh, 0, &hgot) || hgot != sizeof lh)
+        return tk__failf(-EUCLEAN, "tk_ph_open: %s.log is not a log of this store (%llu bytes)",
+                         ph->path, (unsigned long long)size);
+    uint32_t hcrc = lh.crc;
+    lh.crc = 0;
+    if (lh.magic != LOG_MAGIC || tk__crc32c(0, &lh, sizeof lh) != hcrc)
+        return tk__failf(-EUCLEAN, "tk_ph_open: %s.log: its header is damaged", ph->path);
+    if (lh.version != VERSION)
+        return tk__failf(-EPROTONOSUPPORT, "tk_ph_open: %s.log is of format version %u", ph->path,
+                         lh.version);
+    ph->epoch = lh.epoch;
+    ph->log_end = LOG_START;
+    if (lh.clean) return 0; /* closed with nothing to replay */
     char *buf = malloc(size);
     if (!buf) return tk__fail(-ENOMEM, "tk_ph_open: no memory to read the log");
     size_t got;
@@ -536,9 +584,9 @@ static int replay(tk_ph *ph, uint64_t file_pages)
         free(buf);
         return tk__failf(err, "tk_ph_open: reading %s.log: %s", ph->path, strerror(-err));
     }
-    uint64_t off = 0, lsn = 0, n = 0, base_npages = 0;
+    uint64_t off = LOG_START, lsn = 0, n = 0, base_npages = 0;
     for (;;) {
-        uint64_t len = rec_ok(buf, size, off);
+        uint64_t len = rec_ok(buf, size, off, ph->epoch);
         if (!len) break;
         struct rec_hdr h;
         memcpy(&h, buf + off, sizeof h);
@@ -550,7 +598,7 @@ static int replay(tk_ph *ph, uint64_t file_pages)
     }
     if (off < size) { /* a torn tail, or damage: committed records after it? */
         for (uint64_t at = off + 8; at + sizeof(struct rec_hdr) <= size; at += 8) {
-            uint64_t len = rec_ok(buf, size, at);
+            uint64_t len = rec_ok(buf, size, at, ph->epoch);
             if (!len) continue;
             struct rec_hdr h;
             memcpy(&h, buf + at, sizeof h);
@@ -572,7 +620,7 @@ static int replay(tk_ph *ph, uint64_t file_pages)
                          ph->path, (unsigned long long)file_pages * PS,
                          (unsigned long long)base_npages * PS);
     }
-    for (uint64_t at = 0; at < off;) {
+    for (uint64_t at = LOG_START; at < off;) {
         struct rec_hdr h;
         memcpy(&h, buf + at, sizeof h);
         const char *p = buf + at + sizeof h;
@@ -590,7 +638,10 @@ static int replay(tk_ph *ph, uint64_t file_pages)
     }
     free(buf);
     ph->replayed = n;
-    if (fdatasync(ph->fd) || ftruncate(ph->logfd, 0) || fdatasync(ph->logfd))
+    ph->lsn = lsn;
+    ph->log_end = LOG_START;
+    if (n == 0) return 0;
+    if (fdatasync(ph->fd))
         return tk__failf(-errno, "tk_ph_open: syncing %s after the replay: %s", ph->path,
                          strerror(errno));
     return 0;
@@ -600,7 +651,7 @@ static int replay(tk_ph *ph, uint64_t file_pages)
  * file, syncs it, and empties the log. */
 static int apply(tk_ph *ph)
 {
-    if (ph->log_end == 0) return 0;
+    if (ph->log_end == LOG_START) return 0;
     uint64_t np = atomic_load(&ph->npages);
     struct stat st;
     if (fstat(ph->fd, &st)) return tk__failf(-errno, "tk_ph: %s: %s", ph->path, strerror(errno));
@@ -618,11 +669,15 @@ static int apply(tk_ph *ph)
     }
     if (fdatasync(ph->fd))
         return tk__failf(-errno, "tk_ph: syncing %s: %s", ph->path, strerror(errno));
-    if (ftruncate(ph->logfd, 0) || fdatasync(ph->logfd))
-        return tk__failf(-errno, "tk_ph: emptying %s.log: %s", ph->path, strerror(errno));
+    int rc = log_reset(ph, false);
+    if (rc) return rc;
+    /* a log grown far past its limit (a large transaction) is cut back */
+    struct stat ls;
+    if (!fstat(ph->logfd, &ls) && (uint64_t)ls.st_size > 2 * (uint64_t)ph->log_limit + LOG_START &&
+        ftruncate(ph->logfd, (off_t)(ph->log_limit + LOG_START)) == 0)
+        fdatasync(ph->logfd);
     for (size_t i = 0; i < ph->npending; i++) ph->pending[ph->plist[i] / 64] = 0;
     ph->npending = 0;
-    ph->log_end = 0;
     ph->base_npages = np;
     ph->applies++;
     return 0;
@@ -688,7 +743,7 @@ int tk_ph_commit(tk_ph *ph)
     if (rc) return rc;
     if (!atomic_load(&ph->in_tx)) return tk__fail(-EINVAL, "tk_ph_commit: no transaction is open");
     struct sb *sb = sbp(ph);
-    sb->lsn++; /* (the superblock is in every record) */
+
     size_t n = atomic_load(&ph->nwritten);
     if (n > ph->max_tx) {
         tk_ph_abort(ph);
@@ -698,7 +753,6 @@ int tk_ph_commit(tk_ph *ph)
     uint64_t np = atomic_load(&ph->npages), len = sizeof(struct rec_hdr) + n * ENT_BYTES;
     char *rec = malloc(len);
     if (!rec) {
-        sb->lsn--;
         return tk__fail(-ENOMEM, "tk_ph_commit: no memory for the log record");
     }
     struct swz s = {ph, np * PS, 0};
@@ -717,7 +771,6 @@ int tk_ph_commit(tk_ph *ph)
                 }
             const struct pdesc *d = is_meta(q) ? NULL : desc(ph, q);
             free(rec);
-            sb->lsn--;
             return tk__failf(-EINVAL,
                              "tk_ph_commit: a pointer field of an object of type %s on the page "
                              "at %p (near byte %llu of the page) points outside the store: the "
@@ -730,7 +783,8 @@ int tk_ph_commit(tk_ph *ph)
         struct rec_ent en = {q, tk__crc32c(0, data, PS), 0};
         memcpy(p, &en, sizeof en);
     }
-    struct rec_hdr h = {REC_MAGIC, VERSION, sb->lsn, n, ph->base_npages, len, 0, 0, {0, 0}};
+    struct rec_hdr h = {REC_MAGIC, VERSION, ph->lsn + 1, n,         ph->base_npages,
+                        len,       0,       0,           ph->epoch, 0};
     memcpy(rec, &h, sizeof h);
     h.crc = rec_crc(rec, len);
     memcpy(rec, &h, sizeof h);
@@ -745,6 +799,7 @@ int tk_ph_commit(tk_ph *ph)
                          ph->path, strerror(-rc));
     }
     ph->log_end += len;
+    ph->lsn++;
     for (size_t k = 0; k < n; k++) {
         uint64_t q = ph->wset[k];
         prot(ph, q, 1, TK_PROT_READ);
@@ -1032,7 +1087,7 @@ int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out)
     out->commits = ph->commits;
     out->aborts = ph->aborts;
     out->pages_logged = ph->pages_logged;
-    out->log_bytes = ph->log_end;
+    out->log_bytes = ph->log_end - LOG_START;
     out->applies = ph->applies;
     out->replayed = ph->replayed;
     out->mech = ph->mech;
@@ -1222,6 +1277,8 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         goto fail;
     }
     ph->base_npages = (uint64_t)st.st_size / PS;
+    /* this session's log: a new epoch, not clean */
+    if ((rc = log_reset(ph, false))) goto fail;
     /* the address range, the bookkeeping */
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     if (cfg->addr) flags |= MAP_FIXED_NOREPLACE;
@@ -1265,6 +1322,9 @@ int tk_ph_close(tk_ph *ph)
     if (!ph) return tk__fail(-EINVAL, "tk_ph_close: the store is NULL");
     if (atomic_load(&ph->in_tx)) tk_ph_abort(ph);
     int rc = apply(ph);
+    /* everything is in the store file: the next open need not read the
+     * log (which keeps its blocks for the next commits) */
+    if (!rc) rc = log_reset(ph, true);
     release(ph);
     return rc;
 }
