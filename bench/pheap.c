@@ -319,10 +319,15 @@ static void cold(int lmdb, uint64_t i, uint64_t n, double out[2])
             tk_ph_config c = {0};
             int rc = tk_ph_open(tk_path, &c, &ph);
             if (rc) die("tk_ph_open", rc);
+            uint64_t ta = bench_now_ns();
             if (!(m = kv_open(ph))) die("kv_open", -EIO);
+            uint64_t tb = bench_now_ns();
             size_t len;
             if (!kv_get(m, k, 16, &len)) die("cold get", -ENOENT);
             t[0] = (double)(bench_now_ns() - t0);
+            if (getenv("TK_BENCH_PHEAP_DEBUG"))
+                fprintf(stderr, "cold: open %.2f kv_open %.2f get %.2f ms\n", (ta - t0) / 1e6,
+                        (tb - ta) / 1e6, (t[0] - (double)(tb - t0)) / 1e6);
             got = kv_scan(m, NULL, 0, 0, count_rec, &s);
         } else {
             MDB_env *env;

@@ -152,6 +152,7 @@ struct tk_ph {
     size_t log_limit, max_tx;
     uint64_t log_end; /* the next record's offset (LOG_START: none) */
     uint64_t epoch, lsn;
+    bool log_open; /* the log's header on disk says records of epoch may follow */
     struct tdesc types[MAX_TYPES + 1]; /* the types page's entries (0: its header) */
     _Atomic uint8_t *ext;              /* per extent: EXT_* */
     /* the transaction */
@@ -533,19 +534,26 @@ static uint64_t rec_ok(const char *buf, uint64_t size, uint64_t off, uint64_t ep
 
 /* Empties the log: its header with the next epoch, synced (clean: and
  * says so, for a close). */
-static int log_reset(tk_ph *ph, bool clean)
+static int log_header(tk_ph *ph, uint64_t epoch, bool clean)
 {
     char page[LOG_START];
     memset(page, 0, sizeof page);
-    struct log_hdr h = {LOG_MAGIC, VERSION, ph->epoch + 1, 0, clean};
+    struct log_hdr h = {LOG_MAGIC, VERSION, epoch, 0, clean};
     h.crc = tk__crc32c(0, &h, sizeof h);
     memcpy(page, &h, sizeof h);
     int rc = full_pwrite(ph->logfd, page, sizeof page, 0);
     if (!rc && fdatasync(ph->logfd)) rc = -errno;
-    if (rc) return tk__failf(rc, "tk_ph: emptying %s.log: %s", ph->path, strerror(-rc));
-    ph->epoch++;
-    ph->log_end = LOG_START;
+    if (rc) return tk__failf(rc, "tk_ph: writing %s.log: %s", ph->path, strerror(-rc));
+    ph->epoch = epoch;
+    ph->log_open = !clean;
     return 0;
+}
+
+static int log_reset(tk_ph *ph, bool clean)
+{
+    int rc = log_header(ph, ph->epoch + 1, clean);
+    if (!rc) ph->log_end = LOG_START;
+    return rc;
 }
 
 /* Replays the log into the store file: every sound record in order; a
@@ -560,7 +568,11 @@ static int replay(tk_ph *ph, uint64_t file_pages)
     uint64_t size = (uint64_t)st.st_size;
     ph->replayed = 0;
     ph->epoch = 0;
-    if (size == 0) return 0; /* a new log (its header comes with the open's reset) */
+    if (size == 0) { /* a new log: its header comes with the first commit */
+        ph->epoch = 1;
+        ph->log_end = LOG_START;
+        return 0;
+    }
     struct log_hdr lh;
     size_t hgot;
     if (size < LOG_START || !full_pread(ph->logfd, &lh, sizeof lh, 0, &hgot) || hgot != sizeof lh)
@@ -575,6 +587,7 @@ static int replay(tk_ph *ph, uint64_t file_pages)
                          lh.version);
     ph->epoch = lh.epoch;
     ph->log_end = LOG_START;
+    ph->log_open = !lh.clean;
     if (lh.clean) return 0; /* closed with nothing to replay */
     char *buf = malloc(size);
     if (!buf) return tk__fail(-ENOMEM, "tk_ph_open: no memory to read the log");
@@ -788,7 +801,9 @@ int tk_ph_commit(tk_ph *ph)
     memcpy(rec, &h, sizeof h);
     h.crc = rec_crc(rec, len);
     memcpy(rec, &h, sizeof h);
-    rc = full_pwrite(ph->logfd, rec, len, ph->log_end);
+    /* the session's first commit: the header says records may follow */
+    rc = ph->log_open ? 0 : log_header(ph, ph->epoch, false);
+    if (!rc) rc = full_pwrite(ph->logfd, rec, len, ph->log_end);
     free(rec);
     if (!rc && fdatasync(ph->logfd)) rc = -errno;
     if (rc) {
@@ -1277,8 +1292,9 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         goto fail;
     }
     ph->base_npages = (uint64_t)st.st_size / PS;
-    /* this session's log: a new epoch, not clean */
-    if ((rc = log_reset(ph, false))) goto fail;
+    /* records replayed: the log is emptied before anything is added (a
+     * session that only reads writes nothing) */
+    if (ph->replayed && (rc = log_reset(ph, false))) goto fail;
     /* the address range, the bookkeeping */
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     if (cfg->addr) flags |= MAP_FIXED_NOREPLACE;
@@ -1324,7 +1340,7 @@ int tk_ph_close(tk_ph *ph)
     int rc = apply(ph);
     /* everything is in the store file: the next open need not read the
      * log (which keeps its blocks for the next commits) */
-    if (!rc) rc = log_reset(ph, true);
+    if (!rc && ph->log_open) rc = log_reset(ph, true);
     release(ph);
     return rc;
 }
