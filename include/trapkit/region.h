@@ -192,6 +192,15 @@ typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
            general path).  Not with TK_REGION_DIRTY, TK_REGION_EAGER or sub-pages                  \
            (-EINVAL). */
 
+#define TK_REGION_NOACCESS                                                                         \
+    0x10 /* every page starts no-access (TK_PROT_NONE) instead of                                  \
+            read-write, set in one step at creation: the same as a                                 \
+            tk_protect of the whole region to TK_PROT_NONE after it, without                       \
+            its cost (on the userfaultfd mechanisms that call also                                 \
+            write-protects every page, which for a large region takes                              \
+            milliseconds a gigabyte).  Not with TK_REGION_DIRTY, sub-pages or                      \
+            pkeys (-EINVAL). */
+
 typedef struct tk_region_config {
     void *addr;               /* an existing private anonymous mapping to manage, page
                                  aligned; NULL: trapkit maps `len` bytes (read-write, zero) */

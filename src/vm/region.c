@@ -67,9 +67,14 @@ static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
 {
     size_t hw = hw_page();
     if (!cfg) return tk__fail(-EINVAL, "tk_region_create: config is NULL");
-    if (cfg->flags &
-        ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2 | TK_REGION_EAGER | TK_REGION_LIGHT))
+    if (cfg->flags & ~(unsigned)(TK_REGION_DIRTY | TK_REGION_MAP2 | TK_REGION_EAGER |
+                                 TK_REGION_LIGHT | TK_REGION_NOACCESS))
         return tk__failf(-EINVAL, "tk_region_create: unknown flags 0x%x", cfg->flags);
+    if ((cfg->flags & TK_REGION_NOACCESS) &&
+        ((cfg->flags & TK_REGION_DIRTY) || (cfg->page_size && cfg->page_size < hw) ||
+         cfg->mech == TK_MECH_PKEYS))
+        return tk__fail(-EINVAL, "tk_region_create: TK_REGION_NOACCESS cannot be combined with "
+                                 "TK_REGION_DIRTY, sub-pages or pkeys");
     if ((cfg->flags & TK_REGION_LIGHT) &&
         ((cfg->flags & (TK_REGION_DIRTY | TK_REGION_EAGER)) ||
          (cfg->page_size && cfg->page_size < hw) || !cfg->handler))
@@ -301,6 +306,25 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
         /* the logical page is the whole region (see vm/pkeys.c) */
         r->rg_page = r->rg_len;
         r->rg_shift = 63;
+    }
+
+    if (r->rg_flags & TK_REGION_NOACCESS) {
+        if (mech == TK_MECH_PKEYS) {
+            release(r);
+            return tk__fail(-EINVAL, "tk_region_create: TK_REGION_NOACCESS cannot be combined "
+                                     "with pkeys");
+        }
+        /* no-access by mprotect alone: on the userfaultfd mechanisms the
+         * state says the write protection is not there (PS_MPROT), so
+         * leaving no-access write-protects where the new protection needs
+         * it, as after the kernel dropped it */
+        if (mprotect((void *)r->rg_start, r->rg_len, PROT_NONE)) {
+            err = -errno;
+            release(r);
+            return tk__failf(err, "tk_region_create: mprotect failed: %s", strerror(-err));
+        }
+        bool wp = mech == TK_MECH_UFFD_SIGBUS || mech == TK_MECH_UFFD_THREAD;
+        memset((void *)r->rg_state, TK_PROT_NONE | (wp ? PS_MPROT : 0), r->rg_npages);
     }
 
     r->rg_trap_dirty =

@@ -283,7 +283,8 @@ static int add_segments(tk_ph *ph, uint64_t npages, enum tk_mech want)
                                    .len = len,
                                    .handler = on_fault,
                                    .arg = ph,
-                                   .mech = s ? ph->mech : want};
+                                   .mech = s ? ph->mech : want,
+                                   .flags = TK_REGION_NOACCESS};
         tk_region *r;
         int rc = tk_region_create(&rc_cfg, &r);
         if (rc) return rc;
@@ -291,10 +292,6 @@ static int add_segments(tk_ph *ph, uint64_t npages, enum tk_mech want)
         if (ph->mech == TK_MECH_PKEYS) {
             tk_region_destroy(r);
             return tk__fail(-EOPNOTSUPP, "tk_ph_open: a store cannot be served by pkeys");
-        }
-        if ((rc = tk_protect(r, ph->base + off, len, TK_PROT_NONE))) {
-            tk_region_destroy(r);
-            return rc;
         }
         ph->seg[s] = r;
         atomic_store(&ph->nseg, s + 1);
