@@ -90,13 +90,26 @@ uint64_t kv_count(kv *m)
     return m->root->count;
 }
 
+/* keys compare as bytes: as two big-endian words */
+static inline int keycmp(const unsigned char *a, const unsigned char *b)
+{
+    uint64_t a0, a1, b0, b1;
+    memcpy(&a0, a, 8);
+    memcpy(&b0, b, 8);
+    if (a0 != b0) return __builtin_bswap64(a0) < __builtin_bswap64(b0) ? -1 : 1;
+    memcpy(&a1, a + 8, 8);
+    memcpy(&b1, b + 8, 8);
+    if (a1 != b1) return __builtin_bswap64(a1) < __builtin_bswap64(b1) ? -1 : 1;
+    return 0;
+}
+
 /* the first i with key[i] > k (inner: the child to follow) */
 static unsigned upper(const unsigned char (*keys)[KV_KEY], unsigned n, const unsigned char *k)
 {
     unsigned lo = 0, hi = n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (memcmp(keys[mid], k, KV_KEY) <= 0)
+        if (keycmp(keys[mid], k) <= 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -110,7 +123,7 @@ static unsigned lower(const unsigned char (*keys)[KV_KEY], unsigned n, const uns
     unsigned lo = 0, hi = n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (memcmp(keys[mid], k, KV_KEY) < 0)
+        if (keycmp(keys[mid], k) < 0)
             lo = mid + 1;
         else
             hi = mid;
