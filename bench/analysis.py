@@ -523,7 +523,65 @@ def goals(results, quick):
     g += [scale_goal(results, note), mosberger_goal(results, note), gylfason_goal(results, note),
           tksim_goal(results, note)]
     g += gc_goals(results, note)
+    g += pheap_goals(results, note)
     return [x for x in g if x]
+
+
+PHEAP_TRAPKIT = ("trapkit-eager", "trapkit-lazy")
+
+
+def pheap_goals(results, note):
+    """The persistent heap against LMDB (bench/pheap.c), each figure the
+    best trapkit mechanism's over LMDB's, measured in the same run."""
+    def fig(exp, mech, **params):
+        for r in results:
+            if (r["experiment"] == exp and r["mechanism"] == mech and r["median"] is not None
+                    and all(r["params"].get(k) == v for k, v in params.items())):
+                return Span.of(r)
+        return None
+
+    def best(exp, higher=True, **params):
+        c = [(m, fig(exp, m, **params)) for m in PHEAP_TRAPKIT]
+        c = [(m, x) for m, x in c if x]
+        if not c:
+            return None, None
+        return (max if higher else min)(c, key=lambda mx: mx[1].med)
+
+    out = []
+    m, t = best("pheap/random-read")
+    l = fig("pheap/random-read", "lmdb")
+    if t and l:
+        r = t / l
+        out.append(goal("pheap random reads ≥ 1.5× LMDB's", r, decide(r, 1.5, upper=False),
+                        f"{r.text(suffix='×')} ({m} {t.med / 1e6:.2f} vs LMDB "
+                        f"{l.med / 1e6:.2f} M/s){note}"))
+    m, t = best("pheap/durable-commit")
+    ls = [x for x in (fig("pheap/durable-commit", "lmdb"),
+                      fig("pheap/durable-commit", "lmdb-writemap")) if x]
+    if t and ls:
+        l = max(ls, key=lambda x: x.med)
+        r = t / l
+        out.append(goal("pheap one-put durable commits ≥ 2× the faster of LMDB's default and "
+                        "WRITEMAP modes", r, decide(r, 2, upper=False),
+                        f"{r.text(suffix='×')} ({m} {t.med:.0f}/s vs {l.med:.0f}/s){note}"))
+    m, t = best("pheap/cold-open-first-read", higher=False)
+    l = fig("pheap/cold-open-first-read", "lmdb")
+    if t and l:
+        r = t / l
+        out.append(goal("pheap cold open of a 1 GiB store to the first read ≤ 0.5× LMDB's "
+                        "(page cache dropped)", r, decide(r, 0.5),
+                        f"{r.text(suffix='×')} ({m} {t.med / 1e6:.1f} ms vs LMDB "
+                        f"{l.med / 1e6:.1f} ms){note}"))
+    lost = [r for r in results if r["experiment"] == "pheap/lost-commits"
+            and r["median"] is not None]
+    if lost:
+        worst = max(r["max"] for r in lost)
+        trials = sum(r["params"].get("trials", 0) * r.get("n", 1) for r in lost)
+        out.append(goal("pheap: no commit lost or torn at kill -9", Span(worst, worst, worst),
+                        MET if worst == 0 else NOT_MET,
+                        f"{worst:.0f} lost over {trials} kill -9 trials (make soak runs 1,000 "
+                        f"per mechanism){note}"))
+    return out
 
 
 GC_CONCURRENT = ("trapkit-pagemap-scan", "trapkit-uffd-sigbus", "trapkit-posix")

@@ -41,6 +41,8 @@ BENCHES = [
                  "system-call errors"),
     ("jaleel_jacob", "Jaleel & Jacob Figures 3-5 on tksim: TLB misses taken traditionally, "
                      "appended, prepended"),
+    ("pheap", "the persistent heap (examples/pheap-kv's B+tree) beside LMDB: reads, one-put "
+              "durable commits, cold open, kill -9 trials"),
     ("gc", "garbage collection: GCBench, Thekkath & Levy's Lisp, array and tree workloads and a "
            "Scheme interpreter on trapkit's collector (each write barrier) and bdwgc"),
 ]
@@ -51,7 +53,7 @@ MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uf
               "flag", "cas", "rseq", "dyn-jump", "dyn-fault", "hyb-jump", "at-once", "libgcc",
               "llvm-libunwind", "error-code", "traditional", "append", "prepend", "perfect-tlb",
               "tksim", "bdwgc", "bdwgc-incremental", "trapkit-pagemap-scan", "trapkit-uffd-sigbus",
-              "trapkit-posix"]
+              "trapkit-posix", "trapkit-eager", "trapkit-lazy", "lmdb", "lmdb-writemap"]
 
 
 def log(msg):
@@ -736,11 +738,30 @@ SECTIONS = [
         "gc/pointer-stores", "gc/dirty-pages", "gc/dirty-pages-per-collection", "gc/store-check", "gc/total-time-over-bdwgc",
         "gc/max-pause-over-bdwgc", "gc/max-pause-over-bdwgc-incremental",
         "gc/world-stopped-over-bdwgc", "gc/world-stopped-over-bdwgc-incremental"]),
+    ("Persistent heap (examples/pheap-kv on trapkit/pheap.h, and LMDB)", [
+        "pheap/random-insert", "pheap/random-read", "pheap/sequential-read",
+        "pheap/durable-commit", "pheap/cold-open-first-read", "pheap/cold-open-touch-all",
+        "pheap/store-size", "pheap/lost-commits", "pheap/swizzle"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
 # What a section's rows mean, said under its title (keyed by the title).
 SECTION_TEXT = {
+    "Persistent heap (examples/pheap-kv on trapkit/pheap.h, and LMDB)":
+        "bench/pheap.c. The same ordered map of 16-byte keys and 100-byte values in each: "
+        "examples/pheap-kv's B+tree (C structs with pointers in a trapkit store; trapkit-eager: "
+        "a page's pointers are swizzled when it is first read) and LMDB (Debian's liblmdb, one "
+        "B+tree). One thread. random-insert adds the records in random order, 10,000 a durable "
+        "transaction; random-read gets every key once in random order, warm; sequential-read "
+        "reads all in key order; durable-commit: transactions of one put, each durable when its "
+        "commit returns (LMDB by default, and with MDB_WRITEMAP); cold-open-first-read: a new "
+        "process opens a store of size_gib whose files were dropped from the page cache "
+        "(posix_fadvise) and reads one record, cold-open-touch-all then every record; "
+        "store-size: the files' blocks on disk (trapkit's log file included); lost-commits: "
+        "kill -9 of a process making one-put commits at a random instant, then the commits it "
+        "had reported done that the reopened store lacks, summed over the trials (make soak "
+        "runs 1,000 trials per mechanism of tests/pheap_crash). Medians of the rounds, the "
+        "systems interleaved in each; --quick: 100,000 records and a 64 MiB store.",
     "Garbage collection (GCBench, the seeds' workloads, an interpreter; trapkit and bdwgc)":
         "bench/gc.py. Each workload one source built against trapkit's collector (src/apps/gc) "
         "and against Debian's bdwgc (bench/gcwork.h): gcbench is GCBench after Boehm's "

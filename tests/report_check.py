@@ -233,6 +233,10 @@ if gc_cands:
             if not any(r["experiment"] == "gc/total-time" and r["params"].get("workload") == w
                        for r in results):
                 err(f"no gc/total-time rows for the {w} workload")
+# the persistent heap's four (random reads, durable commits, cold open, lost
+# commits) where its benchmark ran
+if any(r["experiment"].startswith("pheap/") for r in results):
+    expected += 4
 if len(goals) != expected:
     err(f"expected {expected} goals, found {len(goals)}: {[g.get('goal') for g in goals]}")
 for g in goals:
