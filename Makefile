@@ -63,11 +63,13 @@ kernel-test: build
 # the world stopped, with the concurrent marker beside them, and stopped at
 # safepoints; then a heap of small objects grown past 16 GiB (12 GiB of them
 # live: about 20 GiB of memory), generational and concurrent; then 1,000
-# kill -9 trials of the persistent heap on each mechanism that serves it.
+# kill -9 trials and 1,000 power cuts of the persistent heap on each
+# mechanism that serves it.
 .PHONY: soak
 soak: build
 	@for m in posix uffd-sigbus uffd-thread; do \
 		$(BUILD)/tests/pheap_crash $$m 1000 || exit 1; \
+		$(BUILD)/tests/pheap_crash $$m 1000 $(BUILD)/tests/libtk_powercut.so || exit 1; \
 	done
 	@for m in none pagemap-scan uffd-sigbus uffd-thread posix; do \
 		$(BUILD)/tests/gc_threads $$m 60 || exit 1; \

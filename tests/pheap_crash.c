@@ -12,16 +12,27 @@
  * on a pipe when tk_ph_commit(n) has returned: that pipe is the record kept
  * outside the store.  The parent replays the same functions to know what
  * the store must hold.  The log limit is small, so the log is applied to
- * the store file often and kills land during applications too. */
+ * the store file often and kills land during applications too.
+ *
+ * The child is a new program (exec), so its store lies at another address
+ * than the parent's: a pointer the store kept as an address instead of an
+ * offset would not survive.
+ *
+ * With a third argument, the path of libtk_powercut.so (tests/powercut.c),
+ * each kill is a power cut: the child runs with the shim preloaded, and
+ * before the reopen the writes it had not synced are undone at random,
+ * sector by sector (tk_powercut), as a disk may lose them. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <trapkit/pheap.h>
 #include <unistd.h>
 
+#include "powercut.h"
 #include "testutil.h"
 
 enum { CELLS = 200, KEEP = 40 };
@@ -29,7 +40,7 @@ enum { CELLS = 200, KEEP = 40 };
 struct blob {
     struct blob *next;
     int64_t n, len;
-    unsigned char data[];
+    unsigned char *data; /* plain bytes (TK_PH_BYTES) */
 };
 
 struct root {
@@ -68,13 +79,16 @@ static tk_ph *open_store(unsigned flags, tk_ph_type_t *rt, tk_ph_type_t *bt)
     tk_ph_config c = {.flags = flags, .mech = mech, .max_size = 1ull << 30, .log_limit = 256 << 10};
     tk_ph *ph;
     CHECK_OK(tk_ph_open(path, &c, &ph));
-    size_t roffs[] = {offsetof(struct root, blobs)}, boffs[] = {0};
+    size_t roffs[] = {offsetof(struct root, blobs)},
+           boffs[] = {offsetof(struct blob, next), offsetof(struct blob, data)};
     CHECK_OK(tk_ph_type(ph, "root", sizeof(struct root), roffs, 1, rt));
-    CHECK_OK(tk_ph_type(ph, "blob", sizeof(struct blob), boffs, 1, bt));
+    CHECK_OK(tk_ph_type(ph, "blob", sizeof(struct blob), boffs, 2, bt));
     return ph;
 }
 
 /* Transaction n on the store (the child). */
+static tk_ph_type_t blob_type;
+
 static void tx(tk_ph *ph, struct root *r, int64_t n)
 {
     if (n % 5 == 0) { /* one aborted first */
@@ -90,8 +104,10 @@ static void tx(tk_ph *ph, struct root *r, int64_t n)
     r->n = n;
     for (int j = 0; j < 8; j++) r->cell[cell_of(n, j)] = n * 8 + j;
     size_t len = blob_len(n);
-    struct blob *b = tk_ph_alloc(ph, TK_PH_BYTES, sizeof *b + len);
+    struct blob *b = tk_ph_alloc(ph, blob_type, 1);
     CHECK(b != NULL);
+    b->data = len ? tk_ph_alloc(ph, TK_PH_BYTES, len) : NULL;
+    CHECK(!len || b->data);
     b->n = n;
     b->len = (int64_t)len;
     for (size_t i = 0; i < len; i++) b->data[i] = blob_byte(n, i);
@@ -101,6 +117,7 @@ static void tx(tk_ph *ph, struct root *r, int64_t n)
     struct blob *p = b;
     for (int k = 0; k < KEEP - 1 && p; k++) p = p->next;
     if (p && p->next) {
+        if (p->next->data) CHECK_OK(tk_ph_free(ph, p->next->data));
         CHECK_OK(tk_ph_free(ph, p->next));
         p->next = NULL;
     }
@@ -122,11 +139,33 @@ static void verify(struct root *r, int64_t n, const int64_t *cell)
     CHECK(count == (n < KEEP ? n : KEEP));
 }
 
+/* The child: transactions from the store's counter on, each reported on
+ * fd when its commit has returned, until it is killed. */
+static void child(int fd)
+{
+    tk_ph_type_t rt2;
+    tk_ph *p = open_store(0, &rt2, &blob_type);
+    struct root *rr = tk_ph_root(p);
+    for (int64_t m = rr->n + 1;; m++) {
+        tx(p, rr, m);
+        if (write(fd, &m, sizeof m) != sizeof m) _exit(3);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && !strcmp(argv[1], "--child")) { /* exec'd with the power-cut shim */
+        mech = tk_mech_parse(argv[2]);
+        snprintf(path, sizeof path, "%s", argv[3]);
+        child(atoi(argv[4]));
+    }
     mech = tk_test_mech(argc, argv, 0);
     int trials = argc > 2 ? atoi(argv[2]) : 50;
-    snprintf(path, sizeof path, "/tmp/tk_pheap_crash.%d", (int)getpid());
+    const char *shim = argc > 3 ? argv[3] : NULL; /* power cuts, not only kills */
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/tk_pheap_crash.%d", (int)getpid());
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/store", dir);
     char logpath[300];
     snprintf(logpath, sizeof logpath, "%s.log", path);
     unlink(path);
@@ -143,6 +182,7 @@ int main(int argc, char **argv)
     int64_t cell[CELLS] = {0}, n = 0; /* the state after transaction n */
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
     int under_way = 0, replays = 0;
+    long cut_sectors = 0;
     for (int t = 0; t < trials; t++) {
         int fds[2];
         CHECK(pipe(fds) == 0);
@@ -150,13 +190,20 @@ int main(int argc, char **argv)
         CHECK(pid >= 0);
         if (pid == 0) {
             close(fds[0]);
-            tk_ph_type_t rt2, bt2;
-            tk_ph *p = open_store(0, &rt2, &bt2);
-            struct root *rr = tk_ph_root(p);
-            for (int64_t m = rr->n + 1;; m++) {
-                tx(p, rr, m);
-                if (write(fds[1], &m, sizeof m) != sizeof m) _exit(3);
+            char fdarg[16], asan[512];
+            snprintf(fdarg, sizeof fdarg, "%d", fds[1]);
+            if (shim) {
+                setenv("LD_PRELOAD", shim, 1);
+                setenv("TK_POWERCUT_DIR", dir, 1);
             }
+            /* (a sanitizer build: its runtime need not come first) */
+            const char *ao = getenv("ASAN_OPTIONS");
+            snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0", ao ? ao : "",
+                     ao ? ":" : "");
+            setenv("ASAN_OPTIONS", asan, 1);
+            execl("/proc/self/exe", argv[0], "--child", tk_mech_name(mech), path, fdarg,
+                  (char *)NULL);
+            _exit(4);
         }
         close(fds[1]);
         struct timespec d = {0, (long)(1 + rand() % 60) * 1000000L};
@@ -171,6 +218,11 @@ int main(int argc, char **argv)
             last = m;
         }
         close(fds[0]);
+        if (shim) { /* the power goes as the process dies: unsynced writes may be lost */
+            long a = tk_powercut(path, (unsigned)rand()),
+                 b = tk_powercut(logpath, (unsigned)rand());
+            cut_sectors += (a > 0 ? a : 0) + (b > 0 ? b : 0); /* (-1: nothing written) */
+        }
         /* what the store must hold: last, or last + 1 */
         for (; n < last;) {
             n++;
@@ -186,13 +238,19 @@ int main(int argc, char **argv)
             for (int j = 0; j < 8; j++) cell[cell_of(n, j)] = n * 8 + j;
             under_way++;
         }
+        if (r->n != n)
+            fprintf(stderr,
+                    "trial %d: the store holds transaction %lld; %lld was the last reported\n", t,
+                    (long long)r->n, (long long)last);
         verify(r, n, cell);
         CHECK_OK(tk_ph_close(ph));
     }
-    printf("pheap_crash %s: %d kills, %lld transactions, %d reopens found a commit under way "
-           "durable, %d replayed the log\n",
-           tk_mech_name(mech), trials, (long long)n, under_way, replays);
+    printf("pheap_crash %s: %d %s, %lld transactions, %d reopens found a commit under way "
+           "durable, %d replayed the log, %ld unsynced sectors lost\n",
+           tk_mech_name(mech), trials, shim ? "power cuts" : "kills", (long long)n, under_way,
+           replays, cut_sectors);
     unlink(path);
     unlink(logpath);
+    rmdir(dir);
     return 0;
 }
