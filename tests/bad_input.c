@@ -53,8 +53,18 @@ int main(void)
     c = (tk_region_config){.addr = mem + ps, .len = 4 * ps, .page_size = 2 * ps};
     if ((uintptr_t)(mem + ps) % (2 * ps))
         EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "not aligned");
+    /* MAP2 over the caller's range: a memfd replaces it (zeros), views see it */
+    mem[0] = 5;
     c = (tk_region_config){.addr = mem, .len = 4 * ps, .flags = TK_REGION_MAP2};
-    EXPECT_FAIL(tk_region_create(&c, &r), -EINVAL, "MAP2 needs addr == NULL");
+    CHECK_OK(tk_region_create(&c, &r));
+    CHECK(mem[0] == 0);
+    char *v2;
+    CHECK_OK(tk_map2(r, TK_PROT_RW, (void **)&v2));
+    v2[ps + 3] = 9;
+    CHECK(mem[ps + 3] == 9);
+    CHECK_OK(tk_region_destroy(r));
+    CHECK(mem[ps + 3] == 9); /* the caller's range keeps the memfd's pages, read-write */
+    mem[ps + 3] = 0;
     CHECK(munmap(mem + 12 * ps, 4 * ps) == 0);
     c = (tk_region_config){.addr = mem + 8 * ps, .len = 8 * ps};
     EXPECT_FAIL(tk_region_create(&c, &r), -ENOMEM, "not all mapped");

@@ -174,7 +174,9 @@ typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
            passing traps not its own to the handler installed before */
 #define TK_REGION_MAP2                                                                             \
     0x2 /* back the region by a memfd so tk_map2() can make                                        \
-           second views (requires addr == NULL) */
+           second views; with addr != NULL the memfd is mapped                                     \
+           over the caller's range (MAP_SHARED: its contents are                                   \
+           replaced by zeros, and a child of fork() shares it) */
 
 #define TK_REGION_EAGER                                                                            \
     0x4 /* eager amplification (trapkit/fast.h): before the handler runs,                          \
@@ -203,7 +205,8 @@ typedef tk_action (*tk_fault_handler)(const tk_fault *f, void *arg);
 
 typedef struct tk_region_config {
     void *addr;               /* an existing private anonymous mapping to manage, page
-                                 aligned; NULL: trapkit maps `len` bytes (read-write, zero) */
+                                 aligned (with TK_REGION_MAP2 its contents are replaced);
+                                 NULL: trapkit maps `len` bytes (read-write, zero) */
     size_t len;               /* bytes, a multiple of page_size */
     tk_fault_handler handler; /* may be NULL: every fault not handled internally declines */
     void *arg;                /* passed to handler */

@@ -121,9 +121,6 @@ static int validate(const tk_region_config *cfg, size_t *page, unsigned *shift)
                          "tk_region_create: %p..%p is not all mapped; map the memory first, or "
                          "pass addr = NULL and trapkit maps it",
                          cfg->addr, (void *)((uintptr_t)cfg->addr + cfg->len));
-    if ((cfg->flags & TK_REGION_MAP2) && cfg->addr)
-        return tk__fail(-EINVAL, "tk_region_create: TK_REGION_MAP2 needs addr == NULL (trapkit "
-                                 "maps the memory on a memfd so it can map it twice)");
     *page = ps;
     *shift = (unsigned)__builtin_ctzl(ps);
     return 0;
@@ -164,6 +161,21 @@ static int map_memory(struct tk_region *r)
     uintptr_t tail = start + r->rg_len, res_end = (uintptr_t)res + r->rg_len + extra;
     if (res_end > tail) munmap((void *)tail, res_end - tail);
     r->rg_start = start;
+    return 0;
+}
+
+/* MAP2 over the caller's range: a memfd mapped in its place (its contents
+ * are replaced by zeros), so that tk_map2() can make second views. */
+static int map_memfd_over(struct tk_region *r)
+{
+    int fd = tk__memfd("trapkit-region", r->rg_len);
+    if (fd < 0) return tk__failf(fd, "tk_region_create: memfd_create failed: %s", strerror(-fd));
+    r->rg_memfd = fd;
+    void *m = mmap((void *)r->rg_start, r->rg_len, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_NORESERVE | MAP_FIXED, fd, 0);
+    if (m == MAP_FAILED)
+        return tk__failf(-errno, "tk_region_create: mapping the memfd over %p failed: %s",
+                         (void *)r->rg_start, strerror(errno));
     return 0;
 }
 
@@ -255,6 +267,10 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     init_state(r);
     if (r->rg_owned && (err = map_memory(r))) {
         r->rg_start = 0;
+        release(r);
+        return err;
+    }
+    if (!r->rg_owned && (r->rg_flags & TK_REGION_MAP2) && (err = map_memfd_over(r))) {
         release(r);
         return err;
     }

@@ -143,6 +143,7 @@ struct tk_ph {
      * region costs its size in bookkeeping and in the calls that make and
      * unmake it, so the rest of the reservation is only reserved) */
     tk_region **seg;
+    char **view; /* each segment's second view (MAP2), read-write: first touches fill it */
     _Atomic size_t nseg;
     enum tk_mech mech;
     int fd, logfd;
@@ -159,6 +160,7 @@ struct tk_ph {
     atomic_bool in_tx;
     _Atomic uint64_t *dirty; /* bitmap: pages written in it */
     _Atomic size_t nwritten; /* entries of wset and undo in use */
+    _Atomic size_t nsaved;   /* of them, written (release: wset and undo are published) */
     uint64_t *wset;          /* the pages written, in order */
     char *undo;              /* their before-images */
     /* committed since the log was last applied */
@@ -284,7 +286,7 @@ static int add_segments(tk_ph *ph, uint64_t npages, enum tk_mech want)
                                    .handler = on_fault,
                                    .arg = ph,
                                    .mech = s ? ph->mech : want,
-                                   .flags = TK_REGION_NOACCESS};
+                                   .flags = TK_REGION_NOACCESS | TK_REGION_MAP2};
         tk_region *r;
         int rc = tk_region_create(&rc_cfg, &r);
         if (rc) return rc;
@@ -293,10 +295,32 @@ static int add_segments(tk_ph *ph, uint64_t npages, enum tk_mech want)
             tk_region_destroy(r);
             return tk__fail(-EOPNOTSUPP, "tk_ph_open: a store cannot be served by pkeys");
         }
+        void *v;
+        if ((rc = tk_map2(r, TK_PROT_RW, &v))) {
+            tk_region_destroy(r);
+            return rc;
+        }
+        ph->view[s] = v;
         ph->seg[s] = r;
         atomic_store(&ph->nseg, s + 1);
     }
     return 0;
+}
+
+/* [signal-safe] Page q's bytes in its segment's second view (accessible
+ * whatever the page's protection; what it holds is the page's only once
+ * the page was read). */
+static char *in_view(tk_ph *ph, uint64_t q)
+{
+    uint64_t s = q / SEG_PAGES;
+    return ph->view[s] + (q - s * SEG_PAGES) * PS;
+}
+
+/* Page q's descriptor through the view (its descriptor page read already). */
+static struct pdesc *desc_v(tk_ph *ph, uint64_t q)
+{
+    uint64_t c = q / CHUNK, i = q % CHUNK;
+    return (struct pdesc *)in_view(ph, c * CHUNK + i / 64) + (i % 64);
 }
 
 static struct pdesc *desc(tk_ph *ph, uint64_t q)
@@ -344,7 +368,8 @@ static int elems(const struct tdesc *t, char *mem, uint64_t from, uint64_t to, u
     return 0;
 }
 
-static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, word_fn f, void *ctx)
+static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, word_fn f, void *ctx,
+                      bool via_view)
 {
     if (q == 0) return f(&((struct sb *)mem)->root, ctx);
     if (is_meta(q)) return 0;
@@ -363,7 +388,9 @@ static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, w
     case K_HEAD:
     case K_CONT: {
         uint64_t back = d->kind == K_CONT ? d->span : 0;
-        uint64_t count = d->kind == K_HEAD ? d->count : desc(ph, q - back)->count;
+        uint64_t count = d->kind == K_HEAD ? d->count
+                         : via_view        ? desc_v(ph, q - back)->count
+                                           : desc(ph, q - back)->count;
         uint64_t from = back * PS, to = from + PS, total = count * t->size;
         if (to > total) to = total;
         if (from >= to) return 0;
@@ -431,31 +458,26 @@ static int load_extent(tk_ph *ph, uint64_t e)
     uint64_t first = e * EXTENT, chunk_first = first / CHUNK * CHUNK / EXTENT;
     /* the chunk's descriptors first (its first extent needs only itself) */
     if (e != chunk_first && ensure_extent(ph, chunk_first)) return -1;
-    char *a = ph->base + first * PS;
+    /* read and swizzled through the second view, so that no other thread
+     * sees the pages before they are whole: the store's own view stays
+     * no-access until the end (extents never cross a segment) */
+    char *a = in_view(ph, first);
     size_t len = (size_t)EXTENT * PS;
-    if (prot(ph, first, EXTENT, TK_PROT_RW)) {
-        say("trapkit pheap: cannot open the store's pages at ", "", (uint64_t)(uintptr_t)a,
-            tk_last_error());
-        return -1;
-    }
     size_t got;
     if (!full_pread(ph->fd, a, len, first * PS, &got)) {
         say("trapkit pheap: reading the store failed at offset ", "", first * PS + got,
             " (the program stops: the page cannot be given)");
-        prot(ph, first, EXTENT, TK_PROT_NONE);
         return -1;
     }
     if (got < len) memset(a + got, 0, len - got); /* past the file's end: zero */
     struct swz s = {ph, atomic_load(&ph->npages) * PS, 0};
     for (uint64_t q = first; q < first + EXTENT; q++) {
-        const struct pdesc *d = is_meta(q) ? NULL : desc(ph, q);
+        const struct pdesc *d = is_meta(q) ? NULL : desc_v(ph, q);
         if (q != 0 && !d) continue;
         static const struct pdesc none;
-        if (page_words(ph, q, ph->base + q * PS, d ? d : &none, swizzle_word, &s)) {
+        if (page_words(ph, q, in_view(ph, q), d ? d : &none, swizzle_word, &s, true)) {
             say("trapkit pheap: damaged store: a pointer outside the store in page at offset ", "",
                 q * PS, " (the program stops rather than follow it)");
-            memset(a, 0, len);
-            prot(ph, first, EXTENT, TK_PROT_NONE);
             return -1;
         }
     }
@@ -480,8 +502,13 @@ static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
             (uint64_t)(uintptr_t)page, " is refused (raise tk_ph_config.max_tx_pages)");
         return TK_DECLINE;
     }
+    /* (the page is read-only: every write to it came before its protection,
+     * an order TSan does not see) */
+    TK_TSAN_IGNORE_BEGIN();
     memcpy(ph->undo + k * PS, page, PS);
+    TK_TSAN_IGNORE_END();
     ph->wset[k] = q;
+    atomic_fetch_add_explicit(&ph->nsaved, 1, memory_order_release);
     if (prot(ph, q, 1, TK_PROT_RW)) return TK_DECLINE;
     return TK_RESUME;
 }
@@ -673,7 +700,7 @@ static int apply(tk_ph *ph)
         uint64_t q = ph->plist[i];
         if (q >= np) continue;
         memcpy(copy, ph->base + q * PS, PS);
-        page_words(ph, q, copy, is_meta(q) ? NULL : desc(ph, q), unswizzle_word, &s);
+        page_words(ph, q, copy, is_meta(q) ? NULL : desc(ph, q), unswizzle_word, &s, false);
         int rc = full_pwrite(ph->fd, copy, PS, q * PS);
         if (rc) return tk__failf(rc, "tk_ph: writing %s: %s", ph->path, strerror(-rc));
     }
@@ -707,6 +734,7 @@ int tk_ph_begin(tk_ph *ph)
     if (rc) return rc;
     if (atomic_load(&ph->in_tx)) return tk__fail(-EBUSY, "tk_ph_begin: a transaction is open");
     atomic_store(&ph->nwritten, 0);
+    atomic_store(&ph->nsaved, 0);
     atomic_store(&ph->in_tx, true);
     return 0;
 }
@@ -723,6 +751,8 @@ int tk_ph_abort(tk_ph *ph)
     if (!atomic_load(&ph->in_tx)) return tk__fail(-EINVAL, "tk_ph_abort: no transaction is open");
     size_t n = atomic_load(&ph->nwritten);
     if (n > ph->max_tx) n = ph->max_tx;
+    /* every first write's handler has returned (its thread went on) */
+    (void)atomic_load_explicit(&ph->nsaved, memory_order_acquire);
     uint64_t before = atomic_load(&ph->npages);
     for (size_t k = n; k-- > 0;) {
         uint64_t q = ph->wset[k];
@@ -742,6 +772,7 @@ int tk_ph_abort(tk_ph *ph)
     reload_types(ph);
     memset(ph->slab_hint, 0, sizeof ph->slab_hint);
     atomic_store(&ph->nwritten, 0);
+    atomic_store(&ph->nsaved, 0);
     atomic_store(&ph->in_tx, false);
     ph->aborts++;
     return 0;
@@ -755,6 +786,7 @@ int tk_ph_commit(tk_ph *ph)
     struct sb *sb = sbp(ph);
 
     size_t n = atomic_load(&ph->nwritten);
+    (void)atomic_load_explicit(&ph->nsaved, memory_order_acquire); /* (as in abort) */
     if (n > ph->max_tx) {
         tk_ph_abort(ph);
         return tk__fail(-ENOSPC, "tk_ph_commit: the transaction wrote more than max_tx_pages "
@@ -771,7 +803,7 @@ int tk_ph_commit(tk_ph *ph)
         uint64_t q = ph->wset[k];
         char *data = p + sizeof(struct rec_ent);
         memcpy(data, ph->base + q * PS, PS);
-        if (page_words(ph, q, data, is_meta(q) ? NULL : desc(ph, q), unswizzle_word, &s)) {
+        if (page_words(ph, q, data, is_meta(q) ? NULL : desc(ph, q), unswizzle_word, &s, false)) {
             /* find the word for the message */
             uint64_t off = 0;
             for (uint64_t *w = (uint64_t *)data; w < (uint64_t *)(data + PS); w++)
@@ -822,6 +854,7 @@ int tk_ph_commit(tk_ph *ph)
         }
     }
     atomic_store(&ph->nwritten, 0);
+    atomic_store(&ph->nsaved, 0);
     atomic_store(&ph->in_tx, false);
     ph->commits++;
     ph->pages_logged += n;
@@ -1196,6 +1229,7 @@ static void release(tk_ph *ph)
 {
     for (size_t s = 0; s < atomic_load(&ph->nseg); s++) tk_region_destroy(ph->seg[s]);
     free(ph->seg);
+    free(ph->view);
     if (ph->base) munmap(ph->base, ph->max);
     size_t pages = ph->max / PS;
     if (ph->ext) munmap((void *)ph->ext, pages / EXTENT);
@@ -1318,7 +1352,9 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
     }
     ph->seg =
         calloc((max + (size_t)SEG_PAGES * PS - 1) / ((size_t)SEG_PAGES * PS), sizeof *ph->seg);
-    if (!ph->seg) {
+    ph->view =
+        calloc((max + (size_t)SEG_PAGES * PS - 1) / ((size_t)SEG_PAGES * PS), sizeof *ph->view);
+    if (!ph->seg || !ph->view) {
         rc = tk__fail(-ENOMEM, "tk_ph_open: no memory");
         goto fail;
     }
