@@ -29,9 +29,10 @@
  * read-only), its before-image kept, and the page opened.  tk_ph_commit
  * writes the pages written, unswizzled and each with its CRC-32C, as one
  * record of the redo log, with one fdatasync: when it returns 0 the
- * transaction is durable.  tk_ph_abort puts every written page back.  The
- * log is applied to the store file once it holds more than
- * tk_ph_config.log_limit bytes, and when the store is closed.  A write to
+ * transaction is durable.  tk_ph_abort puts every written page back.  A
+ * thread of trapkit's applies the log to the store file as it fills (from
+ * half of tk_ph_config.log_limit on; a commit waits when it holds twice
+ * that), and tk_ph_close applies what is left.  A write to
  * the store outside a transaction is a bug: the program stops with SIGSEGV
  * after a message saying where.
  *
@@ -94,8 +95,8 @@ typedef struct tk_ph_config {
                             a 2 MiB-aligned address that must be free (-EEXIST) */
     enum tk_mech mech;   /* how first touches and first writes are caught:
                             TK_MECH_AUTO, posix, uffd-sigbus or uffd-thread */
-    size_t log_limit;    /* log bytes past which commits apply the log to the
-                            store file (0: 64 MiB) */
+    size_t log_limit;    /* log bytes the background application aims at
+                            (0: 64 MiB) */
     size_t max_tx_pages; /* pages one transaction may write (0: 65,536) */
 } tk_ph_config;
 

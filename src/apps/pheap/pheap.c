@@ -40,7 +40,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -163,15 +165,23 @@ struct tk_ph {
     _Atomic size_t nsaved;   /* of them, written (release: wset and undo are published) */
     uint64_t *wset;          /* the pages written, in order */
     char *undo;              /* their before-images */
-    /* committed since the log was last applied */
-    uint64_t *pending; /* bitmap */
-    uint64_t *plist;
-    size_t npending;
+    /* the log's records, kept until they are applied to the store file by
+     * the applier thread (or at close); under lk, as are log_end, lsn,
+     * epoch, log_open and base_npages once the thread runs */
+    pthread_mutex_t lk;
+    pthread_cond_t cond; /* the applier's work, and commits held back by a full log */
+    struct rec_buf *rec_head, *rec_tail;
+    size_t nrecs;
+    pthread_t applier;
+    bool applier_on, stop;
+    int apply_err;  /* the applier's error (the log keeps everything then) */
+    uint64_t *seen; /* bitmap: the pages an application wrote already */
     /* allocation: a page of each (type, slot) that may have room */
     uint64_t slab_hint[MAX_TYPES + 1][SLAB_MAX / 16 + 1];
     /* statistics */
     _Atomic uint64_t pages_read, swizzled;
-    uint64_t commits, aborts, pages_logged, applies, replayed;
+    uint64_t commits, aborts, pages_logged, replayed;
+    _Atomic uint64_t applies;
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -684,40 +694,115 @@ static int replay(tk_ph *ph, uint64_t file_pages)
     return 0;
 }
 
-/* Writes the pages committed since the last application into the store
- * file, syncs it, and empties the log. */
-static int apply(tk_ph *ph)
+/* A record of the log, kept in memory until it is applied. */
+struct rec_buf {
+    struct rec_buf *next;
+    char *buf;
+    size_t len;
+    uint64_t npages; /* the store's size after it */
+};
+
+/* Writes into the store file the pages of the n records from r, each page
+ * once in its newest version among them, and syncs the store; *npages is
+ * the store's size after the last.  Called by one thread at a time (the
+ * applier, or close once it has stopped): it uses ph->seen. */
+static int write_records(tk_ph *ph, struct rec_buf *r, size_t n, uint64_t *npages)
 {
-    if (ph->log_end == LOG_START) return 0;
-    uint64_t np = atomic_load(&ph->npages);
+    if (n == 0) return 0;
+    struct rec_buf **v = malloc(n * sizeof *v);
+    if (!v) return tk__fail(-ENOMEM, "tk_ph: no memory to apply the log");
+    for (size_t i = 0; i < n; i++, r = r->next) v[i] = r;
+    uint64_t np = v[n - 1]->npages;
+    int rc = 0;
     struct stat st;
-    if (fstat(ph->fd, &st)) return tk__failf(-errno, "tk_ph: %s: %s", ph->path, strerror(errno));
-    if ((uint64_t)st.st_size < np * PS && ftruncate(ph->fd, (off_t)(np * PS)))
-        return tk__failf(-errno, "tk_ph: growing %s: %s", ph->path, strerror(errno));
-    char copy[PS];
-    struct swz s = {ph, np * PS, 0};
-    for (size_t i = 0; i < ph->npending; i++) {
-        uint64_t q = ph->plist[i];
-        if (q >= np) continue;
-        memcpy(copy, ph->base + q * PS, PS);
-        page_words(ph, q, copy, is_meta(q) ? NULL : desc(ph, q), unswizzle_word, &s, false);
-        int rc = full_pwrite(ph->fd, copy, PS, q * PS);
-        if (rc) return tk__failf(rc, "tk_ph: writing %s: %s", ph->path, strerror(-rc));
+    if (fstat(ph->fd, &st))
+        rc = -errno;
+    else if ((uint64_t)st.st_size < np * PS && ftruncate(ph->fd, (off_t)(np * PS)))
+        rc = -errno;
+    for (size_t i = n; !rc && i-- > 0;) { /* newest first: a page's first sight is its last */
+        struct rec_hdr h;
+        memcpy(&h, v[i]->buf, sizeof h);
+        const char *p = v[i]->buf + sizeof h;
+        for (uint64_t k = 0; k < h.npages && !rc; k++, p += ENT_BYTES) {
+            struct rec_ent en;
+            memcpy(&en, p, sizeof en);
+            if (bit(ph->seen, en.page)) continue;
+            ph->seen[en.page / 64] |= 1ull << (en.page % 64);
+            rc = full_pwrite(ph->fd, p + sizeof en, PS, en.page * PS);
+        }
     }
-    if (fdatasync(ph->fd))
-        return tk__failf(-errno, "tk_ph: syncing %s: %s", ph->path, strerror(errno));
-    int rc = log_reset(ph, false);
+    for (size_t i = 0; i < n; i++) { /* forget the marks */
+        struct rec_hdr h;
+        memcpy(&h, v[i]->buf, sizeof h);
+        const char *p = v[i]->buf + sizeof h;
+        for (uint64_t k = 0; k < h.npages; k++, p += ENT_BYTES) {
+            struct rec_ent en;
+            memcpy(&en, p, sizeof en);
+            ph->seen[en.page / 64] = 0;
+        }
+    }
+    free(v);
+    if (!rc && fdatasync(ph->fd)) rc = -errno;
+    if (rc) return tk__failf(rc, "tk_ph: writing the log into %s: %s", ph->path, strerror(-rc));
+    *npages = np;
+    return 0;
+}
+
+/* With lk held: the records are all in the store file: drop them, empty
+ * the log (clean: for a close). */
+static int log_applied(tk_ph *ph, uint64_t npages, bool clean)
+{
+    int rc = log_reset(ph, clean);
     if (rc) return rc;
     /* a log grown far past its limit (a large transaction) is cut back */
     struct stat ls;
     if (!fstat(ph->logfd, &ls) && (uint64_t)ls.st_size > 2 * (uint64_t)ph->log_limit + LOG_START &&
         ftruncate(ph->logfd, (off_t)(ph->log_limit + LOG_START)) == 0)
         fdatasync(ph->logfd);
-    for (size_t i = 0; i < ph->npending; i++) ph->pending[ph->plist[i] / 64] = 0;
-    ph->npending = 0;
-    ph->base_npages = np;
-    ph->applies++;
+    for (struct rec_buf *r = ph->rec_head, *next; r; r = next) {
+        next = r->next;
+        free(r->buf);
+        free(r);
+    }
+    ph->rec_head = ph->rec_tail = NULL;
+    ph->nrecs = 0;
+    ph->base_npages = npages;
+    atomic_fetch_add(&ph->applies, 1);
     return 0;
+}
+
+/* The applier thread: once the log holds half its limit, writes its
+ * records into the store file (without the lock: commits go on), then,
+ * with the lock, those that came meanwhile, and empties the log. */
+static void *applier_main(void *arg)
+{
+    tk_ph *ph = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* (the program's signals are not for it) */
+    pthread_mutex_lock(&ph->lk);
+    for (;;) {
+        while (!ph->stop &&
+               (ph->apply_err || !ph->rec_head || ph->log_end - LOG_START < ph->log_limit / 2))
+            pthread_cond_wait(&ph->cond, &ph->lk);
+        if (ph->stop) break;
+        struct rec_buf *head = ph->rec_head;
+        size_t n = ph->nrecs;
+        pthread_mutex_unlock(&ph->lk);
+        uint64_t np = 0;
+        int rc = write_records(ph, head, n, &np);
+        pthread_mutex_lock(&ph->lk);
+        if (!rc) {
+            struct rec_buf *rest = head;
+            for (size_t i = 0; i < n; i++) rest = rest->next;
+            rc = write_records(ph, rest, ph->nrecs - n, &np);
+        }
+        if (!rc) rc = log_applied(ph, np, false);
+        if (rc) ph->apply_err = rc;
+        pthread_cond_broadcast(&ph->cond);
+    }
+    pthread_mutex_unlock(&ph->lk);
+    return NULL;
 }
 
 /* ---- transactions ------------------------------------------------------- */
@@ -825,43 +910,76 @@ int tk_ph_commit(tk_ph *ph)
         struct rec_ent en = {q, tk__crc32c(0, data, PS), 0};
         memcpy(p, &en, sizeof en);
     }
-    struct rec_hdr h = {REC_MAGIC, VERSION, ph->lsn + 1, n,         ph->base_npages,
-                        len,       0,       0,           ph->epoch, 0};
+    /* (its lsn, epoch, base and CRC are set under the lock, below) */
+    struct rec_hdr h = {REC_MAGIC, VERSION, 0, n, 0, len, 0, 0, 0, 0};
     memcpy(rec, &h, sizeof h);
-    h.crc = rec_crc(rec, len);
-    memcpy(rec, &h, sizeof h);
+    struct rec_buf *rb = malloc(sizeof *rb);
+    if (!rb) {
+        free(rec);
+        return tk__fail(-ENOMEM, "tk_ph_commit: no memory for the log record");
+    }
+    *rb = (struct rec_buf){NULL, rec, len, np};
+    pthread_mutex_lock(&ph->lk);
+    if (!ph->applier_on && pthread_create(&ph->applier, NULL, applier_main, ph) == 0)
+        ph->applier_on = true;
+    /* a log at twice its limit waits for the applier */
+    while (ph->applier_on && !ph->apply_err && ph->log_end - LOG_START >= 2 * ph->log_limit)
+        pthread_cond_wait(&ph->cond, &ph->lk);
+    if (ph->log_end - LOG_START >= 2 * ph->log_limit) { /* it failed, or never started */
+        rc = ph->apply_err ? ph->apply_err : -EAGAIN;
+        pthread_mutex_unlock(&ph->lk);
+        free(rec);
+        free(rb);
+        tk_ph_abort(ph);
+        return tk__failf(rc,
+                         "tk_ph_commit: the log is full and cannot be applied to %s (%s); "
+                         "the transaction was aborted (the log keeps every earlier commit)",
+                         ph->path, strerror(-rc));
+    }
+    /* (written under the lock's protection with the record's epoch and lsn) */
+    struct rec_hdr h2;
+    memcpy(&h2, rec, sizeof h2);
+    h2.lsn = ph->lsn + 1;
+    h2.base_npages = ph->base_npages;
+    h2.epoch = ph->epoch;
+    h2.crc = 0;
+    memcpy(rec, &h2, sizeof h2);
+    h2.crc = rec_crc(rec, len);
+    memcpy(rec, &h2, sizeof h2);
     /* the session's first commit: the header says records may follow */
     rc = ph->log_open ? 0 : log_header(ph, ph->epoch, false);
     if (!rc) rc = full_pwrite(ph->logfd, rec, len, ph->log_end);
-    free(rec);
     if (!rc && fdatasync(ph->logfd)) rc = -errno;
     if (rc) {
         int e = ftruncate(ph->logfd, (off_t)ph->log_end);
         (void)e;
+        pthread_mutex_unlock(&ph->lk);
+        free(rec);
+        free(rb);
         tk_ph_abort(ph);
         return tk__failf(rc, "tk_ph_commit: writing %s.log: %s; the transaction was aborted",
                          ph->path, strerror(-rc));
     }
     ph->log_end += len;
     ph->lsn++;
+    if (ph->rec_tail)
+        ph->rec_tail->next = rb;
+    else
+        ph->rec_head = rb;
+    ph->rec_tail = rb;
+    ph->nrecs++;
+    if (ph->log_end - LOG_START >= ph->log_limit / 2) pthread_cond_signal(&ph->cond);
+    pthread_mutex_unlock(&ph->lk);
     for (size_t k = 0; k < n; k++) {
         uint64_t q = ph->wset[k];
         prot(ph, q, 1, TK_PROT_READ);
         ph->dirty[q / 64] = 0;
-        if (!bit(ph->pending, q)) {
-            ph->pending[q / 64] |= 1ull << (q % 64);
-            ph->plist[ph->npending++] = q;
-        }
     }
     atomic_store(&ph->nwritten, 0);
     atomic_store(&ph->nsaved, 0);
     atomic_store(&ph->in_tx, false);
     ph->commits++;
     ph->pages_logged += n;
-    if (ph->log_end > ph->log_limit) {
-        rc = apply(ph);
-        if (rc) return 0; /* durable in the log all the same; the next open replays it */
-    }
     return 0;
 }
 
@@ -1132,8 +1250,10 @@ int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out)
     out->commits = ph->commits;
     out->aborts = ph->aborts;
     out->pages_logged = ph->pages_logged;
+    pthread_mutex_lock((pthread_mutex_t *)&ph->lk);
     out->log_bytes = ph->log_end - LOG_START;
-    out->applies = ph->applies;
+    pthread_mutex_unlock((pthread_mutex_t *)&ph->lk);
+    out->applies = atomic_load(&ph->applies);
     out->replayed = ph->replayed;
     out->mech = ph->mech;
     return 0;
@@ -1234,8 +1354,14 @@ static void release(tk_ph *ph)
     size_t pages = ph->max / PS;
     if (ph->ext) munmap((void *)ph->ext, pages / EXTENT);
     if (ph->dirty) munmap((void *)ph->dirty, pages / 8);
-    if (ph->pending) munmap(ph->pending, pages / 8);
-    if (ph->plist) munmap(ph->plist, pages * 8);
+    if (ph->seen) munmap(ph->seen, pages / 8);
+    for (struct rec_buf *r = ph->rec_head, *next; r; r = next) {
+        next = r->next;
+        free(r->buf);
+        free(r);
+    }
+    pthread_cond_destroy(&ph->cond);
+    pthread_mutex_destroy(&ph->lk);
     if (ph->wset) munmap(ph->wset, ph->max_tx * 8);
     if (ph->undo) munmap(ph->undo, ph->max_tx * PS);
     if (ph->fd >= 0) close(ph->fd);
@@ -1265,6 +1391,8 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
     tk_ph *ph = calloc(1, sizeof *ph);
     if (!ph) return tk__fail(-ENOMEM, "tk_ph_open: no memory");
     ph->fd = ph->logfd = -1;
+    pthread_mutex_init(&ph->lk, NULL);
+    pthread_cond_init(&ph->cond, NULL);
     ph->max = max;
     ph->log_limit = cfg->log_limit ? cfg->log_limit : DEFAULT_LOG_LIMIT;
     ph->max_tx = cfg->max_tx_pages ? cfg->max_tx_pages : DEFAULT_TX_PAGES;
@@ -1342,11 +1470,10 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
     size_t pages = max / PS;
     ph->ext = reserve(pages / EXTENT);
     ph->dirty = reserve(pages / 8);
-    ph->pending = reserve(pages / 8);
-    ph->plist = reserve(pages * 8);
+    ph->seen = reserve(pages / 8);
     ph->wset = reserve(ph->max_tx * 8);
     ph->undo = reserve(ph->max_tx * PS);
-    if (!ph->ext || !ph->dirty || !ph->pending || !ph->plist || !ph->wset || !ph->undo) {
+    if (!ph->ext || !ph->dirty || !ph->seen || !ph->wset || !ph->undo) {
         rc = tk__fail(-ENOMEM, "tk_ph_open: reserving the bookkeeping failed");
         goto fail;
     }
@@ -1370,10 +1497,19 @@ int tk_ph_close(tk_ph *ph)
 {
     if (!ph) return tk__fail(-EINVAL, "tk_ph_close: the store is NULL");
     if (atomic_load(&ph->in_tx)) tk_ph_abort(ph);
-    int rc = apply(ph);
-    /* everything is in the store file: the next open need not read the
-     * log (which keeps its blocks for the next commits) */
-    if (!rc && ph->log_open) rc = log_reset(ph, true);
+    if (ph->applier_on) {
+        pthread_mutex_lock(&ph->lk);
+        ph->stop = true;
+        pthread_cond_broadcast(&ph->cond);
+        pthread_mutex_unlock(&ph->lk);
+        pthread_join(ph->applier, NULL);
+    }
+    /* what is left of the log into the store file; then the next open need
+     * not read the log (which keeps its blocks for the next commits) */
+    int rc = ph->apply_err;
+    uint64_t np = 0;
+    if (!rc) rc = write_records(ph, ph->rec_head, ph->nrecs, &np);
+    if (!rc && ph->log_open) rc = log_applied(ph, ph->nrecs ? np : ph->base_npages, true);
     release(ph);
     return rc;
 }
