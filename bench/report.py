@@ -741,7 +741,8 @@ SECTIONS = [
     ("Persistent heap (examples/pheap-kv on trapkit/pheap.h, and LMDB)", [
         "pheap/random-insert", "pheap/random-read", "pheap/sequential-read",
         "pheap/durable-commit", "pheap/cold-open-first-read", "pheap/cold-open-touch-all",
-        "pheap/store-size", "pheap/lost-commits", "pheap/swizzle"]),
+        "pheap/store-size", "pheap/lost-commits", "pheap/swizzle-page", "pheap/trap",
+        "pheap/swizzle-pointer", "pheap/swizzle", "pheap/swizzle-breakeven"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
@@ -761,7 +762,16 @@ SECTION_TEXT = {
         "kill -9 of a process making one-put commits at a random instant, then the commits it "
         "had reported done that the reopened store lacks, summed over the trials (make soak "
         "runs 1,000 trials per mechanism of tests/pheap_crash). Medians of the rounds, the "
-        "systems interleaved in each; --quick: 100,000 records and a 64 MiB store.",
+        "systems interleaved in each; --quick: 100,000 records and a 64 MiB store. "
+        "Thekkath & Levy's Figure 4: swizzle-page is a first touch per page of pages of 512 "
+        "pointers and of 512 plain words (trap, pread from the page cache, swizzling; warm), "
+        "trap a first touch of a trapkit region whose handler only opens the page; "
+        "swizzle-pointer (derived) is the difference per pointer, s. For the seed's page of 50 "
+        "pointers, swizzle gives eager swizzling's cost per page (the page's touch without "
+        "pointers + 50 s) and lazy swizzling's (the touch + a trap and s for each pointer "
+        "used), both derived; swizzle-breakeven is the fraction of a page's pointers used below "
+        "which lazy would be cheaper, s / (t + s). Lazy swizzling is not built: repairing the "
+        "register that held an offset is unsound under an optimizing compiler (docs/design.md).",
     "Garbage collection (GCBench, the seeds' workloads, an interpreter; trapkit and bdwgc)":
         "bench/gc.py. Each workload one source built against trapkit's collector (src/apps/gc) "
         "and against Debian's bdwgc (bench/gcwork.h): gcbench is GCBench after Boehm's "
