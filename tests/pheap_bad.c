@@ -46,10 +46,14 @@ static tk_ph_type_t item_type(tk_ph *ph)
     return t;
 }
 
+enum { GROW = 1, EMPTY = 2 };
+
 /* A new store whose root is a list of one item of value 1; then, in a
  * child that dies without closing (the log keeps them), k more
- * transactions, transaction i setting the head's value to 1 + i. */
-static void make_store(int k)
+ * transactions, transaction i setting the head's value to 1 + i (how:
+ * GROW, the first also adds 3 MiB to the store; EMPTY, each is preceded by
+ * one that writes nothing). */
+static void make_store_how(int k, int how)
 {
     unlink(path);
     unlink(logpath);
@@ -71,14 +75,27 @@ static void make_store(int k)
         tk_ph *p = must_open(0);
         struct item *r = tk_ph_root(p);
         for (int i = 1; i <= k; i++) {
+            if (how & EMPTY) {
+                CHECK_OK(tk_ph_begin(p));
+                CHECK_OK(tk_ph_commit(p));
+            }
             CHECK_OK(tk_ph_begin(p));
             r->v = 1 + i;
+            if ((how & GROW) && i == 1) {
+                for (int j = 0; j < 3; j++) CHECK(tk_ph_alloc(p, TK_PH_BYTES, 1 << 20) != NULL);
+                CHECK(tk_ph_size(p) > 2u << 20);
+            }
             CHECK_OK(tk_ph_commit(p));
         }
         _exit(0); /* no close: the log is not applied */
     }
     int ws;
     CHECK(waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+}
+
+static void make_store(int k)
+{
+    make_store_how(k, 0);
 }
 
 static int64_t head_value(void)
@@ -151,16 +168,19 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "/tmp/tk_pheap_bad.%d", (int)getpid());
     snprintf(logpath, sizeof logpath, "%s.log", path);
 
-    /* not a store; empty */
+    /* not a store; empty: refused, and no log made beside it */
     unlink(path);
+    unlink(logpath);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECK(fd >= 0 && write(fd, "hello, world\n", 13) == 13);
     close(fd);
-    fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    close(fd);
-    refused(-EINVAL, "not a trapkit store");
-    CHECK(truncate(path, 0) == 0);
-    refused(-EINVAL, "not a trapkit store");
+    tk_ph *ph0;
+    for (int i = 0; i < 2; i++) {
+        CHECK_ERR(try_open(&ph0), -EINVAL);
+        CHECK(strstr(tk_last_error(), "not a trapkit store") != NULL);
+        CHECK(access(logpath, F_OK) != 0);
+        CHECK(truncate(path, 0) == 0);
+    }
 
     /* a sound store first */
     make_store(0);
@@ -200,6 +220,22 @@ int main(int argc, char **argv)
     make_store(3);
     flip(logpath, (off_t)(loglen - 100));
     CHECK(head_value() == 3);
+    /* a transaction that grew the store, not yet applied: the replay makes
+     * the file as long as the store (it used to be refused as truncated) */
+    make_store_how(3, GROW);
+    CHECK(head_value() == 4);
+    /* transactions that wrote nothing between them: nothing logged for them
+     * (an empty record used to read as damage) */
+    make_store_how(3, EMPTY);
+    CHECK(head_value() == 4);
+    /* a log with no header yet (made, and the process killed before it was
+     * written), or empty: a new log */
+    make_store(0);
+    CHECK(truncate(logpath, 0) == 0);
+    CHECK(truncate(logpath, 4096) == 0);
+    CHECK(head_value() == 1);
+    CHECK(truncate(logpath, 0) == 0);
+    CHECK(head_value() == 1);
 
     /* a page whose pointer points outside the store: the program stops
      * with a message when it touches it, and not before */
@@ -222,6 +258,28 @@ int main(int argc, char **argv)
         _exit(0);
     }
     int ws;
+    CHECK(waitpid(pid, &ws, 0) == pid);
+    CHECK(WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGSEGV || WTERMSIG(ws) == SIGBUS));
+
+    /* a damaged descriptor (a slab's slot size 0): the program stops when
+     * it reads the page, and does not follow it */
+    make_store(0);
+    ph = must_open(0);
+    item_type(ph);
+    r = tk_ph_root(ph);
+    uint64_t q = (uint64_t)((char *)r - (char *)tk_ph_base(ph)) / 4096;
+    CHECK_OK(tk_ph_close(ph));
+    uint16_t zero = 0;
+    patch(path, (off_t)((q / 512 * 512 + (q % 512) / 64) * 4096 + (q % 64) * 64 + 2), &zero, 2);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        tk_ph *p = must_open(0);
+        item_type(p);
+        struct item *x = tk_ph_root(p);
+        printf("%lld\n", (long long)x->v);
+        _exit(0);
+    }
     CHECK(waitpid(pid, &ws, 0) == pid);
     CHECK(WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGSEGV || WTERMSIG(ws) == SIGBUS));
 

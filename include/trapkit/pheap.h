@@ -31,8 +31,8 @@
  * record of the redo log, with one fdatasync: when it returns 0 the
  * transaction is durable.  tk_ph_abort puts every written page back.  A
  * thread of trapkit's applies the log to the store file as it fills (from
- * half of tk_ph_config.log_limit on; a commit waits when it holds twice
- * that), and tk_ph_close applies what is left.  A write to
+ * half of tk_ph_config.log_limit on; a commit waits while the log holds
+ * twice log_limit), and tk_ph_close applies what is left.  A write to
  * the store outside a transaction is a bug: the program stops with SIGSEGV
  * after a message saying where.
  *
@@ -60,8 +60,13 @@
  * A child of fork() must not use the store.
  *
  * Limits: objects of up to 2,064,384 bytes (504 pages; larger: -EFBIG);
- * types of up to 2,048 bytes, with their pointer fields 8-byte aligned; 64
- * types a store; a transaction of up to tk_ph_config.max_tx_pages pages.
+ * types of up to 2,048 bytes, with their pointer fields 8-byte aligned; 63
+ * types a store; a transaction of up to tk_ph_config.max_tx_pages pages (a
+ * write to one more stops the program with a message).  Each run of pages
+ * read is a mapping of its own until its neighbours are read too, and the
+ * kernel bounds a process's mappings (vm.max_map_count, 65,530 by
+ * default): a store read sparsely stops the program with a message once
+ * about 30,000 separate 64 KiB pieces are in (raise vm.max_map_count).
  *
  * Not async-signal-safe, none of it.
  */
@@ -146,11 +151,14 @@ int tk_ph_free(tk_ph *ph, void *obj);
 void *tk_ph_root(tk_ph *ph);
 int tk_ph_set_root(tk_ph *ph, void *obj);
 
-/* Transactions.  begin: -EBUSY if one is open.  commit: 0 when durable;
- * -EINVAL (a pointer field outside the store: see above; still open),
- * -ENOSPC (more than max_tx_pages pages written: the transaction is
- * aborted), or the error of writing the log (aborted; the store is as
- * before it).  abort: 0, every page written since begin as it was. */
+/* Transactions.  begin: -EBUSY if one is open.  commit: 0 when durable (a
+ * transaction that wrote nothing logs nothing); -EINVAL (a pointer field
+ * outside the store: see above) or -ENOMEM, the transaction still open; or
+ * the error of writing or syncing the log: the transaction is aborted in
+ * memory, whether it reached the disk is not known (as with any failed
+ * fsync), and every later begin and commit fails with that error - close
+ * the store and open it again (the open replays what the log holds).
+ * abort: 0, every page written since begin as it was. */
 int tk_ph_begin(tk_ph *ph);
 int tk_ph_commit(tk_ph *ph);
 int tk_ph_abort(tk_ph *ph);

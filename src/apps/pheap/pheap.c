@@ -119,9 +119,10 @@ _Static_assert(sizeof(struct pdesc) == 64, "page descriptor");
 
 struct rec_hdr {
     uint32_t magic, version;
-    uint64_t lsn, npages, base_npages, len;
+    uint64_t lsn, npages, base_npages, len; /* npages: the record's pages */
     uint32_t crc, pad;
-    uint64_t epoch, pad2;
+    uint64_t epoch;
+    uint64_t store_pages; /* the store's size in pages after the transaction */
 };
 struct log_hdr {
     uint32_t magic, version;
@@ -174,8 +175,13 @@ struct tk_ph {
     size_t nrecs;
     pthread_t applier;
     bool applier_on, stop;
-    int apply_err;  /* the applier's error (the log keeps everything then) */
-    uint64_t *seen; /* bitmap: the pages an application wrote already */
+    int apply_err;      /* the applier's error (the log keeps everything then) */
+    _Atomic int broken; /* a write of the log failed: no more commits (reopen the store) */
+    bool log_new;       /* the log has no header yet */
+    /* the open's replay, scanned and checked before anything is written */
+    char *rp_buf;
+    uint64_t rp_end, rp_npages; /* the sound records end there; the store's size after */
+    uint64_t *seen;             /* bitmap: the pages an application wrote already */
     /* allocation: a page of each (type, slot) that may have room */
     uint64_t slab_hint[MAX_TYPES + 1][SLAB_MAX / 16 + 1];
     /* statistics */
@@ -387,7 +393,10 @@ static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, w
     const struct tdesc *t = &ph->types[d->type];
     if (t->size == 0) return 0;
     switch (d->kind) {
-    case K_SLAB:
+    case K_SLAB: /* (a damaged descriptor is refused, never followed) */
+        if (d->slot < t->size || d->slot % 8 || d->nslots > 256 ||
+            (uint64_t)d->nslots * d->slot > PS)
+            return -1;
         for (unsigned s = 0; s < d->nslots && s < 256; s++) {
             if (!(d->bits[s / 8] >> (s % 8) & 1)) continue;
             uint64_t at = (uint64_t)s * d->slot;
@@ -398,9 +407,14 @@ static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, w
     case K_HEAD:
     case K_CONT: {
         uint64_t back = d->kind == K_CONT ? d->span : 0;
-        uint64_t count = d->kind == K_HEAD ? d->count
-                         : via_view        ? desc_v(ph, q - back)->count
-                                           : desc(ph, q - back)->count;
+        if (d->kind == K_CONT && (back == 0 || back > q % CHUNK - META)) return -1;
+        const struct pdesc *head = d->kind == K_HEAD ? d
+                                   : via_view        ? desc_v(ph, q - back)
+                                                     : desc(ph, q - back);
+        if (head->kind != K_HEAD || head->type != d->type ||
+            head->count > (uint64_t)MAX_SPAN * PS / t->size)
+            return -1;
+        uint64_t count = head->count;
         uint64_t from = back * PS, to = from + PS, total = count * t->size;
         if (to > total) to = total;
         if (from >= to) return 0;
@@ -486,12 +500,20 @@ static int load_extent(tk_ph *ph, uint64_t e)
         if (q != 0 && !d) continue;
         static const struct pdesc none;
         if (page_words(ph, q, in_view(ph, q), d ? d : &none, swizzle_word, &s, true)) {
-            say("trapkit pheap: damaged store: a pointer outside the store in page at offset ", "",
-                q * PS, " (the program stops rather than follow it)");
+            say("trapkit pheap: damaged store: a bad descriptor or a pointer outside the store "
+                "in the page at offset ",
+                "", q * PS, " (the program stops rather than follow it)");
             return -1;
         }
     }
-    if (prot(ph, first, EXTENT, TK_PROT_READ)) return -1;
+    int prc = prot(ph, first, EXTENT, TK_PROT_READ);
+    if (prc) {
+        say(prc == -ENOMEM ? "trapkit pheap: the kernel's limit on mappings (vm.max_map_count) "
+                             "is reached: raise it to read more of the store; stopping at "
+                           : "trapkit pheap: cannot make the store's pages readable at ",
+            "", (uint64_t)(uintptr_t)(ph->base + first * PS), "");
+        return -1;
+    }
     atomic_fetch_add(&ph->pages_read, EXTENT);
     atomic_fetch_add(&ph->swizzled, s.n);
     return 0;
@@ -508,6 +530,7 @@ static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
     }
     size_t k = atomic_fetch_add(&ph->nwritten, 1);
     if (k >= ph->max_tx) {
+        atomic_fetch_and(&ph->dirty[q / 64], ~m); /* (not saved: not the transaction's) */
         say("trapkit pheap: a transaction wrote more pages than max_tx_pages; the write at ", "",
             (uint64_t)(uintptr_t)page, " is refused (raise tk_ph_config.max_tx_pages)");
         return TK_DECLINE;
@@ -590,11 +613,13 @@ static int log_reset(tk_ph *ph, bool clean)
     return rc;
 }
 
-/* Replays the log into the store file: every sound record in order; a
+/* Reads the log and checks it (nothing is written): its sound records in
+ * order, to be applied by replay_apply() once the store proves sound; a
  * torn record at the end is dropped; a damaged one followed by committed
- * ones refuses (nothing written).  The open empties the log after (when
- * the store proves sound). */
-static int replay(tk_ph *ph, uint64_t file_pages)
+ * ones refuses.  sbuf and types get the newest images of the superblock and
+ * the types page the records hold (*got_sb, *got_types). */
+static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char *types,
+                  bool *got_types)
 {
     struct stat st;
     if (fstat(ph->logfd, &st))
@@ -602,13 +627,16 @@ static int replay(tk_ph *ph, uint64_t file_pages)
     uint64_t size = (uint64_t)st.st_size;
     ph->replayed = 0;
     ph->epoch = 0;
-    if (size == 0) { /* a new log: its header comes with the first commit */
-        ph->epoch = 1;
-        ph->log_end = LOG_START;
-        return 0;
-    }
+    ph->log_end = LOG_START;
+    *got_sb = *got_types = false;
     struct log_hdr lh;
     size_t hgot;
+    static const struct log_hdr zero;
+    if (size == 0 || (size == LOG_START && full_pread(ph->logfd, &lh, sizeof lh, 0, &hgot) &&
+                      hgot == sizeof lh && !memcmp(&lh, &zero, sizeof lh))) {
+        ph->log_new = true; /* made, and killed before its header was written */
+        return 0;
+    }
     if (size < LOG_START || !full_pread(ph->logfd, &lh, sizeof lh, 0, &hgot) || hgot != sizeof lh)
         return tk__failf(-EUCLEAN, "tk_ph_open: %s.log is not a log of this store (%llu bytes)",
                          ph->path, (unsigned long long)size);
@@ -667,30 +695,65 @@ static int replay(tk_ph *ph, uint64_t file_pages)
                          ph->path, (unsigned long long)file_pages * PS,
                          (unsigned long long)base_npages * PS);
     }
-    for (uint64_t at = LOG_START; at < off;) {
+    uint64_t store_pages = 0;
+    for (uint64_t at = LOG_START; at < off;) { /* the newest superblock, types, size */
         struct rec_hdr h;
         memcpy(&h, buf + at, sizeof h);
         const char *p = buf + at + sizeof h;
         for (uint64_t i = 0; i < h.npages; i++, p += ENT_BYTES) {
             struct rec_ent en;
             memcpy(&en, p, sizeof en);
-            int rc = full_pwrite(ph->fd, p + sizeof en, PS, en.page * PS);
-            if (rc) {
-                free(buf);
-                return tk__failf(rc, "tk_ph_open: replaying the log into %s: %s", ph->path,
-                                 strerror(-rc));
+            if (en.page == 0) {
+                memcpy(sbuf, p + sizeof en, SB_BYTES);
+                *got_sb = true;
+            } else if (en.page == TYPES_PAGE) {
+                memcpy(types, p + sizeof en, sizeof ph->types);
+                *got_types = true;
             }
+        }
+        store_pages = h.store_pages;
+        at += h.len;
+    }
+    if (n == 0) {
+        free(buf);
+        return 0;
+    }
+    ph->rp_buf = buf;
+    ph->rp_end = off;
+    ph->rp_npages = store_pages;
+    ph->replayed = n;
+    ph->lsn = lsn;
+    return 0;
+}
+
+/* Writes the records replay() found into the store file, at its full
+ * size, and syncs it. */
+static int replay_apply(tk_ph *ph)
+{
+    const char *buf = ph->rp_buf;
+    int rc = 0;
+    struct stat st;
+    if (fstat(ph->fd, &st))
+        rc = -errno;
+    else if ((uint64_t)st.st_size < ph->rp_npages * PS &&
+             ftruncate(ph->fd, (off_t)(ph->rp_npages * PS)))
+        rc = -errno;
+    for (uint64_t at = LOG_START; !rc && at < ph->rp_end;) {
+        struct rec_hdr h;
+        memcpy(&h, buf + at, sizeof h);
+        const char *p = buf + at + sizeof h;
+        for (uint64_t i = 0; i < h.npages && !rc; i++, p += ENT_BYTES) {
+            struct rec_ent en;
+            memcpy(&en, p, sizeof en);
+            rc = full_pwrite(ph->fd, p + sizeof en, PS, en.page * PS);
         }
         at += h.len;
     }
-    free(buf);
-    ph->replayed = n;
-    ph->lsn = lsn;
-    ph->log_end = LOG_START;
-    if (n == 0) return 0;
-    if (fdatasync(ph->fd))
-        return tk__failf(-errno, "tk_ph_open: syncing %s after the replay: %s", ph->path,
-                         strerror(errno));
+    if (!rc && fdatasync(ph->fd)) rc = -errno;
+    free(ph->rp_buf);
+    ph->rp_buf = NULL;
+    if (rc)
+        return tk__failf(rc, "tk_ph_open: replaying the log into %s: %s", ph->path, strerror(-rc));
     return 0;
 }
 
@@ -711,7 +774,10 @@ static int write_records(tk_ph *ph, struct rec_buf *r, size_t n, uint64_t *npage
     if (n == 0) return 0;
     struct rec_buf **v = malloc(n * sizeof *v);
     if (!v) return tk__fail(-ENOMEM, "tk_ph: no memory to apply the log");
-    for (size_t i = 0; i < n; i++, r = r->next) v[i] = r;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = r;
+        if (i + 1 < n) r = r->next; /* (the last one's next a commit may be setting) */
+    }
     uint64_t np = v[n - 1]->npages;
     int rc = 0;
     struct stat st;
@@ -797,7 +863,10 @@ static void *applier_main(void *arg)
             for (size_t i = 0; i < n; i++) rest = rest->next;
             rc = write_records(ph, rest, ph->nrecs - n, &np);
         }
-        if (!rc) rc = log_applied(ph, np, false);
+        if (!rc) {
+            rc = log_applied(ph, np, false);
+            if (rc) ph->broken = rc; /* the header's epoch on disk is not known */
+        }
         if (rc) ph->apply_err = rc;
         pthread_cond_broadcast(&ph->cond);
     }
@@ -818,6 +887,11 @@ int tk_ph_begin(tk_ph *ph)
     int rc = check_open(ph, "tk_ph_begin");
     if (rc) return rc;
     if (atomic_load(&ph->in_tx)) return tk__fail(-EBUSY, "tk_ph_begin: a transaction is open");
+    if (ph->broken)
+        return tk__failf(ph->broken,
+                         "tk_ph_begin: an earlier write of %s.log failed (%s): close "
+                         "the store and open it again",
+                         ph->path, strerror(-ph->broken));
     atomic_store(&ph->nwritten, 0);
     atomic_store(&ph->nsaved, 0);
     atomic_store(&ph->in_tx, true);
@@ -868,6 +942,18 @@ int tk_ph_commit(tk_ph *ph)
     int rc = check_open(ph, "tk_ph_commit");
     if (rc) return rc;
     if (!atomic_load(&ph->in_tx)) return tk__fail(-EINVAL, "tk_ph_commit: no transaction is open");
+    if (ph->broken) {
+        tk_ph_abort(ph);
+        return tk__failf(ph->broken,
+                         "tk_ph_commit: an earlier write of %s.log failed (%s): the "
+                         "transaction was aborted; close the store and open it again",
+                         ph->path, strerror(-ph->broken));
+    }
+    if (atomic_load(&ph->nwritten) == 0) { /* nothing written: nothing to log */
+        atomic_store(&ph->in_tx, false);
+        ph->commits++;
+        return 0;
+    }
     struct sb *sb = sbp(ph);
 
     size_t n = atomic_load(&ph->nwritten);
@@ -942,6 +1028,7 @@ int tk_ph_commit(tk_ph *ph)
     h2.lsn = ph->lsn + 1;
     h2.base_npages = ph->base_npages;
     h2.epoch = ph->epoch;
+    h2.store_pages = np;
     h2.crc = 0;
     memcpy(rec, &h2, sizeof h2);
     h2.crc = rec_crc(rec, len);
@@ -951,13 +1038,17 @@ int tk_ph_commit(tk_ph *ph)
     if (!rc) rc = full_pwrite(ph->logfd, rec, len, ph->log_end);
     if (!rc && fdatasync(ph->logfd)) rc = -errno;
     if (rc) {
-        int e = ftruncate(ph->logfd, (off_t)ph->log_end);
-        (void)e;
+        /* whether the record reached the disk is not known: no more commits
+         * (the next open replays what the log holds) */
+        ph->broken = rc;
         pthread_mutex_unlock(&ph->lk);
         free(rec);
         free(rb);
         tk_ph_abort(ph);
-        return tk__failf(rc, "tk_ph_commit: writing %s.log: %s; the transaction was aborted",
+        return tk__failf(rc,
+                         "tk_ph_commit: writing %s.log: %s; the transaction was aborted in "
+                         "memory, and whether it reached the disk is not known: close the "
+                         "store and open it again",
                          ph->path, strerror(-rc));
     }
     ph->log_end += len;
@@ -1261,6 +1352,21 @@ int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out)
 
 /* ---- open and close ----------------------------------------------------- */
 
+/* Syncs the directory that holds path (a file made there is named for
+ * good). */
+static int sync_dir(const char *path)
+{
+    char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+    if (!dir) return tk__fail(-ENOMEM, "tk_ph_open: no memory");
+    if (slash) *(slash == dir ? slash + 1 : slash) = 0;
+    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    if (dfd < 0 || fsync(dfd)) rc = -errno;
+    if (dfd >= 0) close(dfd);
+    free(dir);
+    return rc ? tk__failf(rc, "tk_ph_open: syncing the directory of %s: %s", path, strerror(-rc))
+              : 0;
+}
+
 /* A new store in the empty file fd: the superblock, the types page and
  * chunk 0's descriptors (the types page's marked). */
 static int create_store(tk_ph *ph)
@@ -1284,26 +1390,21 @@ static int create_store(tk_ph *ph)
     if (!rc && ftruncate(ph->fd, (off_t)CHUNK * PS)) rc = -errno;
     if (!rc && fdatasync(ph->fd)) rc = -errno;
     if (rc) return tk__failf(rc, "tk_ph_open: creating %s: %s", ph->path, strerror(-rc));
-    /* the directory entry too */
-    char *dir = strdup(ph->path), *slash = dir ? strrchr(dir, '/') : NULL;
-    if (dir) {
-        if (slash) *(slash == dir ? slash + 1 : slash) = 0;
-        int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        free(dir);
-    }
-    return 0;
+    return sync_dir(ph->path); /* the directory entry too */
 }
 
 /* The superblock and types as the file has them (after the replay). */
-static int read_meta(tk_ph *ph, uint64_t file_bytes)
+/* The superblock and types, as the file has them, or the log's newer
+ * images of them (got_sb, got_types), checked; file_bytes is what the file
+ * will hold (after the log's records are written: they make it as long as
+ * their store was). */
+static int read_meta(tk_ph *ph, uint64_t file_bytes, const char *log_sb, const char *log_types)
 {
     char sbuf[SB_BYTES];
     size_t got;
-    if (!full_pread(ph->fd, sbuf, SB_BYTES, 0, &got) || got < SB_BYTES)
+    if (log_sb)
+        memcpy(sbuf, log_sb, SB_BYTES);
+    else if (!full_pread(ph->fd, sbuf, SB_BYTES, 0, &got) || got < SB_BYTES)
         return tk__failf(-EINVAL, "tk_ph_open: %s is not a trapkit store (%llu bytes)", ph->path,
                          (unsigned long long)file_bytes);
     struct sb sb;
@@ -1331,8 +1432,10 @@ static int read_meta(tk_ph *ph, uint64_t file_bytes)
                          "tk_ph_open: %s holds %llu bytes, more than the %zu reserved: open it "
                          "with a larger max_size",
                          ph->path, (unsigned long long)sb.npages * PS, ph->max);
-    if (!full_pread(ph->fd, ph->types, sizeof ph->types, (uint64_t)TYPES_PAGE * PS, &got) ||
-        got < sizeof ph->types)
+    if (log_types)
+        memcpy(ph->types, log_types, sizeof ph->types);
+    else if (!full_pread(ph->fd, ph->types, sizeof ph->types, (uint64_t)TYPES_PAGE * PS, &got) ||
+             got < sizeof ph->types)
         return tk__failf(-EUCLEAN, "tk_ph_open: %s: the types page cannot be read", ph->path);
     struct types_hdr th;
     memcpy(&th, &ph->types[0], sizeof th);
@@ -1366,6 +1469,7 @@ static void release(tk_ph *ph)
     if (ph->undo) munmap(ph->undo, ph->max_tx * PS);
     if (ph->fd >= 0) close(ph->fd);
     if (ph->logfd >= 0) close(ph->logfd);
+    free(ph->rp_buf);
     free(ph->path);
     free(ph);
 }
@@ -1433,8 +1537,9 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         }
         if ((rc = create_store(ph))) goto fail;
     }
-    ph->logfd = open(logpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (ph->logfd < 0) {
+    /* the log as it is (made below once the store proves sound) */
+    ph->logfd = open(logpath, O_RDWR | O_CLOEXEC);
+    if (ph->logfd < 0 && errno != ENOENT) {
         rc = tk__failf(-errno, "tk_ph_open: %s: %s", logpath, strerror(errno));
         goto fail;
     }
@@ -1442,18 +1547,34 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
         goto fail;
     }
-    /* the superblock must be sound before the log is replayed into the
-     * file; then again after */
-    if ((rc = read_meta(ph, (uint64_t)st.st_size)) && rc != -EUCLEAN) goto fail;
-    if ((rc = replay(ph, (uint64_t)st.st_size / PS))) goto fail;
-    if (fstat(ph->fd, &st) || (rc = read_meta(ph, (uint64_t)st.st_size))) {
-        if (!rc) rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
+    /* everything checked before anything is written: the log's records,
+     * the superblock and types as they will be after them */
+    char log_sb[SB_BYTES], log_types[sizeof ph->types];
+    bool got_sb = false, got_types = false;
+    uint64_t file_bytes = (uint64_t)st.st_size;
+    if (ph->logfd >= 0 &&
+        (rc = replay(ph, file_bytes / PS, log_sb, &got_sb, log_types, &got_types)))
         goto fail;
+    if (ph->replayed && ph->rp_npages * PS > file_bytes) file_bytes = ph->rp_npages * PS;
+    if ((rc = read_meta(ph, file_bytes, got_sb ? log_sb : NULL, got_types ? log_types : NULL)))
+        goto fail;
+    if (ph->logfd < 0 || ph->log_new) { /* a new log: its header, and its name, synced */
+        if (ph->logfd < 0) ph->logfd = open(logpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (ph->logfd < 0) {
+            rc = tk__failf(-errno, "tk_ph_open: %s: %s", logpath, strerror(errno));
+            goto fail;
+        }
+        ph->epoch = 0;
+        if ((rc = log_reset(ph, true)) || (rc = sync_dir(ph->path))) goto fail;
+    }
+    if (ph->replayed) { /* the records into the store file, then the log emptied */
+        if ((rc = replay_apply(ph)) || (rc = log_reset(ph, false))) goto fail;
+        if (fstat(ph->fd, &st) || (rc = read_meta(ph, (uint64_t)st.st_size, NULL, NULL))) {
+            if (!rc) rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
+            goto fail;
+        }
     }
     ph->base_npages = (uint64_t)st.st_size / PS;
-    /* records replayed: the log is emptied before anything is added (a
-     * session that only reads writes nothing) */
-    if (ph->replayed && (rc = log_reset(ph, false))) goto fail;
     /* the address range, the bookkeeping */
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     if (cfg->addr) flags |= MAP_FIXED_NOREPLACE;
