@@ -1,7 +1,9 @@
 /* examples/pheap-kv/btree.c - the B+tree of btree.h.  Nothing here knows
  * about files, logs or swizzling: the nodes are C structs whose pointer
  * fields are declared to the store once (kv_open), and every change is a
- * store to memory inside the caller's transaction. */
+ * store to memory inside the caller's transaction.  A leaf holds its
+ * values of up to INL bytes itself (a get reads one node, a put of such a
+ * value writes one); a longer value is an object of its own. */
 #include "btree.h"
 
 #include <errno.h>
@@ -10,7 +12,7 @@
 #include <string.h>
 #include <trapkit/error.h>
 
-enum { FAN = 63, LEAF = 63 };
+enum { FAN = 63, LEAF = 15, INL = 104 };
 
 struct leaf;
 struct inner {
@@ -23,8 +25,12 @@ struct leaf {
     uint32_t n, pad;
     struct leaf *next;
     unsigned char key[LEAF][KV_KEY];
-    struct val *val[LEAF];
+    struct val *big[LEAF]; /* a value longer than INL, else NULL */
+    uint16_t len[LEAF];    /* an inline value's length */
+    uint16_t pad2;
+    unsigned char inl[LEAF][INL];
 };
+_Static_assert(sizeof(struct leaf) <= 2048, "a leaf is one object of the store");
 struct val {
     uint32_t len;
     unsigned char data[];
@@ -55,7 +61,7 @@ kv *kv_open(tk_ph *ph)
     size_t inner_ptrs[FAN + 1], leaf_ptrs[LEAF + 1], root_ptrs[] = {offsetof(struct kvroot, top)};
     for (int i = 0; i <= FAN; i++) inner_ptrs[i] = offsetof(struct inner, child) + 8 * (size_t)i;
     leaf_ptrs[0] = offsetof(struct leaf, next);
-    for (int i = 0; i < LEAF; i++) leaf_ptrs[i + 1] = offsetof(struct leaf, val) + 8 * (size_t)i;
+    for (int i = 0; i < LEAF; i++) leaf_ptrs[i + 1] = offsetof(struct leaf, big) + 8 * (size_t)i;
     if (tk_ph_type(ph, "kv_inner", sizeof(struct inner), inner_ptrs, FAN + 1, &m->t_inner) ||
         tk_ph_type(ph, "kv_leaf", sizeof(struct leaf), leaf_ptrs, LEAF + 1, &m->t_leaf) ||
         tk_ph_type(ph, "kv_root", sizeof(struct kvroot), root_ptrs, 1, &m->t_root))
@@ -148,17 +154,42 @@ const void *kv_get(kv *m, const void *key, size_t klen, size_t *vlen)
     struct leaf *l = find_leaf(m, k);
     unsigned i = lower((const unsigned char(*)[KV_KEY])l->key, l->n, k);
     if (i == l->n || memcmp(l->key[i], k, KV_KEY)) return NULL;
-    if (vlen) *vlen = l->val[i]->len;
-    return l->val[i]->data;
+    if (l->big[i]) {
+        if (vlen) *vlen = l->big[i]->len;
+        return l->big[i]->data;
+    }
+    if (vlen) *vlen = l->len[i];
+    return l->inl[i];
 }
 
-static struct val *new_val(kv *m, const void *v, size_t len)
+/* Entry i of l gets the value (inline, or an object of its own): 0 or
+ * -ENOSPC.  (Its old value, if any, is the caller's to free.) */
+static int set_val(kv *m, struct leaf *l, unsigned i, const void *v, size_t len);
+
+/* Moves n entries of a leaf from src[s] to dst[d] (memmove: they may overlap). */
+static void move_entries(struct leaf *dst, unsigned d, struct leaf *src, unsigned s, unsigned n)
 {
+    memmove(dst->key[d], src->key[s], (size_t)n * KV_KEY);
+    memmove(&dst->big[d], &src->big[s], (size_t)n * sizeof src->big[0]);
+    memmove(&dst->len[d], &src->len[s], (size_t)n * sizeof src->len[0]);
+    memmove(dst->inl[d], src->inl[s], (size_t)n * INL);
+}
+
+static int set_val(kv *m, struct leaf *l, unsigned i, const void *v, size_t len)
+{
+    if (len <= INL) {
+        l->big[i] = NULL;
+        l->len[i] = (uint16_t)len;
+        memcpy(l->inl[i], v, len);
+        return 0;
+    }
     struct val *x = tk_ph_alloc(m->ph, TK_PH_BYTES, sizeof *x + len);
-    if (!x) return NULL;
+    if (!x) return -ENOSPC;
     x->len = (uint32_t)len;
     memcpy(x->data, v, len);
-    return x;
+    l->big[i] = x;
+    l->len[i] = 0;
+    return 0;
 }
 
 /* Inserts into the subtree p of height h; on a split, *sep and *right say
@@ -171,21 +202,18 @@ static int insert(kv *m, void *p, uint64_t h, const unsigned char *k, const void
         struct leaf *l = p;
         unsigned i = lower((const unsigned char(*)[KV_KEY])l->key, l->n, k);
         if (i < l->n && !memcmp(l->key[i], k, KV_KEY)) {
-            struct val *x = new_val(m, v, vlen);
-            if (!x) return -ENOSPC;
-            tk_ph_free(m->ph, l->val[i]);
-            l->val[i] = x;
+            struct val *old = l->big[i];
+            int rc = set_val(m, l, i, v, vlen);
+            if (rc) return rc;
+            if (old) tk_ph_free(m->ph, old);
             return 0;
         }
-        struct val *x = new_val(m, v, vlen);
-        if (!x) return -ENOSPC;
         if (l->n == LEAF) { /* split: the upper half goes right */
             struct leaf *r = tk_ph_alloc(m->ph, m->t_leaf, 1);
             if (!r) return -ENOSPC;
             unsigned keep = LEAF / 2 + 1;
             r->n = LEAF - keep;
-            memcpy(r->key, l->key[keep], (size_t)r->n * KV_KEY);
-            memcpy(r->val, &l->val[keep], (size_t)r->n * sizeof r->val[0]);
+            move_entries(r, 0, l, keep, r->n);
             l->n = keep;
             r->next = l->next;
             l->next = r;
@@ -196,10 +224,10 @@ static int insert(kv *m, void *p, uint64_t h, const unsigned char *k, const void
                 i -= keep;
             }
         }
-        memmove(l->key[i + 1], l->key[i], (size_t)(l->n - i) * KV_KEY);
-        memmove(&l->val[i + 1], &l->val[i], (size_t)(l->n - i) * sizeof l->val[0]);
+        move_entries(l, i + 1, l, i, l->n - i);
         memcpy(l->key[i], k, KV_KEY);
-        l->val[i] = x;
+        int rc = set_val(m, l, i, v, vlen);
+        if (rc) return rc;
         l->n++;
         return 1;
     }
@@ -263,12 +291,13 @@ int kv_del(kv *m, const void *key, size_t klen)
     struct leaf *l = find_leaf(m, k);
     unsigned i = lower((const unsigned char(*)[KV_KEY])l->key, l->n, k);
     if (i == l->n || memcmp(l->key[i], k, KV_KEY)) return 0;
-    int rc = tk_ph_free(m->ph, l->val[i]);
-    if (rc) return rc;
-    memmove(l->key[i], l->key[i + 1], (size_t)(l->n - i - 1) * KV_KEY);
-    memmove(&l->val[i], &l->val[i + 1], (size_t)(l->n - i - 1) * sizeof l->val[0]);
+    if (l->big[i]) {
+        int rc = tk_ph_free(m->ph, l->big[i]);
+        if (rc) return rc;
+    }
+    move_entries(l, i, l, i + 1, l->n - i - 1);
     l->n--;
-    l->val[l->n] = NULL;
+    l->big[l->n] = NULL;
     m->root->count--;
     return 1;
 }
@@ -285,8 +314,9 @@ size_t kv_scan(kv *m, const void *from, size_t flen, size_t n,
     for (; l; l = l->next, i = 0)
         for (; i < l->n; i++) {
             calls++;
-            if (f(l->key[i], l->val[i]->data, l->val[i]->len, arg) || (n && calls == n))
-                return calls;
+            const void *v = l->big[i] ? (const void *)l->big[i]->data : l->inl[i];
+            size_t len = l->big[i] ? l->big[i]->len : l->len[i];
+            if (f(l->key[i], v, len, arg) || (n && calls == n)) return calls;
         }
     return calls;
 }
