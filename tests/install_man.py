@@ -109,7 +109,7 @@ for page, text in rendered.items():
 
 # ---- the headers' functions and the libraries' symbols -------------------------
 inc = os.path.join(src, "include")
-c_headers = ["trapkit.h", "checkpoint.h", "aseq.h", "eh.h", "gc.h"]
+c_headers = ["trapkit.h", "checkpoint.h", "aseq.h", "eh.h", "gc.h", "pheap.h"]
 with tempfile.TemporaryDirectory() as tmp:
     tu = os.path.join(tmp, "all.c")
     with open(tu, "w") as f:
