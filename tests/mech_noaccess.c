@@ -6,14 +6,16 @@
  * the userfaultfd mechanisms); bad combinations are refused. */
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "testutil.h"
 
 enum { PAGES = 64 };
-static volatile int faults;
-static volatile enum tk_access last;
+/* (written by the handler: on uffd-thread, trapkit's service thread) */
+static _Atomic int faults;
+static _Atomic enum tk_access last;
 
 static tk_action handler(const tk_fault *f, void *arg)
 {
