@@ -87,7 +87,7 @@ struct sb {
     uint32_t version, page_size;
     uint64_t npages;    /* the store's size in pages, a multiple of CHUNK */
     uint64_t root;      /* a pointer word (swizzled in memory) */
-    uint64_t lsn;       /* the last committed transaction */
+    uint64_t lsn;       /* unused (the log's records and header carry the lsn) */
     uint64_t free_hint; /* no free page before this one */
     uint32_t pad, crc;  /* crc of the SB_BYTES with crc 0 */
 };
@@ -882,6 +882,16 @@ static int check_open(const tk_ph *ph, const char *fn)
     return 0;
 }
 
+/* check_open, and a transaction open */
+static int check_tx(const tk_ph *ph, const char *fn)
+{
+    int rc = check_open(ph, fn);
+    if (rc) return rc;
+    if (!atomic_load(&ph->in_tx))
+        return tk__failf(-EINVAL, "%s: no transaction is open (call tk_ph_begin first)", fn);
+    return 0;
+}
+
 int tk_ph_begin(tk_ph *ph)
 {
     int rc = check_open(ph, "tk_ph_begin");
@@ -905,9 +915,8 @@ static void reload_types(tk_ph *ph)
 
 int tk_ph_abort(tk_ph *ph)
 {
-    int rc = check_open(ph, "tk_ph_abort");
+    int rc = check_tx(ph, "tk_ph_abort");
     if (rc) return rc;
-    if (!atomic_load(&ph->in_tx)) return tk__fail(-EINVAL, "tk_ph_abort: no transaction is open");
     size_t n = atomic_load(&ph->nwritten);
     if (n > ph->max_tx) n = ph->max_tx;
     /* every first write's handler has returned (its thread went on) */
@@ -939,9 +948,8 @@ int tk_ph_abort(tk_ph *ph)
 
 int tk_ph_commit(tk_ph *ph)
 {
-    int rc = check_open(ph, "tk_ph_commit");
+    int rc = check_tx(ph, "tk_ph_commit");
     if (rc) return rc;
-    if (!atomic_load(&ph->in_tx)) return tk__fail(-EINVAL, "tk_ph_commit: no transaction is open");
     if (ph->broken) {
         tk_ph_abort(ph);
         return tk__failf(ph->broken,
@@ -1134,11 +1142,7 @@ static bool in_store(tk_ph *ph, const void *p, uint64_t *q)
 
 void *tk_ph_alloc(tk_ph *ph, tk_ph_type_t t, size_t count)
 {
-    if (check_open(ph, "tk_ph_alloc")) return NULL;
-    if (!atomic_load(&ph->in_tx)) {
-        tk__fail(-EINVAL, "tk_ph_alloc: no transaction is open (call tk_ph_begin first)");
-        return NULL;
-    }
+    if (check_tx(ph, "tk_ph_alloc")) return NULL;
     struct types_hdr th;
     memcpy(&th, &ph->types[0], sizeof th);
     if (t > th.ntypes) {
@@ -1215,10 +1219,8 @@ void *tk_ph_alloc(tk_ph *ph, tk_ph_type_t t, size_t count)
 
 int tk_ph_free(tk_ph *ph, void *obj)
 {
-    int rc = check_open(ph, "tk_ph_free");
+    int rc = check_tx(ph, "tk_ph_free");
     if (rc) return rc;
-    if (!atomic_load(&ph->in_tx))
-        return tk__fail(-EINVAL, "tk_ph_free: no transaction is open (call tk_ph_begin first)");
     uint64_t q;
     if (!in_store(ph, obj, &q))
         return tk__failf(-EINVAL, "tk_ph_free: %p is not an object of the store", obj);
@@ -1260,10 +1262,8 @@ void *tk_ph_root(tk_ph *ph)
 
 int tk_ph_set_root(tk_ph *ph, void *obj)
 {
-    int rc = check_open(ph, "tk_ph_set_root");
+    int rc = check_tx(ph, "tk_ph_set_root");
     if (rc) return rc;
-    if (!atomic_load(&ph->in_tx))
-        return tk__fail(-EINVAL, "tk_ph_set_root: no transaction is open (call tk_ph_begin first)");
     uint64_t q;
     if (obj && !in_store(ph, obj, &q))
         return tk__failf(-EINVAL, "tk_ph_set_root: %p is not in the store", obj);
