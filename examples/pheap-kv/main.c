@@ -11,6 +11,7 @@
  *
  * The store is created if missing.  Keys are up to 16 bytes. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,16 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[2];
-    tk_ph_config c = {.flags = TK_PH_CREATE};
+    /* get, scan and stats read the last committed state as a reader, so
+     * they run beside a writer (a store not made yet is made, empty) */
+    bool reading = !strcmp(cmd, "get") || !strcmp(cmd, "scan") || !strcmp(cmd, "stats");
+    tk_ph_config c = {.flags = reading ? TK_PH_READONLY : TK_PH_CREATE};
     tk_ph *ph;
     int rc = tk_ph_open(argv[1], &c, &ph);
+    if (rc == -ENOENT && reading) {
+        c.flags = TK_PH_CREATE;
+        rc = tk_ph_open(argv[1], &c, &ph);
+    }
     if (rc) return die(argv[1], rc);
     kv *m = kv_open(ph);
     if (!m) return die("opening the map", -EIO);

@@ -52,12 +52,26 @@
  * the file whose pointer fields point outside the store is not swizzled:
  * the program stops with SIGBUS after a message naming the page.
  *
- * Threads and processes.  One process opens a store at a time (an exclusive
- * lock on PATH: a second open fails with -EBUSY).  Within it, transactions
- * are made by one thread at a time (begin, the writes, commit or abort);
- * other threads may read the store between transactions, never during one.
- * Page reads on first touch are safe from any number of threads at once.
- * A child of fork() must not use the store.
+ * Threads and processes.  One process at a time opens a store for writing
+ * (an exclusive lock on PATH: a second such open fails with -EBUSY).  Within
+ * it, transactions are made by one thread at a time (begin, the writes,
+ * commit or abort); other threads may read the store between transactions,
+ * never during one.  Page reads on first touch are safe from any number of
+ * threads at once.  A child of fork() must not use the store.
+ *
+ * Readers.  Any number of other processes may open the store with
+ * TK_PH_READONLY, while a writer has it open or not.  A reader sees the
+ * state of the last transaction committed when it opened (a commit under
+ * way then may be in it or not, never a part of it), however long it stays
+ * open and whatever the writer commits meanwhile: the writer does not write
+ * newer transactions into the store file while such a reader has it open,
+ * and keeps them in its log instead (which then grows past log_limit, as
+ * LMDB's file grows under a long read transaction).  To see newer commits,
+ * close the store and open it again.  In a reader, tk_ph_begin fails with
+ * -EROFS, and a write to the store stops the program with SIGSEGV after a
+ * message.  A reader needs read access to PATH and PATH.log only; one that
+ * is killed holds nothing back (its locks are the kernel's, on the open
+ * file).
  *
  * Limits: objects of up to 2,064,384 bytes (504 pages; larger: -EFBIG);
  * types of up to 2,048 bytes, with their pointer fields 8-byte aligned; 63
@@ -90,7 +104,8 @@ typedef uint32_t tk_ph_type_t;
 #define TK_PH_BYTES 0u
 
 /* tk_ph_config.flags */
-#define TK_PH_CREATE 0x1 /* create the store if PATH does not exist */
+#define TK_PH_CREATE 0x1   /* create the store if PATH does not exist */
+#define TK_PH_READONLY 0x2 /* a reader: the last committed state, read-only */
 
 typedef struct tk_ph_config {
     unsigned flags;      /* TK_PH_* */

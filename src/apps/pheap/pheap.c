@@ -139,6 +139,11 @@ struct rec_ent {
 
 enum { EXT_ABSENT = 0, EXT_LOADING = 1, EXT_LOADED = 2 };
 
+struct ov_ent {
+    uint64_t page;
+    const char *data; /* its 4096 bytes, unswizzled */
+};
+
 struct tk_ph {
     char *base;
     size_t max;
@@ -178,6 +183,14 @@ struct tk_ph {
     int apply_err;      /* the applier's error (the log keeps everything then) */
     _Atomic int broken; /* a write of the log failed: no more commits (reopen the store) */
     bool log_new;       /* the log has no header yet */
+    bool ro;            /* opened TK_PH_READONLY: a reader of a snapshot */
+    bool pinned;        /* under lk: a reader holds records back from the store file */
+    /* pages whose newest committed image is in the log, not in the store
+     * file (a reader's snapshot; a writer that opened while a reader held
+     * records back): a first touch takes them from here, sorted by page */
+    struct ov_ent *ov;
+    size_t nov;
+    char *ov_buf; /* the log's records the entries point into */
     /* the open's replay, scanned and checked before anything is written */
     char *rp_buf;
     uint64_t rp_end, rp_npages; /* the sound records end there; the store's size after */
@@ -455,6 +468,7 @@ static int unswizzle_word(uint64_t *w, void *ctx)
 /* ---- first touch -------------------------------------------------------- */
 
 static int load_extent(tk_ph *ph, uint64_t e);
+static void overlay(tk_ph *ph, uint64_t first, uint64_t n);
 
 /* [signal-safe] Makes sure extent e is in memory; 0, or -1 after a message. */
 static int ensure_extent(tk_ph *ph, uint64_t e)
@@ -494,6 +508,7 @@ static int load_extent(tk_ph *ph, uint64_t e)
         return -1;
     }
     if (got < len) memset(a + got, 0, len - got); /* past the file's end: zero */
+    if (ph->nov) overlay(ph, first, EXTENT);
     struct swz s = {ph, atomic_load(&ph->npages) * PS, 0};
     for (uint64_t q = first; q < first + EXTENT; q++) {
         const struct pdesc *d = is_meta(q) ? NULL : desc_v(ph, q);
@@ -554,6 +569,11 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     if (q >= atomic_load(&ph->npages)) return TK_DECLINE; /* past the store: not ours */
     if (ensure_extent(ph, q / EXTENT)) return TK_DECLINE;
     if (prot_of(ph, q) == TK_PROT_RW || f->access == TK_ACCESS_READ) return TK_RESUME;
+    if (ph->ro) {
+        say("trapkit pheap: a write to a store opened read-only (TK_PH_READONLY), at ", "",
+            (uint64_t)(uintptr_t)f->addr, "");
+        return TK_DECLINE;
+    }
     if (!atomic_load(&ph->in_tx)) {
         say("trapkit pheap: a write to the store outside a transaction, at ", "",
             (uint64_t)(uintptr_t)f->addr, " (call tk_ph_begin first)");
@@ -609,8 +629,131 @@ static int log_header(tk_ph *ph, uint64_t epoch, bool clean)
 static int log_reset(tk_ph *ph, bool clean)
 {
     int rc = log_header(ph, ph->epoch + 1, clean);
-    if (!rc) ph->log_end = LOG_START;
+    if (!rc) {
+        ph->log_end = LOG_START;
+        ph->lsn = 0; /* (numbered from 1 in each epoch) */
+    }
     return rc;
+}
+
+/* ---- readers -------------------------------------------------------------
+ * A reader (TK_PH_READONLY, in another process) sees the state of the last
+ * commit in the log when it opened: the store file as it was then, with the
+ * log's records laid over it (ov).  So that the store file keeps that state
+ * for it, the writer never writes into it a record newer than the oldest
+ * reader's: each reader holds a read lock on the log at PIN_LOCK + the key
+ * (epoch << 32 | lsn) of its newest record, and the writer finds the least
+ * such lock before it applies.  The locks are open-file-description locks
+ * (fcntl F_OFD_*): they belong to the open file, so a reader that dies
+ * drops its own.  A reader reads the log and takes its pin under a read
+ * lock on APPLY_LOCK; the writer applies under a write lock on it, so it
+ * never writes between the two. */
+#define APPLY_LOCK (1ll << 40)
+#define PIN_LOCK (APPLY_LOCK + 4096)
+
+static uint64_t rec_key(uint64_t epoch, uint64_t lsn)
+{
+    return epoch << 32 | (lsn & 0xffffffffu);
+}
+
+static int ofd_lock(int fd, short type, off_t at, bool wait)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = at, .l_len = 1};
+    while (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl))
+        if (errno != EINTR) return -errno;
+    return 0;
+}
+
+/* The writer's: waits until no reader is registering. */
+static void apply_lock(tk_ph *ph)
+{
+    ofd_lock(ph->logfd, F_WRLCK, APPLY_LOCK, true);
+}
+
+static void apply_unlock(tk_ph *ph)
+{
+    ofd_lock(ph->logfd, F_UNLCK, APPLY_LOCK, false);
+}
+
+/* The key of the oldest state a reader holds: records up to it may go into
+ * the store file (UINT64_MAX: no reader; 0 if the locks cannot be read). */
+static uint64_t oldest_pin(tk_ph *ph)
+{
+    uint64_t least = UINT64_MAX;
+    off_t len = 0; /* (0: to the end) */
+    for (;;) {
+        struct flock fl = {
+            .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PIN_LOCK, .l_len = len};
+        if (fcntl(ph->logfd, F_OFD_GETLK, &fl)) return 0;
+        if (fl.l_type == F_UNLCK || fl.l_start < PIN_LOCK) return least;
+        least = (uint64_t)(fl.l_start - PIN_LOCK);
+        if (least == 0) return 0;
+        len = fl.l_start - PIN_LOCK; /* a lock below it? */
+    }
+}
+
+static int ov_cmp(const void *a, const void *b)
+{
+    const struct ov_ent *x = a, *y = b;
+    if (x->page != y->page) return x->page < y->page ? -1 : 1;
+    return x->data < y->data ? -1 : x->data > y->data; /* (later in the log: newer) */
+}
+
+/* The overlay of the records in buf [LOG_START, end) numbered after lsn
+ * `after`: each page's newest image.  buf becomes ph->ov_buf. */
+static int make_overlay(tk_ph *ph, char *buf, uint64_t end, uint64_t after)
+{
+    size_t n = 0;
+    for (uint64_t at = LOG_START; at < end;) {
+        struct rec_hdr h;
+        memcpy(&h, buf + at, sizeof h);
+        if (h.lsn > after) n += h.npages;
+        at += h.len;
+    }
+    struct ov_ent *v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v) return tk__fail(-ENOMEM, "tk_ph_open: no memory for the log's pages");
+    size_t k = 0;
+    for (uint64_t at = LOG_START; at < end;) {
+        struct rec_hdr h;
+        memcpy(&h, buf + at, sizeof h);
+        const char *p = buf + at + sizeof h;
+        for (uint64_t i = 0; h.lsn > after && i < h.npages; i++, p += ENT_BYTES) {
+            struct rec_ent en;
+            memcpy(&en, p, sizeof en);
+            v[k++] = (struct ov_ent){en.page, p + sizeof en};
+        }
+        at += h.len;
+    }
+    qsort(v, n, sizeof *v, ov_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && v[m - 1].page == v[i].page)
+            v[m - 1] = v[i];
+        else
+            v[m++] = v[i];
+    }
+    free(ph->ov);
+    if (ph->ov_buf != buf) free(ph->ov_buf);
+    ph->ov = v;
+    ph->nov = m;
+    ph->ov_buf = buf;
+    return 0;
+}
+
+/* [signal-safe] Lays the overlay's images of pages [first, first + n) over
+ * their bytes in the view. */
+static void overlay(tk_ph *ph, uint64_t first, uint64_t n)
+{
+    size_t lo = 0, hi = ph->nov;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ph->ov[mid].page < first)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < ph->nov && ph->ov[lo].page < first + n; lo++)
+        memcpy(in_view(ph, ph->ov[lo].page), ph->ov[lo].data, PS);
 }
 
 /* Reads the log and checks it (nothing is written): its sound records in
@@ -726,9 +869,9 @@ static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char
     return 0;
 }
 
-/* Writes the records replay() found into the store file, at its full
- * size, and syncs it. */
-static int replay_apply(tk_ph *ph)
+/* Writes the records replay() found, those up to number upto, into the
+ * store file, at its full size, and syncs it. */
+static int replay_apply(tk_ph *ph, uint64_t upto)
 {
     const char *buf = ph->rp_buf;
     int rc = 0;
@@ -742,7 +885,7 @@ static int replay_apply(tk_ph *ph)
         struct rec_hdr h;
         memcpy(&h, buf + at, sizeof h);
         const char *p = buf + at + sizeof h;
-        for (uint64_t i = 0; i < h.npages && !rc; i++, p += ENT_BYTES) {
+        for (uint64_t i = 0; h.lsn <= upto && i < h.npages && !rc; i++, p += ENT_BYTES) {
             struct rec_ent en;
             memcpy(&en, p, sizeof en);
             rc = full_pwrite(ph->fd, p + sizeof en, PS, en.page * PS);
@@ -750,8 +893,6 @@ static int replay_apply(tk_ph *ph)
         at += h.len;
     }
     if (!rc && fdatasync(ph->fd)) rc = -errno;
-    free(ph->rp_buf);
-    ph->rp_buf = NULL;
     if (rc)
         return tk__failf(rc, "tk_ph_open: replaying the log into %s: %s", ph->path, strerror(-rc));
     return 0;
@@ -763,7 +904,65 @@ struct rec_buf {
     char *buf;
     size_t len;
     uint64_t npages; /* the store's size after it */
+    uint64_t key;    /* rec_key(epoch, lsn) */
 };
+
+/* How many of the n records from r a reader lets into the store file (the
+ * first ones, up to the oldest reader's; pin: oldest_pin()). */
+static size_t appliable(struct rec_buf *r, size_t n, uint64_t pin)
+{
+    size_t k = 0;
+    for (; k < n && r && r->key <= pin; r = r->next) k++;
+    return k;
+}
+
+/* At open, while a reader holds back the replayed records after number
+ * upto: they stay in the log, and in memory as the applier's records and as
+ * the overlay pages are read through. */
+static int keep_records(tk_ph *ph, uint64_t upto)
+{
+    for (uint64_t at = LOG_START; at < ph->rp_end;) {
+        struct rec_hdr h;
+        memcpy(&h, ph->rp_buf + at, sizeof h);
+        if (h.lsn > upto) {
+            struct rec_buf *rb = malloc(sizeof *rb);
+            char *copy = malloc(h.len);
+            if (!rb || !copy) {
+                free(rb);
+                free(copy);
+                return tk__fail(-ENOMEM, "tk_ph_open: no memory for the log's records");
+            }
+            memcpy(copy, ph->rp_buf + at, h.len);
+            *rb = (struct rec_buf){NULL, copy, h.len, h.store_pages, rec_key(h.epoch, h.lsn)};
+            if (ph->rec_tail)
+                ph->rec_tail->next = rb;
+            else
+                ph->rec_head = rb;
+            ph->rec_tail = rb;
+            ph->nrecs++;
+        }
+        at += h.len;
+    }
+    int rc = make_overlay(ph, ph->rp_buf, ph->rp_end, upto);
+    if (rc) return rc;
+    ph->rp_buf = NULL; /* (the overlay's now) */
+    ph->log_end = ph->rp_end;
+    ph->pinned = true;
+    return 0;
+}
+
+/* With lk held: the first n records are in the store file; forget them. */
+static void drop_records(tk_ph *ph, size_t n)
+{
+    for (; n && ph->rec_head; n--) {
+        struct rec_buf *r = ph->rec_head;
+        ph->rec_head = r->next;
+        if (!ph->rec_head) ph->rec_tail = NULL;
+        ph->nrecs--;
+        free(r->buf);
+        free(r);
+    }
+}
 
 /* Writes into the store file the pages of the n records from r, each page
  * once in its newest version among them, and syncs the store; *npages is
@@ -839,7 +1038,9 @@ static int log_applied(tk_ph *ph, uint64_t npages, bool clean)
 
 /* The applier thread: once the log holds half its limit, writes its
  * records into the store file (without the lock: commits go on), then,
- * with the lock, those that came meanwhile, and empties the log. */
+ * with the lock, those that came meanwhile, and empties the log.  Records
+ * newer than a reader's state stay in the log (and the log grows) until the
+ * reader closes: it looks again every 50 ms. */
 static void *applier_main(void *arg)
 {
     tk_ph *ph = arg;
@@ -852,21 +1053,43 @@ static void *applier_main(void *arg)
                (ph->apply_err || !ph->rec_head || ph->log_end - LOG_START < ph->log_limit / 2))
             pthread_cond_wait(&ph->cond, &ph->lk);
         if (ph->stop) break;
+        if (ph->pinned) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&ph->cond, &ph->lk, &ts);
+            if (ph->stop) break;
+        }
+        pthread_mutex_unlock(&ph->lk);
+        apply_lock(ph);
+        uint64_t pin = oldest_pin(ph);
+        pthread_mutex_lock(&ph->lk);
         struct rec_buf *head = ph->rec_head;
-        size_t n = ph->nrecs;
+        size_t n = appliable(head, ph->nrecs, pin);
         pthread_mutex_unlock(&ph->lk);
         uint64_t np = 0;
         int rc = write_records(ph, head, n, &np);
         pthread_mutex_lock(&ph->lk);
+        size_t more = 0;
         if (!rc) {
             struct rec_buf *rest = head;
             for (size_t i = 0; i < n; i++) rest = rest->next;
-            rc = write_records(ph, rest, ph->nrecs - n, &np);
+            more = appliable(rest, ph->nrecs - n, pin);
+            rc = write_records(ph, rest, more, &np);
         }
-        if (!rc) {
+        if (!rc && n + more == ph->nrecs) {
             rc = log_applied(ph, np, false);
             if (rc) ph->broken = rc; /* the header's epoch on disk is not known */
+            ph->pinned = false;
+        } else if (!rc) {
+            drop_records(ph, n + more); /* (the log keeps them until it is emptied) */
+            ph->pinned = true;
         }
+        apply_unlock(ph);
         if (rc) ph->apply_err = rc;
         pthread_cond_broadcast(&ph->cond);
     }
@@ -896,6 +1119,8 @@ int tk_ph_begin(tk_ph *ph)
 {
     int rc = check_open(ph, "tk_ph_begin");
     if (rc) return rc;
+    if (ph->ro)
+        return tk__fail(-EROFS, "tk_ph_begin: the store is open read-only (TK_PH_READONLY)");
     if (atomic_load(&ph->in_tx)) return tk__fail(-EBUSY, "tk_ph_begin: a transaction is open");
     if (ph->broken)
         return tk__failf(ph->broken,
@@ -1012,14 +1237,17 @@ int tk_ph_commit(tk_ph *ph)
         free(rec);
         return tk__fail(-ENOMEM, "tk_ph_commit: no memory for the log record");
     }
-    *rb = (struct rec_buf){NULL, rec, len, np};
+    *rb = (struct rec_buf){NULL, rec, len, np, 0};
     pthread_mutex_lock(&ph->lk);
     if (!ph->applier_on && pthread_create(&ph->applier, NULL, applier_main, ph) == 0)
         ph->applier_on = true;
-    /* a log at twice its limit waits for the applier */
-    while (ph->applier_on && !ph->apply_err && ph->log_end - LOG_START >= 2 * ph->log_limit)
+    /* a log at twice its limit waits for the applier (unless a reader
+     * holds it back: it grows then) */
+    while (ph->applier_on && !ph->apply_err && !ph->pinned &&
+           ph->log_end - LOG_START >= 2 * ph->log_limit)
         pthread_cond_wait(&ph->cond, &ph->lk);
-    if (ph->log_end - LOG_START >= 2 * ph->log_limit) { /* it failed, or never started */
+    if (!ph->pinned &&
+        ph->log_end - LOG_START >= 2 * ph->log_limit) { /* it failed, or never started */
         rc = ph->apply_err ? ph->apply_err : -EAGAIN;
         pthread_mutex_unlock(&ph->lk);
         free(rec);
@@ -1034,6 +1262,7 @@ int tk_ph_commit(tk_ph *ph)
     struct rec_hdr h2;
     memcpy(&h2, rec, sizeof h2);
     h2.lsn = ph->lsn + 1;
+    rb->key = rec_key(ph->epoch, h2.lsn);
     h2.base_npages = ph->base_npages;
     h2.epoch = ph->epoch;
     h2.store_pages = np;
@@ -1393,7 +1622,6 @@ static int create_store(tk_ph *ph)
     return sync_dir(ph->path); /* the directory entry too */
 }
 
-/* The superblock and types as the file has them (after the replay). */
 /* The superblock and types, as the file has them, or the log's newer
  * images of them (got_sb, got_types), checked; file_bytes is what the file
  * will hold (after the log's records are written: they make it as long as
@@ -1448,6 +1676,45 @@ static int read_meta(tk_ph *ph, uint64_t file_bytes, const char *log_sb, const c
     return 0;
 }
 
+/* A reader's open: the last committed state, and its pin (see "readers"
+ * above), under a read lock on APPLY_LOCK so that the writer writes nothing
+ * into the store file meanwhile.  A commit writing the log's header as the
+ * reader reads it makes it look damaged: the reader looks again. */
+static int reader_snapshot(tk_ph *ph, char *log_sb, char *log_types)
+{
+    int rc = ofd_lock(ph->logfd, F_RDLCK, APPLY_LOCK, true);
+    if (rc) return tk__failf(rc, "tk_ph_open: locking %s.log: %s", ph->path, strerror(-rc));
+    bool got_sb = false, got_types = false;
+    for (int tries = 0;; tries++) {
+        struct stat st;
+        if (fstat(ph->fd, &st)) {
+            rc = tk__failf(-errno, "tk_ph_open: %s: %s", ph->path, strerror(errno));
+            break;
+        }
+        uint64_t file_bytes = (uint64_t)st.st_size;
+        free(ph->rp_buf);
+        ph->rp_buf = NULL;
+        ph->replayed = 0;
+        ph->lsn = 0;
+        rc = replay(ph, file_bytes / PS, log_sb, &got_sb, log_types, &got_types);
+        if (!rc) {
+            if (ph->replayed && ph->rp_npages * PS > file_bytes) file_bytes = ph->rp_npages * PS;
+            rc = read_meta(ph, file_bytes, got_sb ? log_sb : NULL, got_types ? log_types : NULL);
+        }
+        if (rc != -EUCLEAN || tries == 20) break;
+        usleep(5000);
+    }
+    if (!rc &&
+        (rc = ofd_lock(ph->logfd, F_RDLCK, PIN_LOCK + (off_t)rec_key(ph->epoch, ph->lsn), false)))
+        rc = tk__failf(rc, "tk_ph_open: locking %s.log: %s", ph->path, strerror(-rc));
+    ofd_lock(ph->logfd, F_UNLCK, APPLY_LOCK, false);
+    if (!rc && ph->replayed) {
+        rc = make_overlay(ph, ph->rp_buf, ph->rp_end, 0);
+        if (!rc) ph->rp_buf = NULL;
+    }
+    return rc;
+}
+
 static void release(tk_ph *ph)
 {
     for (size_t s = 0; s < atomic_load(&ph->nseg); s++) tk_region_destroy(ph->seg[s]);
@@ -1470,6 +1737,8 @@ static void release(tk_ph *ph)
     if (ph->fd >= 0) close(ph->fd);
     if (ph->logfd >= 0) close(ph->logfd);
     free(ph->rp_buf);
+    free(ph->ov);
+    free(ph->ov_buf);
     free(ph->path);
     free(ph);
 }
@@ -1491,6 +1760,9 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
                          "tk_ph_open: mechanism %s cannot serve a store (posix, "
                          "uffd-sigbus or uffd-thread)",
                          tk_mech_name(cfg->mech));
+    bool ro = cfg->flags & TK_PH_READONLY;
+    if (ro && (cfg->flags & TK_PH_CREATE))
+        return tk__fail(-EINVAL, "tk_ph_open: TK_PH_CREATE and TK_PH_READONLY together");
     tk__crc32c_init();
     tk_ph *ph = calloc(1, sizeof *ph);
     if (!ph) return tk__fail(-ENOMEM, "tk_ph_open: no memory");
@@ -1506,12 +1778,15 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         rc = tk__fail(-ENOMEM, "tk_ph_open: no memory");
         goto fail;
     }
-    ph->fd = open(path, O_RDWR | O_CLOEXEC | (cfg->flags & TK_PH_CREATE ? O_CREAT : 0), 0644);
+    ph->ro = ro;
+    ph->fd =
+        open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | (cfg->flags & TK_PH_CREATE ? O_CREAT : 0),
+             0644);
     if (ph->fd < 0) {
         rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (flock(ph->fd, LOCK_EX | LOCK_NB)) {
+    if (!ro && flock(ph->fd, LOCK_EX | LOCK_NB)) {
         rc = errno == EWOULDBLOCK
                  ? tk__failf(-EBUSY, "tk_ph_open: %s is open in another process", path)
                  : tk__failf(-errno, "tk_ph_open: locking %s: %s", path, strerror(errno));
@@ -1538,9 +1813,13 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         if ((rc = create_store(ph))) goto fail;
     }
     /* the log as it is (made below once the store proves sound) */
-    ph->logfd = open(logpath, O_RDWR | O_CLOEXEC);
-    if (ph->logfd < 0 && errno != ENOENT) {
-        rc = tk__failf(-errno, "tk_ph_open: %s: %s", logpath, strerror(errno));
+    ph->logfd = open(logpath, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+    if (ph->logfd < 0 && (errno != ENOENT || ro)) {
+        rc = errno == ENOENT ? tk__failf(-ENOENT,
+                                         "tk_ph_open: %s is missing (a store's log is made when "
+                                         "it is first opened for writing)",
+                                         logpath)
+                             : tk__failf(-errno, "tk_ph_open: %s: %s", logpath, strerror(errno));
         goto fail;
     }
     if (fstat(ph->fd, &st)) {
@@ -1552,13 +1831,17 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
     char log_sb[SB_BYTES], log_types[sizeof ph->types];
     bool got_sb = false, got_types = false;
     uint64_t file_bytes = (uint64_t)st.st_size;
-    if (ph->logfd >= 0 &&
-        (rc = replay(ph, file_bytes / PS, log_sb, &got_sb, log_types, &got_types)))
-        goto fail;
-    if (ph->replayed && ph->rp_npages * PS > file_bytes) file_bytes = ph->rp_npages * PS;
-    if ((rc = read_meta(ph, file_bytes, got_sb ? log_sb : NULL, got_types ? log_types : NULL)))
-        goto fail;
-    if (ph->logfd < 0 || ph->log_new) { /* a new log: its header, and its name, synced */
+    if (ro) {
+        if ((rc = reader_snapshot(ph, log_sb, log_types))) goto fail;
+    } else {
+        if (ph->logfd >= 0 &&
+            (rc = replay(ph, file_bytes / PS, log_sb, &got_sb, log_types, &got_types)))
+            goto fail;
+        if (ph->replayed && ph->rp_npages * PS > file_bytes) file_bytes = ph->rp_npages * PS;
+        if ((rc = read_meta(ph, file_bytes, got_sb ? log_sb : NULL, got_types ? log_types : NULL)))
+            goto fail;
+    }
+    if (!ro && (ph->logfd < 0 || ph->log_new)) { /* a new log: its header, and its name, synced */
         if (ph->logfd < 0) ph->logfd = open(logpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (ph->logfd < 0) {
             rc = tk__failf(-errno, "tk_ph_open: %s: %s", logpath, strerror(errno));
@@ -1567,12 +1850,28 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         ph->epoch = 0;
         if ((rc = log_reset(ph, true)) || (rc = sync_dir(ph->path))) goto fail;
     }
-    if (ph->replayed) { /* the records into the store file, then the log emptied */
-        if ((rc = replay_apply(ph)) || (rc = log_reset(ph, false))) goto fail;
-        if (fstat(ph->fd, &st) || (rc = read_meta(ph, (uint64_t)st.st_size, NULL, NULL))) {
-            if (!rc) rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
-            goto fail;
+    if (!ro && ph->replayed) {
+        /* the records into the store file, then the log emptied; but those
+         * newer than a reader's state stay in the log */
+        apply_lock(ph);
+        uint64_t pin = oldest_pin(ph), upto = UINT64_MAX;
+        if (pin < rec_key(ph->epoch, ph->lsn))
+            upto = pin >> 32 == ph->epoch ? (pin & 0xffffffffu) : 0;
+        rc = replay_apply(ph, upto);
+        if (!rc && upto >= ph->lsn) {
+            free(ph->rp_buf);
+            ph->rp_buf = NULL;
+            rc = log_reset(ph, false);
+            if (!rc &&
+                (fstat(ph->fd, &st) || (rc = read_meta(ph, (uint64_t)st.st_size, NULL, NULL))))
+                if (!rc) rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
+        } else if (!rc) {
+            rc = keep_records(ph, upto);
+            if (!rc && fstat(ph->fd, &st))
+                rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
         }
+        apply_unlock(ph);
+        if (rc) goto fail;
     }
     ph->base_npages = (uint64_t)st.st_size / PS;
     /* the address range, the bookkeeping */
@@ -1626,11 +1925,18 @@ int tk_ph_close(tk_ph *ph)
         pthread_join(ph->applier, NULL);
     }
     /* what is left of the log into the store file; then the next open need
-     * not read the log (which keeps its blocks for the next commits) */
+     * not read the log (which keeps its blocks for the next commits).  What
+     * a reader holds back stays in the log, for the next open. */
     int rc = ph->apply_err;
-    uint64_t np = 0;
-    if (!rc) rc = write_records(ph, ph->rec_head, ph->nrecs, &np);
-    if (!rc && ph->log_open) rc = log_applied(ph, ph->nrecs ? np : ph->base_npages, true);
+    if (!ph->ro && !rc) {
+        apply_lock(ph);
+        uint64_t np = 0;
+        size_t n = appliable(ph->rec_head, ph->nrecs, oldest_pin(ph));
+        rc = write_records(ph, ph->rec_head, n, &np);
+        if (!rc && n == ph->nrecs && ph->log_open)
+            rc = log_applied(ph, ph->nrecs ? np : ph->base_npages, true);
+        apply_unlock(ph);
+    }
     release(ph);
     return rc;
 }
