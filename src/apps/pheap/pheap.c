@@ -163,7 +163,11 @@ struct tk_ph {
     uint64_t epoch, lsn;
     bool log_open; /* the log's header on disk says records of epoch may follow */
     struct tdesc types[MAX_TYPES + 1]; /* the types page's entries (0: its header) */
-    _Atomic uint8_t *ext;              /* per extent: EXT_* */
+    /* per type, the byte offsets of its pointer words (from types[].ptrmap:
+     * index_types()) */
+    uint16_t ptr_off[MAX_TYPES + 1][SLAB_MAX / 8];
+    uint16_t nptr[MAX_TYPES + 1];
+    _Atomic uint8_t *ext; /* per extent: EXT_* */
     /* the transaction */
     atomic_bool in_tx;
     _Atomic uint64_t *dirty; /* bitmap: pages written in it */
@@ -397,6 +401,20 @@ static int elems(const struct tdesc *t, char *mem, uint64_t from, uint64_t to, u
     return 0;
 }
 
+/* ph->ptr_off and nptr from ph->types.  (Types are only added while a
+ * first touch may read them, and an entry is written before the header
+ * counts it.) */
+static void index_types(tk_ph *ph)
+{
+    for (int t = 1; t <= MAX_TYPES; t++) {
+        uint16_t n = 0;
+        for (unsigned w = 0; w < SLAB_MAX / 8 && w * 8 < ph->types[t].size; w++)
+            if (ph->types[t].ptrmap[w / 64] >> (w % 64) & 1)
+                ph->ptr_off[t][n++] = (uint16_t)(w * 8);
+        ph->nptr[t] = n;
+    }
+}
+
 static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, word_fn f, void *ctx,
                       bool via_view)
 {
@@ -412,9 +430,12 @@ static int page_words(tk_ph *ph, uint64_t q, char *mem, const struct pdesc *d, w
             return -1;
         for (unsigned s = 0; s < d->nslots && s < 256; s++) {
             if (!(d->bits[s / 8] >> (s % 8) & 1)) continue;
-            uint64_t at = (uint64_t)s * d->slot;
-            int rc = elems(t, mem + at, 0, t->size, 0, f, ctx);
-            if (rc) return rc;
+            char *obj = mem + (uint64_t)s * d->slot;
+            const uint16_t *off = ph->ptr_off[d->type];
+            for (unsigned i = 0, n = ph->nptr[d->type]; i < n; i++) {
+                int rc = f((uint64_t *)(obj + off[i]), ctx);
+                if (rc) return rc;
+            }
         }
         return 0;
     case K_HEAD:
@@ -502,6 +523,9 @@ static int load_extent(tk_ph *ph, uint64_t e)
     char *a = in_view(ph, first);
     size_t len = (size_t)EXTENT * PS;
     size_t got;
+    /* the view's pages made at once, rather than by a fault each as pread
+     * fills them (an older kernel says EINVAL: they are faulted in then) */
+    madvise(a, len, MADV_POPULATE_WRITE);
     if (!full_pread(ph->fd, a, len, first * PS, &got)) {
         say("trapkit pheap: reading the store failed at offset ", "", first * PS + got,
             " (the program stops: the page cannot be given)");
@@ -611,13 +635,19 @@ static uint64_t rec_ok(const char *buf, uint64_t size, uint64_t off, uint64_t ep
 
 /* Empties the log: its header with the next epoch, synced (clean: and
  * says so, for a close). */
-static int log_header(tk_ph *ph, uint64_t epoch, bool clean)
+/* The log's header page, in page (LOG_START bytes). */
+static void header_page(char *page, uint64_t epoch, bool clean)
 {
-    char page[LOG_START];
-    memset(page, 0, sizeof page);
+    memset(page, 0, LOG_START);
     struct log_hdr h = {LOG_MAGIC, VERSION, epoch, 0, clean};
     h.crc = tk__crc32c(0, &h, sizeof h);
     memcpy(page, &h, sizeof h);
+}
+
+static int log_header(tk_ph *ph, uint64_t epoch, bool clean)
+{
+    char page[LOG_START];
+    header_page(page, epoch, clean);
     int rc = full_pwrite(ph->logfd, page, sizeof page, 0);
     if (!rc && fdatasync(ph->logfd)) rc = -errno;
     if (rc) return tk__failf(rc, "tk_ph: writing %s.log: %s", ph->path, strerror(-rc));
@@ -1136,6 +1166,7 @@ int tk_ph_begin(tk_ph *ph)
 static void reload_types(tk_ph *ph)
 {
     memcpy(ph->types, ph->base + TYPES_PAGE * PS, sizeof ph->types);
+    index_types(ph);
 }
 
 int tk_ph_abort(tk_ph *ph)
@@ -1270,9 +1301,23 @@ int tk_ph_commit(tk_ph *ph)
     memcpy(rec, &h2, sizeof h2);
     h2.crc = rec_crc(rec, len);
     memcpy(rec, &h2, sizeof h2);
-    /* the session's first commit: the header says records may follow */
-    rc = ph->log_open ? 0 : log_header(ph, ph->epoch, false);
-    if (!rc) rc = full_pwrite(ph->logfd, rec, len, ph->log_end);
+    /* the session's first commit: the header says records may follow.  It
+     * goes with the record, in one write and one sync, when the record is
+     * the first (right after the header): until the sync returns, a crash
+     * may keep the old header (the log then holds nothing: this commit did
+     * not return), or the new one with the record whole or torn (a torn
+     * record at the end is dropped). */
+    char *both = !ph->log_open && ph->log_end == LOG_START ? malloc(LOG_START + len) : NULL;
+    if (both) {
+        header_page(both, ph->epoch, false);
+        memcpy(both + LOG_START, rec, len);
+        rc = full_pwrite(ph->logfd, both, LOG_START + len, 0);
+        free(both);
+        if (!rc) ph->log_open = true;
+    } else {
+        rc = ph->log_open ? 0 : log_header(ph, ph->epoch, false);
+        if (!rc) rc = full_pwrite(ph->logfd, rec, len, ph->log_end);
+    }
     if (!rc && fdatasync(ph->logfd)) rc = -errno;
     if (rc) {
         /* whether the record reached the disk is not known: no more commits
@@ -1672,6 +1717,7 @@ static int read_meta(tk_ph *ph, uint64_t file_bytes, const char *log_sb, const c
     for (uint32_t i = 1; i <= th.ntypes; i++)
         if (ph->types[i].size == 0 || ph->types[i].size > SLAB_MAX || ph->types[i].size % 8)
             return tk__failf(-EUCLEAN, "tk_ph_open: %s: type %u is damaged", ph->path, i);
+    index_types(ph);
     atomic_store(&ph->npages, sb.npages);
     return 0;
 }
