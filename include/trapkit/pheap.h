@@ -79,8 +79,11 @@
  * write to one more stops the program with a message).  Each run of pages
  * read is a mapping of its own until its neighbours are read too, and the
  * kernel bounds a process's mappings (vm.max_map_count, 65,530 by
- * default): a store read sparsely stops the program with a message once
- * about 30,000 separate 64 KiB pieces are in (raise vm.max_map_count).
+ * default): where a store read sparsely reaches that limit, trapkit reads
+ * the shortest gaps between the runs as well, joining them, and goes on.
+ * Pages written in a transaction are mappings of their own too: one that
+ * writes tens of thousands of scattered pages in a process at the limit
+ * stops the program with a message (raise vm.max_map_count).
  *
  * Not async-signal-safe, none of it.
  */

@@ -512,14 +512,12 @@ static int ensure_extent(tk_ph *ph, uint64_t e)
 }
 
 /* [signal-safe] Reads extent e (which this thread holds as EXT_LOADING). */
-static int load_extent(tk_ph *ph, uint64_t e)
+/* [signal-safe] Reads extent e into the second view and swizzles it (its
+ * chunk's descriptors are in the view already); the store's own pages are
+ * left as they are.  0, or -1 after a message. */
+static int fill_extent(tk_ph *ph, uint64_t e)
 {
-    uint64_t first = e * EXTENT, chunk_first = first / CHUNK * CHUNK / EXTENT;
-    /* the chunk's descriptors first (its first extent needs only itself) */
-    if (e != chunk_first && ensure_extent(ph, chunk_first)) return -1;
-    /* read and swizzled through the second view, so that no other thread
-     * sees the pages before they are whole: the store's own view stays
-     * no-access until the end (extents never cross a segment) */
+    uint64_t first = e * EXTENT;
     char *a = in_view(ph, first);
     size_t len = (size_t)EXTENT * PS;
     size_t got;
@@ -545,7 +543,79 @@ static int load_extent(tk_ph *ph, uint64_t e)
             return -1;
         }
     }
-    int prc = prot(ph, first, EXTENT, TK_PROT_READ);
+    atomic_fetch_add(&ph->pages_read, EXTENT);
+    atomic_fetch_add(&ph->swizzled, s.n);
+    return 0;
+}
+
+/* [signal-safe] The kernel's limit on the process's mappings is reached.
+ * Each run of extents read is a mapping of its own (read-only between
+ * no-access ones) until its neighbours are read too; reading the gap
+ * between two runs joins them into one, two mappings fewer.  Fills the
+ * shortest gaps (the single extents first, then up to 2, 4, ... 64), up to
+ * 256 gaps or 1,024 extents, each claimed whole (a gap another thread is
+ * reading is skipped) and made readable with one call.  Returns how many it
+ * filled. */
+static int fill_gaps(tk_ph *ph)
+{
+    uint64_t n = atomic_load(&ph->npages) / EXTENT, read = 0;
+    int filled = 0;
+    for (uint64_t w = 1; w <= 64 && filled < 256 && read < 1024; w *= 2) {
+        for (uint64_t e = 1; e < n && filled < 256 && read < 1024; e++) {
+            if (atomic_load(&ph->ext[e - 1]) != EXT_LOADED ||
+                atomic_load(&ph->ext[e]) != EXT_ABSENT)
+                continue;
+            uint64_t g = e;
+            while (g < n && g - e <= w && atomic_load(&ph->ext[g]) == EXT_ABSENT) g++;
+            if (g >= n || g - e > w || atomic_load(&ph->ext[g]) != EXT_LOADED ||
+                (e - 1) * EXTENT / SEG_PAGES != g * EXTENT / SEG_PAGES) { /* (one mapping) */
+                e = g;
+                continue;
+            }
+            uint64_t k = e;
+            for (; k < g; k++) {
+                uint8_t want = EXT_ABSENT;
+                if (!atomic_compare_exchange_strong(&ph->ext[k], &want, EXT_LOADING)) break;
+            }
+            /* (a chunk's first extent in the gap is read before the rest of
+             * its chunk; one before the gap is read, as its right
+             * neighbour is) */
+            bool ok = k == g;
+            for (uint64_t i = e; ok && i < g; i++) ok = fill_extent(ph, i) == 0;
+            if (ok) ok = prot(ph, e * EXTENT, (g - e) * EXTENT, TK_PROT_READ) == 0;
+            for (uint64_t i = e; i < k; i++)
+                atomic_store_explicit(&ph->ext[i], ok ? EXT_LOADED : EXT_ABSENT,
+                                      memory_order_release);
+            if (ok) {
+                filled++;
+                read += g - e;
+            }
+            e = g;
+        }
+    }
+    return filled;
+}
+
+/* [signal-safe] Pages [q, q + n) made p; where the kernel's limit on
+ * mappings stops it, gaps are filled (fill_gaps) and it tries again. */
+static int prot_roomy(tk_ph *ph, uint64_t q, uint64_t n, int p)
+{
+    int rc = prot(ph, q, n, p);
+    while (rc == -ENOMEM && fill_gaps(ph) > 0) rc = prot(ph, q, n, p);
+    return rc;
+}
+
+/* [signal-safe] Reads extent e (which this thread holds as EXT_LOADING). */
+static int load_extent(tk_ph *ph, uint64_t e)
+{
+    uint64_t first = e * EXTENT, chunk_first = first / CHUNK * CHUNK / EXTENT;
+    /* the chunk's descriptors first (its first extent needs only itself) */
+    if (e != chunk_first && ensure_extent(ph, chunk_first)) return -1;
+    /* read and swizzled through the second view, so that no other thread
+     * sees the pages before they are whole: the store's own view stays
+     * no-access until the end (extents never cross a segment) */
+    if (fill_extent(ph, e)) return -1;
+    int prc = prot_roomy(ph, first, EXTENT, TK_PROT_READ);
     if (prc) {
         say(prc == -ENOMEM ? "trapkit pheap: the kernel's limit on mappings (vm.max_map_count) "
                              "is reached: raise it to read more of the store; stopping at "
@@ -553,8 +623,6 @@ static int load_extent(tk_ph *ph, uint64_t e)
             "", (uint64_t)(uintptr_t)(ph->base + first * PS), "");
         return -1;
     }
-    atomic_fetch_add(&ph->pages_read, EXTENT);
-    atomic_fetch_add(&ph->swizzled, s.n);
     return 0;
 }
 
@@ -581,7 +649,11 @@ static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
     TK_TSAN_IGNORE_END();
     ph->wset[k] = q;
     atomic_fetch_add_explicit(&ph->nsaved, 1, memory_order_release);
-    if (prot(ph, q, 1, TK_PROT_RW)) return TK_DECLINE;
+    if (prot_roomy(ph, q, 1, TK_PROT_RW)) {
+        say("trapkit pheap: cannot open the page at ", "", (uint64_t)(uintptr_t)page,
+            " for writing (the kernel's limit on mappings, vm.max_map_count?)");
+        return TK_DECLINE;
+    }
     return TK_RESUME;
 }
 
