@@ -232,6 +232,46 @@ int main(int argc, char **argv)
     CHECK_ERR(tk_ph_open(path, &small, &ph), -EFBIG);
     ph = open_store(0, NULL);
     verify(ph);
+
+    /* a child of fork(): it may exec; touching the store stops it (even a
+     * page the parent has open in a transaction: its write must not reach
+     * the parent); tk_ph_begin fails with -ECHILD; tk_ph_close releases
+     * its copy and leaves the files alone */
+    struct head *hp = tk_ph_root(ph);
+    int64_t n_before = hp->n;
+    CHECK_OK(tk_ph_begin(ph));
+    hp->n = n_before + 1; /* the root's page open in the transaction */
+    for (int c = 0; c < 3; c++) {
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            if (c == 0) {
+                execl("/bin/true", "true", (char *)NULL);
+                _exit(3);
+            }
+            if (c == 1) {
+                hp->n = 12345; /* dies here */
+                _exit(0);
+            }
+            if (tk_ph_begin(ph) != -ECHILD) _exit(4);
+            if (tk_ph_close(ph) != 0) _exit(5);
+            _exit(0);
+        }
+        CHECK(waitpid(pid, &ws, 0) == pid);
+        if (c == 1)
+            CHECK(WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGSEGV || WTERMSIG(ws) == SIGBUS));
+        else
+            CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    }
+    CHECK(hp->n == n_before + 1); /* the child's write did not reach it */
+    CHECK_OK(tk_ph_commit(ph));
+    CHECK_OK(tk_ph_close(ph));
+    ph = open_store(0, NULL);
+    CHECK(((struct head *)tk_ph_root(ph))->n == n_before + 1);
+    CHECK_OK(tk_ph_begin(ph));
+    ((struct head *)tk_ph_root(ph))->n = n_before;
+    CHECK_OK(tk_ph_commit(ph));
+    verify(ph);
     CHECK_OK(tk_ph_close(ph));
     unlink(path);
     unlink(logpath);

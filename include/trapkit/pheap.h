@@ -57,7 +57,13 @@
  * it, transactions are made by one thread at a time (begin, the writes,
  * commit or abort); other threads may read the store between transactions,
  * never during one.  Page reads on first touch are safe from any number of
- * threads at once.  A child of fork() must not use the store.
+ * threads at once.  A child of fork() may not use its parent's store: in
+ * the child the store is no-access from fork on, so a touch stops it with
+ * SIGSEGV after a message (its writes never reach the parent's memory, even
+ * to pages the parent had open in a transaction), tk_ph_begin fails with
+ * -ECHILD and tk_ph_close releases the child's copy without touching the
+ * files.  A child that calls exec, or opens the store itself, is not
+ * affected.
  *
  * Readers.  Any number of other processes may open the store with
  * TK_PH_READONLY, while a writer has it open or not.  A reader sees the

@@ -204,8 +204,59 @@ struct tk_ph {
     /* statistics */
     _Atomic uint64_t pages_read, swizzled;
     uint64_t commits, aborts, pages_logged, replayed;
+    pid_t owner;             /* the process that opened it */
+    struct tk_ph *next_open; /* (open_stores) */
     _Atomic uint64_t applies;
 };
+
+/* ---- fork ---------------------------------------------------------------
+ * A child of fork() gets the store's mappings, and the second views are
+ * shared memory: its writes to a page the parent had open in a transaction
+ * would reach the parent's memory, and its first touches would fill the
+ * parent's views.  So in the child every open store is made no-access
+ * (before fork returns there); a touch then stops the child with a message,
+ * and tk_ph_begin fails with -ECHILD.  A child that calls exec or _exit is
+ * not affected. */
+static pthread_mutex_t open_lk = PTHREAD_MUTEX_INITIALIZER;
+static struct tk_ph *open_stores;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&open_lk);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&open_lk);
+}
+
+static void fork_child(void);
+
+static void fork_init(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void add_open(struct tk_ph *ph)
+{
+    pthread_once(&fork_once, fork_init);
+    pthread_mutex_lock(&open_lk);
+    ph->next_open = open_stores;
+    open_stores = ph;
+    pthread_mutex_unlock(&open_lk);
+}
+
+static void remove_open(struct tk_ph *ph)
+{
+    pthread_mutex_lock(&open_lk);
+    for (struct tk_ph **p = &open_stores; *p; p = &(*p)->next_open)
+        if (*p == ph) {
+            *p = ph->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&open_lk);
+}
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -306,6 +357,15 @@ static void discard(tk_ph *ph, uint64_t q, uint64_t n)
 }
 
 static tk_action on_fault(const tk_fault *f, void *arg);
+
+static void fork_child(void)
+{
+    for (struct tk_ph *ph = open_stores; ph; ph = ph->next_open)
+        for (size_t s = 0; s < atomic_load(&ph->nseg); s++)
+            tk_protect(ph->seg[s], tk_region_base(ph->seg[s]), tk_region_len(ph->seg[s]),
+                       TK_PROT_NONE);
+    pthread_mutex_unlock(&open_lk);
+}
 
 /* The segments that hold pages [0, npages), made no-access.  Not
  * async-signal-safe. */
@@ -661,6 +721,11 @@ static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
 static tk_action on_fault(const tk_fault *f, void *arg)
 {
     tk_ph *ph = arg;
+    if (getpid() != ph->owner) {
+        say("trapkit pheap: a child of fork() touched its parent's store at ", "",
+            (uint64_t)(uintptr_t)f->addr, " (a child may not use the store: exec or _exit)");
+        return TK_DECLINE;
+    }
     uint64_t q = (uint64_t)((char *)f->page - ph->base) / PS;
     if (q >= atomic_load(&ph->npages)) return TK_DECLINE; /* past the store: not ours */
     if (ensure_extent(ph, q / EXTENT)) return TK_DECLINE;
@@ -1223,6 +1288,9 @@ int tk_ph_begin(tk_ph *ph)
     if (rc) return rc;
     if (ph->ro)
         return tk__fail(-EROFS, "tk_ph_begin: the store is open read-only (TK_PH_READONLY)");
+    if (getpid() != ph->owner)
+        return tk__fail(-ECHILD, "tk_ph_begin: the store belongs to the parent of this process "
+                                 "(a child of fork() may not use it)");
     if (atomic_load(&ph->in_tx)) return tk__fail(-EBUSY, "tk_ph_begin: a transaction is open");
     if (ph->broken)
         return tk__failf(ph->broken,
@@ -2024,6 +2092,8 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         goto fail;
     }
     if ((rc = add_segments(ph, atomic_load(&ph->npages), cfg->mech))) goto fail;
+    ph->owner = getpid();
+    add_open(ph);
     *out = ph;
     return 0;
 fail:
@@ -2034,6 +2104,11 @@ fail:
 int tk_ph_close(tk_ph *ph)
 {
     if (!ph) return tk__fail(-EINVAL, "tk_ph_close: the store is NULL");
+    remove_open(ph);
+    if (getpid() != ph->owner) { /* a child's copy: its files are the parent's */
+        release(ph);
+        return 0;
+    }
     if (atomic_load(&ph->in_tx)) tk_ph_abort(ph);
     if (ph->applier_on) {
         pthread_mutex_lock(&ph->lk);
