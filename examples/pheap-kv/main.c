@@ -56,6 +56,11 @@ int main(int argc, char **argv)
     }
     if (rc) return die(argv[1], rc);
     kv *m = kv_open(ph);
+    if (!m && reading && !tk_ph_root(ph)) { /* a store without the map yet: it is empty */
+        tk_ph_close(ph);
+        if (!strcmp(cmd, "stats")) printf("records 0\n");
+        return !strcmp(cmd, "get") ? 1 : 0;
+    }
     if (!m) return die("opening the map", -EIO);
     int status = 0;
     if (!strcmp(cmd, "put") && argc == 5) {

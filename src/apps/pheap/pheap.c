@@ -69,6 +69,7 @@ enum {
     MAX_TYPES = 63,          /* entries 1..63 of the types page */
     SB_BYTES = 512,
     VERSION = 1,
+    LOG_VERSION = 2,    /* the log's header (its records are of VERSION) */
     SEG_PAGES = 262144, /* 1 GiB: a trapkit region each, made as the store reaches it */
     LOG_START = 4096,   /* the first record's offset in the log */
 };
@@ -125,11 +126,13 @@ struct rec_hdr {
     uint64_t store_pages; /* the store's size in pages after the transaction */
 };
 struct log_hdr {
-    uint32_t magic, version;
+    uint32_t magic, version; /* version: LOG_VERSION (1: without start, 24 bytes) */
     uint64_t epoch;
     uint32_t crc;
     uint32_t clean; /* written by a close that applied everything: no record counts */
+    uint64_t start; /* the first record's offset (records before it are in the store file) */
 };
+_Static_assert(sizeof(struct log_hdr) == 32, "log header");
 _Static_assert(sizeof(struct rec_hdr) == 64, "record header");
 struct rec_ent {
     uint64_t page;
@@ -159,7 +162,8 @@ struct tk_ph {
     _Atomic uint64_t npages; /* the store's size now (the superblock's, mirrored) */
     uint64_t base_npages;    /* the store file's size in pages when the log was emptied */
     size_t log_limit, max_tx;
-    uint64_t log_end; /* the next record's offset (LOG_START: none) */
+    uint64_t log_end;   /* the next record's offset (log_start: none) */
+    uint64_t log_start; /* the first record's (LOG_START, or later while readers hold the log) */
     uint64_t epoch, lsn;
     bool log_open; /* the log's header on disk says records of epoch may follow */
     struct tdesc types[MAX_TYPES + 1]; /* the types page's entries (0: its header) */
@@ -197,8 +201,9 @@ struct tk_ph {
     char *ov_buf; /* the log's records the entries point into */
     /* the open's replay, scanned and checked before anything is written */
     char *rp_buf;
-    uint64_t rp_end, rp_npages; /* the sound records end there; the store's size after */
-    uint64_t *seen;             /* bitmap: the pages an application wrote already */
+    uint64_t rp_first, rp_end; /* the sound records' offsets in the log (rp_buf from rp_first) */
+    uint64_t rp_npages;        /* the store's size after them */
+    uint64_t *seen;            /* bitmap: the pages an application wrote already */
     /* allocation: a page of each (type, slot) that may have room */
     uint64_t slab_hint[MAX_TYPES + 1][SLAB_MAX / 16 + 1];
     /* statistics */
@@ -360,10 +365,17 @@ static tk_action on_fault(const tk_fault *f, void *arg);
 
 static void fork_child(void)
 {
-    for (struct tk_ph *ph = open_stores; ph; ph = ph->next_open)
+    for (struct tk_ph *ph = open_stores; ph; ph = ph->next_open) {
         for (size_t s = 0; s < atomic_load(&ph->nseg); s++)
             tk_protect(ph->seg[s], tk_region_base(ph->seg[s]), tk_region_len(ph->seg[s]),
                        TK_PROT_NONE);
+        /* the files closed: the writer's lock and a reader's hold are the
+         * open files', which the child would keep alive after its parent
+         * closed the store */
+        close(ph->fd);
+        close(ph->logfd);
+        ph->fd = ph->logfd = -1;
+    }
     pthread_mutex_unlock(&open_lk);
 }
 
@@ -773,10 +785,10 @@ static uint64_t rec_ok(const char *buf, uint64_t size, uint64_t off, uint64_t ep
 /* Empties the log: its header with the next epoch, synced (clean: and
  * says so, for a close). */
 /* The log's header page, in page (LOG_START bytes). */
-static void header_page(char *page, uint64_t epoch, bool clean)
+static void header_page(char *page, uint64_t epoch, bool clean, uint64_t start)
 {
     memset(page, 0, LOG_START);
-    struct log_hdr h = {LOG_MAGIC, VERSION, epoch, 0, clean};
+    struct log_hdr h = {LOG_MAGIC, LOG_VERSION, epoch, 0, clean, start};
     h.crc = tk__crc32c(0, &h, sizeof h);
     memcpy(page, &h, sizeof h);
 }
@@ -784,7 +796,7 @@ static void header_page(char *page, uint64_t epoch, bool clean)
 static int log_header(tk_ph *ph, uint64_t epoch, bool clean)
 {
     char page[LOG_START];
-    header_page(page, epoch, clean);
+    header_page(page, epoch, clean, ph->log_start);
     int rc = full_pwrite(ph->logfd, page, sizeof page, 0);
     if (!rc && fdatasync(ph->logfd)) rc = -errno;
     if (rc) return tk__failf(rc, "tk_ph: writing %s.log: %s", ph->path, strerror(-rc));
@@ -795,12 +807,16 @@ static int log_header(tk_ph *ph, uint64_t epoch, bool clean)
 
 static int log_reset(tk_ph *ph, bool clean)
 {
+    uint64_t start = ph->log_start;
+    ph->log_start = LOG_START;
     int rc = log_header(ph, ph->epoch + 1, clean);
-    if (!rc) {
-        ph->log_end = LOG_START;
-        ph->lsn = 0; /* (numbered from 1 in each epoch) */
+    if (rc) {
+        ph->log_start = start;
+        return rc;
     }
-    return rc;
+    ph->log_end = LOG_START;
+    ph->lsn = 0; /* (numbered from 1 in each epoch) */
+    return 0;
 }
 
 /* ---- readers -------------------------------------------------------------
@@ -816,6 +832,7 @@ static int log_reset(tk_ph *ph, bool clean)
  * lock on APPLY_LOCK; the writer applies under a write lock on it, so it
  * never writes between the two. */
 #define APPLY_LOCK (1ll << 40)
+#define TURN_LOCK (APPLY_LOCK + 1) /* (a waiting writer goes before new readers) */
 #define PIN_LOCK (APPLY_LOCK + 4096)
 
 static uint64_t rec_key(uint64_t epoch, uint64_t lsn)
@@ -831,10 +848,25 @@ static int ofd_lock(int fd, short type, off_t at, bool wait)
     return 0;
 }
 
-/* The writer's: waits until no reader is registering. */
-static void apply_lock(tk_ph *ph)
+/* The writer's: waits until no reader is registering (new ones wait at the
+ * turnstile meanwhile, so that a stream of them cannot hold it off).  0, or
+ * the error: then nothing may be written into the store file. */
+static int apply_lock(tk_ph *ph)
 {
-    ofd_lock(ph->logfd, F_WRLCK, APPLY_LOCK, true);
+    int rc = ofd_lock(ph->logfd, F_WRLCK, TURN_LOCK, true);
+    if (rc) return rc;
+    rc = ofd_lock(ph->logfd, F_WRLCK, APPLY_LOCK, true);
+    ofd_lock(ph->logfd, F_UNLCK, TURN_LOCK, false);
+    return rc;
+}
+
+/* A reader's, to register: through the turnstile, then shared. */
+static int register_lock(tk_ph *ph)
+{
+    int rc = ofd_lock(ph->logfd, F_RDLCK, TURN_LOCK, true);
+    if (rc) return rc;
+    ofd_lock(ph->logfd, F_UNLCK, TURN_LOCK, false);
+    return ofd_lock(ph->logfd, F_RDLCK, APPLY_LOCK, true);
 }
 
 static void apply_unlock(tk_ph *ph)
@@ -866,24 +898,25 @@ static int ov_cmp(const void *a, const void *b)
     return x->data < y->data ? -1 : x->data > y->data; /* (later in the log: newer) */
 }
 
-/* The overlay of the records in buf [LOG_START, end) numbered after lsn
- * `after`: each page's newest image.  buf becomes ph->ov_buf. */
-static int make_overlay(tk_ph *ph, char *buf, uint64_t end, uint64_t after)
+/* The overlay of the records in the log's bytes [first, end), held in buf
+ * (from first on), numbered after lsn `after`: each page's newest image.
+ * buf becomes ph->ov_buf. */
+static int make_overlay(tk_ph *ph, char *buf, uint64_t first, uint64_t end, uint64_t after)
 {
     size_t n = 0;
-    for (uint64_t at = LOG_START; at < end;) {
+    for (uint64_t at = first; at < end;) {
         struct rec_hdr h;
-        memcpy(&h, buf + at, sizeof h);
+        memcpy(&h, buf + (at - first), sizeof h);
         if (h.lsn > after) n += h.npages;
         at += h.len;
     }
     struct ov_ent *v = n ? malloc(n * sizeof *v) : NULL;
     if (n && !v) return tk__fail(-ENOMEM, "tk_ph_open: no memory for the log's pages");
     size_t k = 0;
-    for (uint64_t at = LOG_START; at < end;) {
+    for (uint64_t at = first; at < end;) {
         struct rec_hdr h;
-        memcpy(&h, buf + at, sizeof h);
-        const char *p = buf + at + sizeof h;
+        memcpy(&h, buf + (at - first), sizeof h);
+        const char *p = buf + (at - first) + sizeof h;
         for (uint64_t i = 0; h.lsn > after && i < h.npages; i++, p += ENT_BYTES) {
             struct rec_ent en;
             memcpy(&en, p, sizeof en);
@@ -937,7 +970,7 @@ static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char
     uint64_t size = (uint64_t)st.st_size;
     ph->replayed = 0;
     ph->epoch = 0;
-    ph->log_end = LOG_START;
+    ph->log_start = ph->log_end = LOG_START;
     *got_sb = *got_types = false;
     struct log_hdr lh;
     size_t hgot;
@@ -952,24 +985,32 @@ static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char
                          ph->path, (unsigned long long)size);
     uint32_t hcrc = lh.crc;
     lh.crc = 0;
-    if (lh.magic != LOG_MAGIC || tk__crc32c(0, &lh, sizeof lh) != hcrc)
+    /* (version 1, of before readers, has no start: its CRC is of 24 bytes) */
+    size_t hlen = lh.version == 1 ? offsetof(struct log_hdr, start) : sizeof lh;
+    if (lh.magic != LOG_MAGIC || tk__crc32c(0, &lh, hlen) != hcrc)
         return tk__failf(-EUCLEAN, "tk_ph_open: %s.log: its header is damaged", ph->path);
-    if (lh.version != VERSION)
+    if (lh.version != LOG_VERSION && lh.version != 1)
         return tk__failf(-EPROTONOSUPPORT, "tk_ph_open: %s.log is of format version %u", ph->path,
                          lh.version);
+    uint64_t first = lh.version == 1 ? LOG_START : lh.start;
+    if (first < LOG_START || first > size || first % 8)
+        return tk__failf(-EUCLEAN, "tk_ph_open: %s.log: its header is damaged (start %llu)",
+                         ph->path, (unsigned long long)first);
     ph->epoch = lh.epoch;
-    ph->log_end = LOG_START;
+    ph->log_start = ph->log_end = first;
     ph->log_open = !lh.clean;
     if (lh.clean) return 0; /* closed with nothing to replay */
-    char *buf = malloc(size);
+    /* the log from first on: buf[i] is its byte first + i */
+    char *buf = malloc(size - first + 1);
     if (!buf) return tk__fail(-ENOMEM, "tk_ph_open: no memory to read the log");
     size_t got;
-    if (!full_pread(ph->logfd, buf, size, 0, &got) || got != size) {
+    if (!full_pread(ph->logfd, buf, size - first, first, &got) || got != size - first) {
         int err = errno ? -errno : -EIO;
         free(buf);
         return tk__failf(err, "tk_ph_open: reading %s.log: %s", ph->path, strerror(-err));
     }
-    uint64_t off = LOG_START, lsn = 0, n = 0, base_npages = 0;
+    size -= first; /* (the offsets below are from first) */
+    uint64_t off = 0, lsn = 0, n = 0, base_npages = 0;
     for (;;) {
         uint64_t len = rec_ok(buf, size, off, ph->epoch);
         if (!len) break;
@@ -993,7 +1034,8 @@ static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char
                                  "tk_ph_open: %s.log is damaged at offset %llu, and committed "
                                  "transactions follow (from number %llu): refusing to open "
                                  "(nothing was changed)",
-                                 ph->path, (unsigned long long)off, (unsigned long long)h.lsn);
+                                 ph->path, (unsigned long long)(first + off),
+                                 (unsigned long long)h.lsn);
             }
         }
     }
@@ -1006,7 +1048,7 @@ static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char
                          (unsigned long long)base_npages * PS);
     }
     uint64_t store_pages = 0;
-    for (uint64_t at = LOG_START; at < off;) { /* the newest superblock, types, size */
+    for (uint64_t at = 0; at < off;) { /* the newest superblock, types, size */
         struct rec_hdr h;
         memcpy(&h, buf + at, sizeof h);
         const char *p = buf + at + sizeof h;
@@ -1029,7 +1071,8 @@ static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char
         return 0;
     }
     ph->rp_buf = buf;
-    ph->rp_end = off;
+    ph->rp_first = first;
+    ph->rp_end = first + off;
     ph->rp_npages = store_pages;
     ph->replayed = n;
     ph->lsn = lsn;
@@ -1048,10 +1091,10 @@ static int replay_apply(tk_ph *ph, uint64_t upto)
     else if ((uint64_t)st.st_size < ph->rp_npages * PS &&
              ftruncate(ph->fd, (off_t)(ph->rp_npages * PS)))
         rc = -errno;
-    for (uint64_t at = LOG_START; !rc && at < ph->rp_end;) {
+    for (uint64_t at = ph->rp_first; !rc && at < ph->rp_end;) {
         struct rec_hdr h;
-        memcpy(&h, buf + at, sizeof h);
-        const char *p = buf + at + sizeof h;
+        memcpy(&h, buf + (at - ph->rp_first), sizeof h);
+        const char *p = buf + (at - ph->rp_first) + sizeof h;
         for (uint64_t i = 0; h.lsn <= upto && i < h.npages && !rc; i++, p += ENT_BYTES) {
             struct rec_ent en;
             memcpy(&en, p, sizeof en);
@@ -1072,6 +1115,7 @@ struct rec_buf {
     size_t len;
     uint64_t npages; /* the store's size after it */
     uint64_t key;    /* rec_key(epoch, lsn) */
+    uint64_t off;    /* its offset in the log */
 };
 
 /* How many of the n records from r a reader lets into the store file (the
@@ -1088,9 +1132,9 @@ static size_t appliable(struct rec_buf *r, size_t n, uint64_t pin)
  * the overlay pages are read through. */
 static int keep_records(tk_ph *ph, uint64_t upto)
 {
-    for (uint64_t at = LOG_START; at < ph->rp_end;) {
+    for (uint64_t at = ph->rp_first; at < ph->rp_end;) {
         struct rec_hdr h;
-        memcpy(&h, ph->rp_buf + at, sizeof h);
+        memcpy(&h, ph->rp_buf + (at - ph->rp_first), sizeof h);
         if (h.lsn > upto) {
             struct rec_buf *rb = malloc(sizeof *rb);
             char *copy = malloc(h.len);
@@ -1099,8 +1143,8 @@ static int keep_records(tk_ph *ph, uint64_t upto)
                 free(copy);
                 return tk__fail(-ENOMEM, "tk_ph_open: no memory for the log's records");
             }
-            memcpy(copy, ph->rp_buf + at, h.len);
-            *rb = (struct rec_buf){NULL, copy, h.len, h.store_pages, rec_key(h.epoch, h.lsn)};
+            memcpy(copy, ph->rp_buf + (at - ph->rp_first), h.len);
+            *rb = (struct rec_buf){NULL, copy, h.len, h.store_pages, rec_key(h.epoch, h.lsn), at};
             if (ph->rec_tail)
                 ph->rec_tail->next = rb;
             else
@@ -1110,11 +1154,35 @@ static int keep_records(tk_ph *ph, uint64_t upto)
         }
         at += h.len;
     }
-    int rc = make_overlay(ph, ph->rp_buf, ph->rp_end, upto);
+    int rc = make_overlay(ph, ph->rp_buf, ph->rp_first, ph->rp_end, upto);
     if (rc) return rc;
     ph->rp_buf = NULL; /* (the overlay's now) */
     ph->log_end = ph->rp_end;
     ph->pinned = true;
+    return 0;
+}
+
+/* With lk held and the apply lock: the records before the first one still
+ * kept are in the store file, but a reader keeps the log from being
+ * emptied.  Once they make half the log's limit, the header says the log
+ * starts after them (synced), and their blocks are given back to the file
+ * system; readers and the replay read from there on.  0 or an error (the
+ * header's state on disk is not known then). */
+static int advance_start(tk_ph *ph)
+{
+    uint64_t start = ph->rec_head ? ph->rec_head->off : ph->log_end;
+    if (start - ph->log_start < ph->log_limit / 2) return 0;
+    uint64_t old = ph->log_start;
+    ph->log_start = start;
+    int rc = log_header(ph, ph->epoch, false);
+    if (rc) {
+        ph->log_start = old;
+        return rc;
+    }
+    uint64_t a = (old + PS - 1) / PS * PS, b = start / PS * PS;
+    if (b > a)
+        fallocate(ph->logfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
+                  (off_t)(b - a)); /* (where the file system cannot, the blocks stay) */
     return 0;
 }
 
@@ -1217,7 +1285,7 @@ static void *applier_main(void *arg)
     pthread_mutex_lock(&ph->lk);
     for (;;) {
         while (!ph->stop &&
-               (ph->apply_err || !ph->rec_head || ph->log_end - LOG_START < ph->log_limit / 2))
+               (ph->apply_err || !ph->rec_head || ph->log_end - ph->log_start < ph->log_limit / 2))
             pthread_cond_wait(&ph->cond, &ph->lk);
         if (ph->stop) break;
         if (ph->pinned) {
@@ -1232,7 +1300,11 @@ static void *applier_main(void *arg)
             if (ph->stop) break;
         }
         pthread_mutex_unlock(&ph->lk);
-        apply_lock(ph);
+        if (apply_lock(ph)) { /* (readers cannot be kept out: nothing is written) */
+            pthread_mutex_lock(&ph->lk);
+            ph->pinned = true;
+            continue;
+        }
         uint64_t pin = oldest_pin(ph);
         pthread_mutex_lock(&ph->lk);
         struct rec_buf *head = ph->rec_head;
@@ -1255,6 +1327,8 @@ static void *applier_main(void *arg)
         } else if (!rc) {
             drop_records(ph, n + more); /* (the log keeps them until it is emptied) */
             ph->pinned = true;
+            rc = advance_start(ph);
+            if (rc) ph->broken = rc;
         }
         apply_unlock(ph);
         if (rc) ph->apply_err = rc;
@@ -1408,17 +1482,17 @@ int tk_ph_commit(tk_ph *ph)
         free(rec);
         return tk__fail(-ENOMEM, "tk_ph_commit: no memory for the log record");
     }
-    *rb = (struct rec_buf){NULL, rec, len, np, 0};
+    *rb = (struct rec_buf){NULL, rec, len, np, 0, 0};
     pthread_mutex_lock(&ph->lk);
     if (!ph->applier_on && pthread_create(&ph->applier, NULL, applier_main, ph) == 0)
         ph->applier_on = true;
     /* a log at twice its limit waits for the applier (unless a reader
      * holds it back: it grows then) */
     while (ph->applier_on && !ph->apply_err && !ph->pinned &&
-           ph->log_end - LOG_START >= 2 * ph->log_limit)
+           ph->log_end - ph->log_start >= 2 * ph->log_limit)
         pthread_cond_wait(&ph->cond, &ph->lk);
-    if (!ph->pinned &&
-        ph->log_end - LOG_START >= 2 * ph->log_limit) { /* it failed, or never started */
+    if ((!ph->pinned || ph->apply_err || !ph->applier_on) &&
+        ph->log_end - ph->log_start >= 2 * ph->log_limit) { /* it failed, or never started */
         rc = ph->apply_err ? ph->apply_err : -EAGAIN;
         pthread_mutex_unlock(&ph->lk);
         free(rec);
@@ -1434,6 +1508,7 @@ int tk_ph_commit(tk_ph *ph)
     memcpy(&h2, rec, sizeof h2);
     h2.lsn = ph->lsn + 1;
     rb->key = rec_key(ph->epoch, h2.lsn);
+    rb->off = ph->log_end;
     h2.base_npages = ph->base_npages;
     h2.epoch = ph->epoch;
     h2.store_pages = np;
@@ -1447,9 +1522,11 @@ int tk_ph_commit(tk_ph *ph)
      * may keep the old header (the log then holds nothing: this commit did
      * not return), or the new one with the record whole or torn (a torn
      * record at the end is dropped). */
-    char *both = !ph->log_open && ph->log_end == LOG_START ? malloc(LOG_START + len) : NULL;
+    char *both = !ph->log_open && ph->log_end == LOG_START && ph->log_start == LOG_START
+                     ? malloc(LOG_START + len)
+                     : NULL;
     if (both) {
-        header_page(both, ph->epoch, false);
+        header_page(both, ph->epoch, false, ph->log_start);
         memcpy(both + LOG_START, rec, len);
         rc = full_pwrite(ph->logfd, both, LOG_START + len, 0);
         free(both);
@@ -1481,7 +1558,7 @@ int tk_ph_commit(tk_ph *ph)
         ph->rec_head = rb;
     ph->rec_tail = rb;
     ph->nrecs++;
-    if (ph->log_end - LOG_START >= ph->log_limit / 2) pthread_cond_signal(&ph->cond);
+    if (ph->log_end - ph->log_start >= ph->log_limit / 2) pthread_cond_signal(&ph->cond);
     pthread_mutex_unlock(&ph->lk);
     for (size_t k = 0; k < n; k++) {
         uint64_t q = ph->wset[k];
@@ -1756,7 +1833,7 @@ int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out)
     out->aborts = ph->aborts;
     out->pages_logged = ph->pages_logged;
     pthread_mutex_lock((pthread_mutex_t *)&ph->lk);
-    out->log_bytes = ph->log_end - LOG_START;
+    out->log_bytes = ph->log_end - ph->log_start;
     pthread_mutex_unlock((pthread_mutex_t *)&ph->lk);
     out->applies = atomic_load(&ph->applies);
     out->replayed = ph->replayed;
@@ -1868,10 +1945,11 @@ static int read_meta(tk_ph *ph, uint64_t file_bytes, const char *log_sb, const c
  * reader reads it makes it look damaged: the reader looks again. */
 static int reader_snapshot(tk_ph *ph, char *log_sb, char *log_types)
 {
-    int rc = ofd_lock(ph->logfd, F_RDLCK, APPLY_LOCK, true);
-    if (rc) return tk__failf(rc, "tk_ph_open: locking %s.log: %s", ph->path, strerror(-rc));
     bool got_sb = false, got_types = false;
+    int rc = 0;
     for (int tries = 0;; tries++) {
+        if ((rc = register_lock(ph)))
+            return tk__failf(rc, "tk_ph_open: locking %s.log: %s", ph->path, strerror(-rc));
         struct stat st;
         if (fstat(ph->fd, &st)) {
             rc = tk__failf(-errno, "tk_ph_open: %s: %s", ph->path, strerror(errno));
@@ -1888,6 +1966,7 @@ static int reader_snapshot(tk_ph *ph, char *log_sb, char *log_types)
             rc = read_meta(ph, file_bytes, got_sb ? log_sb : NULL, got_types ? log_types : NULL);
         }
         if (rc != -EUCLEAN || tries == 20) break;
+        ofd_lock(ph->logfd, F_UNLCK, APPLY_LOCK, false);
         usleep(5000);
     }
     if (!rc &&
@@ -1895,7 +1974,7 @@ static int reader_snapshot(tk_ph *ph, char *log_sb, char *log_types)
         rc = tk__failf(rc, "tk_ph_open: locking %s.log: %s", ph->path, strerror(-rc));
     ofd_lock(ph->logfd, F_UNLCK, APPLY_LOCK, false);
     if (!rc && ph->replayed) {
-        rc = make_overlay(ph, ph->rp_buf, ph->rp_end, 0);
+        rc = make_overlay(ph, ph->rp_buf, ph->rp_first, ph->rp_end, 0);
         if (!rc) ph->rp_buf = NULL;
     }
     return rc;
@@ -1953,6 +2032,7 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
     tk_ph *ph = calloc(1, sizeof *ph);
     if (!ph) return tk__fail(-ENOMEM, "tk_ph_open: no memory");
     ph->fd = ph->logfd = -1;
+    ph->log_start = ph->log_end = LOG_START;
     pthread_mutex_init(&ph->lk, NULL);
     pthread_cond_init(&ph->cond, NULL);
     ph->max = max;
@@ -2039,7 +2119,10 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
     if (!ro && ph->replayed) {
         /* the records into the store file, then the log emptied; but those
          * newer than a reader's state stay in the log */
-        apply_lock(ph);
+        if ((rc = apply_lock(ph))) {
+            rc = tk__failf(rc, "tk_ph_open: locking %s.log: %s", path, strerror(-rc));
+            goto fail;
+        }
         uint64_t pin = oldest_pin(ph), upto = UINT64_MAX;
         if (pin < rec_key(ph->epoch, ph->lsn))
             upto = pin >> 32 == ph->epoch ? (pin & 0xffffffffu) : 0;
@@ -2121,13 +2204,23 @@ int tk_ph_close(tk_ph *ph)
      * not read the log (which keeps its blocks for the next commits).  What
      * a reader holds back stays in the log, for the next open. */
     int rc = ph->apply_err;
-    if (!ph->ro && !rc) {
-        apply_lock(ph);
+    if (!ph->ro && !rc && (rc = apply_lock(ph)))
+        rc = tk__failf(rc,
+                       "tk_ph_close: locking %s.log: %s (the log is kept: the next open "
+                       "replays it)",
+                       ph->path, strerror(-rc));
+    else if (!ph->ro && !rc) {
         uint64_t np = 0;
         size_t n = appliable(ph->rec_head, ph->nrecs, oldest_pin(ph));
         rc = write_records(ph, ph->rec_head, n, &np);
-        if (!rc && n == ph->nrecs && ph->log_open)
+        /* (after a failed write of the log, what it holds is not known: it
+         * stays for the next open to replay) */
+        if (!rc && n == ph->nrecs && ph->log_open && !ph->broken)
             rc = log_applied(ph, ph->nrecs ? np : ph->base_npages, true);
+        else if (!rc && n < ph->nrecs && !ph->broken) {
+            drop_records(ph, n);
+            rc = advance_start(ph);
+        }
         apply_unlock(ph);
     }
     release(ph);
