@@ -239,6 +239,9 @@ int main(int argc, char **argv)
      * its copy and leaves the files alone */
     struct head *hp = tk_ph_root(ph);
     int64_t n_before = hp->n;
+    CHECK_OK(tk_ph_begin(ph)); /* (a commit first: the applier thread waits in the parent) */
+    hp->n = n_before;
+    CHECK_OK(tk_ph_commit(ph));
     CHECK_OK(tk_ph_begin(ph));
     hp->n = n_before + 1; /* the root's page open in the transaction */
     for (int c = 0; c < 3; c++) {
@@ -253,7 +256,11 @@ int main(int argc, char **argv)
                 hp->n = 12345; /* dies here */
                 _exit(0);
             }
-            if (tk_ph_begin(ph) != -ECHILD) _exit(4);
+            struct tk_ph_stats cst;
+            if (tk_ph_begin(ph) != -ECHILD || tk_ph_commit(ph) != -ECHILD ||
+                tk_ph_abort(ph) != -ECHILD || tk_ph_stats(ph, &cst) != 0)
+                _exit(4);
+            alarm(30); /* (a hang fails) */
             if (tk_ph_close(ph) != 0) _exit(5);
             _exit(0);
         }

@@ -60,9 +60,10 @@
  * threads at once.  A child of fork() may not use its parent's store: in
  * the child the store is no-access from fork on, so a touch stops it with
  * SIGSEGV after a message (its writes never reach the parent's memory, even
- * to pages the parent had open in a transaction), tk_ph_begin fails with
- * -ECHILD and tk_ph_close releases the child's copy without touching the
- * files.  A child that calls exec, or opens the store itself, is not
+ * to pages the parent had open in a transaction), tk_ph_begin and the calls
+ * that need a transaction fail with -ECHILD, and tk_ph_close releases the
+ * child's copy without touching the files (the child does not keep them
+ * open, nor the parent's locks on them).  A child that calls exec, or opens the store itself, is not
  * affected.
  *
  * Readers.  Any number of other processes may open the store with

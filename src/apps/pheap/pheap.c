@@ -252,6 +252,19 @@ static void add_open(struct tk_ph *ph)
     pthread_mutex_unlock(&open_lk);
 }
 
+/* open(2) of one of a store's files, O_CLOEXEC, under the list's lock (a
+ * fork meanwhile would give the child a copy fork_child does not know). */
+static int open_locked(const char *path, int flags)
+{
+    pthread_mutex_lock(&open_lk);
+    int fd = open(path, flags | O_CLOEXEC, 0644), err = errno;
+    pthread_mutex_unlock(&open_lk);
+    errno = err;
+    return fd;
+}
+
+/* Off the list, its files closed (under the list's lock: a fork meanwhile
+ * would give the child copies of them). */
 static void remove_open(struct tk_ph *ph)
 {
     pthread_mutex_lock(&open_lk);
@@ -260,6 +273,9 @@ static void remove_open(struct tk_ph *ph)
             *p = ph->next_open;
             break;
         }
+    if (ph->fd >= 0) close(ph->fd);
+    if (ph->logfd >= 0) close(ph->logfd);
+    ph->fd = ph->logfd = -1;
     pthread_mutex_unlock(&open_lk);
 }
 
@@ -375,6 +391,11 @@ static void fork_child(void)
         close(ph->fd);
         close(ph->logfd);
         ph->fd = ph->logfd = -1;
+        /* (the parent's threads may have held the lock or waited on the
+         * condition: neither is in the child) */
+        pthread_mutex_init(&ph->lk, NULL);
+        pthread_cond_init(&ph->cond, NULL);
+        ph->applier_on = false;
     }
     pthread_mutex_unlock(&open_lk);
 }
@@ -1343,7 +1364,40 @@ static void *applier_main(void *arg)
 static int check_open(const tk_ph *ph, const char *fn)
 {
     if (!ph) return tk__failf(-EINVAL, "%s: the store is NULL", fn);
+    if (getpid() != ph->owner)
+        return tk__failf(-ECHILD,
+                         "%s: the store belongs to the parent of this process (a child of "
+                         "fork() may not use it)",
+                         fn);
     return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The n pages of the transaction's write set made read-only again, each run
+ * of neighbours with one call: a run is one mapping (where mprotect serves
+ * the mechanism), which becomes read-only by joining its neighbours, never
+ * by a split that the kernel's limit on mappings could refuse.  A page left
+ * writable would let later writes escape the log: if it happens the
+ * program stops with a message. */
+static void reprotect(tk_ph *ph, size_t n, const char *fn)
+{
+    qsort(ph->wset, n, sizeof *ph->wset, cmp_u64);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && ph->wset[j] == ph->wset[i] + (j - i);) j++;
+        int rc = prot_roomy(ph, ph->wset[i], j - i, TK_PROT_READ);
+        if (rc) {
+            fprintf(stderr,
+                    "trapkit pheap: %s: cannot make the pages at %p read-only again (%s): "
+                    "stopping rather than let later writes escape the log\n",
+                    fn, (void *)(ph->base + ph->wset[i] * PS), strerror(-rc));
+            abort();
+        }
+    }
 }
 
 /* check_open, and a transaction open */
@@ -1395,9 +1449,9 @@ int tk_ph_abort(tk_ph *ph)
     for (size_t k = n; k-- > 0;) {
         uint64_t q = ph->wset[k];
         memcpy(ph->base + q * PS, ph->undo + k * PS, PS);
-        prot(ph, q, 1, TK_PROT_READ);
         ph->dirty[q / 64] = 0;
     }
+    reprotect(ph, n, "tk_ph_abort");
     uint64_t now = sbp(ph)->npages;
     atomic_store(&ph->npages, now);
     if (now < before) { /* chunks added by the transaction go */
@@ -1560,11 +1614,8 @@ int tk_ph_commit(tk_ph *ph)
     ph->nrecs++;
     if (ph->log_end - ph->log_start >= ph->log_limit / 2) pthread_cond_signal(&ph->cond);
     pthread_mutex_unlock(&ph->lk);
-    for (size_t k = 0; k < n; k++) {
-        uint64_t q = ph->wset[k];
-        prot(ph, q, 1, TK_PROT_READ);
-        ph->dirty[q / 64] = 0;
-    }
+    for (size_t k = 0; k < n; k++) ph->dirty[ph->wset[k] / 64] = 0;
+    reprotect(ph, n, "tk_ph_commit");
     atomic_store(&ph->nwritten, 0);
     atomic_store(&ph->nsaved, 0);
     atomic_store(&ph->in_tx, false);
@@ -2045,9 +2096,10 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         goto fail;
     }
     ph->ro = ro;
+    ph->owner = getpid();
+    add_open(ph); /* (from before its files are open: see fork_child) */
     ph->fd =
-        open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | (cfg->flags & TK_PH_CREATE ? O_CREAT : 0),
-             0644);
+        open_locked(path, (ro ? O_RDONLY : O_RDWR) | (cfg->flags & TK_PH_CREATE ? O_CREAT : 0));
     if (ph->fd < 0) {
         rc = tk__failf(-errno, "tk_ph_open: %s: %s", path, strerror(errno));
         goto fail;
@@ -2079,7 +2131,7 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         if ((rc = create_store(ph))) goto fail;
     }
     /* the log as it is (made below once the store proves sound) */
-    ph->logfd = open(logpath, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+    ph->logfd = open_locked(logpath, ro ? O_RDONLY : O_RDWR);
     if (ph->logfd < 0 && (errno != ENOENT || ro)) {
         rc = errno == ENOENT ? tk__failf(-ENOENT,
                                          "tk_ph_open: %s is missing (a store's log is made when "
@@ -2108,7 +2160,7 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
             goto fail;
     }
     if (!ro && (ph->logfd < 0 || ph->log_new)) { /* a new log: its header, and its name, synced */
-        if (ph->logfd < 0) ph->logfd = open(logpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (ph->logfd < 0) ph->logfd = open_locked(logpath, O_RDWR | O_CREAT);
         if (ph->logfd < 0) {
             rc = tk__failf(-errno, "tk_ph_open: %s: %s", logpath, strerror(errno));
             goto fail;
@@ -2175,11 +2227,10 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         goto fail;
     }
     if ((rc = add_segments(ph, atomic_load(&ph->npages), cfg->mech))) goto fail;
-    ph->owner = getpid();
-    add_open(ph);
     *out = ph;
     return 0;
 fail:
+    remove_open(ph);
     release(ph);
     return rc;
 }
@@ -2187,8 +2238,8 @@ fail:
 int tk_ph_close(tk_ph *ph)
 {
     if (!ph) return tk__fail(-EINVAL, "tk_ph_close: the store is NULL");
-    remove_open(ph);
     if (getpid() != ph->owner) { /* a child's copy: its files are the parent's */
+        remove_open(ph);
         release(ph);
         return 0;
     }
@@ -2223,6 +2274,7 @@ int tk_ph_close(tk_ph *ph)
         }
         apply_unlock(ph);
     }
+    remove_open(ph);
     release(ph);
     return rc;
 }
