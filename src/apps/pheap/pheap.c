@@ -1139,6 +1139,17 @@ struct rec_buf {
     uint64_t off;    /* its offset in the log */
 };
 
+/* rb at the end of the records kept (with lk held, once the applier runs). */
+static void append_record(tk_ph *ph, struct rec_buf *rb)
+{
+    if (ph->rec_tail)
+        ph->rec_tail->next = rb;
+    else
+        ph->rec_head = rb;
+    ph->rec_tail = rb;
+    ph->nrecs++;
+}
+
 /* How many of the n records from r a reader lets into the store file (the
  * first ones, up to the oldest reader's; pin: oldest_pin()). */
 static size_t appliable(struct rec_buf *r, size_t n, uint64_t pin)
@@ -1166,12 +1177,7 @@ static int keep_records(tk_ph *ph, uint64_t upto)
             }
             memcpy(copy, ph->rp_buf + (at - ph->rp_first), h.len);
             *rb = (struct rec_buf){NULL, copy, h.len, h.store_pages, rec_key(h.epoch, h.lsn), at};
-            if (ph->rec_tail)
-                ph->rec_tail->next = rb;
-            else
-                ph->rec_head = rb;
-            ph->rec_tail = rb;
-            ph->nrecs++;
+            append_record(ph, rb);
         }
         at += h.len;
     }
@@ -1606,12 +1612,7 @@ int tk_ph_commit(tk_ph *ph)
     }
     ph->log_end += len;
     ph->lsn++;
-    if (ph->rec_tail)
-        ph->rec_tail->next = rb;
-    else
-        ph->rec_head = rb;
-    ph->rec_tail = rb;
-    ph->nrecs++;
+    append_record(ph, rb);
     if (ph->log_end - ph->log_start >= ph->log_limit / 2) pthread_cond_signal(&ph->cond);
     pthread_mutex_unlock(&ph->lk);
     for (size_t k = 0; k < n; k++) ph->dirty[ph->wset[k] / 64] = 0;
