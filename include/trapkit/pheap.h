@@ -63,8 +63,8 @@
  * to pages the parent had open in a transaction), tk_ph_begin and the calls
  * that need a transaction fail with -ECHILD, and tk_ph_close releases the
  * child's copy without touching the files (the child does not keep them
- * open, nor the parent's locks on them).  A child that calls exec, or opens the store itself, is not
- * affected.
+ * open, nor the parent's locks on them).  A child that calls exec, or
+ * opens the store itself, is not affected.
  *
  * Readers.  Any number of other processes may open the store with
  * TK_PH_READONLY, while a writer has it open or not.  A reader sees the
