@@ -263,6 +263,13 @@ static int open_locked(const char *path, int flags)
     return fd;
 }
 
+static void close_files(struct tk_ph *ph)
+{
+    if (ph->fd >= 0) close(ph->fd);
+    if (ph->logfd >= 0) close(ph->logfd);
+    ph->fd = ph->logfd = -1;
+}
+
 /* Off the list, its files closed (under the list's lock: a fork meanwhile
  * would give the child copies of them). */
 static void remove_open(struct tk_ph *ph)
@@ -273,9 +280,7 @@ static void remove_open(struct tk_ph *ph)
             *p = ph->next_open;
             break;
         }
-    if (ph->fd >= 0) close(ph->fd);
-    if (ph->logfd >= 0) close(ph->logfd);
-    ph->fd = ph->logfd = -1;
+    close_files(ph);
     pthread_mutex_unlock(&open_lk);
 }
 
@@ -388,9 +393,7 @@ static void fork_child(void)
         /* the files closed: the writer's lock and a reader's hold are the
          * open files', which the child would keep alive after its parent
          * closed the store */
-        close(ph->fd);
-        close(ph->logfd);
-        ph->fd = ph->logfd = -1;
+        close_files(ph);
         /* (the parent's threads may have held the lock or waited on the
          * condition: neither is in the child) */
         pthread_mutex_init(&ph->lk, NULL);
@@ -919,31 +922,35 @@ static int ov_cmp(const void *a, const void *b)
     return x->data < y->data ? -1 : x->data > y->data; /* (later in the log: newer) */
 }
 
-/* The overlay of the records in the log's bytes [first, end), held in buf
- * (from first on), numbered after lsn `after`: each page's newest image.
- * buf becomes ph->ov_buf. */
-static int make_overlay(tk_ph *ph, char *buf, uint64_t first, uint64_t end, uint64_t after)
+/* The record replay() found at offset at of the log, in rp_buf; *h its
+ * header. */
+static const char *rp_rec(const tk_ph *ph, uint64_t at, struct rec_hdr *h)
+{
+    const char *r = ph->rp_buf + (at - ph->rp_first);
+    memcpy(h, r, sizeof *h);
+    return r;
+}
+
+/* The overlay of the records replay() found numbered after lsn `after`:
+ * each page's newest image.  rp_buf becomes ph->ov_buf. */
+static int make_overlay(tk_ph *ph, uint64_t after)
 {
     size_t n = 0;
-    for (uint64_t at = first; at < end;) {
-        struct rec_hdr h;
-        memcpy(&h, buf + (at - first), sizeof h);
+    struct rec_hdr h;
+    for (uint64_t at = ph->rp_first; at < ph->rp_end; at += h.len) {
+        rp_rec(ph, at, &h);
         if (h.lsn > after) n += h.npages;
-        at += h.len;
     }
     struct ov_ent *v = n ? malloc(n * sizeof *v) : NULL;
     if (n && !v) return tk__fail(-ENOMEM, "tk_ph_open: no memory for the log's pages");
     size_t k = 0;
-    for (uint64_t at = first; at < end;) {
-        struct rec_hdr h;
-        memcpy(&h, buf + (at - first), sizeof h);
-        const char *p = buf + (at - first) + sizeof h;
+    for (uint64_t at = ph->rp_first; at < ph->rp_end; at += h.len) {
+        const char *p = rp_rec(ph, at, &h) + sizeof h;
         for (uint64_t i = 0; h.lsn > after && i < h.npages; i++, p += ENT_BYTES) {
             struct rec_ent en;
             memcpy(&en, p, sizeof en);
             v[k++] = (struct ov_ent){en.page, p + sizeof en};
         }
-        at += h.len;
     }
     qsort(v, n, sizeof *v, ov_cmp);
     size_t m = 0;
@@ -954,10 +961,11 @@ static int make_overlay(tk_ph *ph, char *buf, uint64_t first, uint64_t end, uint
             v[m++] = v[i];
     }
     free(ph->ov);
-    if (ph->ov_buf != buf) free(ph->ov_buf);
+    free(ph->ov_buf);
     ph->ov = v;
     ph->nov = m;
-    ph->ov_buf = buf;
+    ph->ov_buf = ph->rp_buf;
+    ph->rp_buf = NULL;
     return 0;
 }
 
@@ -1104,7 +1112,6 @@ static int replay(tk_ph *ph, uint64_t file_pages, char *sbuf, bool *got_sb, char
  * store file, at its full size, and syncs it. */
 static int replay_apply(tk_ph *ph, uint64_t upto)
 {
-    const char *buf = ph->rp_buf;
     int rc = 0;
     struct stat st;
     if (fstat(ph->fd, &st))
@@ -1112,16 +1119,14 @@ static int replay_apply(tk_ph *ph, uint64_t upto)
     else if ((uint64_t)st.st_size < ph->rp_npages * PS &&
              ftruncate(ph->fd, (off_t)(ph->rp_npages * PS)))
         rc = -errno;
-    for (uint64_t at = ph->rp_first; !rc && at < ph->rp_end;) {
-        struct rec_hdr h;
-        memcpy(&h, buf + (at - ph->rp_first), sizeof h);
-        const char *p = buf + (at - ph->rp_first) + sizeof h;
+    struct rec_hdr h;
+    for (uint64_t at = ph->rp_first; !rc && at < ph->rp_end; at += h.len) {
+        const char *p = rp_rec(ph, at, &h) + sizeof h;
         for (uint64_t i = 0; h.lsn <= upto && i < h.npages && !rc; i++, p += ENT_BYTES) {
             struct rec_ent en;
             memcpy(&en, p, sizeof en);
             rc = full_pwrite(ph->fd, p + sizeof en, PS, en.page * PS);
         }
-        at += h.len;
     }
     if (!rc && fdatasync(ph->fd)) rc = -errno;
     if (rc)
@@ -1164,9 +1169,9 @@ static size_t appliable(struct rec_buf *r, size_t n, uint64_t pin)
  * the overlay pages are read through. */
 static int keep_records(tk_ph *ph, uint64_t upto)
 {
-    for (uint64_t at = ph->rp_first; at < ph->rp_end;) {
-        struct rec_hdr h;
-        memcpy(&h, ph->rp_buf + (at - ph->rp_first), sizeof h);
+    struct rec_hdr h;
+    for (uint64_t at = ph->rp_first; at < ph->rp_end; at += h.len) {
+        const char *r = rp_rec(ph, at, &h);
         if (h.lsn > upto) {
             struct rec_buf *rb = malloc(sizeof *rb);
             char *copy = malloc(h.len);
@@ -1175,15 +1180,13 @@ static int keep_records(tk_ph *ph, uint64_t upto)
                 free(copy);
                 return tk__fail(-ENOMEM, "tk_ph_open: no memory for the log's records");
             }
-            memcpy(copy, ph->rp_buf + (at - ph->rp_first), h.len);
+            memcpy(copy, r, h.len);
             *rb = (struct rec_buf){NULL, copy, h.len, h.store_pages, rec_key(h.epoch, h.lsn), at};
             append_record(ph, rb);
         }
-        at += h.len;
     }
-    int rc = make_overlay(ph, ph->rp_buf, ph->rp_first, ph->rp_end, upto);
+    int rc = make_overlay(ph, upto);
     if (rc) return rc;
-    ph->rp_buf = NULL; /* (the overlay's now) */
     ph->log_end = ph->rp_end;
     ph->pinned = true;
     return 0;
@@ -1422,9 +1425,6 @@ int tk_ph_begin(tk_ph *ph)
     if (rc) return rc;
     if (ph->ro)
         return tk__fail(-EROFS, "tk_ph_begin: the store is open read-only (TK_PH_READONLY)");
-    if (getpid() != ph->owner)
-        return tk__fail(-ECHILD, "tk_ph_begin: the store belongs to the parent of this process "
-                                 "(a child of fork() may not use it)");
     if (atomic_load(&ph->in_tx)) return tk__fail(-EBUSY, "tk_ph_begin: a transaction is open");
     if (ph->broken)
         return tk__failf(ph->broken,
@@ -2026,8 +2026,7 @@ static int reader_snapshot(tk_ph *ph, char *log_sb, char *log_types)
         rc = tk__failf(rc, "tk_ph_open: locking %s.log: %s", ph->path, strerror(-rc));
     ofd_lock(ph->logfd, F_UNLCK, APPLY_LOCK, false);
     if (!rc && ph->replayed) {
-        rc = make_overlay(ph, ph->rp_buf, ph->rp_first, ph->rp_end, 0);
-        if (!rc) ph->rp_buf = NULL;
+        rc = make_overlay(ph, 0);
     }
     return rc;
 }
