@@ -17,13 +17,14 @@
  *   pheap/lost-commits       kill -9 at random instants of one-put commits:
  *                            commits reported done and missing at reopen
  *                            (the sum over the trials; median over rounds)
- *   pheap/swizzle-page, pheap/trap, pheap/swizzle, pheap/swizzle-breakeven
- *                            Thekkath & Levy's Figure 4 (see swizzle())
+ *   pheap/swizzle-page, pheap/trap, pheap/swizzle, pheap/swizzle-model,
+ *   pheap/swizzle-breakeven  Thekkath & Levy's Figure 4 (see swizzle())
  *
  * Figures are medians of --reps rounds (the systems interleaved in each);
  * --quick: 100,000 records and a 64 MiB store.  trapkit's store uses the
- * mechanism trapkit chooses (mechanism trapkit-eager: pointers swizzled
- * when their page is read). */
+ * mechanism trapkit chooses; mechanism trapkit-eager: pointers swizzled
+ * when their page is read, trapkit-lazy: TK_PH_LAZY, each when it is first
+ * loaded. */
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
@@ -75,15 +76,21 @@ static void val_of(uint64_t i, char v[100])
 
 static char tk_path[300], lmdb_path[300];
 
-static tk_ph *tk_open(kv **m)
+/* the store, swizzled eagerly or (TK_PH_LAZY in flags) lazily */
+static tk_ph *tk_open_as(kv **m, unsigned flags)
 {
     tk_ph *ph;
-    tk_ph_config c = {.flags = TK_PH_CREATE};
+    tk_ph_config c = {.flags = TK_PH_CREATE | flags};
     int rc = tk_ph_open(tk_path, &c, &ph);
     if (rc) die("tk_ph_open", rc);
     *m = kv_open(ph);
     if (!*m) die("kv_open", -EIO);
     return ph;
+}
+
+static tk_ph *tk_open(kv **m)
+{
+    return tk_open_as(m, 0);
 }
 
 static double tk_load(uint64_t from, uint64_t n)
@@ -168,10 +175,15 @@ static int count_rec(const unsigned char key[KV_KEY], const void *val, size_t vl
 
 static void reads(uint64_t n, int reps)
 {
-    struct bench_fig tr = {0}, lr = {0}, ts = {0}, ls = {0};
+    struct bench_fig tr = {0}, lr = {0}, ts = {0}, ls = {0}, zr = {0};
     uint64_t *order = shuffled(n, 42), sum_t = 0, sum_l = 0;
-    kv *m;
-    tk_ph *ph = tk_open(&m);
+    kv *m, *mz;
+    tk_ph *ph = tk_open(&m), *phz;
+    /* the same store lazily swizzled, opened beside it as a reader */
+    tk_ph_config cz = {.flags = TK_PH_READONLY | TK_PH_LAZY};
+    int rcz = tk_ph_open(tk_path, &cz, &phz);
+    if (rcz) die("tk_ph_open (lazy)", rcz);
+    if (!(mz = kv_open(phz))) die("kv_open (lazy)", -EIO);
     MDB_dbi dbi;
     MDB_env *env = lm_open(MDB_RDONLY, &dbi);
     char k[16];
@@ -211,7 +223,16 @@ static void reads(uint64_t n, int reps)
         uint64_t t4 = bench_now_ns();
         mdb_cursor_close(c);
         mdb_txn_abort(t);
-        if (s != s2 || s3 != s4 || got != n || got2 != n) {
+        uint64_t s5 = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            key_of(order[i], k);
+            size_t len;
+            const char *v = kv_get(mz, k, 16, &len);
+            if (!v) die("trapkit get (lazy): a record is missing", -ENOENT);
+            s5 += (unsigned char)v[0] + len;
+        }
+        uint64_t t5 = bench_now_ns();
+        if (s != s2 || s != s5 || s3 != s4 || got != n || got2 != n) {
             fprintf(stderr, "bench_pheap: the stores disagree (%llu/%llu, %llu/%llu records)\n",
                     (unsigned long long)s, (unsigned long long)s2, (unsigned long long)got,
                     (unsigned long long)got2);
@@ -223,15 +244,19 @@ static void reads(uint64_t n, int reps)
         bench_add(&lr, (double)n / ((double)(t2 - t1) / 1e9));
         bench_add(&ts, (double)n / ((double)(t3 - t2) / 1e9));
         bench_add(&ls, (double)n / ((double)(t4 - t3) / 1e9));
+        bench_add(&zr, (double)n / ((double)(t5 - t4) / 1e9));
     }
     (void)sum_t, (void)sum_l;
     char p[64];
     snprintf(p, sizeof p, "\"records\": %llu", (unsigned long long)n);
     bench_emit("pheap/random-read", "trapkit-eager", p, "ops_per_s", "ops/s", &tr);
     bench_emit("pheap/random-read", "lmdb", p, "ops_per_s", "ops/s", &lr);
+    bench_emit("pheap/random-read", "trapkit-lazy", p, "ops_per_s", "ops/s", &zr);
     bench_emit("pheap/sequential-read", "trapkit-eager", p, "ops_per_s", "ops/s", &ts);
     bench_emit("pheap/sequential-read", "lmdb", p, "ops_per_s", "ops/s", &ls);
     mdb_env_close(env);
+    kv_close(mz);
+    tk_ph_close(phz);
     kv_close(m);
     tk_ph_close(ph);
     free(order);
@@ -239,26 +264,28 @@ static void reads(uint64_t n, int reps)
 
 static void durable(uint64_t base, int reps, int per)
 {
-    struct bench_fig f[3];
+    struct bench_fig f[4];
     memset(f, 0, sizeof f);
     char k[16], v[100];
-    uint64_t next = base;
+    uint64_t next = base, t0, t1;
     for (int r = -1; r < reps; r++) {
-        /* trapkit */
-        kv *m;
-        tk_ph *ph = tk_open(&m);
-        uint64_t t0 = bench_now_ns();
-        for (int i = 0; i < per; i++, next++) {
-            key_of(next, k);
-            val_of(next, v);
-            int rc = tk_ph_begin(ph);
-            if (rc || (rc = kv_put(m, k, 16, v, 100)) || (rc = tk_ph_commit(ph)))
-                die("trapkit commit", rc);
+        /* trapkit, eager then lazy */
+        for (int z = 0; z < 2; z++) {
+            kv *m;
+            tk_ph *ph = tk_open_as(&m, z ? TK_PH_LAZY : 0);
+            t0 = bench_now_ns();
+            for (int i = 0; i < per; i++, next++) {
+                key_of(next, k);
+                val_of(next, v);
+                int rc = tk_ph_begin(ph);
+                if (rc || (rc = kv_put(m, k, 16, v, 100)) || (rc = tk_ph_commit(ph)))
+                    die("trapkit commit", rc);
+            }
+            t1 = bench_now_ns();
+            kv_close(m);
+            tk_ph_close(ph);
+            if (r >= 0) bench_add(&f[z ? 3 : 0], per / ((double)(t1 - t0) / 1e9));
         }
-        uint64_t t1 = bench_now_ns();
-        kv_close(m);
-        tk_ph_close(ph);
-        if (r >= 0) bench_add(&f[0], per / ((double)(t1 - t0) / 1e9));
         /* LMDB, then LMDB with MDB_WRITEMAP */
         for (int w = 0; w < 2; w++) {
             MDB_dbi dbi;
@@ -279,6 +306,7 @@ static void durable(uint64_t base, int reps, int per)
         }
     }
     bench_emit("pheap/durable-commit", "trapkit-eager", "", "ops_per_s", "ops/s", &f[0]);
+    bench_emit("pheap/durable-commit", "trapkit-lazy", "", "ops_per_s", "ops/s", &f[3]);
     bench_emit("pheap/durable-commit", "lmdb", "", "ops_per_s", "ops/s", &f[1]);
     bench_emit("pheap/durable-commit", "lmdb-writemap", "", "ops_per_s", "ops/s", &f[2]);
 }
@@ -299,9 +327,11 @@ static uint64_t disk_bytes(const char *p)
 }
 
 /* In a new process, with the files out of the page cache: ns to open and
- * read key i, and to read everything after. */
-static void cold(int lmdb, uint64_t i, uint64_t n, double out[2])
+ * read key i, and to read everything after; sys 0 trapkit eager, 1 LMDB, 2
+ * trapkit lazy. */
+static void cold(int sys, uint64_t i, uint64_t n, double out[2])
 {
+    int lmdb = sys == 1;
     char p2[320];
     drop_cache(lmdb ? lmdb_path : tk_path);
     snprintf(p2, sizeof p2, "%s%s", lmdb ? lmdb_path : tk_path, lmdb ? "-lock" : ".log");
@@ -318,7 +348,7 @@ static void cold(int lmdb, uint64_t i, uint64_t n, double out[2])
         if (!lmdb) {
             kv *m;
             tk_ph *ph;
-            tk_ph_config c = {0};
+            tk_ph_config c = {.flags = sys == 2 ? TK_PH_LAZY : 0};
             int rc = tk_ph_open(tk_path, &c, &ph);
             if (rc) die("tk_ph_open", rc);
             uint64_t ta = bench_now_ns();
@@ -371,11 +401,11 @@ static void cold_open(int reps, double gib)
     fprintf(stderr, "pheap: loading %llu records for the cold open\n", (unsigned long long)n);
     tk_load(0, n);
     lm_load(0, n);
-    struct bench_fig fr[2], ft[2];
+    struct bench_fig fr[3], ft[3];
     memset(fr, 0, sizeof fr);
     memset(ft, 0, sizeof ft);
     for (int r = 0; r < reps; r++)
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 3; s++) {
             double t[2];
             cold(s, mix((uint64_t)r) % n, n, t);
             bench_add(&fr[s], t[0]);
@@ -385,8 +415,10 @@ static void cold_open(int reps, double gib)
     snprintf(p, sizeof p, "\"size_gib\": %g, \"cache\": \"dropped\"", gib);
     bench_emit("pheap/cold-open-first-read", "trapkit-eager", p, "time", "ns", &fr[0]);
     bench_emit("pheap/cold-open-first-read", "lmdb", p, "time", "ns", &fr[1]);
+    bench_emit("pheap/cold-open-first-read", "trapkit-lazy", p, "time", "ns", &fr[2]);
     bench_emit("pheap/cold-open-touch-all", "trapkit-eager", p, "time", "ns", &ft[0]);
     bench_emit("pheap/cold-open-touch-all", "lmdb", p, "time", "ns", &ft[1]);
+    bench_emit("pheap/cold-open-touch-all", "trapkit-lazy", p, "time", "ns", &ft[2]);
     snprintf(p, sizeof p, "\"size_gib\": %g", gib);
     char lg[320];
     snprintf(lg, sizeof lg, "%s.log", tk_path);
@@ -449,9 +481,11 @@ static int lost_trial(uint64_t *next)
  * swizzling's cost per pointer s; a trap alone (a first touch of a trapkit
  * region whose handler only opens the page) is t.  For a page of 50
  * pointers (the seed's), eager swizzling costs the touch without pointers
- * and 50 s; lazy would cost the touch without pointers and, for each
- * pointer used, a trap and one swizzling: figures derived from those
- * measured (trapkit-lazy is not built: see docs/design.md). */
+ * and 50 s; lazy costs the touch without pointers and, for each pointer
+ * used, a trap and one swizzling: figures derived from those measured
+ * (pheap/swizzle-model).  pheap/swizzle itself is measured: a store of
+ * pages with the seed's 50 pointers each (two objects of 25), read with
+ * and without TK_PH_LAZY, a fraction of each page's pointers loaded. */
 struct swobj {
     struct swobj *p;
 };
@@ -489,6 +523,67 @@ static double sw_touch(const char *path)
     for (int k = 0; k < SW_OBJS; k++)
         for (size_t i = 0; i < SW_OBJ_PAGES; i++) sw_sink += obj[k][i * 4096];
     double ns = (double)(bench_now_ns() - t0) / SW_PAGES;
+    tk_ph_close(ph);
+    return ns;
+}
+
+/* pages of the seed's 50 pointers: two 2 KiB objects of 25 each */
+struct sw50 {
+    struct sw50 *p[SEED_POINTERS / 2];
+    char pad[2048 - SEED_POINTERS / 2 * 8];
+};
+enum { SW50_PAGES = 2048 };
+
+static void sw50_make(const char *path)
+{
+    tk_ph *ph;
+    tk_ph_config c = {.flags = TK_PH_CREATE};
+    int rc = tk_ph_open(path, &c, &ph);
+    if (rc) die("tk_ph_open", rc);
+    size_t off[SEED_POINTERS / 2], doff[SW_OBJS];
+    for (int k = 0; k < SEED_POINTERS / 2; k++) off[k] = 8 * (size_t)k;
+    for (int k = 0; k < SW_OBJS; k++) doff[k] = 8 * (size_t)k;
+    tk_ph_type_t t, td;
+    if ((rc = tk_ph_type(ph, "sw50", sizeof(struct sw50), off, SEED_POINTERS / 2, &t)) ||
+        (rc = tk_ph_type(ph, "sw_dir", sizeof(struct swdir), doff, SW_OBJS, &td)) ||
+        (rc = tk_ph_begin(ph)))
+        die("tk_ph_type", rc);
+    struct swdir *d = tk_ph_alloc(ph, td, 1);
+    if (!d) die("tk_ph_alloc", -ENOMEM);
+    size_t n = (size_t)SW50_PAGES / SW_OBJS * 2; /* per object */
+    for (int k = 0; k < SW_OBJS; k++) {
+        struct sw50 *o = tk_ph_alloc(ph, t, n);
+        if (!o) die("tk_ph_alloc", -ENOMEM);
+        for (size_t i = 0; i < n; i++)
+            for (int j = 0; j < SEED_POINTERS / 2; j++) o[i].p[j] = &o[(i + 1 + j) % n];
+        d->obj[k] = (struct swobj *)(void *)o;
+    }
+    if ((rc = tk_ph_set_root(ph, d)) || (rc = tk_ph_commit(ph))) die("commit", rc);
+    tk_ph_close(ph);
+}
+
+/* ns per page of a fresh open of the sw50 store at path that loads `used`
+ * of each page's 50 pointers (spread over both objects), lazily or not */
+static double sw50_use(const char *path, bool lazy, int used)
+{
+    tk_ph *ph;
+    tk_ph_config c = {.flags = lazy ? TK_PH_LAZY : 0};
+    int rc = tk_ph_open(path, &c, &ph);
+    if (rc) die("tk_ph_open", rc);
+    struct swdir *d = tk_ph_root(ph);
+    struct sw50 *obj[SW_OBJS];
+    for (int k = 0; k < SW_OBJS; k++) obj[k] = (struct sw50 *)(void *)d->obj[k];
+    size_t n = (size_t)SW50_PAGES / SW_OBJS * 2;
+    uint64_t t0 = bench_now_ns();
+    for (int k = 0; k < SW_OBJS; k++)
+        for (size_t i = 0; i < n; i += 2) { /* a page: objects i and i + 1 */
+            for (int j = 0; j < used; j++) sw_sink += obj[k][i + (j & 1)].p[j / 2] != NULL;
+        }
+    double ns = (double)(bench_now_ns() - t0) / SW50_PAGES;
+    struct tk_ph_stats st;
+    tk_ph_stats(ph, &st);
+    if (st.pointers_swizzled < (uint64_t)(lazy ? used : SEED_POINTERS) * SW50_PAGES)
+        die("bench_pheap: fewer pointers swizzled than used", -EIO);
     tk_ph_close(ph);
     return ns;
 }
@@ -561,20 +656,42 @@ static void swizzle(int reps)
     bench_emit_ex("pheap/swizzle-pointer", "trapkit-eager", "", "time", "ns",
                   &(struct bench_fig){.v = {s}, .n = 1},
                   "\"derived\": true, \"derived_from\": [\"pheap/swizzle-page\"]");
-    static const double fracs[] = {0.02, 0.05, 0.1, 0.2, 0.5, 1.0};
-    for (size_t i = 0; i < sizeof fracs / sizeof fracs[0]; i++) {
+    static const double fracs[] = {0.02, 0.1, 0.2, 0.5, 1.0};
+    enum { NF = sizeof fracs / sizeof fracs[0] };
+    for (size_t i = 0; i < NF; i++) {
         char p[64];
         snprintf(p, sizeof p, "\"pointers_used_fraction\": %g, \"pointers\": %d", fracs[i],
                  SEED_POINTERS);
         struct bench_fig e = {.v = {tr + SEED_POINTERS * s}, .n = 1};
-        bench_emit_ex("pheap/swizzle", "trapkit-eager", p, "time", "ns", &e,
+        bench_emit_ex("pheap/swizzle-model", "trapkit-eager", p, "time", "ns", &e,
                       "\"derived\": true, \"derived_from\": [\"pheap/swizzle-page\"]");
         struct bench_fig l = {.v = {tr + fracs[i] * SEED_POINTERS * (tt + s)}, .n = 1};
-        bench_emit_ex("pheap/swizzle", "trapkit-lazy", p, "time", "ns", &l,
+        bench_emit_ex("pheap/swizzle-model", "trapkit-lazy", p, "time", "ns", &l,
                       "\"derived\": true, \"derived_from\": [\"pheap/swizzle-page\", "
-                      "\"pheap/trap\"], \"note\": \"lazy swizzling is not built: its cost "
-                      "from the measured trap and swizzling\"");
+                      "\"pheap/trap\"]");
     }
+    /* measured: the seed's 50 pointers a page, eager and lazy side by side */
+    char p50[300];
+    snprintf(p50, sizeof p50, "%s/sw_50.ph", dir);
+    sw50_make(p50);
+    static struct bench_fig me[NF], ml[NF];
+    sw50_use(p50, false, SEED_POINTERS); /* warm: the page cache */
+    for (int r = 0; r < (reps + 1) / 2; r++)
+        for (size_t i = 0; i < NF; i++) {
+            int used = (int)(fracs[i] * SEED_POINTERS + 0.5);
+            bench_add(&me[i], sw50_use(p50, false, used));
+            bench_add(&ml[i], sw50_use(p50, true, used));
+        }
+    for (size_t i = 0; i < NF; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "\"pointers_used_fraction\": %g, \"pointers\": %d", fracs[i],
+                 SEED_POINTERS);
+        bench_emit("pheap/swizzle", "trapkit-eager", p, "time", "ns", &me[i]);
+        bench_emit("pheap/swizzle", "trapkit-lazy", p, "time", "ns", &ml[i]);
+    }
+    unlink(p50);
+    strcat(p50, ".log");
+    unlink(p50);
     /* the fraction of a page's pointers used above which eager is cheaper:
      * 50 s = f 50 (t + s) */
     struct bench_fig be = {.v = {s > 0 ? s / (tt + s) : 0}, .n = 1};

@@ -742,7 +742,8 @@ SECTIONS = [
         "pheap/random-insert", "pheap/random-read", "pheap/sequential-read",
         "pheap/durable-commit", "pheap/cold-open-first-read", "pheap/cold-open-touch-all",
         "pheap/store-size", "pheap/lost-commits", "pheap/swizzle-page", "pheap/trap",
-        "pheap/swizzle-pointer", "pheap/swizzle", "pheap/swizzle-breakeven"]),
+        "pheap/swizzle-pointer", "pheap/swizzle", "pheap/swizzle-model",
+        "pheap/swizzle-breakeven"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
@@ -751,8 +752,10 @@ SECTION_TEXT = {
     "Persistent heap (examples/pheap-kv on trapkit/pheap.h, and LMDB)":
         "bench/pheap.c. The same ordered map of 16-byte keys and 100-byte values in each: "
         "examples/pheap-kv's B+tree (C structs with pointers in a trapkit store; trapkit-eager: "
-        "a page's pointers are swizzled when it is first read) and LMDB (Debian's liblmdb, one "
-        "B+tree). One thread. random-insert adds the records in random order, 10,000 a durable "
+        "a page's pointers are swizzled when it is first read; trapkit-lazy: TK_PH_LAZY, each "
+        "pointer when it is first loaded, the same store opened beside the first as a reader) "
+        "and LMDB (Debian's liblmdb, one B+tree). One thread. random-insert adds the records in "
+        "random order, 10,000 a durable "
         "transaction; random-read gets every key once in random order, warm; sequential-read "
         "reads all in key order; durable-commit: transactions of one put, each durable when its "
         "commit returns (LMDB by default, and with MDB_WRITEMAP); cold-open-first-read: a new "
@@ -767,12 +770,13 @@ SECTION_TEXT = {
         "pointers and of 512 plain words (trap, pread from the page cache, swizzling; warm), "
         "trap a first touch of a trapkit region whose handler only opens the page; "
         "swizzle-pointer (derived) is the difference per pointer, s (the median over the rounds "
-        "of each round's pair, run side by side). For the seed's page of 50 "
-        "pointers, swizzle gives eager swizzling's cost per page (the page's touch without "
-        "pointers + 50 s) and lazy swizzling's (the touch + a trap and s for each pointer "
-        "used), both derived; swizzle-breakeven is the fraction of a page's pointers used below "
-        "which lazy would be cheaper, s / (t + s). Lazy swizzling is not built: repairing the "
-        "register that held an offset is unsound under an optimizing compiler (docs/design.md).",
+        "of each round's pair, run side by side). swizzle is measured: a store of pages of the "
+        "seed's 50 pointers, opened afresh eagerly and with TK_PH_LAZY (warm in the page "
+        "cache), a fraction of each page's pointers loaded; time per page. swizzle-model "
+        "derives the same from the parts, as the seed's Figure 4 does: eager swizzling's cost "
+        "per page (the page's touch without pointers + 50 s) and lazy swizzling's (the touch + "
+        "a trap and s for each pointer used); swizzle-breakeven is the fraction of a page's "
+        "pointers used below which lazy would be cheaper, s / (t + s).",
     "Garbage collection (GCBench, the seeds' workloads, an interpreter; trapkit and bdwgc)":
         "bench/gc.py. Each workload one source built against trapkit's collector (src/apps/gc) "
         "and against Debian's bdwgc (bench/gcwork.h): gcbench is GCBench after Boehm's "

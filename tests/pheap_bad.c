@@ -247,22 +247,24 @@ int main(int argc, char **argv)
     CHECK_OK(tk_ph_close(ph));
     uint64_t wild = 1ull << 50;
     patch(path, (off_t)off, &wild, 8);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        tk_ph *p = must_open(0);
-        item_type(p);
-        if (tk_ph_size(p) == 0) _exit(4);
-        struct item *x = tk_ph_root(p); /* reads the superblock: fine */
-        (void)x->v;                     /* the damaged page */
-        _exit(0);
-    }
     int ws;
-    CHECK(waitpid(pid, &ws, 0) == pid);
-    CHECK(WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGSEGV || WTERMSIG(ws) == SIGBUS));
+    for (unsigned lazy = 0; lazy <= TK_PH_LAZY; lazy += TK_PH_LAZY) { /* eager, then lazy */
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            tk_ph *p = must_open(lazy);
+            item_type(p);
+            if (tk_ph_size(p) == 0) _exit(4);
+            struct item *x = tk_ph_root(p); /* reads the superblock: fine */
+            (void)x->v;                     /* the damaged page */
+            _exit(0);
+        }
+        CHECK(waitpid(pid, &ws, 0) == pid);
+        CHECK(WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGSEGV || WTERMSIG(ws) == SIGBUS));
+    }
 
     /* a damaged descriptor (a slab's slot size 0): the program stops when
-     * it reads the page, and does not follow it */
+     * it reads the page, and does not follow it (eager or lazy) */
     make_store(0);
     ph = must_open(0);
     item_type(ph);
@@ -271,17 +273,19 @@ int main(int argc, char **argv)
     CHECK_OK(tk_ph_close(ph));
     uint16_t zero = 0;
     patch(path, (off_t)((q / 512 * 512 + (q % 512) / 64) * 4096 + (q % 64) * 64 + 2), &zero, 2);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        tk_ph *p = must_open(0);
-        item_type(p);
-        struct item *x = tk_ph_root(p);
-        printf("%lld\n", (long long)x->v);
-        _exit(0);
+    for (unsigned lazy = 0; lazy <= TK_PH_LAZY; lazy += TK_PH_LAZY) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            tk_ph *p = must_open(lazy);
+            item_type(p);
+            struct item *x = tk_ph_root(p);
+            printf("%lld\n", (long long)x->v);
+            _exit(0);
+        }
+        CHECK(waitpid(pid, &ws, 0) == pid);
+        CHECK(WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGSEGV || WTERMSIG(ws) == SIGBUS));
     }
-    CHECK(waitpid(pid, &ws, 0) == pid);
-    CHECK(WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGSEGV || WTERMSIG(ws) == SIGBUS));
 
     /* bad arguments */
     tk_ph_config c = {.mech = mech, .max_size = 3u << 20};
@@ -289,7 +293,17 @@ int main(int argc, char **argv)
     c.max_size = 1ull << 30;
     c.addr = (void *)0x10001000;
     CHECK_ERR(tk_ph_open(path, &c, &ph), -EINVAL);
+    /* lazy swizzling tells offsets from addresses by the store's size: its
+     * addresses must lie above it */
+    c.addr = (void *)0x20000000;
+    c.flags = TK_PH_LAZY;
+    CHECK_ERR(tk_ph_open(path, &c, &ph), -EINVAL);
+    CHECK(strstr(tk_last_error(), "lazy") != NULL);
     c.addr = NULL;
+    c.flags = 0x80;
+    CHECK_ERR(tk_ph_open(path, &c, &ph), -EINVAL);
+    CHECK(strstr(tk_last_error(), "unknown flags") != NULL);
+    c.flags = 0;
     c.mech = TK_MECH_PKEYS;
     CHECK_ERR(tk_ph_open(path, &c, &ph), -EINVAL);
     CHECK_ERR(tk_ph_open(NULL, NULL, &ph), -EINVAL);

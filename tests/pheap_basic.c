@@ -1,4 +1,5 @@
-/* tests/pheap_basic.c - the persistent heap on one mechanism (argv[1]):
+/* tests/pheap_basic.c - the persistent heap on one mechanism (argv[1]),
+ * with lazy swizzling if argv[2] is "lazy":
  * objects with pointers survive close and reopen at another address, pages
  * are read on first touch only, abort puts every page back (allocations and
  * growth included), a pointer outside the store is refused at commit, the
@@ -24,10 +25,11 @@ struct node {
 
 static char path[256];
 static enum tk_mech mech;
+static unsigned lazy; /* TK_PH_LAZY or 0 */
 
 static tk_ph *open_store(unsigned flags, void *addr)
 {
-    tk_ph_config c = {.flags = flags, .mech = mech, .addr = addr, .max_size = 1ull << 30};
+    tk_ph_config c = {.flags = flags | lazy, .mech = mech, .addr = addr, .max_size = 1ull << 30};
     tk_ph *ph;
     CHECK_OK(tk_ph_open(path, &c, &ph));
     return ph;
@@ -117,6 +119,7 @@ static void build(tk_ph *ph)
 int main(int argc, char **argv)
 {
     mech = tk_test_mech(argc, argv, 0);
+    lazy = argc > 2 && strcmp(argv[2], "lazy") == 0 ? TK_PH_LAZY : 0;
     snprintf(path, sizeof path, "/tmp/tk_pheap_basic.%d", (int)getpid());
     char logpath[300];
     snprintf(logpath, sizeof logpath, "%s.log", path);
@@ -282,6 +285,6 @@ int main(int argc, char **argv)
     CHECK_OK(tk_ph_close(ph));
     unlink(path);
     unlink(logpath);
-    printf("pheap_basic %s: passed\n", tk_mech_name(mech));
+    printf("pheap_basic %s%s: passed\n", tk_mech_name(mech), lazy ? " lazy" : "");
     return 0;
 }

@@ -116,6 +116,7 @@ typedef uint32_t tk_ph_type_t;
 /* tk_ph_config.flags */
 #define TK_PH_CREATE 0x1   /* create the store if PATH does not exist */
 #define TK_PH_READONLY 0x2 /* a reader: the last committed state, read-only */
+#define TK_PH_LAZY 0x4     /* lazy swizzling: each pointer when first loaded */
 
 typedef struct tk_ph_config {
     unsigned flags;      /* TK_PH_* */
@@ -193,11 +194,12 @@ struct tk_ph_stats {
     uint64_t pages_read; /* pages read from the file on first touch */
     uint64_t pointers_swizzled;
     uint64_t commits, aborts;
-    uint64_t pages_logged; /* pages written to the log by commits */
-    uint64_t log_bytes;    /* in the log now */
-    uint64_t applies;      /* times the log was applied to the store file */
-    uint64_t replayed;     /* records the last open replayed */
-    enum tk_mech mech;     /* the mechanism catching first touches and writes */
+    uint64_t pages_logged;   /* pages written to the log by commits */
+    uint64_t log_bytes;      /* in the log now */
+    uint64_t applies;        /* times the log was applied to the store file */
+    uint64_t replayed;       /* records the last open replayed */
+    enum tk_mech mech;       /* the mechanism catching first touches and writes */
+    uint64_t loads_emulated; /* TK_PH_LAZY: loads from pages with pointers to swizzle */
 };
 int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out);
 

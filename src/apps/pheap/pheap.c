@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "apps/checkpoint/image.h" /* tk__crc32c */
+#include "arch/x86_64/insn.h"
 #include "core/internal.h"
 #include "trapkit/error.h"
 
@@ -172,6 +173,12 @@ struct tk_ph {
     uint16_t ptr_off[MAX_TYPES + 1][SLAB_MAX / 8];
     uint16_t nptr[MAX_TYPES + 1];
     _Atomic uint8_t *ext; /* per extent: EXT_* */
+    /* lazy swizzling (TK_PH_LAZY): per page, its pointer words not yet
+     * swizzled; a page with any stays no-access and its loads are emulated */
+    bool lazy;
+    _Atomic uint16_t *lz_left;
+    _Atomic uint8_t *lz_idle;     /* per page, loads emulated that swizzled nothing */
+    _Atomic uint64_t lz_emulated; /* loads emulated */
     /* the transaction */
     atomic_bool in_tx;
     _Atomic uint64_t *dirty; /* bitmap: pages written in it */
@@ -559,6 +566,8 @@ struct swz {
     tk_ph *ph;
     uint64_t limit; /* bytes of the store */
     uint64_t n;
+    uint64_t lo, hi; /* lazily: the words to swizzle, [lo, hi) in the view */
+    uint64_t q;      /* lazily: their page */
 };
 
 static int swizzle_word(uint64_t *w, void *ctx)
@@ -569,6 +578,38 @@ static int swizzle_word(uint64_t *w, void *ctx)
     if (v >= s->limit) return -1;
     *w = (uint64_t)(uintptr_t)s->ph->base + v;
     s->n++;
+    return 0;
+}
+
+/* Lazy swizzling: counts page's pointer words still to swizzle (none
+ * swizzled yet), refusing one outside the store. */
+static int count_word(uint64_t *w, void *ctx)
+{
+    struct swz *s = ctx;
+    uint64_t v = *w;
+    if (v == 0) return 0;
+    if (v >= s->limit) return -1;
+    s->n++;
+    return 0;
+}
+
+static void lz_opened(tk_ph *ph, uint64_t q);
+
+/* [signal-safe] Lazy swizzling: the word swizzled in the view if it lies in
+ * [lo, hi) and is not yet (another thread may swizzle it at once: the one
+ * whose compare-and-swap succeeds counts it).  The page is opened when its
+ * last word is swizzled. */
+static int lazy_word(uint64_t *w, void *ctx)
+{
+    struct swz *s = ctx;
+    uint64_t a = (uint64_t)(uintptr_t)w;
+    if (a + 8 <= s->lo || a >= s->hi) return 0;
+    _Atomic uint64_t *aw = (_Atomic uint64_t *)w;
+    uint64_t v = atomic_load_explicit(aw, memory_order_relaxed);
+    if (v == 0 || v >= s->limit) return 0; /* null, or swizzled (counted) already */
+    if (!atomic_compare_exchange_strong(aw, &v, (uint64_t)(uintptr_t)s->ph->base + v)) return 0;
+    s->n++;
+    if (atomic_fetch_sub(&s->ph->lz_left[s->q], 1) == 1) lz_opened(s->ph, s->q);
     return 0;
 }
 
@@ -607,11 +648,13 @@ static int ensure_extent(tk_ph *ph, uint64_t e)
     }
 }
 
-/* [signal-safe] Reads extent e (which this thread holds as EXT_LOADING). */
-/* [signal-safe] Reads extent e into the second view and swizzles it (its
- * chunk's descriptors are in the view already); the store's own pages are
- * left as they are.  0, or -1 after a message. */
-static int fill_extent(tk_ph *ph, uint64_t e)
+/* [signal-safe] Reads extent e (which this thread holds as EXT_LOADING)
+ * into the second view and swizzles it (its chunk's descriptors are in the
+ * view already); the store's own pages are left as they are.  In a lazy
+ * store, unless eager, a page's pointer words are only counted (its
+ * lz_left), page 0's (the root) swizzled all the same.  0, or -1 after a
+ * message. */
+static int fill_extent(tk_ph *ph, uint64_t e, bool eager)
 {
     uint64_t first = e * EXTENT;
     char *a = in_view(ph, first);
@@ -632,11 +675,18 @@ static int fill_extent(tk_ph *ph, uint64_t e)
         const struct pdesc *d = is_meta(q) ? NULL : desc_v(ph, q);
         if (q != 0 && !d) continue;
         static const struct pdesc none;
-        if (page_words(ph, q, in_view(ph, q), d ? d : &none, swizzle_word, &s, true)) {
+        bool lazy = ph->lazy && !eager && q != 0;
+        struct swz c = {ph, s.limit, 0};
+        if (page_words(ph, q, in_view(ph, q), d ? d : &none, lazy ? count_word : swizzle_word,
+                       lazy ? &c : &s, true)) {
             say("trapkit pheap: damaged store: a bad descriptor or a pointer outside the store "
                 "in the page at offset ",
                 "", q * PS, " (the program stops rather than follow it)");
             return -1;
+        }
+        if (ph->lazy) { /* (eagerly: none; an extent read again after a discard starts afresh) */
+            atomic_store_explicit(&ph->lz_left[q], lazy ? (uint16_t)c.n : 0, memory_order_relaxed);
+            atomic_store_explicit(&ph->lz_idle[q], 0, memory_order_relaxed);
         }
     }
     atomic_fetch_add(&ph->pages_read, EXTENT);
@@ -677,7 +727,7 @@ static int fill_gaps(tk_ph *ph)
              * its chunk; one before the gap is read, as its right
              * neighbour is) */
             bool ok = k == g;
-            for (uint64_t i = e; ok && i < g; i++) ok = fill_extent(ph, i) == 0;
+            for (uint64_t i = e; ok && i < g; i++) ok = fill_extent(ph, i, true) == 0;
             if (ok) ok = prot(ph, e * EXTENT, (g - e) * EXTENT, TK_PROT_READ) == 0;
             for (uint64_t i = e; i < k; i++)
                 atomic_store_explicit(&ph->ext[i], ok ? EXT_LOADED : EXT_ABSENT,
@@ -710,8 +760,14 @@ static int load_extent(tk_ph *ph, uint64_t e)
     /* read and swizzled through the second view, so that no other thread
      * sees the pages before they are whole: the store's own view stays
      * no-access until the end (extents never cross a segment) */
-    if (fill_extent(ph, e)) return -1;
-    int prc = prot_roomy(ph, first, EXTENT, TK_PROT_READ);
+    if (fill_extent(ph, e, false)) return -1;
+    int prc = 0;
+    for (uint64_t q = first, j; q < first + EXTENT && !prc; q = j) {
+        /* (a lazy store's pages with words to swizzle stay no-access) */
+        for (j = q; j < first + EXTENT && !(ph->lazy && atomic_load(&ph->lz_left[j]));) j++;
+        if (j > q) prc = prot_roomy(ph, q, j - q, TK_PROT_READ);
+        while (j < first + EXTENT && ph->lazy && atomic_load(&ph->lz_left[j])) j++;
+    }
     if (prc) {
         say(prc == -ENOMEM ? "trapkit pheap: the kernel's limit on mappings (vm.max_map_count) "
                              "is reached: raise it to read more of the store; stopping at "
@@ -753,6 +809,106 @@ static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
     return TK_RESUME;
 }
 
+/* ---- lazy swizzling ------------------------------------------------------
+ * In a store opened with TK_PH_LAZY a page read on first touch keeps its
+ * pointer words as offsets, and stays no-access while any is left.  A load
+ * from it faults; the handler decodes the instruction, swizzles in the view
+ * the pointer words among the bytes it reads, and performs it (the
+ * project's emulator, arch/x86_64/insn.c, reading the view): the program
+ * never sees an offset, and a pointer once swizzled stays so.  When the
+ * page's last word is swizzled it opens read-only.  A write, and a load the
+ * emulator does not perform (VEX-encoded, a string move, a fault without a
+ * context), swizzle the whole page first, as eager swizzling would; so
+ * does the LZ_IDLE_MAXth load from the page that swizzles nothing (the
+ * price of a page-sized protection: its other data is read by emulation
+ * while any pointer is left, and a page read often goes eager). */
+enum { LZ_IDLE_MAX = 16 };
+
+struct lz_emu {
+    tk_ph *ph;
+    uint64_t swizzled;
+};
+
+/* [signal-safe] Page q's last word to swizzle is swizzled. */
+static void lz_opened(tk_ph *ph, uint64_t q)
+{
+    if (prot_roomy(ph, q, 1, TK_PROT_READ))
+        say("trapkit pheap: cannot open the page at ", "", (uint64_t)(uintptr_t)(ph->base + q * PS),
+            " for reading (the kernel's limit on mappings, vm.max_map_count?)");
+}
+
+/* [signal-safe] The pointer words of page q (read, and counted in lz_left)
+ * that lie in [lo, hi) (addresses in the view) swizzled.  0, or -1 for a
+ * damaged descriptor. */
+static int lz_swizzle(tk_ph *ph, uint64_t q, uint64_t lo, uint64_t hi, uint64_t *n)
+{
+    if (!atomic_load(&ph->lz_left[q])) return 0;
+    struct swz s = {ph, ph->max, 0, lo, hi, q};
+    if (page_words(ph, q, in_view(ph, q), desc_v(ph, q), lazy_word, &s, true)) return -1;
+    if (s.n) atomic_fetch_add(&ph->swizzled, s.n);
+    if (n) *n += s.n;
+    return 0;
+}
+
+/* [signal-safe] The emulator's view of the store: reads only, of pages
+ * read already, within one segment; their pointer words swizzled first. */
+static void *lz_map(uintptr_t addr, size_t len, bool write, void *ctx)
+{
+    struct lz_emu *e = ctx;
+    tk_ph *ph = e->ph;
+    uintptr_t b = (uintptr_t)ph->base;
+    if (write || len == 0 || addr < b) return NULL;
+    uint64_t off = addr - b, q0 = off / PS, q1 = (off + len - 1) / PS;
+    if (q1 >= atomic_load(&ph->npages) || q0 / SEG_PAGES != q1 / SEG_PAGES) return NULL;
+    for (uint64_t q = q0; q <= q1; q++)
+        if (atomic_load_explicit(&ph->ext[q / EXTENT], memory_order_acquire) != EXT_LOADED)
+            return NULL;
+    char *v = in_view(ph, q0) + off % PS;
+    for (uint64_t q = q0; q <= q1; q++)
+        if (lz_swizzle(ph, q, (uintptr_t)v, (uintptr_t)v + len, &e->swizzled)) return NULL;
+    return v;
+}
+
+static bool lz_allowed(uintptr_t addr, size_t len, bool write, void *ctx)
+{
+    return lz_map(addr, len, write, ctx) != NULL;
+}
+
+/* [signal-safe] A fault on page q of a lazy store while it has words to
+ * swizzle: TK_RESUME if the load was performed, TK_DECLINE for a damaged
+ * page, else -1 (the page is swizzled whole: go on as eagerly). */
+static int lazy_fault(tk_ph *ph, uint64_t q, const tk_fault *f)
+{
+    if (f->access == TK_ACCESS_READ && f->ucontext) {
+        struct tk_insn d;
+        struct tk_insn_access acc[2];
+        if (tk__insn_decode(f->ucontext, &d)) {
+            int na = tk__insn_accesses(&d, f->ucontext, acc);
+            bool covers = false, reads = na > 0;
+            for (int i = 0; i < na; i++) {
+                uintptr_t a = (uintptr_t)f->addr;
+                covers |= a >= acc[i].addr && a - acc[i].addr < acc[i].len;
+                reads &= !acc[i].write;
+            }
+            struct lz_emu e = {ph, 0};
+            struct tk_emu_ops ops = {lz_map, lz_allowed, &e};
+            if (covers && reads && tk__insn_emulate(&d, f->ucontext, &ops)) {
+                atomic_fetch_add_explicit(&ph->lz_emulated, 1, memory_order_relaxed);
+                if (e.swizzled || atomic_fetch_add(&ph->lz_idle[q], 1) + 1 < LZ_IDLE_MAX)
+                    return TK_RESUME;
+                if (lz_swizzle(ph, q, 0, UINT64_MAX, NULL)) return TK_DECLINE; /* (cannot be) */
+                return TK_RESUME;
+            }
+        }
+    }
+    if (lz_swizzle(ph, q, 0, UINT64_MAX, NULL)) {
+        say("trapkit pheap: damaged store: a bad descriptor for the page at offset ", "", q * PS,
+            " (the program stops rather than follow it)");
+        return TK_DECLINE;
+    }
+    return -1;
+}
+
 /* [signal-safe] The region's handler. */
 static tk_action on_fault(const tk_fault *f, void *arg)
 {
@@ -765,6 +921,19 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     uint64_t q = (uint64_t)((char *)f->page - ph->base) / PS;
     if (q >= atomic_load(&ph->npages)) return TK_DECLINE; /* past the store: not ours */
     if (ensure_extent(ph, q / EXTENT)) return TK_DECLINE;
+    if (ph->lazy) {
+        if (atomic_load(&ph->lz_left[q])) {
+            int a = lazy_fault(ph, q, f);
+            if (a != -1) return (tk_action)a;
+        }
+        /* (its last word swizzled by another thread, still opening it) */
+        if (prot_of(ph, q) == TK_PROT_NONE && !atomic_load(&ph->lz_left[q]) &&
+            prot_roomy(ph, q, 1, TK_PROT_READ)) {
+            say("trapkit pheap: cannot open the page at ", "", (uint64_t)(uintptr_t)f->page,
+                " for reading (the kernel's limit on mappings, vm.max_map_count?)");
+            return TK_DECLINE;
+        }
+    }
     if (prot_of(ph, q) == TK_PROT_RW || f->access == TK_ACCESS_READ) return TK_RESUME;
     if (ph->ro) {
         say("trapkit pheap: a write to a store opened read-only (TK_PH_READONLY), at ", "",
@@ -1881,6 +2050,7 @@ int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out)
     out->size = atomic_load(&ph->npages) * PS;
     out->pages_read = atomic_load(&ph->pages_read);
     out->pointers_swizzled = atomic_load(&ph->swizzled);
+    out->loads_emulated = atomic_load(&ph->lz_emulated);
     out->commits = ph->commits;
     out->aborts = ph->aborts;
     out->pages_logged = ph->pages_logged;
@@ -2040,6 +2210,8 @@ static void release(tk_ph *ph)
     size_t pages = ph->max / PS;
     if (ph->ext) munmap((void *)ph->ext, pages / EXTENT);
     if (ph->dirty) munmap((void *)ph->dirty, pages / 8);
+    if (ph->lz_left) munmap((void *)ph->lz_left, pages * sizeof *ph->lz_left);
+    if (ph->lz_idle) munmap((void *)ph->lz_idle, pages);
     if (ph->seen) munmap(ph->seen, pages / 8);
     for (struct rec_buf *r = ph->rec_head, *next; r; r = next) {
         next = r->next;
@@ -2076,6 +2248,8 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
                          "tk_ph_open: mechanism %s cannot serve a store (posix, "
                          "uffd-sigbus or uffd-thread)",
                          tk_mech_name(cfg->mech));
+    if (cfg->flags & ~(unsigned)(TK_PH_CREATE | TK_PH_READONLY | TK_PH_LAZY))
+        return tk__failf(-EINVAL, "tk_ph_open: unknown flags %#x", cfg->flags);
     bool ro = cfg->flags & TK_PH_READONLY;
     if (ro && (cfg->flags & TK_PH_CREATE))
         return tk__fail(-EINVAL, "tk_ph_open: TK_PH_CREATE and TK_PH_READONLY together");
@@ -2096,6 +2270,7 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         goto fail;
     }
     ph->ro = ro;
+    ph->lazy = cfg->flags & TK_PH_LAZY;
     ph->owner = getpid();
     add_open(ph); /* (from before its files are open: see fork_child) */
     ph->fd =
@@ -2209,6 +2384,19 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
     }
     ph->base = b;
     size_t pages = max / PS;
+    if (ph->lazy && (uintptr_t)b < max) {
+        /* (a word below max is an offset still to swizzle, one above an address) */
+        rc = tk__failf(-EINVAL,
+                       "tk_ph_open: lazy swizzling needs the store's addresses above its size "
+                       "(%p is below %zu bytes): reserve it higher",
+                       b, max);
+        goto fail;
+    }
+    if (ph->lazy && (!(ph->lz_left = reserve(pages * sizeof *ph->lz_left)) ||
+                     !(ph->lz_idle = reserve(pages)))) {
+        rc = tk__fail(-ENOMEM, "tk_ph_open: reserving the bookkeeping failed");
+        goto fail;
+    }
     ph->ext = reserve(pages / EXTENT);
     ph->dirty = reserve(pages / 8);
     ph->seen = reserve(pages / 8);
