@@ -23,6 +23,23 @@
  * open: fix the field or abort).  Fields not declared as pointers are
  * stored as they are: never keep an address in one.
  *
+ * Lazy swizzling (TK_PH_LAZY, Thekkath & Levy's second variant).  A page
+ * read on first touch keeps its pointer fields as offsets and stays
+ * no-access while any is left; each load from it traps, and trapkit swizzles
+ * the pointer fields among the bytes the instruction reads (in memory, for
+ * good) and performs the load itself.  The program never sees an offset:
+ * every pointer it loads is an address, compares and hashes as one, and a
+ * pointer once swizzled stays so.  A page opens (read-only, loads at full
+ * speed) once its last pointer is swizzled.  Its other data meanwhile is read
+ * by emulation, a trap a load, so a page loaded from 16 times without using
+ * a pointer is swizzled whole, as are a page written in a transaction and
+ * one read by an instruction the emulator leaves (VEX-encoded vector loads,
+ * string moves, most of glibc's memcpy): lazy swizzling pays where a few of
+ * many pointers are used, never where all are.  A lazy store's reservation
+ * must lie above its size (max_size; the kernel's choice always does):
+ * else -EINVAL.  The file is the same either way; a store may be opened
+ * lazily one time and eagerly the next, and by readers of either kind.
+ *
  * Transactions.  Every change to the store happens between tk_ph_begin and
  * tk_ph_commit (or tk_ph_abort); no log function is called per store.  The
  * first write to a page in a transaction is caught by trapkit (the page is
@@ -116,7 +133,7 @@ typedef uint32_t tk_ph_type_t;
 /* tk_ph_config.flags */
 #define TK_PH_CREATE 0x1   /* create the store if PATH does not exist */
 #define TK_PH_READONLY 0x2 /* a reader: the last committed state, read-only */
-#define TK_PH_LAZY 0x4     /* lazy swizzling: each pointer when first loaded */
+#define TK_PH_LAZY 0x4     /* lazy swizzling: each pointer when first loaded (above) */
 
 typedef struct tk_ph_config {
     unsigned flags;      /* TK_PH_* */

@@ -605,7 +605,8 @@ static int lazy_word(uint64_t *w, void *ctx)
     uint64_t a = (uint64_t)(uintptr_t)w;
     if (a + 8 <= s->lo || a >= s->hi) return 0;
     _Atomic uint64_t *aw = (_Atomic uint64_t *)w;
-    uint64_t v = atomic_load_explicit(aw, memory_order_relaxed);
+    /* (acquire: the emulator then reads what another thread swizzled) */
+    uint64_t v = atomic_load_explicit(aw, memory_order_acquire);
     if (v == 0 || v >= s->limit) return 0; /* null, or swizzled (counted) already */
     if (!atomic_compare_exchange_strong(aw, &v, (uint64_t)(uintptr_t)s->ph->base + v)) return 0;
     s->n++;
@@ -827,6 +828,9 @@ enum { LZ_IDLE_MAX = 16 };
 struct lz_emu {
     tk_ph *ph;
     uint64_t swizzled;
+    /* what the emulator reads: the words copied with atomic loads, since
+     * other threads may be swizzling them (16-aligned, as the store is) */
+    _Alignas(16) uint64_t buf[6];
 };
 
 /* [signal-safe] Page q's last word to swizzle is swizzled. */
@@ -851,13 +855,14 @@ static int lz_swizzle(tk_ph *ph, uint64_t q, uint64_t lo, uint64_t hi, uint64_t 
 }
 
 /* [signal-safe] The emulator's view of the store: reads only, of pages
- * read already, within one segment; their pointer words swizzled first. */
+ * read already, within one segment, up to 16 bytes; their pointer words
+ * swizzled first, then copied. */
 static void *lz_map(uintptr_t addr, size_t len, bool write, void *ctx)
 {
     struct lz_emu *e = ctx;
     tk_ph *ph = e->ph;
     uintptr_t b = (uintptr_t)ph->base;
-    if (write || len == 0 || addr < b) return NULL;
+    if (write || len == 0 || len > 16 || addr < b) return NULL;
     uint64_t off = addr - b, q0 = off / PS, q1 = (off + len - 1) / PS;
     if (q1 >= atomic_load(&ph->npages) || q0 / SEG_PAGES != q1 / SEG_PAGES) return NULL;
     for (uint64_t q = q0; q <= q1; q++)
@@ -866,7 +871,10 @@ static void *lz_map(uintptr_t addr, size_t len, bool write, void *ctx)
     char *v = in_view(ph, q0) + off % PS;
     for (uint64_t q = q0; q <= q1; q++)
         if (lz_swizzle(ph, q, (uintptr_t)v, (uintptr_t)v + len, &e->swizzled)) return NULL;
-    return v;
+    uintptr_t from = (uintptr_t)v & ~(uintptr_t)15, to = ((uintptr_t)v + len + 7) & ~(uintptr_t)7;
+    for (uintptr_t w = from, i = 0; w < to; w += 8, i++)
+        e->buf[i] = atomic_load_explicit((_Atomic uint64_t *)w, memory_order_acquire);
+    return (char *)e->buf + ((uintptr_t)v - from);
 }
 
 static bool lz_allowed(uintptr_t addr, size_t len, bool write, void *ctx)
