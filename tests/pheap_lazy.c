@@ -6,6 +6,7 @@
  * glibc's memcpy) all read swizzled pointers; a page read often goes
  * eager; a write swizzles its page whole; threads traverse at once; and a store written lazily
  * reads back the same eagerly. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -93,6 +94,46 @@ static void traverse(struct lnode *a)
         CHECK(p->peer->key == (int64_t)peer_of(i) * 3);
     }
     CHECK(i == COUNT);
+}
+
+/* a system call given store memory: EFAULT until tk_ph_touch opens it
+ * (pages 90-99 of the array, untouched so far) */
+static void syscalls(tk_ph *ph, struct lnode *a)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    struct lnode *x = &a[90 * PER_PAGE + 3], got;
+    CHECK(write(p[1], x, sizeof *x) == -1 && errno == EFAULT);
+    CHECK_OK(tk_ph_touch(ph, x, sizeof *x, 0));
+    CHECK(write(p[1], x, sizeof *x) == (ssize_t)sizeof *x);
+    CHECK(read(p[0], &got, sizeof got) == (ssize_t)sizeof got);
+    CHECK(got.key == x->key && got.next == &a[90 * PER_PAGE + 4]); /* (swizzled: an address) */
+    /* into the store: in a transaction, once touched for writing */
+    struct lnode *y = &a[92 * PER_PAGE + 5];
+    int64_t was = y->key;
+    CHECK_ERR(tk_ph_touch(ph, y, 8, 1), -EINVAL); /* (no transaction) */
+    CHECK_OK(tk_ph_begin(ph));
+    CHECK(write(p[1], &was, 8) == 8);
+    /* (on uffd-thread a page read and opened is write-protected by
+     * userfaultfd, whose thread catches the kernel's write as a first write) */
+    ssize_t r = read(p[0], &y->key, 8);
+    CHECK(r == -1 ? errno == EFAULT : mech == TK_MECH_UFFD_THREAD && r == 8);
+    CHECK_OK(tk_ph_touch(ph, &y->key, 8, 1));
+    close(p[0]); /* (whether the failed read took the bytes is the kernel's choice) */
+    close(p[1]);
+    CHECK(pipe(p) == 0);
+    int64_t v = 4242;
+    CHECK(write(p[1], &v, 8) == 8);
+    CHECK(read(p[0], &y->key, 8) == 8);
+    CHECK(y->key == 4242);
+    CHECK_OK(tk_ph_abort(ph)); /* (a page opened by tk_ph_touch is put back too) */
+    CHECK(y->key == was);
+    /* a range reaching outside the store */
+    CHECK_ERR(tk_ph_touch(ph, (char *)tk_ph_base(ph) + tk_ph_size(ph) - 8, 16, 0), -EINVAL);
+    CHECK_ERR(tk_ph_touch(ph, &got, 8, 0), -EINVAL);
+    CHECK_OK(tk_ph_touch(ph, x, 0, 0));
+    close(p[0]);
+    close(p[1]);
 }
 
 static void *traverse_thread(void *a)
@@ -203,6 +244,8 @@ int main(int argc, char **argv)
     a[i + 2].small = (uint8_t)((i + 2) * 5); /* (unchanged values, written) */
     CHECK_OK(tk_ph_commit(ph));
 
+    syscalls(ph, a);
+
     /* four threads over the whole array at once, from pages half used */
     pthread_t th[4];
     for (int k = 0; k < 4; k++) CHECK(pthread_create(&th[k], NULL, traverse_thread, a) == 0);
@@ -213,8 +256,10 @@ int main(int argc, char **argv)
           2 * COUNT - 1); /* (the last next is NULL) */
     CHECK_OK(tk_ph_close(ph));
 
-    /* written lazily, read eagerly; and lazily again, commit and all */
+    /* written lazily, read eagerly (system calls too); and lazily again,
+     * commit and all */
     ph = open_store(0);
+    syscalls(ph, ((struct lroot *)tk_ph_root(ph))->nodes);
     traverse(((struct lroot *)tk_ph_root(ph))->nodes);
     CHECK(stats(ph).loads_emulated == 0);
     CHECK_OK(tk_ph_close(ph));

@@ -206,6 +206,20 @@ int tk_ph_begin(tk_ph *ph);
 int tk_ph_commit(tk_ph *ph);
 int tk_ph_abort(tk_ph *ph);
 
+/* System calls.  The kernel does not fault pages in for the store: a
+ * system call given store memory that trapkit has not opened (a page not
+ * yet read; in a lazy store, one with pointers left; for writing, one not
+ * yet written in the transaction) fails with EFAULT (but for a write into a
+ * page already read on uffd-thread, whose userfaultfd thread catches the
+ * kernel's write as the program's).  tk_ph_touch makes
+ * [addr, addr + len) readable first - its pages read and, lazily, swizzled
+ * whole - and with write, in a transaction, writable as the transaction's
+ * own (each page's before-image saved, as by a first write).  Returns 0, or
+ * -EINVAL (a range not inside the store; write outside a transaction),
+ * -E2BIG (more than max_tx_pages), -EIO, -EUCLEAN or -ENOMEM (the kernel's
+ * limit on mappings). */
+int tk_ph_touch(tk_ph *ph, const void *addr, size_t len, int write);
+
 struct tk_ph_stats {
     uint64_t size;       /* bytes in the store */
     uint64_t pages_read; /* pages read from the file on first touch */

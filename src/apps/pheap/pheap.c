@@ -1974,6 +1974,37 @@ int tk_ph_free(tk_ph *ph, void *obj)
     return tk__failf(-EINVAL, "tk_ph_free: %p is not the start of an allocated object", obj);
 }
 
+int tk_ph_touch(tk_ph *ph, const void *addr, size_t len, int write)
+{
+    int rc = write ? check_tx(ph, "tk_ph_touch") : check_open(ph, "tk_ph_touch");
+    if (rc || len == 0) return rc;
+    uintptr_t b = (uintptr_t)ph->base, a = (uintptr_t)addr;
+    uint64_t size = atomic_load(&ph->npages) * PS;
+    if (a < b || a - b >= size || len > size - (a - b))
+        return tk__failf(-EINVAL, "tk_ph_touch: [%p, +%zu) is not inside the store", addr, len);
+    for (uint64_t q = (a - b) / PS, last = (a - b + len - 1) / PS; q <= last; q++) {
+        if (touch(ph, q)) return -EIO;
+        if (ph->lazy && atomic_load(&ph->lz_left[q]) && lz_swizzle(ph, q, 0, UINT64_MAX, NULL))
+            return tk__failf(-EUCLEAN, "tk_ph_touch: a damaged descriptor for the page at %p",
+                             (void *)(ph->base + q * PS));
+        if (prot_of(ph, q) == TK_PROT_NONE && prot_roomy(ph, q, 1, TK_PROT_READ))
+            return tk__failf(-ENOMEM,
+                             "tk_ph_touch: cannot open the page at %p (the kernel's limit on "
+                             "mappings, vm.max_map_count?)",
+                             (void *)(ph->base + q * PS));
+        if (!write || prot_of(ph, q) == TK_PROT_RW) continue;
+        if (atomic_load(&ph->nwritten) >= ph->max_tx)
+            return tk__failf(-E2BIG,
+                             "tk_ph_touch: the transaction has written max_tx_pages pages "
+                             "(%zu) already",
+                             ph->max_tx);
+        if (first_write(ph, q, ph->base + q * PS) != TK_RESUME)
+            return tk__failf(-ENOMEM, "tk_ph_touch: cannot open the page at %p for writing",
+                             (void *)(ph->base + q * PS));
+    }
+    return 0;
+}
+
 void *tk_ph_root(tk_ph *ph)
 {
     if (check_open(ph, "tk_ph_root")) return NULL;
@@ -2051,7 +2082,25 @@ size_t tk_ph_size(const tk_ph *ph)
     return ph ? (size_t)atomic_load(&ph->npages) * PS : 0;
 }
 
-int tk_ph_stats(const tk_ph *ph, struct tk_ph_stats *out)
+/* tk_ph_stats grew loads_emulated in TRAPKIT_0.7: programs linked against
+ * TRAPKIT_0.6 pass the struct up to mech, which that version fills. */
+#define TK_SYMVER(impl, name, node) __asm__(".symver " #impl ", " #name node)
+TK_SYMVER(tk_ph_stats_v7, tk_ph_stats, "@@TRAPKIT_0.7");
+TK_SYMVER(tk_ph_stats_v6, tk_ph_stats, "@TRAPKIT_0.6");
+int tk_ph_stats_v7(const tk_ph *ph, struct tk_ph_stats *out);
+int tk_ph_stats_v6(const tk_ph *ph, void *out);
+#define STATS_V6 offsetof(struct tk_ph_stats, loads_emulated)
+
+int tk_ph_stats_v6(const tk_ph *ph, void *out)
+{
+    if (!ph || !out) return tk__fail(-EINVAL, "tk_ph_stats: NULL argument");
+    struct tk_ph_stats all;
+    int rc = tk_ph_stats_v7(ph, &all);
+    if (!rc) memcpy(out, &all, STATS_V6);
+    return rc;
+}
+
+int tk_ph_stats_v7(const tk_ph *ph, struct tk_ph_stats *out)
 {
     if (!ph || !out) return tk__fail(-EINVAL, "tk_ph_stats: NULL argument");
     memset(out, 0, sizeof *out);
