@@ -1,11 +1,15 @@
-/* tests/pheap_maps.c MECH - a store read sparsely in a process close to the
+/* tests/pheap_maps.c MECH [lazy] - a store read sparsely in a process close to the
  * kernel's limit on mappings (vm.max_map_count).  Each run of pages read is
  * a mapping of its own until its neighbours are read, so reading every
  * other 64 KiB piece of a store makes two mappings a piece; the test first
  * takes all but a few hundred of the process's mappings for itself (pages
  * of alternating protection), then reads every other piece of a 96 MiB
  * store, each page checked: the store must go on (reading more than was
- * asked, to join runs) rather than stop the program. */
+ * asked, to join runs) rather than stop the program.  Each data page holds
+ * two pointers (words 1 and 257, to itself); lazily, the first pass uses
+ * both on every other page it reads, which opens that page between pages
+ * still no-access (two mappings a page): the store must then swizzle
+ * pages whole to join them, and go on. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,16 +30,20 @@ struct root {
 
 static char path[256];
 static enum tk_mech mech;
+static unsigned lazy; /* TK_PH_LAZY (argv[2] "lazy": pages with pointers left stay no-access) */
+
+static tk_ph_type_t half_t; /* a data page: two of these */
 
 static tk_ph *open_store(unsigned flags, tk_ph_type_t *rt, tk_ph_type_t *dt)
 {
-    tk_ph_config c = {.flags = flags, .mech = mech, .max_size = 1ull << 30};
+    tk_ph_config c = {.flags = flags | lazy, .mech = mech, .max_size = 1ull << 30};
     tk_ph *ph;
     CHECK_OK(tk_ph_open(path, &c, &ph));
     size_t offs[PER_DIR];
     for (int i = 0; i < PER_DIR; i++) offs[i] = 8 * (size_t)i;
     CHECK_OK(tk_ph_type(ph, "dir", sizeof(struct dir), offs, PER_DIR, dt));
     CHECK_OK(tk_ph_type(ph, "root", sizeof(struct root), offs, DIRS, rt));
+    CHECK_OK(tk_ph_type(ph, "half", 2048, (size_t[]){8}, 1, &half_t));
     return ph;
 }
 
@@ -52,6 +60,7 @@ static long maps_now(void)
 int main(int argc, char **argv)
 {
     mech = tk_test_mech(argc, argv, 0);
+    lazy = argc > 2 && strcmp(argv[2], "lazy") == 0 ? TK_PH_LAZY : 0;
     snprintf(path, sizeof path, "/tmp/tk_pheap_maps.%d", (int)getpid());
     char logpath[300];
     snprintf(logpath, sizeof logpath, "%s.log", path);
@@ -71,10 +80,11 @@ int main(int argc, char **argv)
         CHECK(dd != NULL);
         r->dir[d] = dd;
         for (int i = 0; i < PER_DIR; i++) {
-            uint64_t *p = tk_ph_alloc(ph, TK_PH_BYTES, 4096);
+            uint64_t *p = tk_ph_alloc(ph, half_t, 2);
             CHECK(p != NULL);
             uint64_t id = (uint64_t)d * PER_DIR + (uint64_t)i;
             for (int w = 0; w < 512; w++) p[w] = id * 1000 + (uint64_t)w;
+            p[1] = p[257] = (uint64_t)(uintptr_t)p;
             dd->page[i] = p;
         }
         CHECK_OK(tk_ph_commit(ph));
@@ -115,6 +125,8 @@ int main(int argc, char **argv)
                             (unsigned long long)p[w]);
                     CHECK(false);
                 }
+            if (pass == 1 || id % 2 == 0)
+                CHECK(p[1] == (uint64_t)(uintptr_t)p && p[257] == (uint64_t)(uintptr_t)p);
             checked++;
         }
     /* a transaction writes three neighbouring pages out of order (one

@@ -176,6 +176,7 @@ struct tk_ph {
     /* lazy swizzling (TK_PH_LAZY): per page, its pointer words not yet
      * swizzled; a page with any stays no-access and its loads are emulated */
     bool lazy;
+    atomic_flag lz_settling; /* (lz_settle runs: not again from within) */
     _Atomic uint16_t *lz_left;
     _Atomic uint8_t *lz_idle;     /* per page, loads emulated that swizzled nothing */
     _Atomic uint64_t lz_emulated; /* loads emulated */
@@ -715,7 +716,9 @@ static int fill_gaps(tk_ph *ph)
             uint64_t g = e;
             while (g < n && g - e <= w && atomic_load(&ph->ext[g]) == EXT_ABSENT) g++;
             if (g >= n || g - e > w || atomic_load(&ph->ext[g]) != EXT_LOADED ||
-                (e - 1) * EXTENT / SEG_PAGES != g * EXTENT / SEG_PAGES) { /* (one mapping) */
+                (e - 1) * EXTENT / SEG_PAGES != g * EXTENT / SEG_PAGES || /* (one mapping) */
+                (ph->lazy && (atomic_load(&ph->lz_left[e * EXTENT - 1]) ||
+                              atomic_load(&ph->lz_left[g * EXTENT])))) { /* (joins nothing) */
                 e = g;
                 continue;
             }
@@ -743,12 +746,18 @@ static int fill_gaps(tk_ph *ph)
     return filled;
 }
 
+static int lz_settle(tk_ph *ph);
+
 /* [signal-safe] Pages [q, q + n) made p; where the kernel's limit on
- * mappings stops it, gaps are filled (fill_gaps) and it tries again. */
+ * mappings stops it, in a lazy store pages with pointers left are swizzled
+ * whole and opened (lz_settle), or gaps are filled (fill_gaps), and it
+ * tries again. */
 static int prot_roomy(tk_ph *ph, uint64_t q, uint64_t n, int p)
 {
     int rc = prot(ph, q, n, p);
-    while (rc == -ENOMEM && fill_gaps(ph) > 0) rc = prot(ph, q, n, p);
+    /* (lazily, the pages with pointers left first: no reading, and a
+     * gap's read joins nothing while its neighbours' edges are no-access) */
+    while (rc == -ENOMEM && (lz_settle(ph) > 0 || fill_gaps(ph) > 0)) rc = prot(ph, q, n, p);
     return rc;
 }
 
@@ -852,6 +861,28 @@ static int lz_swizzle(tk_ph *ph, uint64_t q, uint64_t lo, uint64_t hi, uint64_t 
     if (s.n) atomic_fetch_add(&ph->swizzled, s.n);
     if (n) *n += s.n;
     return 0;
+}
+
+/* [signal-safe] The kernel's limit on mappings is reached: each page with
+ * pointers left is a no-access mapping between readable ones, so up to
+ * 1,024 of them (the leftmost) are swizzled whole and opened, joining their
+ * neighbours.  Returns how many. */
+static int lz_settle(tk_ph *ph)
+{
+    if (!ph->lazy || atomic_flag_test_and_set(&ph->lz_settling)) return 0;
+    int done = 0;
+    uint64_t n = atomic_load(&ph->npages);
+    for (uint64_t q = 0; q < n && done < 1024; q++) {
+        if (atomic_load(&ph->ext[q / EXTENT]) != EXT_LOADED) {
+            q |= EXTENT - 1;
+            continue;
+        }
+        if (atomic_load(&ph->lz_left[q]) && !lz_swizzle(ph, q, 0, UINT64_MAX, NULL) &&
+            prot_of(ph, q) != TK_PROT_NONE)
+            done++;
+    }
+    atomic_flag_clear(&ph->lz_settling);
+    return done;
 }
 
 /* [signal-safe] The emulator's view of the store: reads only, of pages
