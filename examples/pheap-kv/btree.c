@@ -137,12 +137,24 @@ static unsigned lower(const unsigned char (*keys)[KV_KEY], unsigned n, const uns
     return lo;
 }
 
+/* Asks for the cache lines a search of node p reads, all at once: the
+ * search's own loads depend on each other, so each would otherwise wait
+ * for the one before it to come from memory.  A leaf: its header, keys,
+ * big and len (the first 6 lines); an inner node: all its keys. */
+static inline void prefetch_node(const void *p, bool leaf)
+{
+    const char *c = p;
+    unsigned lines = leaf ? 6 : (unsigned)(offsetof(struct inner, child) / 64);
+    for (unsigned i = 0; i < lines; i++) __builtin_prefetch(c + 64 * i);
+}
+
 static struct leaf *find_leaf(kv *m, const unsigned char *k)
 {
     void *p = m->root->top;
     for (uint64_t h = m->root->height; h > 1; h--) {
         struct inner *in = p;
         p = in->child[upper((const unsigned char(*)[KV_KEY])in->key, in->n, k)];
+        prefetch_node(p, h == 2);
     }
     return p;
 }
