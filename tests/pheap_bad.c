@@ -98,6 +98,28 @@ static void make_store(int k)
     make_store_how(k, 0);
 }
 
+/* where the log's records end: the log is written ahead of them (zeros),
+ * so its size says nothing (record headers: magic, then len at byte 32) */
+static char *slurp(const char *p, size_t *n);
+
+static size_t records_end(void)
+{
+    size_t len;
+    char *buf = slurp(logpath, &len);
+    size_t at = 4096;
+    for (;;) {
+        uint32_t magic;
+        uint64_t n;
+        if (at + 64 > len) break;
+        memcpy(&magic, buf + at, 4);
+        memcpy(&n, buf + at + 32, 8);
+        if (magic != 0x4c504b54u || n < 64 || at + n > len) break;
+        at += n;
+    }
+    free(buf);
+    return at;
+}
+
 static int64_t head_value(void)
 {
     tk_ph *ph = must_open(0);
@@ -203,17 +225,17 @@ int main(int argc, char **argv)
     /* the log: three commits not applied; open replays them */
     make_store(3);
     size_t loglen;
-    free(slurp(logpath, &loglen));
+    loglen = records_end();
     CHECK(loglen > 0);
     CHECK(head_value() == 4);
     /* a torn tail: the third record cut in half is dropped */
     make_store(3);
-    free(slurp(logpath, &loglen));
+    loglen = records_end();
     CHECK(truncate(logpath, (off_t)(loglen - loglen / 6)) == 0);
     CHECK(head_value() == 3);
     /* a damaged second record with a sound third after it: refused */
     make_store(3);
-    free(slurp(logpath, &loglen));
+    loglen = records_end();
     flip(logpath, (off_t)(loglen / 2));
     refused(-EUCLEAN, "damaged at offset");
     /* damage in the last record alone is a torn tail */

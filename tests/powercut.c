@@ -7,10 +7,13 @@
  * sector by sector, newest first, and gives the file its synced size or
  * its last one: what a disk may hold after losing power, where only what
  * was synced is sure.  Only pwrite, ftruncate, fsync and fdatasync are
- * watched (what trapkit's persistent heap writes with). */
+ * watched (what trapkit's persistent heap writes with).  One lock orders
+ * them: threads writing one file at once journal whole writes, and a sync
+ * empties the journal of exactly the writes made before it. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@ static int (*real_close)(int);
 /* per descriptor: 0 not looked at, -1 not watched, else the journal's fd
  * + 1; and the file it was for (a descriptor closed without close(), by
  * fclose or the like, may come back as another file) */
+static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
 static int jfd[MAXFD];
 static dev_t jdev[MAXFD];
 static ino_t jino[MAXFD];
@@ -118,9 +122,14 @@ static void record(int j, uint32_t kind, int fd, int64_t off, int64_t len)
 
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 {
+    pthread_mutex_lock(&lk);
     int j = journal(fd);
     if (j >= 0) record(j, PC_WRITE, fd, off, (int64_t)n);
-    return real_pwrite(fd, buf, n, off);
+    ssize_t rc = real_pwrite(fd, buf, n, off);
+    int e = errno;
+    pthread_mutex_unlock(&lk);
+    errno = e;
+    return rc;
 }
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -129,45 +138,56 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 
 int ftruncate64(int fd, off_t len)
 {
+    pthread_mutex_lock(&lk);
     int j = journal(fd);
     if (j >= 0) {
         int64_t size = size_of(fd);
         record(j, PC_TRUNCATE, fd, len, size > len ? size - len : 0);
     }
-    return real_ftruncate(fd, len);
+    int rc = real_ftruncate(fd, len), e = errno;
+    pthread_mutex_unlock(&lk);
+    errno = e;
+    return rc;
 }
 int ftruncate(int fd, off_t len)
 {
     return ftruncate64(fd, len);
 }
 
-static int synced(int fd, int rc)
+static int synced(int fd, int data)
 {
+    init();
+    pthread_mutex_lock(&lk);
+    int rc = data ? real_fdatasync(fd) : real_fsync(fd), e = errno;
     if (rc == 0) {
         int j = journal(fd);
         if (j >= 0) journal_start(j, fd);
     }
+    pthread_mutex_unlock(&lk);
+    errno = e;
     return rc;
 }
 
 int fsync(int fd)
 {
-    init();
-    return synced(fd, real_fsync(fd));
+    return synced(fd, 0);
 }
 
 int fdatasync(int fd)
 {
-    init();
-    return synced(fd, real_fdatasync(fd));
+    return synced(fd, 1);
 }
 
 int close(int fd)
 {
     init();
+    pthread_mutex_lock(&lk);
     if (fd >= 0 && fd < MAXFD) {
         if (jfd[fd] > 0) real_close(jfd[fd] - 1);
         jfd[fd] = 0;
     }
-    return real_close(fd);
+    int rc = real_close(fd), e = errno;
+    pthread_mutex_unlock(&lk);
+    errno = e;
+    return rc;
 }

@@ -81,6 +81,8 @@ enum {
 #define DEFAULT_MAX (64ull << 30)
 #define DEFAULT_LOG_LIMIT (64u << 20)
 #define DEFAULT_TX_PAGES 65536u
+#define LOG_AHEAD (4u << 20)       /* log bytes kept written ahead of log_end */
+#define LOG_AHEAD_CHUNK (1u << 20) /* written at a time */
 
 enum kind { K_FREE = 0, K_SLAB = 1, K_HEAD = 2, K_CONT = 3, K_META = 4 };
 
@@ -163,7 +165,14 @@ struct tk_ph {
     _Atomic uint64_t npages; /* the store's size now (the superblock's, mirrored) */
     uint64_t base_npages;    /* the store file's size in pages when the log was emptied */
     size_t log_limit, max_tx;
-    uint64_t log_end;   /* the next record's offset (log_start: none) */
+    uint64_t log_end; /* the next record's offset (log_start: none) */
+    /* the log file's bytes written already, blocks and size (under lk): a
+     * record within them is an overwrite, whose fdatasync writes no
+     * metadata; an append's writes the inode too (about twice as long).  The
+     * applier thread writes zeros ahead of log_end, [fill_from, log_ready +
+     * LOG_AHEAD_CHUNK) while filling; a commit never writes there then. */
+    uint64_t log_ready, fill_from;
+    bool filling;
     uint64_t log_start; /* the first record's (LOG_START, or later while readers hold the log) */
     uint64_t epoch, lsn;
     bool log_open; /* the log's header on disk says records of epoch may follow */
@@ -1418,9 +1427,11 @@ static int advance_start(tk_ph *ph)
         return rc;
     }
     uint64_t a = (old + PS - 1) / PS * PS, b = start / PS * PS;
-    if (b > a)
+    if (b > a) {
         fallocate(ph->logfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
                   (off_t)(b - a)); /* (where the file system cannot, the blocks stay) */
+        if (ph->log_ready > a) ph->log_ready = a; /* (holes now: written again once dead) */
+    }
     return 0;
 }
 
@@ -1495,8 +1506,10 @@ static int log_applied(tk_ph *ph, uint64_t npages, bool clean)
     /* a log grown far past its limit (a large transaction) is cut back */
     struct stat ls;
     if (!fstat(ph->logfd, &ls) && (uint64_t)ls.st_size > 2 * (uint64_t)ph->log_limit + LOG_START &&
-        ftruncate(ph->logfd, (off_t)(ph->log_limit + LOG_START)) == 0)
+        ftruncate(ph->logfd, (off_t)(ph->log_limit + LOG_START)) == 0) {
         fdatasync(ph->logfd);
+        if (ph->log_ready > ph->log_limit + LOG_START) ph->log_ready = ph->log_limit + LOG_START;
+    }
     for (struct rec_buf *r = ph->rec_head, *next; r; r = next) {
         next = r->next;
         free(r->buf);
@@ -1507,6 +1520,40 @@ static int log_applied(tk_ph *ph, uint64_t npages, bool clean)
     ph->base_npages = npages;
     atomic_fetch_add(&ph->applies, 1);
     return 0;
+}
+
+/* With lk held: the log should be written further ahead of log_end (not
+ * past twice its limit, where commits wait anyway). */
+static bool ahead_wanted(const tk_ph *ph)
+{
+    uint64_t cap = 2 * (uint64_t)ph->log_limit + LOG_START;
+    return !ph->filling && !ph->apply_err && !ph->broken && ph->log_ready < cap &&
+           ph->log_ready < ph->log_end + LOG_AHEAD;
+}
+
+/* With lk held (released meanwhile): one chunk of zeros written and synced
+ * past what the log holds, so that the commits to come overwrite blocks
+ * the file has (zeros are no record: the log ends at the first).  A
+ * failure leaves log_ready as it was: commits append there then. */
+static void write_ahead(tk_ph *ph)
+{
+    static const char zeros[64 << 10];
+    uint64_t from = ph->log_ready > ph->log_end ? ph->log_ready : ph->log_end;
+    uint64_t to = from + LOG_AHEAD_CHUNK;
+    ph->filling = true;
+    ph->fill_from = from;
+    pthread_mutex_unlock(&ph->lk);
+    bool ok = true;
+    for (uint64_t o = from; ok && o < to; o += sizeof zeros)
+        ok = full_pwrite(ph->logfd, zeros, sizeof zeros, o) == 0;
+    ok = ok && fdatasync(ph->logfd) == 0;
+    pthread_mutex_lock(&ph->lk);
+    ph->filling = false;
+    if (ok)
+        ph->log_ready = to;
+    else
+        ph->log_ready = 2 * (uint64_t)ph->log_limit + LOG_START; /* (no more tries) */
+    pthread_cond_broadcast(&ph->cond);
 }
 
 /* The applier thread: once the log holds half its limit, writes its
@@ -1522,10 +1569,14 @@ static void *applier_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* (the program's signals are not for it) */
     pthread_mutex_lock(&ph->lk);
     for (;;) {
-        while (!ph->stop &&
+        while (!ph->stop && !ahead_wanted(ph) &&
                (ph->apply_err || !ph->rec_head || ph->log_end - ph->log_start < ph->log_limit / 2))
             pthread_cond_wait(&ph->cond, &ph->lk);
         if (ph->stop) break;
+        if (ahead_wanted(ph)) {
+            write_ahead(ph);
+            continue;
+        }
         if (ph->pinned) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -1771,6 +1822,8 @@ int tk_ph_commit(tk_ph *ph)
                          "the transaction was aborted (the log keeps every earlier commit)",
                          ph->path, strerror(-rc));
     }
+    /* (not into the zeros being written ahead) */
+    while (ph->filling && ph->log_end + len > ph->fill_from) pthread_cond_wait(&ph->cond, &ph->lk);
     /* (written under the lock's protection with the record's epoch and lsn) */
     struct rec_hdr h2;
     memcpy(&h2, rec, sizeof h2);
@@ -1819,9 +1872,12 @@ int tk_ph_commit(tk_ph *ph)
                          ph->path, strerror(-rc));
     }
     ph->log_end += len;
+    if (ph->log_end > ph->log_ready) ph->log_ready = ph->log_end; /* (appended) */
     ph->lsn++;
     append_record(ph, rb);
-    if (ph->log_end - ph->log_start >= ph->log_limit / 2) pthread_cond_signal(&ph->cond);
+    if (ph->log_end - ph->log_start >= ph->log_limit / 2 ||
+        ph->log_ready < ph->log_end + LOG_AHEAD / 2)
+        pthread_cond_signal(&ph->cond);
     pthread_mutex_unlock(&ph->lk);
     for (size_t k = 0; k < n; k++) ph->dirty[ph->wset[k] / 64] = 0;
     reprotect(ph, n, "tk_ph_commit");
@@ -2458,6 +2514,11 @@ int tk_ph_open(const char *path, const tk_ph_config *cfg, tk_ph **out)
         if (rc) goto fail;
     }
     ph->base_npages = (uint64_t)st.st_size / PS;
+    if (!ro) { /* the log's blocks written already: up to its first hole (SEEK_DATA's kin) */
+        off_t hole = lseek(ph->logfd, LOG_START, SEEK_HOLE);
+        ph->log_ready = hole > 0 ? (uint64_t)hole : 0;
+        if (ph->log_ready < ph->log_end) ph->log_ready = ph->log_end;
+    }
     /* the address range, the bookkeeping */
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     if (cfg->addr) flags |= MAP_FIXED_NOREPLACE;
