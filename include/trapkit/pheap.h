@@ -49,7 +49,9 @@
  * transaction is durable.  tk_ph_abort puts every written page back.  A
  * thread of trapkit's applies the log to the store file as it fills (from
  * half of tk_ph_config.log_limit on; a commit waits while the log holds
- * twice log_limit), and tk_ph_close applies what is left.  A write to
+ * twice log_limit), and tk_ph_close applies what is left; it also writes
+ * the log file a few MiB ahead of its records (zeros), so that a commit
+ * overwrites blocks the file has and its sync writes no metadata.  A write to
  * the store outside a transaction is a bug: the program stops with SIGSEGV
  * after a message saying where.
  *
