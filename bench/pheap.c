@@ -173,6 +173,21 @@ static int count_rec(const unsigned char key[KV_KEY], const void *val, size_t vl
     return 0;
 }
 
+/* gets of the n keys in order: a sum of what they read */
+static uint64_t get_all(kv *m, const uint64_t *order, uint64_t n)
+{
+    char k[16];
+    uint64_t s = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        key_of(order[i], k);
+        size_t len;
+        const char *v = kv_get(m, k, 16, &len);
+        if (!v) die("trapkit get: a record is missing", -ENOENT);
+        s += (unsigned char)v[0] + len;
+    }
+    return s;
+}
+
 static void reads(uint64_t n, int reps)
 {
     struct bench_fig tr = {0}, lr = {0}, ts = {0}, ls = {0}, zr = {0};
@@ -188,14 +203,7 @@ static void reads(uint64_t n, int reps)
     MDB_env *env = lm_open(MDB_RDONLY, &dbi);
     char k[16];
     for (int r = -1; r < reps; r++) { /* round -1: the warm-up */
-        uint64_t t0 = bench_now_ns(), s = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            key_of(order[i], k);
-            size_t len;
-            const char *v = kv_get(m, k, 16, &len);
-            if (!v) die("trapkit get: a record is missing", -ENOENT);
-            s += (unsigned char)v[0] + len;
-        }
+        uint64_t t0 = bench_now_ns(), s = get_all(m, order, n);
         uint64_t t1 = bench_now_ns();
         MDB_txn *t;
         int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t);
@@ -223,14 +231,7 @@ static void reads(uint64_t n, int reps)
         uint64_t t4 = bench_now_ns();
         mdb_cursor_close(c);
         mdb_txn_abort(t);
-        uint64_t s5 = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            key_of(order[i], k);
-            size_t len;
-            const char *v = kv_get(mz, k, 16, &len);
-            if (!v) die("trapkit get (lazy): a record is missing", -ENOENT);
-            s5 += (unsigned char)v[0] + len;
-        }
+        uint64_t s5 = get_all(mz, order, n);
         uint64_t t5 = bench_now_ns();
         if (s != s2 || s != s5 || s3 != s4 || got != n || got2 != n) {
             fprintf(stderr, "bench_pheap: the stores disagree (%llu/%llu, %llu/%llu records)\n",

@@ -578,27 +578,18 @@ struct swz {
     uint64_t n;
     uint64_t lo, hi; /* lazily: the words to swizzle, [lo, hi) in the view */
     uint64_t q;      /* lazily: their page */
+    bool count;      /* lazily, at a first touch: only count them */
 };
 
+/* A pointer word as read (an offset) swizzled, or only counted; one
+ * outside the store refused. */
 static int swizzle_word(uint64_t *w, void *ctx)
 {
     struct swz *s = ctx;
     uint64_t v = *w;
     if (v == 0) return 0;
     if (v >= s->limit) return -1;
-    *w = (uint64_t)(uintptr_t)s->ph->base + v;
-    s->n++;
-    return 0;
-}
-
-/* Lazy swizzling: counts page's pointer words still to swizzle (none
- * swizzled yet), refusing one outside the store. */
-static int count_word(uint64_t *w, void *ctx)
-{
-    struct swz *s = ctx;
-    uint64_t v = *w;
-    if (v == 0) return 0;
-    if (v >= s->limit) return -1;
+    if (!s->count) *w = (uint64_t)(uintptr_t)s->ph->base + v;
     s->n++;
     return 0;
 }
@@ -687,9 +678,8 @@ static int fill_extent(tk_ph *ph, uint64_t e, bool eager)
         if (q != 0 && !d) continue;
         static const struct pdesc none;
         bool lazy = ph->lazy && !eager && q != 0;
-        struct swz c = {ph, s.limit, 0};
-        if (page_words(ph, q, in_view(ph, q), d ? d : &none, lazy ? count_word : swizzle_word,
-                       lazy ? &c : &s, true)) {
+        struct swz c = {.ph = ph, .limit = s.limit, .count = true};
+        if (page_words(ph, q, in_view(ph, q), d ? d : &none, swizzle_word, lazy ? &c : &s, true)) {
             say("trapkit pheap: damaged store: a bad descriptor or a pointer outside the store "
                 "in the page at offset ",
                 "", q * PS, " (the program stops rather than follow it)");
