@@ -8,6 +8,9 @@
  * reads back the same eagerly. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <time.h>
 #include <stddef.h>
 #include <string.h>
 #include <trapkit/pheap.h>
@@ -134,6 +137,54 @@ static void syscalls(tk_ph *ph, struct lnode *a)
     CHECK_OK(tk_ph_touch(ph, x, 0, 0));
     close(p[0]);
     close(p[1]);
+}
+
+/* A program's signal handler reading the store while the code it
+ * interrupted is reading the same pages in (a timer every 50 µs; the
+ * handler reads the node the code is at, the store fresh): each must
+ * finish (a handler that waited for the read it interrupted would wait
+ * for ever). */
+static struct lnode *sig_a;
+static volatile long sig_reads, sig_bad;
+static volatile size_t sig_at;
+
+static void on_timer(int sig)
+{
+    (void)sig;
+    size_t j = sig_at;
+    if (sig_a[j].next != (j + 1 < COUNT ? &sig_a[j + 1] : NULL) ||
+        (j != 5 && sig_a[j].peer != &sig_a[peer_of(j)])) /* (5's was changed above) */
+        sig_bad++;
+    sig_reads++;
+}
+
+static void signal_reads(unsigned flags)
+{
+    for (int round = 0; round < 5; round++) { /* (each its first touches) */
+        tk_ph *ph = open_store(flags);
+        sig_a = ((struct lroot *)tk_ph_root(ph))->nodes;
+        struct sigaction sa = {.sa_handler = on_timer};
+        sigemptyset(&sa.sa_mask);
+        CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+        struct itimerval it = {{0, 50}, {0, 50}};
+        CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long main_bad = 0;
+        do {
+            for (size_t i = 0; i < COUNT; i += 7) {
+                sig_at = i;
+                main_bad += sig_a[i].key != (int64_t)i * 3;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((t.tv_sec - t0.tv_sec) * 1000000000 + (t.tv_nsec - t0.tv_nsec) < 200000000);
+        struct itimerval off = {{0, 0}, {0, 0}};
+        CHECK(setitimer(ITIMER_REAL, &off, NULL) == 0);
+        signal(SIGALRM, SIG_DFL);
+        CHECK(main_bad == 0 && sig_bad == 0);
+        CHECK(sig_reads > 0);
+        CHECK_OK(tk_ph_close(ph));
+    }
 }
 
 static void *traverse_thread(void *a)
@@ -273,6 +324,9 @@ int main(int argc, char **argv)
     a = ((struct lroot *)tk_ph_root(ph))->nodes;
     CHECK(a[5].peer == &a[6] && a[4].peer == &a[peer_of(4)]);
     CHECK_OK(tk_ph_close(ph));
+
+    signal_reads(0);
+    signal_reads(TK_PH_LAZY);
 
     unlink(path);
     unlink(logpath);

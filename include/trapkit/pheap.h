@@ -76,7 +76,9 @@
  * it, transactions are made by one thread at a time (begin, the writes,
  * commit or abort); other threads may read the store between transactions,
  * never during one.  Page reads on first touch are safe from any number of
- * threads at once.  A child of fork() may not use its parent's store: in
+ * threads at once, and from a signal handler that interrupts one (trapkit
+ * holds asynchronous signals back for the moments it reads a page in or
+ * saves a before-image).  A child of fork() may not use its parent's store: in
  * the child the store is no-access from fork on, so a touch stops it with
  * SIGSEGV after a message (its writes never reach the parent's memory, even
  * to pages the parent had open in a transaction), tk_ph_begin and the calls

@@ -630,6 +630,22 @@ static int unswizzle_word(uint64_t *w, void *ctx)
 static int load_extent(tk_ph *ph, uint64_t e);
 static void overlay(tk_ph *ph, uint64_t first, uint64_t n);
 
+/* [signal-safe] The asynchronous signals blocked while this thread holds
+ * an extent EXT_LOADING or saves a page's before-image: a handler of one
+ * that touched the same extent or page would wait for the work it
+ * interrupted, for ever.  (A fault the work itself raises still arrives.) */
+static void block_async(sigset_t *old)
+{
+    sigset_t s;
+    sigfillset(&s);
+    sigdelset(&s, SIGSEGV);
+    sigdelset(&s, SIGBUS);
+    sigdelset(&s, SIGILL);
+    sigdelset(&s, SIGFPE);
+    sigdelset(&s, SIGTRAP);
+    pthread_sigmask(SIG_BLOCK, &s, old);
+}
+
 /* [signal-safe] Makes sure extent e is in memory; 0, or -1 after a message. */
 static int ensure_extent(tk_ph *ph, uint64_t e)
 {
@@ -638,12 +654,16 @@ static int ensure_extent(tk_ph *ph, uint64_t e)
         if (st == EXT_LOADED) return 0;
         if (st == EXT_ABSENT) {
             uint8_t want = EXT_ABSENT;
+            sigset_t old;
+            block_async(&old);
             if (atomic_compare_exchange_strong(&ph->ext[e], &want, EXT_LOADING)) {
                 int rc = load_extent(ph, e);
                 atomic_store_explicit(&ph->ext[e], rc ? EXT_ABSENT : EXT_LOADED,
                                       memory_order_release);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
                 return rc;
             }
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
             continue;
         }
         sched_yield(); /* another thread reads it */
@@ -707,6 +727,8 @@ static int fill_gaps(tk_ph *ph)
 {
     uint64_t n = atomic_load(&ph->npages) / EXTENT, read = 0;
     int filled = 0;
+    sigset_t old;
+    block_async(&old);
     for (uint64_t w = 1; w <= 64 && filled < 256 && read < 1024; w *= 2) {
         for (uint64_t e = 1; e < n && filled < 256 && read < 1024; e++) {
             if (atomic_load(&ph->ext[e - 1]) != EXT_LOADED ||
@@ -742,6 +764,7 @@ static int fill_gaps(tk_ph *ph)
             e = g;
         }
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return filled;
 }
 
@@ -787,8 +810,19 @@ static int load_extent(tk_ph *ph, uint64_t e)
     return 0;
 }
 
+static tk_action first_write_masked(tk_ph *ph, uint64_t q, void *page);
+
 /* [signal-safe] The first write to page q in the transaction. */
 static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
+{
+    sigset_t old;
+    block_async(&old);
+    tk_action a = first_write_masked(ph, q, page);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return a;
+}
+
+static tk_action first_write_masked(tk_ph *ph, uint64_t q, void *page)
 {
     uint64_t m = 1ull << (q % 64);
     uint64_t old = atomic_fetch_or(&ph->dirty[q / 64], m);
