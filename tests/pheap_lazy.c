@@ -325,8 +325,11 @@ int main(int argc, char **argv)
     CHECK(a[5].peer == &a[6] && a[4].peer == &a[peer_of(4)]);
     CHECK_OK(tk_ph_close(ph));
 
+#ifndef __SANITIZE_THREAD__ /* (TSan runs handlers with every signal blocked: a fault in one       \
+                               kills) */
     signal_reads(0);
     signal_reads(TK_PH_LAZY);
+#endif
 
     unlink(path);
     unlink(logpath);
