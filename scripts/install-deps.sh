@@ -27,6 +27,7 @@ PKGS=(
     qemu-user              # qemu-riscv64: the reference tksim is checked against
     libgc-dev              # bdwgc, the collector trapkit's is benchmarked against (GCBench)
     liblmdb-dev            # LMDB, the store trapkit's persistent heap is benchmarked against
+    openmpi-bin libopenmpi-dev  # Open MPI: the shared virtual memory's transport (trapkit/dsm.h)
 )
 if [[ "${1:-}" == kernel-test ]]; then
     PKGS+=(

@@ -1,0 +1,1339 @@
+/* src/apps/dsm/dsm.c - shared virtual memory on MPI (trapkit/dsm.h).
+ *
+ * Each allocation is one trapkit region (MAP2: the service thread writes
+ * pages in through a second view, whatever their protection) at the same
+ * address on every rank.  Per page, every rank keeps its access (NONE,
+ * READ, RW: the page's protection) and what it has asked for; the page's
+ * home rank (block or cyclic placement) is its manager (ivy) or keeps its
+ * master copy (rc).
+ *
+ * Threads.  A fault handler (a signal handler, or trapkit's uffd thread)
+ * posts a request on a lock-free stack and waits on a futex; the rank's
+ * service thread does everything else: it alone changes a page's state and
+ * protection, makes twins and diffs, and talks MPI (the handler cannot:
+ * MPI is not async-signal-safe).  Application threads call MPI themselves
+ * only for barriers and locks (MPI_THREAD_MULTIPLE), on a communicator of
+ * their own.
+ *
+ * Messages (two-sided, tag TAG_SVC on the service communicator; a header
+ * and for some a payload):
+ *   ivy: REQ (requester -> manager), FWD (manager -> owner), INV (manager
+ *        -> copy holder), INV_ACK (-> manager), PAGE (owner or manager ->
+ *        requester), DONE (requester -> manager, after installing: the
+ *        manager serves one request per page at a time, queueing the rest)
+ *   rc:  GET (-> home), PAGE (home -> requester), DIFF (-> home), DIFF_ACK
+ *   locks: LOCK (-> lock manager), UNLOCK; the grant goes to the asking
+ *        thread's own tag.
+ * Messages between two ranks arrive in the order sent (MPI's
+ * non-overtaking rule), which the ivy protocol relies on: a rank sends
+ * DONE only after the PAGE, so no INV of a later request overtakes it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <trapkit/dsm.h>
+#include <trapkit/error.h>
+
+#include "core/internal.h"
+#include "os/linux/os.h"
+
+#define MAX_ALLOCS 64
+#define MAX_RANKS 64
+#define TAG_SVC 1
+#define TAG_APP0 100
+
+enum { S_NONE = 0, S_READ = 1, S_RW = 2 };
+
+enum mtype {
+    M_REQ = 1,
+    M_FWD,
+    M_INV,
+    M_INV_ACK,
+    M_PAGE,
+    M_DONE,
+    M_GET,
+    M_DIFF,
+    M_DIFF_ACK,
+    M_LOCK,
+    M_UNLOCK,
+    M_GRANT,
+};
+
+struct hdr {
+    uint8_t type, mode, data, pad;
+    int32_t rank; /* the requester (REQ, FWD, PAGE's sender otherwise) */
+    int32_t aid;  /* allocation, or lock id */
+    int32_t tag;  /* LOCK: the asking thread's tag */
+    uint64_t page;
+    uint64_t len; /* payload bytes */
+};
+
+/* A request posted by a fault handler or an application thread. */
+enum wkind { W_FAULT, W_RELEASE, W_ACQUIRE, W_FREE };
+struct waiter {
+    enum wkind kind;
+    int aid;
+    size_t page;
+    int mode;
+    atomic_int done;
+    int err;
+    struct waiter *next;  /* on the posted stack */
+    struct waiter *pnext; /* on its page's list, or the release list */
+};
+
+/* ivy: a request queued at the manager */
+struct mreq {
+    int rank, mode;
+    struct mreq *next;
+};
+
+struct alloc {
+    int id;
+    char *base, *view, *twin;
+    size_t len, npages;
+    tk_region *region;
+    _Atomic uint8_t *state; /* S_*: this rank's access */
+    uint8_t *want;          /* what this rank asked for and waits for */
+    struct waiter **waiting;
+    uint32_t *cached; /* rc: pages holding a copy (not home) */
+    uint32_t *tmp;
+    size_t ncached;
+    uint32_t *dirty; /* rc: pages with a twin */
+    size_t ndirty;
+    /* ivy, the pages this rank manages */
+    int16_t *owner;
+    uint64_t *copyset;
+    uint8_t *busy;
+    struct mreq **cur, **qhead, **qtail;
+    int16_t *acks;
+};
+
+struct lockst {
+    int holder;                 /* -1 free */
+    struct mreq *qhead, *qtail; /* (rank in rank, tag in mode) */
+};
+
+static struct {
+    bool up;
+    MPI_Comm svc, app;
+    int rank, size;
+    enum tk_dsm_protocol proto;
+    enum tk_dsm_placement place;
+    size_t ps;
+    enum tk_mech mech;
+    long spin_ns, timeout_s;
+    pthread_t thread;
+    atomic_int stop;
+    _Atomic(struct waiter *) posted;
+    atomic_int bell, sleeping;
+    struct alloc *allocs[MAX_ALLOCS];
+    pthread_mutex_t alloc_lk;
+    /* service thread only */
+    char *rbuf, *sbuf;
+    size_t bufsz;
+    struct waiter *releases; /* rc: waiting for the diffs' acks */
+    long acks_pending;
+    struct lockst *locks; /* the locks this rank manages, by id / size */
+    atomic_int ntags;
+    int next_aid; /* allocations are numbered in the order made (the same on every rank) */
+    /* counters */
+    atomic_ullong read_faults, write_faults, pages_in, pages_out, invalidations, twins, diffs,
+        diff_bytes, msent, mrecv;
+} D = {.alloc_lk = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread int my_tag;
+static __thread uint64_t held_locks[TK_DSM_LOCKS / 64];
+
+/* FUTEX_WAIT with a relative timeout; errno kept. [signal-safe] */
+static void futex_wait_for(atomic_int *word, int val, const struct timespec *ts)
+{
+    int e = errno;
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, ts, NULL, 0);
+    errno = e;
+}
+
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Not from a signal handler: the service thread and application threads. */
+static void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fatal(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "trapkit dsm: rank %d: %s; aborting\n", D.rank, msg);
+    fflush(stderr);
+    MPI_Abort(D.svc, 70);
+    abort();
+}
+
+static int home_of(const struct alloc *a, size_t p)
+{
+    if (D.place == TK_DSM_PLACE_CYCLIC) return (int)(p % (size_t)D.size);
+    return (int)((p * (size_t)D.size) / a->npages);
+}
+
+/* The first page rank r is home of (block placement), for ranges. */
+static size_t block_start(const struct alloc *a, int r)
+{
+    return ((size_t)r * a->npages + (size_t)D.size - 1) / (size_t)D.size;
+}
+
+/* ---- sending (service thread) ---- */
+
+struct sendslot {
+    MPI_Request req;
+    char *buf;
+};
+static struct sendslot *slots;
+static int nslots, slot_cap;
+
+static void progress_sends(void)
+{
+    for (int i = 0; i < nslots;) {
+        int flag = 0;
+        MPI_Test(&slots[i].req, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            char *b = slots[i].buf;
+            slots[i] = slots[--nslots];
+            slots[nslots].buf = b; /* keep the buffer for reuse */
+        } else {
+            i++;
+        }
+    }
+}
+
+static void send_msg(int dest, const struct hdr *h, const void *payload)
+{
+    if (nslots == slot_cap) {
+        progress_sends();
+        if (nslots == slot_cap) {
+            int ncap = slot_cap ? slot_cap * 2 : 64;
+            struct sendslot *n = realloc(slots, sizeof *n * (size_t)ncap);
+            if (!n) fatal("out of memory for send buffers");
+            for (int i = slot_cap; i < ncap; i++) n[i].buf = NULL;
+            slots = n;
+            slot_cap = ncap;
+        }
+    }
+    struct sendslot *s = &slots[nslots];
+    if (!s->buf && !(s->buf = malloc(D.bufsz))) fatal("out of memory for send buffers");
+    memcpy(s->buf, h, sizeof *h);
+    if (h->len) memcpy(s->buf + sizeof *h, payload, h->len);
+    int rc = MPI_Isend(s->buf, (int)(sizeof *h + h->len), MPI_BYTE, dest, TAG_SVC, D.svc, &s->req);
+    if (rc != MPI_SUCCESS) fatal("MPI_Isend to rank %d failed (%d)", dest, rc);
+    nslots++;
+    atomic_fetch_add_explicit(&D.msent, 1, memory_order_relaxed);
+}
+
+static void send_hdr(int dest, int type, int aid, size_t page, int mode, int rank)
+{
+    struct hdr h = {.type = (uint8_t)type,
+                    .mode = (uint8_t)mode,
+                    .rank = rank,
+                    .aid = aid,
+                    .page = page,
+                    .len = 0};
+    send_msg(dest, &h, NULL);
+}
+
+/* ---- waiters ---- */
+
+static void complete(struct waiter *w, int err)
+{
+    w->err = err;
+    atomic_store(&w->done, 1);
+    tk__futex_wake(&w->done, 1);
+}
+
+/* [signal-safe] */
+static void post(struct waiter *w)
+{
+    struct waiter *old = atomic_load(&D.posted);
+    do {
+        w->next = old;
+    } while (!atomic_compare_exchange_weak(&D.posted, &old, w));
+    if (atomic_load(&D.sleeping)) {
+        atomic_fetch_add(&D.bell, 1);
+        tk__futex_wake(&D.bell, 1);
+    }
+}
+
+/* [signal-safe] */
+static void put_num(char **p, long v)
+{
+    char t[24];
+    int n = 0;
+    if (v < 0) {
+        *(*p)++ = '-';
+        v = -v;
+    }
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) *(*p)++ = t[--n];
+}
+static void put_str(char **p, const char *s)
+{
+    while (*s) *(*p)++ = *s++;
+}
+
+/* [signal-safe] Waits for the service thread; a fault that is not answered
+ * in the timeout means a rank died or hangs: say so and abort. */
+static void wait_for(struct waiter *w)
+{
+    long deadline = now_ns() + D.timeout_s * 1000000000L;
+    while (!atomic_load(&w->done)) {
+        long left = deadline - now_ns();
+        if (left <= 0) {
+            char msg[256], *p = msg;
+            put_str(&p, "trapkit dsm: rank ");
+            put_num(&p, D.rank);
+            if (w->kind == W_FAULT) {
+                put_str(&p, ": page ");
+                put_num(&p, (long)w->page);
+                put_str(&p, " of allocation ");
+                put_num(&p, w->aid);
+                put_str(&p, " (home rank ");
+                put_num(&p, home_of(D.allocs[w->aid % MAX_ALLOCS], w->page));
+                put_str(&p, ")");
+            } else {
+                put_str(&p, ": a request to the service thread");
+            }
+            put_str(&p, " not answered in ");
+            put_num(&p, D.timeout_s);
+            put_str(&p, " s (TRAPKIT_DSM_TIMEOUT): a rank died or stopped; aborting\n");
+            (void)!write(2, msg, (size_t)(p - msg));
+            abort();
+        }
+        struct timespec ts = {.tv_sec = left / 1000000000L, .tv_nsec = left % 1000000000L};
+        futex_wait_for(&w->done, 0, &ts);
+    }
+}
+
+/* ---- page state changes (service thread) ---- */
+
+static void protect(struct alloc *a, size_t p, size_t n, int st)
+{
+    static const int prot[] = {TK_PROT_NONE, TK_PROT_READ, TK_PROT_RW};
+    int rc = tk_protect(a->region, a->base + p * D.ps, n * D.ps, prot[st]);
+    if (rc)
+        fatal("protecting pages %zu-%zu of allocation %d: %s", p, p + n - 1, a->id,
+              tk_last_error());
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&a->state[p + i], (uint8_t)st, memory_order_release);
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Sets pages[0..n) to st, one call per run of consecutive pages. */
+static void protect_list(struct alloc *a, uint32_t *pages, size_t n, int st)
+{
+    qsort(pages, n, sizeof *pages, cmp_u32);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && pages[j] == pages[j - 1] + 1) j++;
+        protect(a, pages[i], j - i, st);
+        i = j;
+    }
+}
+
+/* Wakes the page's waiters that its state now satisfies; returns the
+ * strongest access still wanted (S_NONE if none). */
+static int wake_page(struct alloc *a, size_t p)
+{
+    int st = atomic_load(&a->state[p]), need = S_NONE;
+    struct waiter **pp = &a->waiting[p];
+    while (*pp) {
+        struct waiter *w = *pp;
+        if (w->mode <= st) {
+            *pp = w->pnext;
+            complete(w, 0);
+        } else {
+            if (w->mode > need) need = w->mode;
+            pp = &w->pnext;
+        }
+    }
+    return need;
+}
+
+/* rc: the page (a copy, readable) gets a twin and opens for writing. */
+static void rc_open(struct alloc *a, size_t p)
+{
+    memcpy(a->twin + p * D.ps, a->view + p * D.ps, D.ps);
+    a->dirty[a->ndirty++] = (uint32_t)p;
+    protect(a, p, 1, S_RW);
+    atomic_fetch_add_explicit(&D.twins, 1, memory_order_relaxed);
+}
+
+/* A fault wants page p: satisfy it now, or ask for the page. */
+static void on_posted_fault(struct waiter *w)
+{
+    struct alloc *a = D.allocs[w->aid % MAX_ALLOCS];
+    size_t p = w->page;
+    int st = atomic_load(&a->state[p]);
+    if (w->mode <= st) {
+        complete(w, 0);
+        return;
+    }
+    if (D.proto == TK_DSM_RC && st == S_READ && !a->want[p]) { /* a write to a copy */
+        rc_open(a, p);
+        complete(w, 0);
+        return;
+    }
+    w->pnext = a->waiting[p];
+    a->waiting[p] = w;
+    if (a->want[p] >= w->mode) return; /* asked already */
+    if (D.proto == TK_DSM_RC) {
+        if (a->want[p]) return; /* the copy is on its way */
+        a->want[p] = S_READ;
+        send_hdr(home_of(a, p), M_GET, a->id, p, S_READ, D.rank);
+    } else {
+        if (a->want[p]) return; /* a read is on its way: ask for more after it */
+        a->want[p] = (uint8_t)w->mode;
+        send_hdr(home_of(a, p), M_REQ, a->id, p, w->mode, D.rank);
+    }
+}
+
+/* ---- rc: release and acquire ---- */
+
+static size_t diff_encode(const uint8_t *cur, const uint8_t *twin, size_t n, uint8_t *out)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t x, y;
+            memcpy(&x, cur + i, 8);
+            memcpy(&y, twin + i, 8);
+            if (x != y) break;
+            i += 8;
+        }
+        while (i < n && cur[i] == twin[i]) i++;
+        if (i >= n) break;
+        size_t s = i;
+        while (i < n && cur[i] != twin[i]) i++;
+        uint32_t off = (uint32_t)s, len = (uint32_t)(i - s);
+        memcpy(out + o, &off, 4);
+        memcpy(out + o + 4, &len, 4);
+        memcpy(out + o + 8, cur + s, len);
+        o += 8 + len;
+    }
+    return o;
+}
+
+/* Diffs every written page to its home and reopens nothing: the pages
+ * become read-only copies. */
+static void rc_release_all(void)
+{
+    for (int id = 0; id < MAX_ALLOCS; id++) {
+        struct alloc *a = D.allocs[id];
+        if (!a || !a->ndirty) continue;
+        protect_list(a, a->dirty, a->ndirty, S_READ);
+        for (size_t i = 0; i < a->ndirty; i++) {
+            size_t p = a->dirty[i];
+            uint8_t *out = (uint8_t *)D.sbuf;
+            size_t n = diff_encode((uint8_t *)a->view + p * D.ps, (uint8_t *)a->twin + p * D.ps,
+                                   D.ps, out);
+            if (!n) continue;
+            struct hdr h = {.type = M_DIFF, .rank = D.rank, .aid = a->id, .page = p, .len = n};
+            send_msg(home_of(a, p), &h, out);
+            D.acks_pending++;
+            atomic_fetch_add_explicit(&D.diffs, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&D.diff_bytes, n, memory_order_relaxed);
+        }
+        a->ndirty = 0;
+    }
+}
+
+static void rc_invalidate_all(void)
+{
+    for (int i = 0; i < MAX_ALLOCS; i++) {
+        struct alloc *a = D.allocs[i];
+        if (!a || !a->ncached) continue;
+        /* the copies go; a page with a request in flight (another thread's
+         * fault) stays listed, to be dropped at the next acquire */
+        size_t ninv = 0, nkeep = 0;
+        for (size_t k = 0; k < a->ncached; k++) {
+            uint32_t p = a->cached[k];
+            if (a->want[p] || a->waiting[p])
+                a->tmp[nkeep++] = p;
+            else if (atomic_load(&a->state[p]) != S_NONE)
+                a->cached[ninv++] = p;
+        }
+        protect_list(a, a->cached, ninv, S_NONE);
+        atomic_fetch_add_explicit(&D.invalidations, ninv, memory_order_relaxed);
+        memcpy(a->cached, a->tmp, nkeep * sizeof *a->tmp);
+        a->ncached = nkeep;
+    }
+}
+
+static void release_done_check(void)
+{
+    if (D.acks_pending) return;
+    while (D.releases) {
+        struct waiter *w = D.releases;
+        D.releases = w->pnext;
+        complete(w, 0);
+    }
+}
+
+/* ---- handling a message (service thread) ---- */
+
+/* The allocation a message is about; NULL for the last messages of a
+ * freed one (an ivy DONE or INV_ACK can arrive after the barrier of
+ * tk_dsm_free: nothing waits for them). */
+static struct alloc *alloc_of(const struct hdr *h)
+{
+    struct alloc *a = h->aid >= 0 ? D.allocs[h->aid % MAX_ALLOCS] : NULL;
+    if (!a || a->id != h->aid) {
+        if ((h->type == M_DONE || h->type == M_INV_ACK) && h->aid >= 0 && h->aid < D.next_aid)
+            return NULL;
+        fatal("a message (type %d) for allocation %d, which this rank does not have: the ranks "
+              "disagree on their allocations",
+              h->type, h->aid);
+    }
+    if (h->page >= a->npages)
+        fatal("a message for page %llu, past the allocation's end", (unsigned long long)h->page);
+    return a;
+}
+
+static void ivy_start(struct alloc *a, size_t p);
+
+static void ivy_proceed_write(struct alloc *a, size_t p)
+{
+    struct mreq *r = a->cur[p];
+    if (a->owner[p] == r->rank)
+        send_hdr(r->rank, M_PAGE, a->id, p, S_RW, D.rank); /* no data: it has the page */
+    else
+        send_hdr(a->owner[p], M_FWD, a->id, p, S_RW, r->rank);
+}
+
+static void ivy_start(struct alloc *a, size_t p)
+{
+    struct mreq *r = a->cur[p];
+    a->busy[p] = 1;
+    if (r->mode == S_READ) {
+        if (a->owner[p] == r->rank)
+            send_hdr(r->rank, M_PAGE, a->id, p, S_READ, D.rank);
+        else
+            send_hdr(a->owner[p], M_FWD, a->id, p, S_READ, r->rank);
+        return;
+    }
+    uint64_t inv = a->copyset[p] & ~(1ull << r->rank) & ~(1ull << a->owner[p]);
+    a->acks[p] = (int16_t)__builtin_popcountll(inv);
+    for (int k = 0; k < D.size; k++)
+        if (inv & (1ull << k)) send_hdr(k, M_INV, a->id, p, S_NONE, D.rank);
+    if (!a->acks[p]) ivy_proceed_write(a, p);
+}
+
+static void ivy_next(struct alloc *a, size_t p)
+{
+    free(a->cur[p]);
+    a->cur[p] = NULL;
+    a->busy[p] = 0;
+    struct mreq *r = a->qhead[p];
+    if (!r) return;
+    a->qhead[p] = r->next;
+    if (!a->qhead[p]) a->qtail[p] = NULL;
+    a->cur[p] = r;
+    ivy_start(a, p);
+}
+
+/* The page arrived (or the right to it): install it, wake the waiters. */
+static void on_page(struct alloc *a, size_t p, const struct hdr *h, const char *payload)
+{
+    if (h->data) {
+        if (h->len != D.ps)
+            fatal("a page of %llu bytes, not %zu", (unsigned long long)h->len, D.ps);
+        memcpy(a->view + p * D.ps, payload, D.ps);
+        atomic_fetch_add_explicit(&D.pages_in, 1, memory_order_relaxed);
+    }
+    int st = atomic_load(&a->state[p]);
+    a->want[p] = 0;
+    if (D.proto == TK_DSM_RC) {
+        bool writer = false;
+        for (struct waiter *w = a->waiting[p]; w; w = w->pnext) writer |= w->mode == S_RW;
+        if (st == S_NONE) a->cached[a->ncached++] = (uint32_t)p;
+        if (writer) {
+            memcpy(a->twin + p * D.ps, a->view + p * D.ps, D.ps);
+            a->dirty[a->ndirty++] = (uint32_t)p;
+            protect(a, p, 1, S_RW);
+            atomic_fetch_add_explicit(&D.twins, 1, memory_order_relaxed);
+        } else {
+            protect(a, p, 1, S_READ);
+        }
+        wake_page(a, p);
+        return;
+    }
+    if (h->mode > st) protect(a, p, 1, h->mode);
+    send_hdr(home_of(a, p), M_DONE, a->id, p, h->mode, D.rank);
+    int need = wake_page(a, p);
+    if (need > atomic_load(&a->state[p])) {
+        a->want[p] = (uint8_t)need;
+        send_hdr(home_of(a, p), M_REQ, a->id, p, need, D.rank);
+    }
+}
+
+static void lock_grant(int id, int rank, int tag)
+{
+    struct hdr h = {.type = M_GRANT, .aid = id, .rank = D.rank};
+    /* to the asking thread's own tag, which its MPI_Recv waits on (small:
+     * sent eagerly, so the call returns at once) */
+    if (MPI_Send(&h, (int)sizeof h, MPI_BYTE, rank, tag, D.svc) != MPI_SUCCESS)
+        fatal("sending a lock grant to rank %d failed", rank);
+    atomic_fetch_add_explicit(&D.msent, 1, memory_order_relaxed);
+}
+
+static void handle(const struct hdr *h, const char *payload, int src)
+{
+    atomic_fetch_add_explicit(&D.mrecv, 1, memory_order_relaxed);
+    if (h->type == M_LOCK || h->type == M_UNLOCK) {
+        if (h->aid < 0 || h->aid >= TK_DSM_LOCKS || h->aid % D.size != D.rank)
+            fatal("a lock message for lock %d, not managed here", h->aid);
+        struct lockst *l = &D.locks[h->aid / D.size];
+        if (h->type == M_LOCK) {
+            if (l->holder < 0) {
+                l->holder = h->rank;
+                lock_grant(h->aid, h->rank, h->tag);
+            } else {
+                struct mreq *r = malloc(sizeof *r);
+                if (!r) fatal("out of memory");
+                *r = (struct mreq){.rank = h->rank, .mode = h->tag};
+                if (l->qtail)
+                    l->qtail->next = r;
+                else
+                    l->qhead = r;
+                l->qtail = r;
+            }
+        } else {
+            struct mreq *r = l->qhead;
+            if (!r) {
+                l->holder = -1;
+                return;
+            }
+            l->qhead = r->next;
+            if (!l->qhead) l->qtail = NULL;
+            l->holder = r->rank;
+            lock_grant(h->aid, r->rank, r->mode);
+            free(r);
+        }
+        return;
+    }
+    if (h->type == M_DIFF_ACK) {
+        D.acks_pending--;
+        release_done_check();
+        return;
+    }
+    struct alloc *a = alloc_of(h);
+    if (!a) return;
+    size_t p = h->page;
+    switch (h->type) {
+    case M_REQ: { /* ivy, at the manager */
+        struct mreq *r = malloc(sizeof *r);
+        if (!r) fatal("out of memory");
+        *r = (struct mreq){.rank = h->rank, .mode = h->mode};
+        if (a->busy[p]) {
+            if (a->qtail[p])
+                a->qtail[p]->next = r;
+            else
+                a->qhead[p] = r;
+            a->qtail[p] = r;
+        } else {
+            a->cur[p] = r;
+            ivy_start(a, p);
+        }
+        break;
+    }
+    case M_FWD: { /* ivy, at the owner: send the page, keep a copy or none */
+        int st = atomic_load(&a->state[p]);
+        if (st == S_NONE)
+            fatal("asked for page %zu of allocation %d, which it does not own", p, a->id);
+        int keep = h->mode == S_READ ? S_READ : S_NONE;
+        if (st != keep) protect(a, p, 1, keep);
+        if (keep == S_NONE) atomic_fetch_add_explicit(&D.invalidations, 1, memory_order_relaxed);
+        struct hdr o = {.type = M_PAGE,
+                        .mode = h->mode,
+                        .data = 1,
+                        .rank = D.rank,
+                        .aid = a->id,
+                        .page = p,
+                        .len = D.ps};
+        send_msg(h->rank, &o, a->view + p * D.ps);
+        atomic_fetch_add_explicit(&D.pages_out, 1, memory_order_relaxed);
+        break;
+    }
+    case M_INV: /* ivy, at a copy holder */
+        if (atomic_load(&a->state[p]) != S_NONE) {
+            protect(a, p, 1, S_NONE);
+            atomic_fetch_add_explicit(&D.invalidations, 1, memory_order_relaxed);
+        }
+        send_hdr(src, M_INV_ACK, a->id, p, S_NONE, D.rank);
+        break;
+    case M_INV_ACK:
+        if (--a->acks[p] == 0) ivy_proceed_write(a, p);
+        break;
+    case M_PAGE:
+        on_page(a, p, h, payload);
+        break;
+    case M_DONE: { /* ivy, at the manager */
+        struct mreq *r = a->cur[p];
+        if (!r || r->rank != h->rank)
+            fatal("an unexpected DONE for page %zu from rank %d", p, h->rank);
+        if (r->mode == S_READ) {
+            if (a->owner[p] != r->rank) a->copyset[p] |= 1ull << r->rank;
+        } else {
+            a->owner[p] = (int16_t)r->rank;
+            a->copyset[p] = 0;
+        }
+        ivy_next(a, p);
+        break;
+    }
+    case M_GET: { /* rc, at the home */
+        struct hdr o = {.type = M_PAGE,
+                        .mode = S_READ,
+                        .data = 1,
+                        .rank = D.rank,
+                        .aid = a->id,
+                        .page = p,
+                        .len = D.ps};
+        send_msg(h->rank, &o, a->view + p * D.ps);
+        atomic_fetch_add_explicit(&D.pages_out, 1, memory_order_relaxed);
+        break;
+    }
+    case M_DIFF: { /* rc, at the home: merge the bytes that changed */
+        char *dst = a->view + p * D.ps;
+        for (size_t o = 0; o + 8 <= h->len;) {
+            uint32_t off, len;
+            memcpy(&off, payload + o, 4);
+            memcpy(&len, payload + o + 4, 4);
+            if ((size_t)off + len > D.ps || o + 8 + len > h->len)
+                fatal("a damaged diff from rank %d", src);
+            memcpy(dst + off, payload + o + 8, len);
+            o += 8 + len;
+        }
+        send_hdr(src, M_DIFF_ACK, a->id, p, 0, D.rank);
+        break;
+    }
+    default:
+        fatal("an unknown message (type %d) from rank %d", h->type, src);
+    }
+}
+
+/* ---- the service thread ---- */
+
+static void free_alloc(struct alloc *a);
+
+static void drain_posted(void)
+{
+    struct waiter *l = atomic_exchange(&D.posted, NULL), *r = NULL;
+    while (l) { /* oldest first */
+        struct waiter *n = l->next;
+        l->next = r;
+        r = l;
+        l = n;
+    }
+    for (; r;) {
+        struct waiter *w = r;
+        r = r->next;
+        switch (w->kind) {
+        case W_FAULT:
+            on_posted_fault(w);
+            break;
+        case W_RELEASE:
+        case W_ACQUIRE:
+            if (D.proto == TK_DSM_RC) {
+                rc_release_all();
+                if (w->kind == W_ACQUIRE) rc_invalidate_all();
+            }
+            w->pnext = D.releases;
+            D.releases = w;
+            release_done_check();
+            break;
+        case W_FREE: { /* here, where nothing else is using it */
+            struct alloc *a = D.allocs[w->aid % MAX_ALLOCS];
+            D.allocs[w->aid % MAX_ALLOCS] = NULL;
+            free_alloc(a);
+            complete(w, 0);
+            break;
+        }
+        }
+    }
+}
+
+static void *service(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    long idle_since = now_ns(), nap = 20000;
+    while (!atomic_load(&D.stop)) {
+        bool did = false;
+        if (atomic_load(&D.posted)) {
+            drain_posted();
+            did = true;
+        }
+        for (int k = 0; k < 64; k++) {
+            int flag = 0;
+            MPI_Status st;
+            MPI_Iprobe(MPI_ANY_SOURCE, TAG_SVC, D.svc, &flag, &st);
+            if (!flag) break;
+            int n;
+            MPI_Get_count(&st, MPI_BYTE, &n);
+            if (n < (int)sizeof(struct hdr) || (size_t)n > D.bufsz)
+                fatal("a message of %d bytes from rank %d", n, st.MPI_SOURCE);
+            MPI_Recv(D.rbuf, n, MPI_BYTE, st.MPI_SOURCE, TAG_SVC, D.svc, MPI_STATUS_IGNORE);
+            struct hdr h;
+            memcpy(&h, D.rbuf, sizeof h);
+            if (h.len != (size_t)n - sizeof h) fatal("a message whose length does not match");
+            handle(&h, D.rbuf + sizeof h, st.MPI_SOURCE);
+            did = true;
+        }
+        if (nslots) progress_sends();
+        long t = now_ns();
+        if (did) {
+            idle_since = t;
+            nap = 20000;
+            continue;
+        }
+        if (t - idle_since < D.spin_ns) {
+            sched_yield();
+            continue;
+        }
+        /* asleep: a posted request rings the bell; messages wait for the nap */
+        int seen = atomic_load(&D.bell);
+        atomic_store(&D.sleeping, 1);
+        if (!atomic_load(&D.posted) && !atomic_load(&D.stop)) {
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = nap};
+            futex_wait_for(&D.bell, seen, &ts);
+            if (nap < 1000000) nap *= 2;
+        }
+        atomic_store(&D.sleeping, 0);
+    }
+    while (nslots) {
+        progress_sends();
+        sched_yield();
+    }
+    return NULL;
+}
+
+/* ---- the fault handler ---- */
+
+static tk_action on_fault(const tk_fault *f, void *arg)
+{
+    struct alloc *a = arg;
+    if (f->access == TK_ACCESS_EXEC) return TK_DECLINE;
+    size_t p = (size_t)((char *)f->page - a->base) / D.ps;
+    int st = atomic_load(&a->state[p]);
+    int mode = f->access == TK_ACCESS_WRITE  ? S_RW
+               : f->access == TK_ACCESS_READ ? S_READ
+                                             : (st >= S_READ ? S_RW : S_READ);
+    if (mode <= st) return TK_RESUME; /* another thread got it meanwhile */
+    atomic_fetch_add_explicit(mode == S_RW ? &D.write_faults : &D.read_faults, 1,
+                              memory_order_relaxed);
+    struct waiter w = {.kind = W_FAULT, .aid = a->id, .page = p, .mode = mode};
+    post(&w);
+    wait_for(&w);
+    return w.err ? TK_DECLINE : TK_RESUME;
+}
+
+/* ---- the API ---- */
+
+static int env_choice(const char *name, const char *const *names, int n, int dflt, int *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        *out = dflt;
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i])) {
+            *out = i + 1;
+            return 0;
+        }
+    return tk__failf(-EINVAL, "tk_dsm_init: %s=%s is not one of the choices (%s, %s)", name, v,
+                     names[0], names[1]);
+}
+
+static long env_num(const char *name, long dflt, long lo, long hi, int *err)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || x < lo || x > hi) {
+        *err = tk__failf(-EINVAL, "tk_dsm_init: %s=%s is not a number from %ld to %ld", name, v, lo,
+                         hi);
+        return dflt;
+    }
+    return x;
+}
+
+int tk_dsm_init(MPI_Comm comm)
+{
+    return tk_dsm_init_config(comm, NULL);
+}
+
+int tk_dsm_init_config(MPI_Comm comm, const tk_dsm_config *cfg)
+{
+    if (D.up) return tk__fail(-EALREADY, "tk_dsm_init: the DSM is running already");
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited)
+        return tk__fail(-EINVAL,
+                        "tk_dsm_init: MPI is not initialised (call MPI_Init_thread first)");
+    int provided;
+    MPI_Query_thread(&provided);
+    tk_dsm_config c = cfg ? *cfg : (tk_dsm_config){0};
+    int err = 0, v;
+    static const char *const protos[] = {"ivy", "rc"}, *const places[] = {"block", "cyclic"};
+    if (!c.protocol) {
+        if ((err = env_choice("TRAPKIT_DSM_PROTOCOL", protos, 2, TK_DSM_IVY, &v))) goto agree;
+        c.protocol = (enum tk_dsm_protocol)v;
+    }
+    if (!c.placement) {
+        if ((err = env_choice("TRAPKIT_DSM_PLACEMENT", places, 2, TK_DSM_PLACE_BLOCK, &v)))
+            goto agree;
+        c.placement = (enum tk_dsm_placement)v;
+    }
+    size_t hw = (size_t)sysconf(_SC_PAGESIZE);
+    if (!c.page_size)
+        c.page_size = (size_t)env_num("TRAPKIT_DSM_PAGE", (long)hw, (long)hw, 1L << 24, &err);
+    if (err) goto agree;
+    if (c.page_size < hw || (c.page_size & (c.page_size - 1))) {
+        err = tk__failf(-EINVAL, "tk_dsm_init: page size %zu is not a power-of-two multiple of %zu",
+                        c.page_size, hw);
+        goto agree;
+    }
+    if (c.protocol != TK_DSM_IVY && c.protocol != TK_DSM_RC) {
+        err = tk__fail(-EINVAL, "tk_dsm_init: unknown protocol");
+        goto agree;
+    }
+    if (c.mech != TK_MECH_AUTO && c.mech != TK_MECH_POSIX && c.mech != TK_MECH_UFFD_SIGBUS &&
+        c.mech != TK_MECH_UFFD_THREAD) {
+        err = tk__failf(-EINVAL,
+                        "tk_dsm_init: mechanism %s cannot serve shared memory (posix, "
+                        "uffd-sigbus or uffd-thread)",
+                        tk_mech_name(c.mech));
+        goto agree;
+    }
+    D.spin_ns = env_num("TRAPKIT_DSM_SPIN_US", 2000, 0, 10000000, &err) * 1000;
+    D.timeout_s = env_num("TRAPKIT_DSM_TIMEOUT", 20, 1, 86400, &err);
+    if (err) goto agree;
+    if (provided < MPI_THREAD_MULTIPLE) {
+        err = tk__failf(-ENOTSUP,
+                        "tk_dsm_init: the DSM needs MPI_THREAD_MULTIPLE (call "
+                        "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)); this MPI "
+                        "provides level %d",
+                        provided);
+        goto agree;
+    }
+agree:;
+    /* every rank the same configuration, and all or none start */
+    int size;
+    MPI_Comm_size(comm, &size);
+    long mine[4] = {err ? 1 : 0, c.protocol, c.placement, (long)c.page_size}, lo[4], hi[4];
+    MPI_Allreduce(mine, lo, 4, MPI_LONG, MPI_MIN, comm);
+    MPI_Allreduce(mine, hi, 4, MPI_LONG, MPI_MAX, comm);
+    if (hi[0]) return err ? err : tk__fail(-EINVAL, "tk_dsm_init: failed on another rank");
+    if (lo[1] != hi[1] || lo[2] != hi[2] || lo[3] != hi[3])
+        return tk__fail(-EINVAL, "tk_dsm_init: the ranks disagree on the protocol, the placement "
+                                 "or the page size (TRAPKIT_DSM_* must be the same everywhere)");
+    if (size > MAX_RANKS)
+        return tk__failf(-ENOTSUP, "tk_dsm_init: %d ranks; at most %d", size, MAX_RANKS);
+    D.proto = c.protocol;
+    D.place = c.placement;
+    D.ps = c.page_size;
+    D.mech = c.mech;
+    D.size = size;
+    MPI_Comm_rank(comm, &D.rank);
+    MPI_Comm_dup(comm, &D.svc);
+    MPI_Comm_dup(comm, &D.app);
+    MPI_Comm_set_errhandler(D.svc, MPI_ERRORS_ARE_FATAL);
+    D.bufsz = sizeof(struct hdr) + 2 * D.ps + 8 * (D.ps / 2 + 1);
+    D.rbuf = malloc(D.bufsz);
+    D.sbuf = malloc(D.bufsz);
+    D.locks = calloc(TK_DSM_LOCKS / (size_t)size + 1, sizeof *D.locks);
+    if (!D.rbuf || !D.sbuf || !D.locks) return tk__fail(-ENOMEM, "tk_dsm_init: out of memory");
+    for (int i = 0; i < TK_DSM_LOCKS / size + 1; i++) D.locks[i].holder = -1;
+    atomic_store(&D.stop, 0);
+    if (pthread_create(&D.thread, NULL, service, NULL))
+        return tk__fail(-ENOMEM, "tk_dsm_init: cannot start the service thread");
+    D.up = true;
+    MPI_Barrier(D.app);
+    return 0;
+}
+
+static void free_alloc(struct alloc *a)
+{
+    if (a->region) tk_region_destroy(a->region); /* (unmaps the second view) */
+    if (a->base) munmap(a->base, a->len);
+    if (a->twin) munmap(a->twin, a->len);
+    free((void *)a->state);
+    free(a->want);
+    free(a->waiting);
+    free(a->cached);
+    free(a->dirty);
+    free(a->tmp);
+    free(a->owner);
+    free(a->copyset);
+    free(a->busy);
+    if (a->cur)
+        for (size_t p = 0; p < a->npages; p++) {
+            free(a->cur[p]);
+            for (struct mreq *r = a->qhead[p]; r;) {
+                struct mreq *n = r->next;
+                free(r);
+                r = n;
+            }
+        }
+    free(a->cur);
+    free(a->qhead);
+    free(a->qtail);
+    free(a->acks);
+    free(a);
+}
+
+/* The same range on every rank: rank 0 proposes an address, the others map
+ * there or say they cannot; a refused address stays reserved on rank 0 so
+ * the next proposal differs. */
+static char *same_range(size_t len)
+{
+    void *refused[16];
+    int nref = 0;
+    char *got = NULL;
+    for (int attempt = 0; attempt < 16 && !got; attempt++) {
+        uint64_t addr = 0;
+        char *mine = NULL;
+        if (D.rank == 0) {
+            mine = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (mine == MAP_FAILED) mine = NULL;
+            addr = (uint64_t)(uintptr_t)mine;
+        }
+        MPI_Bcast(&addr, 1, MPI_UINT64_T, 0, D.app);
+        if (!addr) break;
+        int ok = 1;
+        if (D.rank) {
+            mine = mmap((void *)(uintptr_t)addr, len, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+            if (mine == MAP_FAILED || mine != (char *)(uintptr_t)addr) {
+                if (mine != MAP_FAILED) munmap(mine, len);
+                mine = NULL;
+                ok = 0;
+            }
+        }
+        int all;
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, D.app);
+        if (all) {
+            got = mine;
+        } else if (D.rank == 0) {
+            refused[nref++] = mine;
+        } else if (mine) {
+            munmap(mine, len);
+        }
+    }
+    for (int i = 0; i < nref; i++) munmap(refused[i], len);
+    return got;
+}
+
+void *tk_dsm_alloc(size_t size)
+{
+    if (!D.up) {
+        tk__fail(-ENOTCONN, "tk_dsm_alloc: call tk_dsm_init first");
+        errno = ENOTCONN;
+        return NULL;
+    }
+    unsigned long long mine = size, lo, hi;
+    MPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, D.app);
+    MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, D.app);
+    if (lo != hi) {
+        tk__failf(-EINVAL,
+                  "tk_dsm_alloc: the ranks asked for different sizes (%llu to %llu "
+                  "bytes; this rank %llu): every rank must pass the same size",
+                  lo, hi, mine);
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!size) {
+        tk__fail(-EINVAL, "tk_dsm_alloc: size 0");
+        errno = EINVAL;
+        return NULL;
+    }
+    /* (allocations are collective, in the same order everywhere: the same
+     * number; its slot must be free on every rank) */
+    int id = D.next_aid++;
+    int ok = D.allocs[id % MAX_ALLOCS] == NULL, rc = 0;
+    struct alloc *a = NULL;
+    size_t len = (size + D.ps - 1) / D.ps * D.ps;
+    const char *why = "out of memory";
+    if (ok) {
+        a = calloc(1, sizeof *a);
+        ok = a != NULL;
+    } else {
+        why = "too many allocations (64 at once)";
+    }
+    if (ok) {
+        a->id = id;
+        a->len = len;
+        a->npages = len / D.ps;
+        size_t n = a->npages;
+        a->state = calloc(n, 1);
+        a->want = calloc(n, 1);
+        a->waiting = calloc(n, sizeof *a->waiting);
+        ok = a->state && a->want && a->waiting;
+        if (ok && D.proto == TK_DSM_RC) {
+            a->cached = malloc(n * sizeof *a->cached);
+            a->dirty = malloc(n * sizeof *a->dirty);
+            a->tmp = malloc(n * sizeof *a->tmp);
+            a->twin = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (a->twin == MAP_FAILED) a->twin = NULL;
+            ok = a->cached && a->dirty && a->tmp && a->twin;
+        }
+        if (ok && D.proto == TK_DSM_IVY) {
+            a->owner = malloc(n * sizeof *a->owner);
+            a->copyset = calloc(n, sizeof *a->copyset);
+            a->busy = calloc(n, 1);
+            a->cur = calloc(n, sizeof *a->cur);
+            a->qhead = calloc(n, sizeof *a->qhead);
+            a->qtail = calloc(n, sizeof *a->qtail);
+            a->acks = calloc(n, sizeof *a->acks);
+            ok = a->owner && a->copyset && a->busy && a->cur && a->qhead && a->qtail && a->acks;
+            if (ok)
+                for (size_t p = 0; p < n; p++) a->owner[p] = (int16_t)home_of(a, p);
+        }
+    }
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, D.app);
+    if (all) {
+        a->base = same_range(len);
+        ok = a->base != NULL;
+        if (!ok) why = "no address range free on every rank";
+    }
+    if (ok && all) {
+        tk_region_config rc_cfg = {.addr = a->base,
+                                   .len = len,
+                                   .handler = on_fault,
+                                   .arg = a,
+                                   .mech = D.mech,
+                                   .page_size = D.ps,
+                                   .flags = TK_REGION_NOACCESS | TK_REGION_MAP2};
+        rc = tk_region_create(&rc_cfg, &a->region);
+        if (!rc) rc = tk_map2(a->region, TK_PROT_RW, (void **)&a->view);
+        ok = rc == 0;
+        if (!ok) why = tk_last_error();
+    }
+    char whybuf[256];
+    snprintf(whybuf, sizeof whybuf, "%s", why);
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, D.app);
+    if (!all) {
+        if (a) {
+            free_alloc(a);
+        }
+        tk__failf(ok ? -EINVAL : -ENOMEM, "tk_dsm_alloc: %s",
+                  ok ? "failed on another rank" : whybuf);
+        errno = ok ? EINVAL : ENOMEM;
+        return NULL;
+    }
+    D.mech = tk_region_mech(a->region);
+    /* this rank's pages open, the others no-access */
+    if (D.place == TK_DSM_PLACE_BLOCK) {
+        size_t s = block_start(a, D.rank), e = block_start(a, D.rank + 1);
+        if (e > s) protect(a, s, e - s, S_RW);
+    } else {
+        for (size_t p = (size_t)D.rank; p < a->npages; p += (size_t)D.size) protect(a, p, 1, S_RW);
+    }
+    /* published to the service thread before any rank can ask for a page */
+    pthread_mutex_lock(&D.alloc_lk);
+    D.allocs[id % MAX_ALLOCS] = a;
+    pthread_mutex_unlock(&D.alloc_lk);
+    atomic_thread_fence(memory_order_seq_cst);
+    MPI_Barrier(D.app);
+    return a->base;
+}
+
+static struct alloc *find_alloc(const void *p)
+{
+    for (int i = 0; i < MAX_ALLOCS; i++) {
+        struct alloc *a = D.allocs[i];
+        if (a && (const char *)p >= a->base && (const char *)p < a->base + a->len) return a;
+    }
+    return NULL;
+}
+
+int tk_dsm_free(void *p)
+{
+    if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_free: call tk_dsm_init first");
+    struct alloc *a = find_alloc(p);
+    int ok = a && a->base == p;
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, D.app);
+    if (!all) return tk__fail(-EINVAL, "tk_dsm_free: not the start of an allocation on every rank");
+    /* no rank may still ask for its pages: quiesce first; the service
+     * thread frees it, between two messages */
+    tk_dsm_barrier();
+    struct waiter w = {.kind = W_FREE, .aid = a->id};
+    post(&w);
+    wait_for(&w);
+    MPI_Barrier(D.app);
+    return 0;
+}
+
+/* Has the service thread run a release or acquire; waits for it. */
+static void sync_op(enum wkind k)
+{
+    struct waiter w = {.kind = k};
+    post(&w);
+    wait_for(&w);
+}
+
+int tk_dsm_barrier(void)
+{
+    if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_barrier: call tk_dsm_init first");
+    if (D.proto == TK_DSM_RC) sync_op(W_RELEASE);
+    MPI_Barrier(D.app);
+    if (D.proto == TK_DSM_RC) sync_op(W_ACQUIRE);
+    return 0;
+}
+
+static int tag(void)
+{
+    if (!my_tag) my_tag = TAG_APP0 + atomic_fetch_add(&D.ntags, 1);
+    return my_tag;
+}
+
+int tk_dsm_lock(int id)
+{
+    if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_lock: call tk_dsm_init first");
+    if (id < 0 || id >= TK_DSM_LOCKS)
+        return tk__failf(-EINVAL, "tk_dsm_lock: lock %d is not from 0 to %d", id, TK_DSM_LOCKS - 1);
+    struct hdr h = {.type = M_LOCK, .rank = D.rank, .aid = id, .tag = tag()};
+    MPI_Send(&h, sizeof h, MPI_BYTE, id % D.size, TAG_SVC, D.svc);
+    struct hdr g;
+    MPI_Recv(&g, sizeof g, MPI_BYTE, id % D.size, my_tag, D.svc, MPI_STATUS_IGNORE);
+    held_locks[id / 64] |= 1ull << (id % 64);
+    if (D.proto == TK_DSM_RC) sync_op(W_ACQUIRE);
+    return 0;
+}
+
+int tk_dsm_unlock(int id)
+{
+    if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_unlock: call tk_dsm_init first");
+    if (id < 0 || id >= TK_DSM_LOCKS || !(held_locks[id / 64] & (1ull << (id % 64))))
+        return tk__failf(-EINVAL, "tk_dsm_unlock: this thread does not hold lock %d", id);
+    if (D.proto == TK_DSM_RC) sync_op(W_RELEASE);
+    held_locks[id / 64] &= ~(1ull << (id % 64));
+    struct hdr h = {.type = M_UNLOCK, .rank = D.rank, .aid = id, .tag = my_tag};
+    MPI_Send(&h, sizeof h, MPI_BYTE, id % D.size, TAG_SVC, D.svc);
+    return 0;
+}
+
+int tk_dsm_finalize(void)
+{
+    if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_finalize: call tk_dsm_init first");
+    tk_dsm_barrier();
+    /* every rank past its last request; a message still in flight (an ivy
+     * DONE) is dropped with the communicator */
+    MPI_Barrier(D.app);
+    atomic_store(&D.stop, 1);
+    atomic_fetch_add(&D.bell, 1);
+    tk__futex_wake(&D.bell, 1);
+    pthread_join(D.thread, NULL);
+    MPI_Barrier(D.app);
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (D.allocs[i]) {
+            free_alloc(D.allocs[i]);
+            D.allocs[i] = NULL;
+        }
+    MPI_Comm_free(&D.app);
+    MPI_Comm_free(&D.svc);
+    free(D.rbuf);
+    free(D.sbuf);
+    free(D.locks);
+    D.up = false;
+    return 0;
+}
+
+int tk_dsm_rank(void)
+{
+    return D.rank;
+}
+int tk_dsm_size(void)
+{
+    return D.size;
+}
+enum tk_dsm_protocol tk_dsm_protocol(void)
+{
+    return D.proto;
+}
+const char *tk_dsm_protocol_name(enum tk_dsm_protocol p)
+{
+    return p == TK_DSM_IVY ? "ivy" : p == TK_DSM_RC ? "rc" : "?";
+}
+size_t tk_dsm_page_size(void)
+{
+    return D.ps;
+}
+enum tk_mech tk_dsm_mech(void)
+{
+    return D.mech;
+}
+const char *tk_dsm_transport(void)
+{
+    return "two-sided MPI messages (MPI_Isend/MPI_Iprobe) served by a thread per rank";
+}
+
+int tk_dsm_home(const void *addr)
+{
+    struct alloc *a = find_alloc(addr);
+    if (!a) return -1;
+    return home_of(a, (size_t)((const char *)addr - a->base) / D.ps);
+}
+
+int tk_dsm_get_stats(tk_dsm_stats *out)
+{
+    if (!out) return tk__fail(-EINVAL, "tk_dsm_get_stats: NULL");
+    *out = (tk_dsm_stats){
+        .read_faults = atomic_load(&D.read_faults),
+        .write_faults = atomic_load(&D.write_faults),
+        .pages_in = atomic_load(&D.pages_in),
+        .pages_out = atomic_load(&D.pages_out),
+        .invalidations = atomic_load(&D.invalidations),
+        .twins = atomic_load(&D.twins),
+        .diffs_sent = atomic_load(&D.diffs),
+        .diff_bytes = atomic_load(&D.diff_bytes),
+        .messages_sent = atomic_load(&D.msent),
+        .messages_received = atomic_load(&D.mrecv),
+    };
+    return 0;
+}

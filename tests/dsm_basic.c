@@ -1,0 +1,238 @@
+/* tests/dsm_basic.c - trapkit/dsm.h under mpirun, one case per run:
+ *   dsm_basic PROTOCOL CASE
+ * PROTOCOL ivy or rc; CASE one of:
+ *   counter   every rank adds to two counters (on pages homed elsewhere)
+ *             under two locks; the sums must be exact
+ *   false     every rank writes its own bytes of one shared page (bytes
+ *             r, r+N, r+2N, ...: byte-level false sharing), rounds apart
+ *             by barriers; every rank checks every byte each round
+ *   prodcons  a producer (rank round mod N) fills 5 pages; a barrier; every
+ *             rank checks them; a barrier; 20 rounds
+ *   sc        (ivy) message passing without barriers or locks: rank 0
+ *             writes data then a flag, the others spin on the flag and
+ *             must see the data (sequential consistency)
+ *   mismatch  tk_dsm_alloc with a size that differs on one rank must fail
+ *             on every rank with EINVAL and say so; a good one still works
+ *   kill      the last rank kills itself (SIGKILL) in the middle of the
+ *             counter loop; tests/dsm_run.sh checks that mpirun ends with
+ *             an error that says so, in time
+ *   threads   two threads per rank fault on the same pages at once
+ * Exit 0 on success; a failed check prints and exits 1. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <trapkit/dsm.h>
+#include <trapkit/error.h>
+
+static int rank, size;
+
+#define CHECK(c, ...)                                                                              \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", rank, __FILE__, __LINE__, #c);   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+        }                                                                                          \
+    } while (0)
+
+static size_t ps;
+
+static void counter(int kill_at)
+{
+    /* two counters on different pages, homed on the last pages (block:
+     * the last rank's) so every rank but one works remotely */
+    size_t n = 8 * ps;
+    char *m = tk_dsm_alloc(n);
+    CHECK(m, "alloc: %s", tk_last_error());
+    volatile long *c0 = (long *)(m + n - ps), *c1 = (long *)(m + n - 2 * ps);
+    const int iters = 200;
+    for (int i = 0; i < iters; i++) {
+        if (kill_at && rank == size - 1 && i == kill_at) raise(SIGKILL);
+        CHECK(tk_dsm_lock(0) == 0, "lock: %s", tk_last_error());
+        (*c0)++;
+        CHECK(tk_dsm_unlock(0) == 0, "unlock: %s", tk_last_error());
+        CHECK(tk_dsm_lock(1) == 0, "lock: %s", tk_last_error());
+        *c1 += 2;
+        CHECK(tk_dsm_unlock(1) == 0, "unlock: %s", tk_last_error());
+    }
+    tk_dsm_barrier();
+    CHECK(*c0 == (long)iters * size, "counter 0 is %ld, not %ld", *c0, (long)iters * size);
+    CHECK(*c1 == 2L * iters * size, "counter 1 is %ld, not %ld", *c1, 2L * iters * size);
+    /* an unlock of a lock not held is refused */
+    CHECK(tk_dsm_unlock(5) == -EINVAL, "unlock of a free lock accepted");
+    CHECK(tk_dsm_lock(TK_DSM_LOCKS) == -EINVAL, "a lock id out of range accepted");
+    tk_dsm_barrier();
+    CHECK(tk_dsm_free(m) == 0, "free: %s", tk_last_error());
+}
+
+static void false_sharing(void)
+{
+    unsigned char *m = tk_dsm_alloc(3 * ps);
+    CHECK(m, "alloc: %s", tk_last_error());
+    unsigned char *pg = m + ps; /* the middle page: rank 0's or 1's home */
+    for (int round = 1; round <= 30; round++) {
+        for (size_t i = (size_t)rank; i < ps; i += (size_t)size)
+            pg[i] = (unsigned char)(round * 7 + i);
+        tk_dsm_barrier();
+        for (size_t i = 0; i < ps; i++)
+            CHECK(pg[i] == (unsigned char)(round * 7 + i), "round %d byte %zu is %u, not %u", round,
+                  i, pg[i], (unsigned char)(round * 7 + i));
+        tk_dsm_barrier();
+    }
+    tk_dsm_stats s;
+    tk_dsm_get_stats(&s);
+    if (tk_dsm_protocol() == TK_DSM_RC && size > 1 && rank != tk_dsm_home(pg))
+        CHECK(s.diffs_sent >= 30, "%llu diffs sent", (unsigned long long)s.diffs_sent);
+    CHECK(tk_dsm_free(m) == 0, "free: %s", tk_last_error());
+}
+
+static void prodcons(void)
+{
+    size_t n = 5 * ps;
+    uint32_t *m = tk_dsm_alloc(n);
+    CHECK(m, "alloc: %s", tk_last_error());
+    for (int round = 0; round < 20; round++) {
+        if (round % size == rank)
+            for (size_t i = 0; i < n / 4; i++) m[i] = (uint32_t)(round * 1000003u + i);
+        tk_dsm_barrier();
+        for (size_t i = 0; i < n / 4; i++)
+            CHECK(m[i] == (uint32_t)(round * 1000003u + i), "round %d word %zu is %u", round, i,
+                  m[i]);
+        tk_dsm_barrier();
+    }
+    tk_dsm_stats s;
+    tk_dsm_get_stats(&s);
+    if (size > 1) CHECK(s.pages_in > 0, "no page moved to rank %d", rank);
+    CHECK(tk_dsm_free(m) == 0, "free: %s", tk_last_error());
+}
+
+static void sc(void)
+{
+    size_t n = 4 * ps;
+    char *m = tk_dsm_alloc(n);
+    CHECK(m, "alloc: %s", tk_last_error());
+    volatile long *data = (long *)(m + ps), *flag = (long *)(m + 3 * ps);
+    for (long round = 1; round <= 50; round++) {
+        if (rank == 0) {
+            *data = round * 11;
+            *flag = round;
+        } else {
+            while (*flag < round) {
+            }
+            CHECK(*data >= round * 11, "round %ld: saw the flag before the data (%ld)", round,
+                  *data);
+        }
+        /* (rank 0 must not run ahead of a reader by more than one round) */
+        tk_dsm_barrier();
+    }
+    CHECK(tk_dsm_free(m) == 0, "free: %s", tk_last_error());
+}
+
+static void mismatch(void)
+{
+    size_t want = 4 * ps + (rank == size - 1 ? ps : 0);
+    errno = 0;
+    void *m = tk_dsm_alloc(want);
+    CHECK(m == NULL, "an allocation whose size differs between ranks was made");
+    CHECK(errno == EINVAL, "errno %d", errno);
+    CHECK(strstr(tk_last_error(), "different sizes"), "message: %s", tk_last_error());
+    errno = 0;
+    CHECK(tk_dsm_alloc(0) == NULL && errno == EINVAL, "size 0 accepted");
+    /* the failure left nothing behind: a good allocation works */
+    long *g = tk_dsm_alloc(4 * ps);
+    CHECK(g, "alloc: %s", tk_last_error());
+    if (rank == 0) g[0] = 42;
+    tk_dsm_barrier();
+    CHECK(g[0] == 42, "%ld", g[0]);
+    tk_dsm_barrier();
+    CHECK(tk_dsm_free(g) == 0, "free");
+    CHECK(tk_dsm_free(g) == -EINVAL, "a second free accepted");
+}
+
+static long *tshared;
+static void *tbody(void *arg)
+{
+    long id = (long)arg;
+    /* both threads read every page (many homed elsewhere), then write
+     * their own words */
+    long sum = 0;
+    for (size_t i = 0; i < 16 * ps / sizeof(long); i += ps / sizeof(long)) sum += tshared[i];
+    for (size_t pg = 0; pg < 16; pg++)
+        tshared[pg * ps / sizeof(long) + 1 + (size_t)rank * 2 + (size_t)id] = rank * 10 + id;
+    return (void *)sum;
+}
+
+static void threads(void)
+{
+    tshared = tk_dsm_alloc(16 * ps);
+    CHECK(tshared, "alloc: %s", tk_last_error());
+    pthread_t t[2];
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, tbody, (void *)i);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    tk_dsm_barrier();
+    for (size_t pg = 0; pg < 16; pg++)
+        for (int r = 0; r < size; r++)
+            for (int id = 0; id < 2; id++) {
+                long v = tshared[pg * ps / sizeof(long) + 1 + (size_t)r * 2 + (size_t)id];
+                CHECK(v == r * 10 + id, "page %zu rank %d thread %d: %ld", pg, r, id, v);
+            }
+    tk_dsm_barrier();
+    CHECK(tk_dsm_free(tshared) == 0, "free");
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc != 3) {
+        fprintf(stderr,
+                "usage: dsm_basic ivy|rc counter|false|prodcons|sc|mismatch|kill|threads\n");
+        return 2;
+    }
+    tk_dsm_config cfg = {.protocol = !strcmp(argv[1], "rc") ? TK_DSM_RC : TK_DSM_IVY};
+    int rc = tk_dsm_init_config(MPI_COMM_WORLD, &cfg);
+    CHECK(rc == 0, "tk_dsm_init: %s", tk_last_error());
+    ps = tk_dsm_page_size();
+    if (rank == 0)
+        printf("dsm_basic %s %s: %d ranks, %s, %s\n", argv[1], argv[2], size,
+               tk_dsm_protocol_name(tk_dsm_protocol()), tk_dsm_transport());
+    const char *c = argv[2];
+    if (!strcmp(c, "counter"))
+        counter(0);
+    else if (!strcmp(c, "kill"))
+        counter(60);
+    else if (!strcmp(c, "false"))
+        false_sharing();
+    else if (!strcmp(c, "prodcons"))
+        prodcons();
+    else if (!strcmp(c, "sc"))
+        sc();
+    else if (!strcmp(c, "mismatch"))
+        mismatch();
+    else if (!strcmp(c, "threads"))
+        threads();
+    else {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 2;
+    }
+    tk_dsm_stats s;
+    tk_dsm_get_stats(&s);
+    printf("rank %d (%s): %llu read faults, %llu write faults, %llu pages in, %llu out, %llu "
+           "invalidations, %llu diffs\n",
+           rank, tk_mech_name(tk_dsm_mech()), (unsigned long long)s.read_faults,
+           (unsigned long long)s.write_faults, (unsigned long long)s.pages_in,
+           (unsigned long long)s.pages_out, (unsigned long long)s.invalidations,
+           (unsigned long long)s.diffs_sent);
+    CHECK(tk_dsm_finalize() == 0, "finalize: %s", tk_last_error());
+    MPI_Finalize();
+    return 0;
+}
