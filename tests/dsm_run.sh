@@ -13,7 +13,7 @@ mpi=(mpirun -np "$np" --oversubscribe --bind-to none
     --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 [[ $(id -u) == 0 ]] && mpi+=(--allow-run-as-root)
 # (mpirun passes on only the environment it is told to)
-for v in $(compgen -e | grep -E '^(TRAPKIT_|TK_TEST_|ASAN_|UBSAN_|TSAN_|LSAN_)'); do mpi+=(-x "$v"); done
+for v in $(compgen -e | grep -E '^(TRAPKIT_|TK_TEST_|ASAN_|UBSAN_|TSAN_|LSAN_|OMPI_MCA_)'); do mpi+=(-x "$v"); done
 if [[ ${!#} != kill ]]; then
     exec timeout 240 "${mpi[@]}" "$@"
 fi

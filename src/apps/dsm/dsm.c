@@ -135,7 +135,7 @@ static struct {
     enum tk_dsm_placement place;
     size_t ps;
     enum tk_mech mech;
-    long spin_ns, timeout_s;
+    long spin_ns, timeout_s, wait_spin_ns;
     pthread_t thread;
     atomic_int stop;
     _Atomic(struct waiter *) posted;
@@ -154,6 +154,20 @@ static struct {
     atomic_ullong read_faults, write_faults, pages_in, pages_out, invalidations, twins, diffs,
         diff_bytes, msent, mrecv;
 } D = {.alloc_lk = PTHREAD_MUTEX_INITIALIZER};
+
+/* rc: a write fault to a copy makes its twin in the faulting thread, under
+ * this lock, which the service thread holds around every rc change of a
+ * page's state (so neither sees the other's half done). */
+static atomic_flag state_lk = ATOMIC_FLAG_INIT;
+/* [signal-safe] */
+static void st_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&state_lk, memory_order_acquire)) sched_yield();
+}
+static void st_unlock(void)
+{
+    atomic_flag_clear_explicit(&state_lk, memory_order_release);
+}
 
 static __thread int my_tag;
 static __thread uint64_t held_locks[TK_DSM_LOCKS / 64];
@@ -224,8 +238,31 @@ static void progress_sends(void)
     }
 }
 
+/* Messages a rank sends itself (an ivy manager that is also the owner or
+ * the requester, a rc home diffing to itself): handled from this queue,
+ * in order, without MPI. */
+struct selfmsg {
+    struct selfmsg *next;
+    struct hdr h;
+    char payload[];
+};
+static struct selfmsg *self_head, *self_tail;
+
 static void send_msg(int dest, const struct hdr *h, const void *payload)
 {
+    if (dest == D.rank) {
+        struct selfmsg *m = malloc(sizeof *m + h->len);
+        if (!m) fatal("out of memory for a message");
+        m->next = NULL;
+        m->h = *h;
+        if (h->len) memcpy(m->payload, payload, h->len);
+        if (self_tail)
+            self_tail->next = m;
+        else
+            self_head = m;
+        self_tail = m;
+        return;
+    }
     if (nslots == slot_cap) {
         progress_sends();
         if (nslots == slot_cap) {
@@ -304,7 +341,10 @@ static void put_str(char **p, const char *s)
  * in the timeout means a rank died or hangs: say so and abort. */
 static void wait_for(struct waiter *w)
 {
-    long deadline = now_ns() + D.timeout_s * 1000000000L;
+    long start = now_ns(), deadline = start + D.timeout_s * 1000000000L;
+    /* most answers come within a few tens of microseconds: poll for them
+     * (yielding, so the service thread runs) before sleeping */
+    while (!atomic_load(&w->done) && now_ns() - start < D.wait_spin_ns) sched_yield();
     while (!atomic_load(&w->done)) {
         long left = deadline - now_ns();
         if (left <= 0) {
@@ -612,7 +652,6 @@ static void lock_grant(int id, int rank, int tag)
 
 static void handle(const struct hdr *h, const char *payload, int src)
 {
-    atomic_fetch_add_explicit(&D.mrecv, 1, memory_order_relaxed);
     if (h->type == M_LOCK || h->type == M_UNLOCK) {
         if (h->aid < 0 || h->aid >= TK_DSM_LOCKS || h->aid % D.size != D.rank)
             fatal("a lock message for lock %d, not managed here", h->aid);
@@ -699,7 +738,9 @@ static void handle(const struct hdr *h, const char *payload, int src)
         if (--a->acks[p] == 0) ivy_proceed_write(a, p);
         break;
     case M_PAGE:
+        if (D.proto == TK_DSM_RC) st_lock();
         on_page(a, p, h, payload);
+        if (D.proto == TK_DSM_RC) st_unlock();
         break;
     case M_DONE: { /* ivy, at the manager */
         struct mreq *r = a->cur[p];
@@ -763,13 +804,17 @@ static void drain_posted(void)
         r = r->next;
         switch (w->kind) {
         case W_FAULT:
+            if (D.proto == TK_DSM_RC) st_lock();
             on_posted_fault(w);
+            if (D.proto == TK_DSM_RC) st_unlock();
             break;
         case W_RELEASE:
         case W_ACQUIRE:
             if (D.proto == TK_DSM_RC) {
+                st_lock();
                 rc_release_all();
                 if (w->kind == W_ACQUIRE) rc_invalidate_all();
+                st_unlock();
             }
             w->pnext = D.releases;
             D.releases = w;
@@ -801,6 +846,14 @@ static void *service(void *arg)
             drain_posted();
             did = true;
         }
+        while (self_head) {
+            struct selfmsg *m = self_head;
+            self_head = m->next;
+            if (!self_head) self_tail = NULL;
+            handle(&m->h, m->payload, D.rank);
+            free(m);
+            did = true;
+        }
         for (int k = 0; k < 64; k++) {
             int flag = 0;
             MPI_Status st;
@@ -811,6 +864,7 @@ static void *service(void *arg)
             if (n < (int)sizeof(struct hdr) || (size_t)n > D.bufsz)
                 fatal("a message of %d bytes from rank %d", n, st.MPI_SOURCE);
             MPI_Recv(D.rbuf, n, MPI_BYTE, st.MPI_SOURCE, TAG_SVC, D.svc, MPI_STATUS_IGNORE);
+            atomic_fetch_add_explicit(&D.mrecv, 1, memory_order_relaxed);
             struct hdr h;
             memcpy(&h, D.rbuf, sizeof h);
             if (h.len != (size_t)n - sizeof h) fatal("a message whose length does not match");
@@ -842,6 +896,10 @@ static void *service(void *arg)
         progress_sends();
         sched_yield();
     }
+    for (int i = 0; i < slot_cap; i++) free(slots[i].buf);
+    free(slots);
+    slots = NULL;
+    nslots = slot_cap = 0;
     return NULL;
 }
 
@@ -859,6 +917,31 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     if (mode <= st) return TK_RESUME; /* another thread got it meanwhile */
     atomic_fetch_add_explicit(mode == S_RW ? &D.write_faults : &D.read_faults, 1,
                               memory_order_relaxed);
+    if (D.proto == TK_DSM_RC && mode == S_RW && st == S_READ) {
+        /* a write to a copy: its twin, here (asynchronous signals held
+         * back: a handler of the program's touching shared memory must not
+         * find the lock taken by its own thread) */
+        uint64_t all = ~0ull, old;
+        all &= ~((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGILL - 1)) |
+                 (1ull << (SIGFPE - 1)) | (1ull << (SIGTRAP - 1)));
+        tk__sigmask(SIG_BLOCK, &all, &old);
+        st_lock();
+        bool done = false;
+        if (atomic_load(&a->state[p]) == S_READ && !a->want[p]) {
+            memcpy(a->twin + p * D.ps, a->view + p * D.ps, D.ps);
+            if (tk_protect(a->region, a->base + p * D.ps, D.ps, TK_PROT_RW) == 0) {
+                a->dirty[a->ndirty++] = (uint32_t)p;
+                atomic_store(&a->state[p], S_RW);
+                atomic_fetch_add_explicit(&D.twins, 1, memory_order_relaxed);
+                done = true;
+            }
+        } else if (atomic_load(&a->state[p]) == S_RW) {
+            done = true;
+        }
+        st_unlock();
+        tk__sigmask(SIG_SETMASK, &old, NULL);
+        if (done) return TK_RESUME;
+    }
     struct waiter w = {.kind = W_FAULT, .aid = a->id, .page = p, .mode = mode};
     post(&w);
     wait_for(&w);
@@ -948,6 +1031,7 @@ int tk_dsm_init_config(MPI_Comm comm, const tk_dsm_config *cfg)
     }
     D.spin_ns = env_num("TRAPKIT_DSM_SPIN_US", 2000, 0, 10000000, &err) * 1000;
     D.timeout_s = env_num("TRAPKIT_DSM_TIMEOUT", 20, 1, 86400, &err);
+    D.wait_spin_ns = env_num("TRAPKIT_DSM_WAIT_SPIN_US", 0, 0, 1000000, &err) * 1000;
     if (err) goto agree;
     if (provided < MPI_THREAD_MULTIPLE) {
         err = tk__failf(-ENOTSUP,
@@ -1209,6 +1293,35 @@ int tk_dsm_free(void *p)
     return 0;
 }
 
+/* Waits for an MPI request of an application thread without holding a
+ * CPU the rank's service thread may need (MPI's blocking calls poll): it
+ * polls for 20 us, then yields between polls, then after 2 ms naps 50 us
+ * between them. */
+static void wait_req(MPI_Request *r)
+{
+    long t0 = now_ns();
+    for (;;) {
+        int flag = 0;
+        MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+        if (flag) return;
+        long el = now_ns() - t0;
+        if (el < 20000) continue;
+        if (el < 2000000) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void barrier_app(void)
+{
+    MPI_Request r;
+    MPI_Ibarrier(D.app, &r);
+    wait_req(&r);
+}
+
 /* Has the service thread run a release or acquire; waits for it. */
 static void sync_op(enum wkind k)
 {
@@ -1221,7 +1334,7 @@ int tk_dsm_barrier(void)
 {
     if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_barrier: call tk_dsm_init first");
     if (D.proto == TK_DSM_RC) sync_op(W_RELEASE);
-    MPI_Barrier(D.app);
+    barrier_app();
     if (D.proto == TK_DSM_RC) sync_op(W_ACQUIRE);
     return 0;
 }
@@ -1240,7 +1353,9 @@ int tk_dsm_lock(int id)
     struct hdr h = {.type = M_LOCK, .rank = D.rank, .aid = id, .tag = tag()};
     MPI_Send(&h, sizeof h, MPI_BYTE, id % D.size, TAG_SVC, D.svc);
     struct hdr g;
-    MPI_Recv(&g, sizeof g, MPI_BYTE, id % D.size, my_tag, D.svc, MPI_STATUS_IGNORE);
+    MPI_Request r;
+    MPI_Irecv(&g, sizeof g, MPI_BYTE, id % D.size, my_tag, D.svc, &r);
+    wait_req(&r);
     held_locks[id / 64] |= 1ull << (id % 64);
     if (D.proto == TK_DSM_RC) sync_op(W_ACQUIRE);
     return 0;
