@@ -524,7 +524,49 @@ def goals(results, quick):
           tksim_goal(results, note)]
     g += gc_goals(results, note)
     g += pheap_goals(results, note)
+    g += dsm_goals(results, note)
     return [x for x in g if x]
+
+
+def dsm_goals(results, note):
+    """The shared virtual memory (bench/dsm.py): a remote read fault against
+    an MPI ping-pong of one page, and the kernels against their MPI
+    versions at 2 ranks, each measured in the same run."""
+    def fig(exp, mech, **params):
+        for r in results:
+            if (r["experiment"] == exp and r["mechanism"] == mech and r["median"] is not None
+                    and all(r["params"].get(k) == v for k, v in params.items())):
+                return Span.of(r)
+        return None
+
+    out = []
+    pp = fig("dsm/page-pingpong", "mpi")
+    rows, sts, worst = [], [], None
+    for m in ("ivy", "rc"):
+        t = fig("dsm/remote-read-fault", m)
+        if t and pp:
+            r = t / pp
+            sts.append(decide(r, 3))
+            rows.append(f"{m} {r.text(suffix='×')} ({t.med / 1e3:.1f} µs)")
+            worst = r if worst is None or r.med > worst.med else worst
+    if worst:
+        out.append(goal("dsm remote read fault ≤ 3× an MPI ping-pong of one page (one host, "
+                        "TCP)", worst, combine(*sts),
+                        f"{'; '.join(rows)} vs ping-pong {pp.med / 1e3:.1f} µs{note}"))
+    for m in ("ivy", "rc"):
+        rows, sts, worst = [], [], None
+        for k in ("daxpy", "stream", "matmul", "matvec", "jacobi"):
+            t, b = fig("dsm/kernel-time", m, kernel=k, ranks=2), \
+                fig("dsm/kernel-time", "mpi", kernel=k, ranks=2)
+            if t and b:
+                r = t / b
+                sts.append(decide(r, 1.5))
+                rows.append(f"{k} {r.text(suffix='×')}")
+                worst = r if worst is None or r.med > worst.med else worst
+        if worst:
+            out.append(goal(f"dsm kernels within 1.5× of their MPI versions at 2 ranks ({m})",
+                            worst, combine(*sts), f"{'; '.join(rows)}{note}"))
+    return out
 
 
 PHEAP_TRAPKIT = ("trapkit-eager", "trapkit-lazy")

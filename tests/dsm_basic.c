@@ -226,9 +226,12 @@ int main(int argc, char **argv)
     }
     tk_dsm_stats s;
     tk_dsm_get_stats(&s);
-    printf("rank %d (%s): %llu read faults, %llu write faults, %llu pages in, %llu out, %llu "
+    char ns[64] = "?";
+    ssize_t nl = readlink("/proc/self/ns/net", ns, sizeof ns - 1);
+    if (nl > 0) ns[nl] = 0;
+    printf("rank %d (%s, %s): %llu read faults, %llu write faults, %llu pages in, %llu out, %llu "
            "invalidations, %llu diffs\n",
-           rank, tk_mech_name(tk_dsm_mech()), (unsigned long long)s.read_faults,
+           rank, tk_mech_name(tk_dsm_mech()), ns, (unsigned long long)s.read_faults,
            (unsigned long long)s.write_faults, (unsigned long long)s.pages_in,
            (unsigned long long)s.pages_out, (unsigned long long)s.invalidations,
            (unsigned long long)s.diffs_sent);

@@ -9,7 +9,7 @@
 set -uo pipefail
 np=$1
 shift
-mpi=(mpirun -np "$np" --oversubscribe --bind-to none
+mpi=(mpirun -np "$np" --oversubscribe --bind-to "${TK_DSM_BIND:-none}"
     --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 [[ $(id -u) == 0 ]] && mpi+=(--allow-run-as-root)
 # (mpirun passes on only the environment it is told to)

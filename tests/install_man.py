@@ -109,13 +109,15 @@ for page, text in rendered.items():
 
 # ---- the headers' functions and the libraries' symbols -------------------------
 inc = os.path.join(src, "include")
-c_headers = ["trapkit.h", "checkpoint.h", "aseq.h", "eh.h", "gc.h", "pheap.h"]
+c_headers = ["trapkit.h", "checkpoint.h", "aseq.h", "eh.h", "gc.h", "pheap.h", "dsm.h"]
+# (dsm.h includes MPI's header)
+mpi_flags = run(["mpicc", "--showme:compile"]).stdout.split()
 with tempfile.TemporaryDirectory() as tmp:
     tu = os.path.join(tmp, "all.c")
     with open(tu, "w") as f:
         f.writelines(f"#include <trapkit/{h}>\n" for h in c_headers)
     aux = os.path.join(tmp, "all.aux")
-    r = run(["cc", "-std=gnu11", "-fsyntax-only", "-I", inc, "-aux-info", aux, tu])
+    r = run(["cc", "-std=gnu11", "-fsyntax-only", "-I", inc] + mpi_flags + ["-aux-info", aux, tu])
     if r.returncode:
         fail("the headers do not compile: " + r.stderr)
         aux_text = ""
@@ -184,7 +186,7 @@ for page, syn in synopsis.items():
     with tempfile.NamedTemporaryFile("w", suffix=".c") as f:
         f.write("\n".join(includes + decls) + "\n")
         f.flush()
-        r = run(["cc", "-std=gnu11", "-fsyntax-only", "-Werror", "-I", inc, f.name])
+        r = run(["cc", "-std=gnu11", "-fsyntax-only", "-Werror", "-I", inc] + mpi_flags + [f.name])
         if r.returncode:
             fail(f"{rel(page)}: its SYNOPSIS does not match the headers:\n{r.stderr}")
 

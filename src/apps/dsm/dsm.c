@@ -41,6 +41,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,7 +55,6 @@
 #define MAX_ALLOCS 64
 #define MAX_RANKS 64
 #define TAG_SVC 1
-#define TAG_APP0 100
 
 enum { S_NONE = 0, S_READ = 1, S_RW = 2 };
 
@@ -74,16 +74,17 @@ enum mtype {
 };
 
 struct hdr {
-    uint8_t type, mode, data, pad;
-    int32_t rank; /* the requester (REQ, FWD, PAGE's sender otherwise) */
-    int32_t aid;  /* allocation, or lock id */
-    int32_t tag;  /* LOCK: the asking thread's tag */
+    uint8_t type, mode, data;
+    uint8_t pad;   /* GET: pages asked for (the first and those after it) */
+    int32_t rank;  /* the requester (REQ, FWD, PAGE's sender otherwise) */
+    int32_t aid;   /* allocation, or lock id */
+    int32_t epoch; /* rc GET, PAGE: the requester's acquires so far */
     uint64_t page;
     uint64_t len; /* payload bytes */
 };
 
 /* A request posted by a fault handler or an application thread. */
-enum wkind { W_FAULT, W_RELEASE, W_ACQUIRE, W_FREE };
+enum wkind { W_FAULT, W_RELEASE, W_ACQUIRE, W_FREE, W_BARRIER, W_LOCK, W_UNLOCK };
 struct waiter {
     enum wkind kind;
     int aid;
@@ -98,6 +99,7 @@ struct waiter {
 /* ivy: a request queued at the manager */
 struct mreq {
     int rank, mode;
+    uint64_t cookie; /* locks: the asking waiter, echoed in the grant */
     struct mreq *next;
 };
 
@@ -135,21 +137,29 @@ static struct {
     enum tk_dsm_placement place;
     size_t ps;
     enum tk_mech mech;
-    long spin_ns, timeout_s, wait_spin_ns;
+    long spin_ns, timeout_s, wait_spin_ns, poll_ns;
+    int rt;
+    long outstanding; /* service thread: requests for this rank's waiters in flight */
+    int probes;       /* MPI_Iprobe calls a poll makes before it takes "nothing" */
+    int prefetch;     /* rc: pages a read fault asks for (the faulting one and those after it) */
+    int32_t epoch;    /* rc: acquires so far (read-ahead pages older than the last are dropped) */
     pthread_t thread;
     atomic_int stop;
     _Atomic(struct waiter *) posted;
     atomic_int bell, sleeping;
+    atomic_long busy_until; /* the service thread polls every TRAPKIT_DSM_POLL_US until then */
     struct alloc *allocs[MAX_ALLOCS];
     pthread_mutex_t alloc_lk;
     /* service thread only */
     char *rbuf, *sbuf;
     size_t bufsz;
-    struct waiter *releases; /* rc: waiting for the diffs' acks */
+    struct waiter *releases;     /* rc: waiting for the diffs' acks */
+    struct waiter *barrier;      /* a barrier under way: its diffs acknowledged first (rc) */
+    MPI_Request barrier_req;     /* (MPI_REQUEST_NULL until the diffs are in) */
+    struct waiter *lock_waiters; /* waiting for a grant */
     long acks_pending;
     struct lockst *locks; /* the locks this rank manages, by id / size */
-    atomic_int ntags;
-    int next_aid; /* allocations are numbered in the order made (the same on every rank) */
+    int next_aid;         /* allocations are numbered in the order made (the same on every rank) */
     /* counters */
     atomic_ullong read_faults, write_faults, pages_in, pages_out, invalidations, twins, diffs,
         diff_bytes, msent, mrecv;
@@ -169,7 +179,6 @@ static void st_unlock(void)
     atomic_flag_clear_explicit(&state_lk, memory_order_release);
 }
 
-static __thread int my_tag;
 static __thread uint64_t held_locks[TK_DSM_LOCKS / 64];
 
 /* FUTEX_WAIT with a relative timeout; errno kept. [signal-safe] */
@@ -453,10 +462,26 @@ static void on_posted_fault(struct waiter *w)
     if (D.proto == TK_DSM_RC) {
         if (a->want[p]) return; /* the copy is on its way */
         a->want[p] = S_READ;
-        send_hdr(home_of(a, p), M_GET, a->id, p, S_READ, D.rank);
+        D.outstanding++;
+        /* read ahead: the next pages of the same home this rank has no
+         * copy of and has not asked for come with it */
+        int home = home_of(a, p), n = 1;
+        while (n < D.prefetch && p + (size_t)n < a->npages && home_of(a, p + (size_t)n) == home &&
+               atomic_load(&a->state[p + (size_t)n]) == S_NONE && !a->want[p + (size_t)n] &&
+               !a->waiting[p + (size_t)n])
+            n++;
+        struct hdr h = {.type = M_GET,
+                        .mode = S_READ,
+                        .pad = (uint8_t)n,
+                        .rank = D.rank,
+                        .aid = a->id,
+                        .epoch = D.epoch,
+                        .page = p};
+        send_msg(home, &h, NULL);
     } else {
         if (a->want[p]) return; /* a read is on its way: ask for more after it */
         a->want[p] = (uint8_t)w->mode;
+        D.outstanding++;
         send_hdr(home_of(a, p), M_REQ, a->id, p, w->mode, D.rank);
     }
 }
@@ -527,10 +552,21 @@ static void rc_invalidate_all(void)
                 a->cached[ninv++] = p;
         }
         protect_list(a, a->cached, ninv, S_NONE);
+        D.epoch++;
         atomic_fetch_add_explicit(&D.invalidations, ninv, memory_order_relaxed);
         memcpy(a->cached, a->tmp, nkeep * sizeof *a->tmp);
         a->ncached = nkeep;
     }
+}
+
+/* rc: an acquire - the rank's writes released (their diffs sent), its
+ * copies dropped.  (Done when the diffs are acknowledged.) */
+static void rc_acquire(void)
+{
+    st_lock();
+    rc_release_all();
+    rc_invalidate_all();
+    st_unlock();
 }
 
 static void release_done_check(void)
@@ -608,6 +644,19 @@ static void ivy_next(struct alloc *a, size_t p)
 /* The page arrived (or the right to it): install it, wake the waiters. */
 static void on_page(struct alloc *a, size_t p, const struct hdr *h, const char *payload)
 {
+    if (D.proto == TK_DSM_RC && !a->want[p]) {
+        /* read ahead, not asked for by a fault: kept only if this rank has
+         * no copy (a twinned page must not be overwritten) and has not
+         * acquired since it asked (the page may be older than the acquire) */
+        if (h->len != D.ps)
+            fatal("a page of %llu bytes, not %zu", (unsigned long long)h->len, D.ps);
+        atomic_fetch_add_explicit(&D.pages_in, 1, memory_order_relaxed);
+        if (atomic_load(&a->state[p]) != S_NONE || a->waiting[p] || h->epoch != D.epoch) return;
+        memcpy(a->view + p * D.ps, payload, D.ps);
+        a->cached[a->ncached++] = (uint32_t)p;
+        protect(a, p, 1, S_READ);
+        return;
+    }
     if (h->data) {
         if (h->len != D.ps)
             fatal("a page of %llu bytes, not %zu", (unsigned long long)h->len, D.ps);
@@ -615,6 +664,7 @@ static void on_page(struct alloc *a, size_t p, const struct hdr *h, const char *
         atomic_fetch_add_explicit(&D.pages_in, 1, memory_order_relaxed);
     }
     int st = atomic_load(&a->state[p]);
+    if (a->want[p]) D.outstanding--;
     a->want[p] = 0;
     if (D.proto == TK_DSM_RC) {
         bool writer = false;
@@ -636,18 +686,35 @@ static void on_page(struct alloc *a, size_t p, const struct hdr *h, const char *
     int need = wake_page(a, p);
     if (need > atomic_load(&a->state[p])) {
         a->want[p] = (uint8_t)need;
+        D.outstanding++;
         send_hdr(home_of(a, p), M_REQ, a->id, p, need, D.rank);
     }
 }
 
-static void lock_grant(int id, int rank, int tag)
+static void lock_grant(int id, int rank, uint64_t cookie)
 {
-    struct hdr h = {.type = M_GRANT, .aid = id, .rank = D.rank};
-    /* to the asking thread's own tag, which its MPI_Recv waits on (small:
-     * sent eagerly, so the call returns at once) */
-    if (MPI_Send(&h, (int)sizeof h, MPI_BYTE, rank, tag, D.svc) != MPI_SUCCESS)
-        fatal("sending a lock grant to rank %d failed", rank);
-    atomic_fetch_add_explicit(&D.msent, 1, memory_order_relaxed);
+    struct hdr h = {.type = M_GRANT, .aid = id, .rank = D.rank, .page = cookie};
+    send_msg(rank, &h, NULL);
+}
+
+static void rc_acquire(void);
+
+/* A grant came: the waiter that asked (its address, echoed) has the lock. */
+static void on_grant(const struct hdr *h)
+{
+    struct waiter **pp = &D.lock_waiters;
+    while (*pp && (uint64_t)(uintptr_t)*pp != h->page) pp = &(*pp)->pnext;
+    if (!*pp) fatal("a grant of lock %d nobody here asked for", h->aid);
+    struct waiter *w = *pp;
+    *pp = w->pnext;
+    if (D.proto == TK_DSM_RC) { /* an acquire: done once the diffs are in */
+        rc_acquire();
+        w->pnext = D.releases;
+        D.releases = w;
+        release_done_check();
+    } else {
+        complete(w, 0);
+    }
 }
 
 static void handle(const struct hdr *h, const char *payload, int src)
@@ -659,11 +726,11 @@ static void handle(const struct hdr *h, const char *payload, int src)
         if (h->type == M_LOCK) {
             if (l->holder < 0) {
                 l->holder = h->rank;
-                lock_grant(h->aid, h->rank, h->tag);
+                lock_grant(h->aid, h->rank, h->page);
             } else {
                 struct mreq *r = malloc(sizeof *r);
                 if (!r) fatal("out of memory");
-                *r = (struct mreq){.rank = h->rank, .mode = h->tag};
+                *r = (struct mreq){.rank = h->rank, .cookie = h->page};
                 if (l->qtail)
                     l->qtail->next = r;
                 else
@@ -679,9 +746,13 @@ static void handle(const struct hdr *h, const char *payload, int src)
             l->qhead = r->next;
             if (!l->qhead) l->qtail = NULL;
             l->holder = r->rank;
-            lock_grant(h->aid, r->rank, r->mode);
+            lock_grant(h->aid, r->rank, r->cookie);
             free(r);
         }
+        return;
+    }
+    if (h->type == M_GRANT) {
+        on_grant(h);
         return;
     }
     if (h->type == M_DIFF_ACK) {
@@ -755,18 +826,21 @@ static void handle(const struct hdr *h, const char *payload, int src)
         ivy_next(a, p);
         break;
     }
-    case M_GET: { /* rc, at the home */
-        struct hdr o = {.type = M_PAGE,
-                        .mode = S_READ,
-                        .data = 1,
-                        .rank = D.rank,
-                        .aid = a->id,
-                        .page = p,
-                        .len = D.ps};
-        send_msg(h->rank, &o, a->view + p * D.ps);
-        atomic_fetch_add_explicit(&D.pages_out, 1, memory_order_relaxed);
+    case M_GET: /* rc, at the home: the page, and those read ahead */
+        for (size_t q = p; q < p + (h->pad ? h->pad : 1) && q < a->npages; q++) {
+            if (home_of(a, q) != D.rank) break;
+            struct hdr o = {.type = M_PAGE,
+                            .mode = S_READ,
+                            .data = 1,
+                            .rank = D.rank,
+                            .aid = a->id,
+                            .epoch = h->epoch,
+                            .page = q,
+                            .len = D.ps};
+            send_msg(h->rank, &o, a->view + q * D.ps);
+            atomic_fetch_add_explicit(&D.pages_out, 1, memory_order_relaxed);
+        }
         break;
-    }
     case M_DIFF: { /* rc, at the home: merge the bytes that changed */
         char *dst = a->view + p * D.ps;
         for (size_t o = 0; o + 8 <= h->len;) {
@@ -820,6 +894,29 @@ static void drain_posted(void)
             D.releases = w;
             release_done_check();
             break;
+        case W_BARRIER: /* (rc: its diffs first, then MPI's barrier) */
+            if (D.proto == TK_DSM_RC) {
+                st_lock();
+                rc_release_all();
+                st_unlock();
+            }
+            D.barrier = w;
+            D.barrier_req = MPI_REQUEST_NULL;
+            break;
+        case W_LOCK: {
+            struct hdr h = {
+                .type = M_LOCK, .rank = D.rank, .aid = w->aid, .page = (uint64_t)(uintptr_t)w};
+            w->pnext = D.lock_waiters;
+            D.lock_waiters = w;
+            send_msg(w->aid % D.size, &h, NULL);
+            break;
+        }
+        case W_UNLOCK: {
+            struct hdr h = {.type = M_UNLOCK, .rank = D.rank, .aid = w->aid};
+            send_msg(w->aid % D.size, &h, NULL);
+            complete(w, 0);
+            break;
+        }
         case W_FREE: { /* here, where nothing else is using it */
             struct alloc *a = D.allocs[w->aid % MAX_ALLOCS];
             D.allocs[w->aid % MAX_ALLOCS] = NULL;
@@ -831,6 +928,34 @@ static void drain_posted(void)
     }
 }
 
+/* The barrier under way: MPI's, once this rank's diffs are acknowledged;
+ * when it completes, an acquire (rc).  True when it moved on. */
+static bool barrier_progress(void)
+{
+    if (D.barrier_req == MPI_REQUEST_NULL) {
+        if (D.acks_pending) return false;
+        MPI_Ibarrier(D.app, &D.barrier_req);
+        return true;
+    }
+    int flag = 0;
+    MPI_Test(&D.barrier_req, &flag, MPI_STATUS_IGNORE);
+    if (!flag) return false;
+    struct waiter *w = D.barrier;
+    D.barrier = NULL;
+    D.barrier_req = MPI_REQUEST_NULL;
+    /* the other ranks' requests of the next phase come now */
+    atomic_store(&D.busy_until, now_ns() + D.spin_ns);
+    if (D.proto == TK_DSM_RC) {
+        rc_acquire();
+        w->pnext = D.releases;
+        D.releases = w;
+        release_done_check();
+    } else {
+        complete(w, 0);
+    }
+    return true;
+}
+
 static void *service(void *arg)
 {
     (void)arg;
@@ -839,7 +964,19 @@ static void *service(void *arg)
     sigdelset(&all, SIGSEGV);
     sigdelset(&all, SIGBUS);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    long idle_since = now_ns(), nap = 20000;
+    /* While the program's threads run, the thread sleeps between polls at
+     * real-time priority 1 where it may (TRAPKIT_DSM_RT; root or
+     * CAP_SYS_NICE): woken, it preempts the program's thread on its CPU at
+     * once, so a request from another rank waits tens of microseconds,
+     * where a thread that spins (yielding) would wait for the end of that
+     * thread's time slice, milliseconds.  While a thread of its rank waits
+     * for an answer it polls without sleeping, as an ordinary thread (a
+     * real-time thread that polled would keep the CPU from everything
+     * else, the kernel's network processing included). */
+    struct sched_param rtp = {.sched_priority = 1}, normal = {0};
+    bool rt = D.rt && pthread_setschedparam(pthread_self(), SCHED_FIFO, &rtp) == 0, cur_rt = rt;
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* (its sleeps are short: 50 us of slack would double them) */
+    long idle_since = now_ns(), nap = D.poll_ns;
     while (!atomic_load(&D.stop)) {
         bool did = false;
         if (atomic_load(&D.posted)) {
@@ -854,11 +991,17 @@ static void *service(void *arg)
             free(m);
             did = true;
         }
-        for (int k = 0; k < 64; k++) {
+        /* (Open MPI reads its sockets on one progress call in 16: after a
+         * sleep, probe until it has, or a message is found) */
+        for (int k = 0, empty = 0; k < 64;) {
             int flag = 0;
             MPI_Status st;
             MPI_Iprobe(MPI_ANY_SOURCE, TAG_SVC, D.svc, &flag, &st);
-            if (!flag) break;
+            if (!flag) {
+                if (++empty < D.probes) continue;
+                break;
+            }
+            k++;
             int n;
             MPI_Get_count(&st, MPI_BYTE, &n);
             if (n < (int)sizeof(struct hdr) || (size_t)n > D.bufsz)
@@ -872,23 +1015,44 @@ static void *service(void *arg)
             did = true;
         }
         if (nslots) progress_sends();
+        if (D.barrier) did |= barrier_progress();
         long t = now_ns();
         if (did) {
             idle_since = t;
-            nap = 20000;
+            nap = D.poll_ns;
             continue;
         }
-        if (t - idle_since < D.spin_ns) {
+        if (D.outstanding || D.acks_pending || D.barrier || D.lock_waiters) {
+            /* a thread of this rank waits for an answer (a page, a barrier,
+             * a lock): poll without sleeping, as an ordinary thread (the
+             * waiting thread sleeps: its CPU is free) */
+            if (cur_rt) {
+                pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+                cur_rt = false;
+            }
             sched_yield();
             continue;
         }
-        /* asleep: a posted request rings the bell; messages wait for the nap */
+        if (rt && !cur_rt) {
+            pthread_setschedparam(pthread_self(), SCHED_FIFO, &rtp);
+            cur_rt = true;
+        }
+        /* Otherwise it sleeps between polls: every TRAPKIT_DSM_POLL_US
+         * while messages flow (and after a barrier, when the other ranks'
+         * requests come), less and less often once they stop; with one
+         * rank, only until its own threads ring. */
+        long gap = nap;
+        if (D.size == 1)
+            gap = 1000000000;
+        else if (t - idle_since < D.spin_ns || t < atomic_load(&D.busy_until))
+            gap = D.poll_ns;
+        else if (nap < 1000000)
+            nap *= 2;
         int seen = atomic_load(&D.bell);
         atomic_store(&D.sleeping, 1);
         if (!atomic_load(&D.posted) && !atomic_load(&D.stop)) {
-            struct timespec ts = {.tv_sec = 0, .tv_nsec = nap};
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = gap};
             futex_wait_for(&D.bell, seen, &ts);
-            if (nap < 1000000) nap *= 2;
         }
         atomic_store(&D.sleeping, 0);
     }
@@ -981,6 +1145,39 @@ static long env_num(const char *name, long dflt, long lo, long hi, int *err)
     return x;
 }
 
+static char transport[320];
+
+/* One-sided operations would let a rank read a page without the owner's
+ * thread - where the network does the work (RDMA).  Over TCP, Open MPI
+ * (Debian's 4.1) cannot create a window at all (osc/rdma needs an RDMA
+ * transport); and a window over TCP would be served by the target's
+ * progress engine, polled like the messages here.  So the pages travel as
+ * two-sided messages; the probe's outcome goes into tk_dsm_transport(). */
+static void probe_one_sided(void)
+{
+    MPI_Comm_set_errhandler(D.svc, MPI_ERRORS_RETURN);
+    static char buf[64];
+    MPI_Win w;
+    int rc = MPI_Win_create(buf, sizeof buf, 1, MPI_INFO_NULL, D.svc, &w);
+    char why[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (rc == MPI_SUCCESS)
+        MPI_Win_free(&w);
+    else
+        MPI_Error_string(rc, why, &len);
+    int ok = rc == MPI_SUCCESS, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, D.svc);
+    snprintf(transport, sizeof transport,
+             "two-sided MPI messages (MPI_Isend/MPI_Iprobe) served by a thread per rank; "
+             "one-sided windows %s",
+             all ? "work here but are not used (a window over TCP is served by the target's "
+                   "progress engine too)"
+                 : "");
+    if (!all)
+        snprintf(transport + strlen(transport), sizeof transport - strlen(transport),
+                 "fail here (MPI_Win_create: %s)", ok ? "failed on another rank" : why);
+}
+
 int tk_dsm_init(MPI_Comm comm)
 {
     return tk_dsm_init_config(comm, NULL);
@@ -1031,6 +1228,10 @@ int tk_dsm_init_config(MPI_Comm comm, const tk_dsm_config *cfg)
     }
     D.spin_ns = env_num("TRAPKIT_DSM_SPIN_US", 2000, 0, 10000000, &err) * 1000;
     D.timeout_s = env_num("TRAPKIT_DSM_TIMEOUT", 20, 1, 86400, &err);
+    D.poll_ns = env_num("TRAPKIT_DSM_POLL_US", 50, 1, 100000, &err) * 1000;
+    D.rt = (int)env_num("TRAPKIT_DSM_RT", 1, 0, 1, &err);
+    D.probes = (int)env_num("TRAPKIT_DSM_PROBES", 17, 1, 1000, &err);
+    D.prefetch = (int)env_num("TRAPKIT_DSM_PREFETCH", 4, 1, 64, &err);
     D.wait_spin_ns = env_num("TRAPKIT_DSM_WAIT_SPIN_US", 0, 0, 1000000, &err) * 1000;
     if (err) goto agree;
     if (provided < MPI_THREAD_MULTIPLE) {
@@ -1062,6 +1263,7 @@ agree:;
     MPI_Comm_rank(comm, &D.rank);
     MPI_Comm_dup(comm, &D.svc);
     MPI_Comm_dup(comm, &D.app);
+    probe_one_sided();
     MPI_Comm_set_errhandler(D.svc, MPI_ERRORS_ARE_FATAL);
     D.bufsz = sizeof(struct hdr) + 2 * D.ps + 8 * (D.ps / 2 + 1);
     D.rbuf = malloc(D.bufsz);
@@ -1293,33 +1495,10 @@ int tk_dsm_free(void *p)
     return 0;
 }
 
-/* Waits for an MPI request of an application thread without holding a
- * CPU the rank's service thread may need (MPI's blocking calls poll): it
- * polls for 20 us, then yields between polls, then after 2 ms naps 50 us
- * between them. */
-static void wait_req(MPI_Request *r)
+/* A lock may be held as long as its holder likes: no timeout. */
+static void wait_lock(struct waiter *w)
 {
-    long t0 = now_ns();
-    for (;;) {
-        int flag = 0;
-        MPI_Test(r, &flag, MPI_STATUS_IGNORE);
-        if (flag) return;
-        long el = now_ns() - t0;
-        if (el < 20000) continue;
-        if (el < 2000000) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 50000};
-            nanosleep(&ts, NULL);
-        }
-    }
-}
-
-static void barrier_app(void)
-{
-    MPI_Request r;
-    MPI_Ibarrier(D.app, &r);
-    wait_req(&r);
+    while (!atomic_load(&w->done)) tk__futex_wait(&w->done, 0);
 }
 
 /* Has the service thread run a release or acquire; waits for it. */
@@ -1330,19 +1509,16 @@ static void sync_op(enum wkind k)
     wait_for(&w);
 }
 
+/* Barriers and locks are the service thread's too: the calling thread
+ * sleeps (MPI's own blocking calls would poll, holding a CPU the service
+ * thread and the other ranks need), and one thread a rank polls MPI. */
 int tk_dsm_barrier(void)
 {
     if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_barrier: call tk_dsm_init first");
-    if (D.proto == TK_DSM_RC) sync_op(W_RELEASE);
-    barrier_app();
-    if (D.proto == TK_DSM_RC) sync_op(W_ACQUIRE);
+    struct waiter w = {.kind = W_BARRIER};
+    post(&w);
+    wait_lock(&w); /* (a barrier may wait as long as the slowest rank computes) */
     return 0;
-}
-
-static int tag(void)
-{
-    if (!my_tag) my_tag = TAG_APP0 + atomic_fetch_add(&D.ntags, 1);
-    return my_tag;
 }
 
 int tk_dsm_lock(int id)
@@ -1350,14 +1526,10 @@ int tk_dsm_lock(int id)
     if (!D.up) return tk__fail(-ENOTCONN, "tk_dsm_lock: call tk_dsm_init first");
     if (id < 0 || id >= TK_DSM_LOCKS)
         return tk__failf(-EINVAL, "tk_dsm_lock: lock %d is not from 0 to %d", id, TK_DSM_LOCKS - 1);
-    struct hdr h = {.type = M_LOCK, .rank = D.rank, .aid = id, .tag = tag()};
-    MPI_Send(&h, sizeof h, MPI_BYTE, id % D.size, TAG_SVC, D.svc);
-    struct hdr g;
-    MPI_Request r;
-    MPI_Irecv(&g, sizeof g, MPI_BYTE, id % D.size, my_tag, D.svc, &r);
-    wait_req(&r);
+    struct waiter w = {.kind = W_LOCK, .aid = id};
+    post(&w);
+    wait_lock(&w);
     held_locks[id / 64] |= 1ull << (id % 64);
-    if (D.proto == TK_DSM_RC) sync_op(W_ACQUIRE);
     return 0;
 }
 
@@ -1368,8 +1540,9 @@ int tk_dsm_unlock(int id)
         return tk__failf(-EINVAL, "tk_dsm_unlock: this thread does not hold lock %d", id);
     if (D.proto == TK_DSM_RC) sync_op(W_RELEASE);
     held_locks[id / 64] &= ~(1ull << (id % 64));
-    struct hdr h = {.type = M_UNLOCK, .rank = D.rank, .aid = id, .tag = my_tag};
-    MPI_Send(&h, sizeof h, MPI_BYTE, id % D.size, TAG_SVC, D.svc);
+    struct waiter w = {.kind = W_UNLOCK, .aid = id};
+    post(&w);
+    wait_for(&w);
     return 0;
 }
 
@@ -1425,7 +1598,7 @@ enum tk_mech tk_dsm_mech(void)
 }
 const char *tk_dsm_transport(void)
 {
-    return "two-sided MPI messages (MPI_Isend/MPI_Iprobe) served by a thread per rank";
+    return transport[0] ? transport : "not started (tk_dsm_init)";
 }
 
 int tk_dsm_home(const void *addr)
