@@ -47,9 +47,10 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(a, np_, args):
+def run(a, np_, args, env=None):
     cmd = [a.run, str(np_), a.kernels] + [str(x) for x in args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, **(env or {})))
     lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
     if p.returncode != 0 or not lines:
         raise RuntimeError(f"{' '.join(cmd[2:])} failed (status {p.returncode}): "
@@ -64,7 +65,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=0)
     a = ap.parse_args()
-    reps = a.reps or (1 if a.quick else 3)
+    reps = a.reps or (1 if a.quick else 4)
     ncpu = os.cpu_count() or 1
 
     # the protocol's costs: 2 ranks, rank 1 faulting on pages rank 0 holds
@@ -72,7 +73,8 @@ def main():
     micro = {p: [] for p in ("ivy", "rc")}
     for rnd in range(reps):
         for proto in ("ivy", "rc"):
-            d = run(a, 2, ["micro", proto, pages])
+            # (one fault a page: rc's read-ahead off, so each fault is timed alone)
+            d = run(a, 2, ["micro", proto, pages], {"TRAPKIT_DSM_PREFETCH": "1"})
             micro[proto].append(d)
             log(f"dsm micro {proto} round {rnd + 1}/{reps}: read fault "
                 f"{statistics.median(d['read']) * 1e6:.1f} us, write fault "
@@ -82,7 +84,8 @@ def main():
     pp = []
     for proto, runs in micro.items():
         mech = runs[0]["mech"]
-        note = f"faults caught by {mech}; 2 ranks on one host over TCP (loopback)"
+        note = (f"faults caught by {mech}; 2 ranks on one host over TCP (loopback); "
+                "rc's read-ahead off")
         emit("dsm/remote-read-fault", proto, {"ranks": 2}, "time", "ns",
              [v * us for d in runs for v in d["read"]], note)
         emit("dsm/write-fault", proto, {"ranks": 2}, "time", "ns",

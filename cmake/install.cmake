@@ -7,6 +7,7 @@
 #     otherwise, for prefix /usr with the libraries in lib/<multiarch triplet>
 #     and gzipped man pages, as Debian's own packages have them.
 # What is installed: libtrapkit.so and .a, libtrapkit_cxx.a, libtrapkit_eh.so,
+# libtrapkit_dsm.a (with trapkit-dsm.pc),
 # the headers, the CMake package, trapkit.pc, the trapkit and tksim programs
 # and the man pages (man/, with a link for every name a page documents).
 
@@ -63,6 +64,11 @@ function(tk_install_layout libdir component)
   string(REGEX REPLACE "/$" "" TK_PC_TO_PREFIX "${TK_PC_TO_PREFIX}")
   configure_file(${PROJECT_SOURCE_DIR}/cmake/trapkit.pc.in ${gen}/trapkit.pc @ONLY)
   install(FILES ${gen}/trapkit.pc DESTINATION ${libdir}/pkgconfig ${opts})
+  # the shared virtual memory (trapkit/dsm.h): a static library over
+  # libtrapkit.a, for MPI programs (pkg-config trapkit-dsm)
+  install(FILES $<TARGET_FILE:trapkit_dsm> DESTINATION ${libdir} ${opts})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/trapkit-dsm.pc.in ${gen}/trapkit-dsm.pc @ONLY)
+  install(FILES ${gen}/trapkit-dsm.pc DESTINATION ${libdir}/pkgconfig ${opts})
 
   # man/ holds the pages and their links (symbolic links: installed as links)
   install(DIRECTORY ${gen}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR} ${opts})

@@ -17,9 +17,14 @@
  *             counter loop; tests/dsm_run.sh checks that mpirun ends with
  *             an error that says so, in time
  *   threads   two threads per rank fault on the same pages at once
+ *   single    MPI initialised without MPI_THREAD_MULTIPLE: tk_dsm_init
+ *             refuses with ENOTSUP, saying why
+ *   config    the ranks ask for different protocols, or a bad page size:
+ *             refused on every rank; then a good init works
  * Exit 0 on success; a failed check prints and exits 1. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,15 +195,42 @@ static void threads(void)
 int main(int argc, char **argv)
 {
     int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    bool single = argc == 3 && !strcmp(argv[2], "single");
+    if (single) /* MPI without threads: refused, with the reason */
+        MPI_Init(&argc, &argv);
+    else
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc != 3) {
-        fprintf(stderr,
-                "usage: dsm_basic ivy|rc counter|false|prodcons|sc|mismatch|kill|threads\n");
+        fprintf(stderr, "usage: dsm_basic ivy|rc counter|false|prodcons|sc|mismatch|kill|threads|"
+                        "single|config\n");
         return 2;
     }
     tk_dsm_config cfg = {.protocol = !strcmp(argv[1], "rc") ? TK_DSM_RC : TK_DSM_IVY};
+    if (single) {
+        MPI_Query_thread(&provided);
+        int rc = tk_dsm_init_config(MPI_COMM_WORLD, &cfg);
+        CHECK(provided == MPI_THREAD_MULTIPLE || rc == -ENOTSUP, "init without threads: %d", rc);
+        if (rc)
+            CHECK(strstr(tk_last_error(), "MPI_THREAD_MULTIPLE"), "message: %s", tk_last_error());
+        if (rank == 0)
+            printf("without MPI_THREAD_MULTIPLE: %s\n", rc ? tk_last_error() : "accepted");
+        if (!rc) tk_dsm_finalize();
+        MPI_Finalize();
+        return 0;
+    }
+    if (!strcmp(argv[2], "config")) { /* the ranks disagree: refused on every rank */
+        tk_dsm_config other = {.protocol = rank == 0 ? TK_DSM_RC : TK_DSM_IVY};
+        int rc = tk_dsm_init_config(MPI_COMM_WORLD, &other);
+        CHECK(size == 1 || rc == -EINVAL, "init with different protocols: %d", rc);
+        if (size > 1) CHECK(strstr(tk_last_error(), "disagree"), "message: %s", tk_last_error());
+        if (rc == 0) tk_dsm_finalize();
+        tk_dsm_config bad = {.page_size = 12345};
+        CHECK(tk_dsm_init_config(MPI_COMM_WORLD, &bad) == -EINVAL, "page size 12345 accepted");
+        errno = 0;
+        CHECK(tk_dsm_alloc(4096) == NULL && errno == ENOTCONN, "alloc before init");
+    }
     int rc = tk_dsm_init_config(MPI_COMM_WORLD, &cfg);
     CHECK(rc == 0, "tk_dsm_init: %s", tk_last_error());
     ps = tk_dsm_page_size();
@@ -220,6 +252,8 @@ int main(int argc, char **argv)
         mismatch();
     else if (!strcmp(c, "threads"))
         threads();
+    else if (!strcmp(c, "config")) /* (the good init after the refused ones works) */
+        prodcons();
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;

@@ -55,7 +55,8 @@ for f in lib/libtrapkit.so.0 lib/libtrapkit.so lib/libtrapkit.a lib/libtrapkit_c
     lib/libtrapkit_eh.so.0 include/trapkit/trapkit.h include/trapkit/aseq.h \
     include/trapkit/exception.hpp lib/pkgconfig/trapkit.pc lib/cmake/trapkit/trapkitConfig.cmake \
     lib/cmake/trapkit/trapkitTargets.cmake bin/trapkit bin/tksim share/man/man1/trapkit.1 \
-    share/man/man1/tksim.1 share/man/man7/trapkit.7 share/man/man3/tk_protect.3; do
+    share/man/man1/tksim.1 share/man/man7/trapkit.7 share/man/man3/tk_protect.3 \
+    lib/libtrapkit_dsm.a lib/pkgconfig/trapkit-dsm.pc include/trapkit/dsm.h share/man/man3/tk_dsm.3; do
     [[ -e $P/$f ]] || fail "make install did not install $f"
 done
 [[ $(readlink "$P/share/man/man3/tk_prot1.3") == tk_protect.3 ]] || fail "no link tk_prot1.3"
@@ -115,6 +116,14 @@ int main(void)
     return 0;
 }
 EOF
+# the shared virtual memory: tk_dsm(3)'s example, built with pkg-config
+# trapkit-dsm and run on 3 ranks (each adds 1 under a lock)
+awk '/^\.SH EXAMPLES/ {on=1; next} on && /^\.nf/ {nf=1; next} nf && /^\.fi/ {exit} nf {print}' \
+    "$src/man/man3/tk_dsm.3" | sed 's/\\e/\\/g' >dsm.c
+grep -q tk_dsm_alloc dsm.c || fail "no example in tk_dsm.3"
+mpicc -O2 dsm.c $(pkg-config --cflags --libs trapkit-dsm) -o dsm || fail "the tk_dsm(3) example does not build"
+ranks=$("$src/tests/dsm_run.sh" 3 ./dsm 2>&1) || fail "the tk_dsm(3) example: $ranks"
+[[ $ranks == 3 ]] || fail "the tk_dsm(3) example printed $ranks, not 3"
 cc -O2 aseq.c $(pkg-config --cflags trapkit) -Wl,-Bstatic $(pkg-config --static --libs trapkit) \
     -Wl,-Bdynamic -o aseq
 # one increment, one sequence registered, none failing the check

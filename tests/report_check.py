@@ -113,7 +113,14 @@ EXPECTED = [
     ("analysis/jaleel-jacob-flushed-cut", "prepend", {"workload": "map", "tlb_entries": 16}),
     ("analysis/jaleel-jacob-time-cut", "append", {"workload": "jacobi", "tlb_entries": 64}),
     ("mosberger/breakeven-rate", "hyb-jump", {"versus": "sigprocmask"}),
+    ("dsm/remote-read-fault", "ivy", {"ranks": 2}), ("dsm/remote-read-fault", "rc", {"ranks": 2}),
+    ("dsm/write-fault", "ivy", {"ranks": 2}), ("dsm/diff", "rc", {"ranks": 2}),
+    ("dsm/page-pingpong", "mpi", {"ranks": 2}),
 ]
+for k in ("daxpy", "stream", "matmul", "matvec", "jacobi"):
+    for nr in (1, 2, 4):
+        for mech in ("mpi", "ivy", "rc"):
+            EXPECTED.append(("dsm/kernel-time", mech, {"kernel": k, "ranks": nr}))
 for mech in ("unprotected", "sigprocmask", "rt-sigprocmask", "aseq-sigprocmask", "flag", "cas",
              "dyn-jump", "dyn-fault", "hyb-jump"):
     for test in ("null", "lifo", "fifo"):

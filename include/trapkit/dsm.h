@@ -48,15 +48,18 @@
  * the service thread talks to the other ranks with two-sided messages
  * (MPI_Isend / MPI_Iprobe / MPI_Recv) on a duplicate of the communicator,
  * serves their requests, and installs pages.  One-sided operations
- * (MPI_Win) are not used: tk_dsm_transport() says what is.  MPI over TCP
- * makes progress only when polled, so the service thread polls: without
- * pause while a thread of its rank waits (for a page, in a barrier, for a
- * lock), and otherwise every TRAPKIT_DSM_POLL_US microseconds (default
- * 20) for TRAPKIT_DSM_SPIN_US (default 2000) after the last message, then
- * less and less often, down to every 0.25 ms.  Between polls it sleeps at
- * real-time priority 1 where the process may (TRAPKIT_DSM_RT=0 turns this
- * off): woken, it gets a CPU at once instead of after the time slice of
- * the program's thread on it.
+ * (MPI_Win) are not used: tk_dsm_transport() says what is.  Barriers and
+ * lock waits go through the service thread as well; the calling thread
+ * sleeps.  MPI over TCP makes progress only when polled, so the service
+ * thread polls: without pause while a thread of its rank waits for an
+ * answer, and otherwise every TRAPKIT_DSM_POLL_US microseconds (default 50)
+ * for TRAPKIT_DSM_SPIN_US (default 2000) after a message or a barrier,
+ * then less and less often, down to every millisecond.  Between polls it
+ * sleeps at real-time priority 1 where the process may (TRAPKIT_DSM_RT=0
+ * turns this off): woken, it gets a CPU at once instead of after the time
+ * slice of the program's thread on it.  Under rc a read fault also asks
+ * for the next TRAPKIT_DSM_PREFETCH - 1 pages of the same home (default:
+ * 4 pages in all).
  *
  * Failures.  A rank that gets no answer to a request for
  * TRAPKIT_DSM_TIMEOUT seconds (default 20) prints which page it waited
