@@ -17,6 +17,8 @@
  *             counter loop; tests/dsm_run.sh checks that mpirun ends with
  *             an error that says so, in time
  *   threads   two threads per rank fault on the same pages at once
+ *   signals   a timer signal's handler reads shared memory every 300 us
+ *             while the thread takes and gives back a lock
  *   single    MPI initialised without MPI_THREAD_MULTIPLE: tk_dsm_init
  *             refuses with ENOTSUP, saying why
  *   config    the ranks ask for different protocols, or a bad page size:
@@ -26,6 +28,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +164,50 @@ static void mismatch(void)
     CHECK(tk_dsm_free(g) == -EINVAL, "a second free accepted");
 }
 
+/* A timer signal's handler reads shared memory while the thread it
+ * interrupts takes locks (acquires and releases: under rc each acquire
+ * drops the copies the handler then faults in again), possibly inside a
+ * fault of its own. */
+static volatile long *sig_pages;
+static volatile sig_atomic_t sig_reads, sig_bad;
+static void on_alarm(int sig)
+{
+    (void)sig;
+    long v = sig_pages[(size_t)(sig_reads % 8) * ps / sizeof(long)];
+    if (v != 4242) sig_bad = 1;
+    sig_reads++;
+}
+
+static void signals(void)
+{
+    sig_pages = tk_dsm_alloc(8 * ps);
+    long *ctr = tk_dsm_alloc(2 * ps);
+    CHECK(sig_pages && ctr, "alloc: %s", tk_last_error());
+    if (rank == 0)
+        for (int p = 0; p < 8; p++) sig_pages[(size_t)p * ps / sizeof(long)] = 4242;
+    tk_dsm_barrier();
+    struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 300}, {0, 300}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    const int iters = 300;
+    for (int i = 0; i < iters; i++) {
+        CHECK(tk_dsm_lock(3) == 0, "lock: %s", tk_last_error());
+        ctr[ps / sizeof(long)]++;
+        CHECK(tk_dsm_unlock(3) == 0, "unlock");
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    tk_dsm_barrier();
+    CHECK(ctr[ps / sizeof(long)] == (long)iters * size, "counter %ld", ctr[ps / sizeof(long)]);
+    CHECK(!sig_bad, "a handler read a wrong value");
+    CHECK(sig_reads > 20, "only %d handler reads", (int)sig_reads);
+    printf("rank %d: %d reads by the signal handler\n", rank, (int)sig_reads);
+    tk_dsm_barrier();
+    tk_dsm_free(ctr);
+    tk_dsm_free((void *)sig_pages);
+}
+
 static long *tshared;
 static void *tbody(void *arg)
 {
@@ -252,6 +299,8 @@ int main(int argc, char **argv)
         mismatch();
     else if (!strcmp(c, "threads"))
         threads();
+    else if (!strcmp(c, "signals"))
+        signals();
     else if (!strcmp(c, "config")) /* (the good init after the refused ones works) */
         prodcons();
     else {
