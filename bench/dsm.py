@@ -103,6 +103,10 @@ def main():
         pp += [v * us for d in runs for v in d["pingpong"]]
     emit("dsm/page-pingpong", "mpi", {"ranks": 2}, "time", "ns", pp,
          "MPI_Send/MPI_Recv of one page there and back, the same two ranks, in the same runs")
+    for proto, runs in micro.items():
+        emit("dsm/read-fault-over-pingpong", proto, {"ranks": 2}, "ratio", "x",
+             [statistics.median(d["read"]) / statistics.median(d["pingpong"]) for d in runs],
+             "paired per run: a run's median read fault over its median ping-pong")
 
     # the kernels
     res = {}
@@ -126,6 +130,9 @@ def main():
         emit("dsm/kernel-time", m, params, "time", "s", [d["seconds"] for d in runs], note)
         if m != "mpi":
             emit("dsm/pages-moved", m, params, "count", "pages", [d["pages_in"] for d in runs])
+            emit("dsm/kernel-over-mpi", m, params, "ratio", "x",
+                 [d["seconds"] / b["seconds"] for d, b in zip(runs, res[(k, nr, "mpi")])],
+                 "paired per round: the run's time over the MPI version's of the same round")
 
 
 if __name__ == "__main__":

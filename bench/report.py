@@ -779,7 +779,8 @@ SECTIONS = [
         "pheap/swizzle-breakeven"]),
     ("Shared virtual memory (trapkit/dsm.h on Open MPI)", [
         "dsm/remote-read-fault", "dsm/write-fault", "dsm/diff", "dsm/page-pingpong",
-        "dsm/kernel-time", "dsm/pages-moved"]),
+        "dsm/read-fault-over-pingpong", "dsm/kernel-time", "dsm/kernel-over-mpi",
+        "dsm/pages-moved"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 

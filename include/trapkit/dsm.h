@@ -52,8 +52,8 @@
  * lock waits go through the service thread as well; the calling thread
  * sleeps.  MPI over TCP makes progress only when polled, so the service
  * thread polls: without pause while a thread of its rank waits for an
- * answer, and otherwise every TRAPKIT_DSM_POLL_US microseconds (default 50)
- * for TRAPKIT_DSM_SPIN_US (default 2000) after a message or a barrier,
+ * answer, and otherwise every TRAPKIT_DSM_POLL_US microseconds (default 100)
+ * for TRAPKIT_DSM_SPIN_US (default 1000) after a message or a barrier,
  * then less and less often, down to every millisecond.  Between polls it
  * sleeps at real-time priority 1 where the process may (TRAPKIT_DSM_RT=0
  * turns this off): woken, it gets a CPU at once instead of after the time

@@ -1226,9 +1226,9 @@ int tk_dsm_init_config(MPI_Comm comm, const tk_dsm_config *cfg)
                         tk_mech_name(c.mech));
         goto agree;
     }
-    D.spin_ns = env_num("TRAPKIT_DSM_SPIN_US", 2000, 0, 10000000, &err) * 1000;
+    D.spin_ns = env_num("TRAPKIT_DSM_SPIN_US", 1000, 0, 10000000, &err) * 1000;
     D.timeout_s = env_num("TRAPKIT_DSM_TIMEOUT", 20, 1, 86400, &err);
-    D.poll_ns = env_num("TRAPKIT_DSM_POLL_US", 50, 1, 100000, &err) * 1000;
+    D.poll_ns = env_num("TRAPKIT_DSM_POLL_US", 100, 1, 100000, &err) * 1000;
     D.rt = (int)env_num("TRAPKIT_DSM_RT", 1, 0, 1, &err);
     D.probes = (int)env_num("TRAPKIT_DSM_PROBES", 17, 1, 1000, &err);
     D.prefetch = (int)env_num("TRAPKIT_DSM_PREFETCH", 4, 1, 64, &err);
