@@ -306,8 +306,17 @@ static void send_hdr(int dest, int type, int aid, size_t page, int mode, int ran
 
 /* ---- waiters ---- */
 
+static bool svc_rt, svc_cur_rt; /* service thread: may be real-time; is now */
+static void svc_realtime(void);
+
+/* [service thread] */
 static void complete(struct waiter *w, int err)
 {
+    /* Real-time again before the waiter runs: it may run on this CPU, and
+     * a thread of the program, once running, would keep an ordinary
+     * service thread off it for its whole time slice - the other ranks'
+     * requests unanswered meanwhile. */
+    if (svc_rt && !svc_cur_rt) svc_realtime();
     w->err = err;
     atomic_store(&w->done, 1);
     tk__futex_wake(&w->done, 1);
@@ -956,6 +965,18 @@ static bool barrier_progress(void)
     return true;
 }
 
+static bool svc_set_policy(int policy)
+{
+    struct sched_param sp = {.sched_priority = policy == SCHED_FIFO ? 1 : 0};
+    return pthread_setschedparam(pthread_self(), policy, &sp) == 0;
+}
+
+static void svc_realtime(void)
+{
+    svc_set_policy(SCHED_FIFO);
+    svc_cur_rt = true;
+}
+
 static void *service(void *arg)
 {
     (void)arg;
@@ -973,10 +994,10 @@ static void *service(void *arg)
      * for an answer it polls without sleeping, as an ordinary thread (a
      * real-time thread that polled would keep the CPU from everything
      * else, the kernel's network processing included). */
-    struct sched_param rtp = {.sched_priority = 1}, normal = {0};
-    bool rt = D.rt && pthread_setschedparam(pthread_self(), SCHED_FIFO, &rtp) == 0, cur_rt = rt;
+    svc_rt = svc_cur_rt = D.rt && svc_set_policy(SCHED_FIFO);
     prctl(PR_SET_TIMERSLACK, 1000UL); /* (its sleeps are short: 50 us of slack would double them) */
     long idle_since = now_ns(), nap = D.poll_ns;
+    bool slept = true;
     while (!atomic_load(&D.stop)) {
         bool did = false;
         if (atomic_load(&D.posted)) {
@@ -992,13 +1013,14 @@ static void *service(void *arg)
             did = true;
         }
         /* (Open MPI reads its sockets on one progress call in 16: after a
-         * sleep, probe until it has, or a message is found) */
+         * sleep, probe until it has, or a message is found; spinning, once
+         * a turn) */
         for (int k = 0, empty = 0; k < 64;) {
             int flag = 0;
             MPI_Status st;
             MPI_Iprobe(MPI_ANY_SOURCE, TAG_SVC, D.svc, &flag, &st);
             if (!flag) {
-                if (++empty < D.probes) continue;
+                if (++empty < (slept ? D.probes : 1)) continue;
                 break;
             }
             k++;
@@ -1014,6 +1036,7 @@ static void *service(void *arg)
             handle(&h, D.rbuf + sizeof h, st.MPI_SOURCE);
             did = true;
         }
+        slept = false;
         if (nslots) progress_sends();
         if (D.barrier) did |= barrier_progress();
         long t = now_ns();
@@ -1026,16 +1049,15 @@ static void *service(void *arg)
             /* a thread of this rank waits for an answer (a page, a barrier,
              * a lock): poll without sleeping, as an ordinary thread (the
              * waiting thread sleeps: its CPU is free) */
-            if (cur_rt) {
-                pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
-                cur_rt = false;
+            if (svc_cur_rt) {
+                svc_set_policy(SCHED_OTHER);
+                svc_cur_rt = false;
             }
             sched_yield();
             continue;
         }
-        if (rt && !cur_rt) {
-            pthread_setschedparam(pthread_self(), SCHED_FIFO, &rtp);
-            cur_rt = true;
+        if (svc_rt && !svc_cur_rt) {
+            svc_realtime();
         }
         /* Otherwise it sleeps between polls: every TRAPKIT_DSM_POLL_US
          * while messages flow (and after a barrier, when the other ranks'
@@ -1046,13 +1068,14 @@ static void *service(void *arg)
             gap = 1000000000;
         else if (t - idle_since < D.spin_ns || t < atomic_load(&D.busy_until))
             gap = D.poll_ns;
-        else if (nap < 1000000)
-            nap *= 2;
+        else if ((nap *= 2) > 1000000)
+            nap = 1000000;
         int seen = atomic_load(&D.bell);
         atomic_store(&D.sleeping, 1);
         if (!atomic_load(&D.posted) && !atomic_load(&D.stop)) {
             struct timespec ts = {.tv_sec = 0, .tv_nsec = gap};
             futex_wait_for(&D.bell, seen, &ts);
+            slept = true;
         }
         atomic_store(&D.sleeping, 0);
     }
