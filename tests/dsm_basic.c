@@ -19,6 +19,8 @@
  *   threads   two threads per rank fault on the same pages at once
  *   signals   a timer signal's handler reads shared memory every 300 us
  *             while the thread takes and gives back a lock
+ *   fork      a child of fork() touching a page its parent never had dies
+ *             of SIGSEGV; the parent goes on
  *   single    MPI initialised without MPI_THREAD_MULTIPLE: tk_dsm_init
  *             refuses with ENOTSUP, saying why
  *   config    the ranks ask for different protocols, or a bad page size:
@@ -29,6 +31,7 @@
 #include <stdbool.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +211,32 @@ static void signals(void)
     tk_dsm_free((void *)sig_pages);
 }
 
+/* A child of fork() touching a page its parent never had dies of SIGSEGV;
+ * the parent goes on. */
+static void forked(void)
+{
+    long *m = tk_dsm_alloc(4 * ps);
+    CHECK(m, "alloc: %s", tk_last_error());
+    size_t remote = rank == 0 ? 3 : 0; /* (block placement: another rank's page) */
+    if (size > 1) {
+        pid_t c = fork();
+        if (c == 0) {
+            volatile long v = m[remote * ps / sizeof(long)];
+            (void)v;
+            _exit(0); /* (not reached) */
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "the child: status %#x", st);
+    }
+    /* the DSM goes on in the parent */
+    if (rank == 0) m[3 * ps / sizeof(long)] = 42;
+    tk_dsm_barrier();
+    CHECK(m[3 * ps / sizeof(long)] == 42, "after the child: %ld", m[3 * ps / sizeof(long)]);
+    tk_dsm_barrier();
+    tk_dsm_free(m);
+}
+
 static long *tshared;
 static void *tbody(void *arg)
 {
@@ -299,6 +328,8 @@ int main(int argc, char **argv)
         mismatch();
     else if (!strcmp(c, "threads"))
         threads();
+    else if (!strcmp(c, "fork"))
+        forked();
     else if (!strcmp(c, "signals"))
         signals();
     else if (!strcmp(c, "config")) /* (the good init after the refused ones works) */

@@ -68,6 +68,10 @@
  * saying which rank died).  Faults outside the DSM's allocations are not
  * trapkit's: they crash the program as they would without it.
  *
+ * fork().  A child of fork() is no rank: its first touch of a page the
+ * parent could not access then crashes it (SIGSEGV), as any access to
+ * memory it may not touch; pages the parent had are the child's copy.
+ *
  * Threads.  Any thread of a rank may touch shared memory; tk_dsm_lock,
  * tk_dsm_unlock and tk_dsm_barrier may be called from any thread (a barrier
  * by one thread of each rank at a time).  Under rc, a release makes the

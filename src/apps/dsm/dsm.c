@@ -139,6 +139,7 @@ static struct {
     enum tk_mech mech;
     long spin_ns, timeout_s, wait_spin_ns, poll_ns;
     int rt;
+    pid_t pid;        /* the rank's process (not a child of fork()) */
     long outstanding; /* service thread: requests for this rank's waiters in flight */
     int probes;       /* MPI_Iprobe calls a poll makes before it takes "nothing" */
     int prefetch;     /* rc: pages a read fault asks for (the faulting one and those after it) */
@@ -1096,6 +1097,9 @@ static tk_action on_fault(const tk_fault *f, void *arg)
 {
     struct alloc *a = arg;
     if (f->access == TK_ACCESS_EXEC) return TK_DECLINE;
+    /* a child of fork() has no service thread and is no rank: the fault
+     * is not served (the child dies of it, as without trapkit) */
+    if (getpid() != D.pid) return TK_DECLINE;
     size_t p = (size_t)((char *)f->page - a->base) / D.ps;
     int st = atomic_load(&a->state[p]);
     int mode = f->access == TK_ACCESS_WRITE  ? S_RW
@@ -1279,6 +1283,7 @@ agree:;
     if (size > MAX_RANKS)
         return tk__failf(-ENOTSUP, "tk_dsm_init: %d ranks; at most %d", size, MAX_RANKS);
     D.proto = c.protocol;
+    D.pid = getpid();
     D.place = c.placement;
     D.ps = c.page_size;
     D.mech = c.mech;
