@@ -528,16 +528,21 @@ def goals(results, quick):
     return [x for x in g if x]
 
 
+def span_of(results, exp, mech, **params):
+    """The Span of the result of exp for mech with these params, or None."""
+    for r in results:
+        if (r["experiment"] == exp and r["mechanism"] == mech and r["median"] is not None
+                and all(r["params"].get(k) == v for k, v in params.items())):
+            return Span.of(r)
+    return None
+
+
 def dsm_goals(results, note):
     """The shared virtual memory (bench/dsm.py): a remote read fault against
     an MPI ping-pong of one page, and the kernels against their MPI
     versions at 2 ranks, each measured in the same run."""
     def fig(exp, mech, **params):
-        for r in results:
-            if (r["experiment"] == exp and r["mechanism"] == mech and r["median"] is not None
-                    and all(r["params"].get(k) == v for k, v in params.items())):
-                return Span.of(r)
-        return None
+        return span_of(results, exp, mech, **params)
 
     out = []
     pp = fig("dsm/page-pingpong", "mpi")
@@ -579,11 +584,7 @@ def pheap_goals(results, note):
     """The persistent heap against LMDB (bench/pheap.c), each figure the
     best trapkit mechanism's over LMDB's, measured in the same run."""
     def fig(exp, mech, **params):
-        for r in results:
-            if (r["experiment"] == exp and r["mechanism"] == mech and r["median"] is not None
-                    and all(r["params"].get(k) == v for k, v in params.items())):
-                return Span.of(r)
-        return None
+        return span_of(results, exp, mech, **params)
 
     def best(exp, higher=True, **params):
         c = [(m, fig(exp, m, **params)) for m in PHEAP_TRAPKIT]

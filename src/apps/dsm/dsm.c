@@ -709,6 +709,20 @@ static void lock_grant(int id, int rank, uint64_t cookie)
 
 static void rc_acquire(void);
 
+/* w has acquired (a lock granted, a barrier passed): under rc its copies go
+ * and it goes on once its diffs are acknowledged. */
+static void acquired(struct waiter *w)
+{
+    if (D.proto != TK_DSM_RC) {
+        complete(w, 0);
+        return;
+    }
+    rc_acquire();
+    w->pnext = D.releases;
+    D.releases = w;
+    release_done_check();
+}
+
 /* A grant came: the waiter that asked (its address, echoed) has the lock. */
 static void on_grant(const struct hdr *h)
 {
@@ -717,14 +731,7 @@ static void on_grant(const struct hdr *h)
     if (!*pp) fatal("a grant of lock %d nobody here asked for", h->aid);
     struct waiter *w = *pp;
     *pp = w->pnext;
-    if (D.proto == TK_DSM_RC) { /* an acquire: done once the diffs are in */
-        rc_acquire();
-        w->pnext = D.releases;
-        D.releases = w;
-        release_done_check();
-    } else {
-        complete(w, 0);
-    }
+    acquired(w);
 }
 
 static void handle(const struct hdr *h, const char *payload, int src)
@@ -955,14 +962,7 @@ static bool barrier_progress(void)
     D.barrier_req = MPI_REQUEST_NULL;
     /* the other ranks' requests of the next phase come now */
     atomic_store(&D.busy_until, now_ns() + D.spin_ns);
-    if (D.proto == TK_DSM_RC) {
-        rc_acquire();
-        w->pnext = D.releases;
-        D.releases = w;
-        release_done_check();
-    } else {
-        complete(w, 0);
-    }
+    acquired(w);
     return true;
 }
 
