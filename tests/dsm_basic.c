@@ -19,6 +19,8 @@
  *   threads   two threads per rank fault on the same pages at once
  *   signals   a timer signal's handler reads shared memory every 300 us
  *             while the thread takes and gives back a lock
+ *   stress    random increments of 64 pages' counters under 16 locks: each
+ *             counter holds exactly the increments made to it
  *   fork      a child of fork() touching a page its parent never had dies
  *             of SIGSEGV; the parent goes on
  *   single    MPI initialised without MPI_THREAD_MULTIPLE: tk_dsm_init
@@ -237,6 +239,36 @@ static void forked(void)
     tk_dsm_free(m);
 }
 
+/* Random increments of 64 pages' counters under 16 locks (a page's lock
+ * its number mod 16), each counter in a different place of its page, and
+ * each rank's counts summed at the end: every counter must hold exactly
+ * the increments made to it. */
+static void stress(void)
+{
+    enum { PAGES = 64, LOCKS = 16, OPS = 400 };
+    char *m = tk_dsm_alloc(PAGES * ps);
+    CHECK(m, "alloc: %s", tk_last_error());
+    long mine[PAGES] = {0}, all[PAGES];
+    unsigned seed = 12345u + (unsigned)rank * 7919u;
+    for (int i = 0; i < OPS; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int p = (int)((seed >> 8) % PAGES);
+        volatile long *c = (long *)(m + (size_t)p * ps + (size_t)(p % 8) * 512);
+        CHECK(tk_dsm_lock(p % LOCKS) == 0, "lock");
+        (*c)++;
+        CHECK(tk_dsm_unlock(p % LOCKS) == 0, "unlock");
+        mine[p]++;
+    }
+    MPI_Allreduce(mine, all, PAGES, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    tk_dsm_barrier();
+    for (int p = 0; p < PAGES; p++) {
+        long v = *(long *)(m + (size_t)p * ps + (size_t)(p % 8) * 512);
+        CHECK(v == all[p], "page %d: counter %ld, increments %ld", p, v, all[p]);
+    }
+    tk_dsm_barrier();
+    tk_dsm_free(m);
+}
+
 static long *tshared;
 static void *tbody(void *arg)
 {
@@ -328,6 +360,8 @@ int main(int argc, char **argv)
         mismatch();
     else if (!strcmp(c, "threads"))
         threads();
+    else if (!strcmp(c, "stress"))
+        stress();
     else if (!strcmp(c, "fork"))
         forked();
     else if (!strcmp(c, "signals"))
