@@ -28,6 +28,7 @@ PKGS=(
     libgc-dev              # bdwgc, the collector trapkit's is benchmarked against (GCBench)
     liblmdb-dev            # LMDB, the store trapkit's persistent heap is benchmarked against
     openmpi-bin libopenmpi-dev  # Open MPI: the shared virtual memory's transport (trapkit/dsm.h)
+    iproute2               # ip netns: the shared virtual memory's test across two hosts
 )
 if [[ "${1:-}" == kernel-test ]]; then
     PKGS+=(
