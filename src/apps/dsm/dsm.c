@@ -9,11 +9,11 @@
  *
  * Threads.  A fault handler (a signal handler, or trapkit's uffd thread)
  * posts a request on a lock-free stack and waits on a futex; the rank's
- * service thread does everything else: it alone changes a page's state and
- * protection, makes twins and diffs, and talks MPI (the handler cannot:
- * MPI is not async-signal-safe).  Application threads call MPI themselves
- * only for barriers and locks (MPI_THREAD_MULTIPLE), on a communicator of
- * their own.
+ * service thread does everything else: it changes pages' states and
+ * protections (but for an rc twin, made in the faulting thread under
+ * state_lk), makes diffs, runs barriers (on a communicator of their own)
+ * and lock requests for the application threads, which sleep meanwhile,
+ * and talks MPI (the handler cannot: MPI is not async-signal-safe).
  *
  * Messages (two-sided, tag TAG_SVC on the service communicator; a header
  * and for some a payload):
@@ -21,9 +21,10 @@
  *        -> copy holder), INV_ACK (-> manager), PAGE (owner or manager ->
  *        requester), DONE (requester -> manager, after installing: the
  *        manager serves one request per page at a time, queueing the rest)
- *   rc:  GET (-> home), PAGE (home -> requester), DIFF (-> home), DIFF_ACK
- *   locks: LOCK (-> lock manager), UNLOCK; the grant goes to the asking
- *        thread's own tag.
+ *   rc:  GET (-> home; a count of pages read ahead), PAGE (home ->
+ *        requester, one a page), DIFF (-> home), DIFF_ACK
+ *   locks: LOCK (-> lock manager, with the waiter's address), GRANT (the
+ *        address echoed), UNLOCK
  * Messages between two ranks arrive in the order sent (MPI's
  * non-overtaking rule), which the ivy protocol relies on: a rank sends
  * DONE only after the PAGE, so no INV of a later request overtakes it.
@@ -126,7 +127,7 @@ struct alloc {
 
 struct lockst {
     int holder;                 /* -1 free */
-    struct mreq *qhead, *qtail; /* (rank in rank, tag in mode) */
+    struct mreq *qhead, *qtail; /* the ranks waiting, with their waiters' addresses */
 };
 
 static struct {
