@@ -1349,10 +1349,16 @@ static char *same_range(size_t len)
     for (int attempt = 0; attempt < 16 && !got; attempt++) {
         uint64_t addr = 0;
         char *mine = NULL;
-        if (D.rank == 0) {
-            mine = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (mine == MAP_FAILED) mine = NULL;
+        if (D.rank == 0) { /* (aligned to the coherence unit: mapped with room, trimmed) */
+            size_t room = len + D.ps;
+            char *r = mmap(NULL, room, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            mine = NULL;
+            if (r != MAP_FAILED) {
+                mine = (char *)(((uintptr_t)r + D.ps - 1) & ~(uintptr_t)(D.ps - 1));
+                if (mine > r) munmap(r, (size_t)(mine - r));
+                if (mine + len < r + room) munmap(mine + len, (size_t)(r + room - (mine + len)));
+            }
             addr = (uint64_t)(uintptr_t)mine;
         }
         MPI_Bcast(&addr, 1, MPI_UINT64_T, 0, D.app);
