@@ -51,6 +51,7 @@
 #include <trapkit/error.h>
 
 #include "core/internal.h"
+#include "core/region_impl.h" /* tk__defer_signals */
 #include "os/linux/os.h"
 
 #define MAX_ALLOCS 64
@@ -982,11 +983,7 @@ static void svc_realtime(void)
 static void *service(void *arg)
 {
     (void)arg;
-    sigset_t all;
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    tk__block_async_signals();
     /* While the program's threads run, the thread sleeps between polls at
      * real-time priority 1 where it may (TRAPKIT_DSM_RT; root or
      * CAP_SYS_NICE): woken, it preempts the program's thread on its CPU at
@@ -1113,10 +1110,8 @@ static tk_action on_fault(const tk_fault *f, void *arg)
         /* a write to a copy: its twin, here (asynchronous signals held
          * back: a handler of the program's touching shared memory must not
          * find the lock taken by its own thread) */
-        uint64_t all = ~0ull, old;
-        all &= ~((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGILL - 1)) |
-                 (1ull << (SIGFPE - 1)) | (1ull << (SIGTRAP - 1)));
-        tk__sigmask(SIG_BLOCK, &all, &old);
+        uint64_t old;
+        tk__defer_signals(&old);
         st_lock();
         bool done = false;
         if (atomic_load(&a->state[p]) == S_READ && !a->want[p]) {
@@ -1131,7 +1126,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
             done = true;
         }
         st_unlock();
-        tk__sigmask(SIG_SETMASK, &old, NULL);
+        tk__restore_signals(&old);
         if (done) return TK_RESUME;
     }
     struct waiter w = {.kind = W_FAULT, .aid = a->id, .page = p, .mode = mode};

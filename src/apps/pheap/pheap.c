@@ -56,6 +56,7 @@
 #include "apps/checkpoint/image.h" /* tk__crc32c */
 #include "arch/x86_64/insn.h"
 #include "core/internal.h"
+#include "core/region_impl.h" /* tk__defer_signals */
 #include "trapkit/error.h"
 
 enum {
@@ -630,21 +631,11 @@ static int unswizzle_word(uint64_t *w, void *ctx)
 static int load_extent(tk_ph *ph, uint64_t e);
 static void overlay(tk_ph *ph, uint64_t first, uint64_t n);
 
-/* [signal-safe] The asynchronous signals blocked while this thread holds
- * an extent EXT_LOADING or saves a page's before-image: a handler of one
- * that touched the same extent or page would wait for the work it
- * interrupted, for ever.  (A fault the work itself raises still arrives.) */
-static void block_async(sigset_t *old)
-{
-    sigset_t s;
-    sigfillset(&s);
-    sigdelset(&s, SIGSEGV);
-    sigdelset(&s, SIGBUS);
-    sigdelset(&s, SIGILL);
-    sigdelset(&s, SIGFPE);
-    sigdelset(&s, SIGTRAP);
-    pthread_sigmask(SIG_BLOCK, &s, old);
-}
+/* The asynchronous signals are deferred (tk__defer_signals) while this
+ * thread holds an extent EXT_LOADING or saves a page's before-image: a
+ * handler of one that touched the same extent or page would wait for the
+ * work it interrupted, for ever.  (A fault the work itself raises still
+ * arrives.) */
 
 /* [signal-safe] Makes sure extent e is in memory; 0, or -1 after a message. */
 static int ensure_extent(tk_ph *ph, uint64_t e)
@@ -654,16 +645,16 @@ static int ensure_extent(tk_ph *ph, uint64_t e)
         if (st == EXT_LOADED) return 0;
         if (st == EXT_ABSENT) {
             uint8_t want = EXT_ABSENT;
-            sigset_t old;
-            block_async(&old);
+            uint64_t old;
+            tk__defer_signals(&old);
             if (atomic_compare_exchange_strong(&ph->ext[e], &want, EXT_LOADING)) {
                 int rc = load_extent(ph, e);
                 atomic_store_explicit(&ph->ext[e], rc ? EXT_ABSENT : EXT_LOADED,
                                       memory_order_release);
-                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                tk__restore_signals(&old);
                 return rc;
             }
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            tk__restore_signals(&old);
             continue;
         }
         sched_yield(); /* another thread reads it */
@@ -727,8 +718,8 @@ static int fill_gaps(tk_ph *ph)
 {
     uint64_t n = atomic_load(&ph->npages) / EXTENT, read = 0;
     int filled = 0;
-    sigset_t old;
-    block_async(&old);
+    uint64_t old;
+    tk__defer_signals(&old);
     for (uint64_t w = 1; w <= 64 && filled < 256 && read < 1024; w *= 2) {
         for (uint64_t e = 1; e < n && filled < 256 && read < 1024; e++) {
             if (atomic_load(&ph->ext[e - 1]) != EXT_LOADED ||
@@ -764,7 +755,7 @@ static int fill_gaps(tk_ph *ph)
             e = g;
         }
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    tk__restore_signals(&old);
     return filled;
 }
 
@@ -815,10 +806,10 @@ static tk_action first_write_masked(tk_ph *ph, uint64_t q, void *page);
 /* [signal-safe] The first write to page q in the transaction. */
 static tk_action first_write(tk_ph *ph, uint64_t q, void *page)
 {
-    sigset_t old;
-    block_async(&old);
+    uint64_t old;
+    tk__defer_signals(&old);
     tk_action a = first_write_masked(ph, q, page);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    tk__restore_signals(&old);
     return a;
 }
 

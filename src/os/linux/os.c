@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -313,6 +314,18 @@ int tk__sigmask(int how, const void *set, void *old)
     SAVE_ERRNO;
     if (syscall(SYS_rt_sigprocmask, how, set, old, 8) < 0) RETURN(-errno);
     RETURN(0);
+}
+
+void tk__block_async_signals(void)
+{
+    sigset_t s;
+    sigfillset(&s);
+    sigdelset(&s, SIGSEGV);
+    sigdelset(&s, SIGBUS);
+    sigdelset(&s, SIGILL);
+    sigdelset(&s, SIGFPE);
+    sigdelset(&s, SIGTRAP);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
 }
 
 int tk__arch_prctl(int code, unsigned long *arg)

@@ -96,6 +96,13 @@ void tk__futex_wake(atomic_int *word, int n);
  * [signal-safe] */
 int tk__sigmask(int how, const void *set, void *old);
 
+/* Blocks for good the calling thread's asynchronous signals - every one
+ * but SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP - for a thread of
+ * trapkit's own: the program's signals are not for it.  By pthread_sigmask,
+ * so the signals glibc uses itself (setxid, cancellation) stay open and a
+ * setuid() in another thread does not wait for it for ever. */
+void tk__block_async_signals(void);
+
 /* arch_prctl(code, arg).  Returns 0 or a negative errno. */
 int tk__arch_prctl(int code, unsigned long *arg);
 

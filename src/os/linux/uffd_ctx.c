@@ -108,14 +108,7 @@ static void *service_main(void *arg)
     int fd = (int)((intptr_t)arg & 0xffffffff);
     service_index = (int)((intptr_t)arg >> 32);
     atomic_store(&service_tid[service_index], gettid());
-    sigset_t async;
-    sigfillset(&async);
-    sigdelset(&async, SIGSEGV);
-    sigdelset(&async, SIGBUS);
-    sigdelset(&async, SIGILL);
-    sigdelset(&async, SIGFPE);
-    sigdelset(&async, SIGTRAP);
-    pthread_sigmask(SIG_BLOCK, &async, NULL);
+    tk__block_async_signals();
     tk__async_signals_blocked = true;
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE};
