@@ -86,7 +86,7 @@ struct hdr {
 };
 
 /* A request posted by a fault handler or an application thread. */
-enum wkind { W_FAULT, W_RELEASE, W_ACQUIRE, W_FREE, W_BARRIER, W_LOCK, W_UNLOCK };
+enum wkind { W_FAULT, W_RELEASE, W_FREE, W_BARRIER, W_LOCK, W_UNLOCK };
 struct waiter {
     enum wkind kind;
     int aid;
@@ -444,7 +444,7 @@ static int wake_page(struct alloc *a, size_t p)
     return need;
 }
 
-/* rc: the page (a copy, readable) gets a twin and opens for writing. */
+/* rc: page p (its contents in the view) gets a twin and opens for writing. */
 static void rc_open(struct alloc *a, size_t p)
 {
     memcpy(a->twin + p * D.ps, a->view + p * D.ps, D.ps);
@@ -656,40 +656,33 @@ static void ivy_next(struct alloc *a, size_t p)
 /* The page arrived (or the right to it): install it, wake the waiters. */
 static void on_page(struct alloc *a, size_t p, const struct hdr *h, const char *payload)
 {
+    if (h->data) {
+        if (h->len != D.ps)
+            fatal("a page of %llu bytes, not %zu", (unsigned long long)h->len, D.ps);
+        atomic_fetch_add_explicit(&D.pages_in, 1, memory_order_relaxed);
+    }
+    int st = atomic_load(&a->state[p]);
     if (D.proto == TK_DSM_RC && !a->want[p]) {
         /* read ahead, not asked for by a fault: kept only if this rank has
          * no copy (a twinned page must not be overwritten) and has not
          * acquired since it asked (the page may be older than the acquire) */
-        if (h->len != D.ps)
-            fatal("a page of %llu bytes, not %zu", (unsigned long long)h->len, D.ps);
-        atomic_fetch_add_explicit(&D.pages_in, 1, memory_order_relaxed);
-        if (atomic_load(&a->state[p]) != S_NONE || a->waiting[p] || h->epoch != D.epoch) return;
+        if (st != S_NONE || a->waiting[p] || h->epoch != D.epoch) return;
         memcpy(a->view + p * D.ps, payload, D.ps);
         a->cached[a->ncached++] = (uint32_t)p;
         protect(a, p, 1, S_READ);
         return;
     }
-    if (h->data) {
-        if (h->len != D.ps)
-            fatal("a page of %llu bytes, not %zu", (unsigned long long)h->len, D.ps);
-        memcpy(a->view + p * D.ps, payload, D.ps);
-        atomic_fetch_add_explicit(&D.pages_in, 1, memory_order_relaxed);
-    }
-    int st = atomic_load(&a->state[p]);
+    if (h->data) memcpy(a->view + p * D.ps, payload, D.ps);
     if (a->want[p]) D.outstanding--;
     a->want[p] = 0;
     if (D.proto == TK_DSM_RC) {
         bool writer = false;
         for (struct waiter *w = a->waiting[p]; w; w = w->pnext) writer |= w->mode == S_RW;
         if (st == S_NONE) a->cached[a->ncached++] = (uint32_t)p;
-        if (writer) {
-            memcpy(a->twin + p * D.ps, a->view + p * D.ps, D.ps);
-            a->dirty[a->ndirty++] = (uint32_t)p;
-            protect(a, p, 1, S_RW);
-            atomic_fetch_add_explicit(&D.twins, 1, memory_order_relaxed);
-        } else {
+        if (writer)
+            rc_open(a, p);
+        else
             protect(a, p, 1, S_READ);
-        }
         wake_page(a, p);
         return;
     }
@@ -734,6 +727,22 @@ static void on_grant(const struct hdr *h)
     struct waiter *w = *pp;
     *pp = w->pnext;
     acquired(w);
+}
+
+/* Page p's contents to rank dest, which gets access mode (epoch: rc's, the
+ * asker's). */
+static void send_page(struct alloc *a, size_t p, int dest, int mode, int32_t epoch)
+{
+    struct hdr o = {.type = M_PAGE,
+                    .mode = (uint8_t)mode,
+                    .data = 1,
+                    .rank = D.rank,
+                    .aid = a->id,
+                    .epoch = epoch,
+                    .page = p,
+                    .len = D.ps};
+    send_msg(dest, &o, a->view + p * D.ps);
+    atomic_fetch_add_explicit(&D.pages_out, 1, memory_order_relaxed);
 }
 
 static void handle(const struct hdr *h, const char *payload, int src)
@@ -806,15 +815,7 @@ static void handle(const struct hdr *h, const char *payload, int src)
         int keep = h->mode == S_READ ? S_READ : S_NONE;
         if (st != keep) protect(a, p, 1, keep);
         if (keep == S_NONE) atomic_fetch_add_explicit(&D.invalidations, 1, memory_order_relaxed);
-        struct hdr o = {.type = M_PAGE,
-                        .mode = h->mode,
-                        .data = 1,
-                        .rank = D.rank,
-                        .aid = a->id,
-                        .page = p,
-                        .len = D.ps};
-        send_msg(h->rank, &o, a->view + p * D.ps);
-        atomic_fetch_add_explicit(&D.pages_out, 1, memory_order_relaxed);
+        send_page(a, p, h->rank, h->mode, 0);
         break;
     }
     case M_INV: /* ivy, at a copy holder */
@@ -848,16 +849,7 @@ static void handle(const struct hdr *h, const char *payload, int src)
     case M_GET: /* rc, at the home: the page, and those read ahead */
         for (size_t q = p; q < p + (h->pad ? h->pad : 1) && q < a->npages; q++) {
             if (home_of(a, q) != D.rank) break;
-            struct hdr o = {.type = M_PAGE,
-                            .mode = S_READ,
-                            .data = 1,
-                            .rank = D.rank,
-                            .aid = a->id,
-                            .epoch = h->epoch,
-                            .page = q,
-                            .len = D.ps};
-            send_msg(h->rank, &o, a->view + q * D.ps);
-            atomic_fetch_add_explicit(&D.pages_out, 1, memory_order_relaxed);
+            send_page(a, q, h->rank, S_READ, h->epoch);
         }
         break;
     case M_DIFF: { /* rc, at the home: merge the bytes that changed */
@@ -902,11 +894,9 @@ static void drain_posted(void)
             if (D.proto == TK_DSM_RC) st_unlock();
             break;
         case W_RELEASE:
-        case W_ACQUIRE:
             if (D.proto == TK_DSM_RC) {
                 st_lock();
                 rc_release_all();
-                if (w->kind == W_ACQUIRE) rc_invalidate_all();
                 st_unlock();
             }
             w->pnext = D.releases;
