@@ -17,6 +17,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checkpoint import emit  # noqa: E402  (the benchmarks' figure output)
+
 KERNELS = {  # size, iterations: full, quick
     "daxpy": ((4 << 20, 20), (1 << 18, 5)),
     "stream": ((4 << 20, 20), (1 << 18, 5)),
@@ -25,22 +28,7 @@ KERNELS = {  # size, iterations: full, quick
     "jacobi": ((2048, 60), (256, 10)),
 }
 MODES = ["mpi", "ivy", "rc"]
-
-
-def out(r):
-    print(json.dumps(r), flush=True)
-
-
-def emit(exp, mech, params, metric, unit, values, note=None, reason=None):
-    vals = [v for v in values if v is not None]
-    r = {"experiment": exp, "mechanism": mech, "params": params, "metric": metric, "unit": unit}
-    if vals:
-        r.update(median=statistics.median(vals), min=min(vals), max=max(vals), n=len(vals))
-    else:
-        r.update(median=None, min=None, max=None, n=0, reason=reason or "not measured")
-    if note and vals:
-        r["note"] = note
-    out(r)
+NS = 1e9  # nanoseconds a second
 
 
 def log(msg):
@@ -80,33 +68,32 @@ def main():
                 f"{statistics.median(d['read']) * 1e6:.1f} us, write fault "
                 f"{statistics.median(d['write']) * 1e6:.1f} us, ping-pong "
                 f"{statistics.median(d['pingpong']) * 1e6:.1f} us ({d['mech']})")
-    us = 1e9  # seconds to ns
     pp = []
     for proto, runs in micro.items():
         mech = runs[0]["mech"]
         note = (f"faults caught by {mech}; 2 ranks on one host over TCP (loopback); "
                 "rc's read-ahead off")
         emit("dsm/remote-read-fault", proto, {"ranks": 2}, "time", "ns",
-             [v * us for d in runs for v in d["read"]], note)
+             [v * NS for d in runs for v in d["read"]], note=note)
         emit("dsm/write-fault", proto, {"ranks": 2}, "time", "ns",
-             [v * us for d in runs for v in d["write"]],
-             note + ("; ivy: the page held read-only by both ranks, the other rank owning it: "
+             [v * NS for d in runs for v in d["write"]],
+             note=note + ("; ivy: the page held read-only by both ranks, the other rank owning it: "
                      "its copy invalidated and the page moved" if proto == "ivy" else
                      "; rc: the page not cached (after an acquire): fetched from its home, "
                      "twinned and opened"))
         if proto == "rc":
             emit("dsm/diff", proto, {"ranks": 2}, "time", "ns",
-                 [v * us for d in runs for v in d["diff"]],
-                 note + "; a page with 8 bytes changed: its diff made, sent, merged at the "
+                 [v * NS for d in runs for v in d["diff"]],
+                 note=note + "; a page with 8 bytes changed: its diff made, sent, merged at the "
                         "home and acknowledged, per page, over a release of "
                         f"{pages} pages")
-        pp += [v * us for d in runs for v in d["pingpong"]]
+        pp += [v * NS for d in runs for v in d["pingpong"]]
     emit("dsm/page-pingpong", "mpi", {"ranks": 2}, "time", "ns", pp,
-         "MPI_Send/MPI_Recv of one page there and back, the same two ranks, in the same runs")
+         note="MPI_Send/MPI_Recv of one page there and back, the same two ranks, in the same runs")
     for proto, runs in micro.items():
         emit("dsm/read-fault-over-pingpong", proto, {"ranks": 2}, "ratio", "x",
              [statistics.median(d["read"]) / statistics.median(d["pingpong"]) for d in runs],
-             "paired per run: a run's median read fault over its median ping-pong")
+             note="paired per run: a run's median read fault over its median ping-pong")
 
     # the kernels
     res = {}
@@ -127,12 +114,12 @@ def main():
         note = (f"size {size}, {iters} iteration(s), checked against a serial run"
                 + (f"; faults caught by {runs[0]['mech']}" if m != "mpi" else "") + over)
         params = {"kernel": k, "ranks": nr}
-        emit("dsm/kernel-time", m, params, "time", "s", [d["seconds"] for d in runs], note)
+        emit("dsm/kernel-time", m, params, "time", "s", [d["seconds"] for d in runs], note=note)
         if m != "mpi":
             emit("dsm/pages-moved", m, params, "count", "pages", [d["pages_in"] for d in runs])
             emit("dsm/kernel-over-mpi", m, params, "ratio", "x",
                  [d["seconds"] / b["seconds"] for d, b in zip(runs, res[(k, nr, "mpi")])],
-                 "paired per round: the run's time over the MPI version's of the same round")
+                 note="paired per round: the run's time over the MPI version's of the same round")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,16 @@ static void part(size_t n, size_t *lo, size_t *hi)
     *hi = n * (size_t)(rank + 1) / (size_t)np;
 }
 
+/* Every rank's part of n items of `unit` doubles each, as part() splits
+ * them: the counts and displacements of MPI's v-collectives. */
+static void split(size_t n, size_t unit, int *cnt, int *dis)
+{
+    for (int r = 0; r < np; r++) {
+        dis[r] = (int)(unit * (n * (size_t)r / (size_t)np));
+        cnt[r] = (int)(unit * (n * (size_t)(r + 1) / (size_t)np)) - dis[r];
+    }
+}
+
 static double init_x(size_t i)
 {
     return (double)(i % 1000) * 0.001 + 1.0;
@@ -122,15 +132,10 @@ static double daxpy(size_t n, int iters, bool *ok)
     if (dsm) {
         if (rank == 0) memcpy(all, y, n * 8);
     } else {
-        int *cnt = malloc((size_t)np * sizeof(int)), *dis = malloc((size_t)np * sizeof(int));
-        for (int r = 0; r < np; r++) {
-            dis[r] = (int)(n * (size_t)r / (size_t)np);
-            cnt[r] = (int)(n * (size_t)(r + 1) / (size_t)np) - dis[r];
-        }
+        int cnt[np], dis[np];
+        split(n, 1, cnt, dis);
         MPI_Gatherv(y + lo, (int)(hi - lo), MPI_DOUBLE, all, cnt, dis, MPI_DOUBLE, 0,
                     MPI_COMM_WORLD);
-        free(cnt);
-        free(dis);
     }
     if (rank == 0) {
         *ok = true;
@@ -236,14 +241,9 @@ static double matmul(size_t n, int iters, bool *ok)
     sync_all();
     double t0 = timed_start();
     if (!dsm) {
-        int *cnt = malloc((size_t)np * sizeof(int)), *dis = malloc((size_t)np * sizeof(int));
-        for (int r = 0; r < np; r++) {
-            dis[r] = (int)(n * (n * (size_t)r / (size_t)np));
-            cnt[r] = (int)(n * (n * (size_t)(r + 1) / (size_t)np)) - dis[r];
-        }
+        int cnt[np], dis[np];
+        split(n, n, cnt, dis); /* (rows of B) */
         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DOUBLE, B, cnt, dis, MPI_DOUBLE, MPI_COMM_WORLD);
-        free(cnt);
-        free(dis);
     }
     for (size_t i = lo; i < hi; i++) {
         double *c = &C[i * n];
@@ -263,14 +263,9 @@ static double matmul(size_t n, int iters, bool *ok)
         for (size_t j = 0; j < n; j++) s += C[i * n + j] * (double)(j % 5 + 1);
         rows[i - lo] = s;
     }
-    int *cnt = malloc((size_t)np * sizeof(int)), *dis = malloc((size_t)np * sizeof(int));
-    for (int r = 0; r < np; r++) {
-        dis[r] = (int)(n * (size_t)r / (size_t)np);
-        cnt[r] = (int)(n * (size_t)(r + 1) / (size_t)np) - dis[r];
-    }
+    int cnt[np], dis[np];
+    split(n, 1, cnt, dis);
     MPI_Gatherv(rows, (int)(hi - lo), MPI_DOUBLE, all, cnt, dis, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    free(cnt);
-    free(dis);
     if (rank == 0) {
         *ok = true;
         double *c = malloc(n * 8);
@@ -325,11 +320,8 @@ static double matvec(size_t n, int iters, bool *ok)
     }
     if (!dsm) /* every rank starts with the whole vector */
         for (size_t i = 0; i < n; i++) v[0][i] = init_x(i);
-    int *cnt = malloc((size_t)np * sizeof(int)), *dis = malloc((size_t)np * sizeof(int));
-    for (int r = 0; r < np; r++) {
-        dis[r] = (int)(n * (size_t)r / (size_t)np);
-        cnt[r] = (int)(n * (size_t)(r + 1) / (size_t)np) - dis[r];
-    }
+    int cnt[np], dis[np];
+    split(n, 1, cnt, dis);
     sync_all();
     double t0 = timed_start();
     for (int it = 0; it < iters; it++) {
@@ -348,8 +340,6 @@ static double matvec(size_t n, int iters, bool *ok)
     }
     sync_all();
     double t = timed_end(t0);
-    free(cnt);
-    free(dis);
     if (rank == 0) {
         double *x = malloc(n * 8), *y = malloc(n * 8);
         for (size_t i = 0; i < n; i++) x[i] = init_x(i);
