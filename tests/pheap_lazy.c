@@ -139,6 +139,7 @@ static void syscalls(tk_ph *ph, struct lnode *a)
     close(p[1]);
 }
 
+#ifndef __SANITIZE_THREAD__ /* (not run under TSan: see main) */
 /* A program's signal handler reading the store while the code it
  * interrupted is reading the same pages in (a timer every 50 µs; the
  * handler reads the node the code is at, the store fresh): each must
@@ -186,6 +187,7 @@ static void signal_reads(unsigned flags)
         CHECK_OK(tk_ph_close(ph));
     }
 }
+#endif
 
 static void *traverse_thread(void *a)
 {
