@@ -12,7 +12,8 @@ PKGS=(
     dpkg-dev file          # make deb: dpkg-shlibdeps computes the package's dependencies
     man-db groff-base      # the man pages' test renders each (man -l, groff -ww, lexgrog)
     libzydis-dev           # x86-64 decoder: the atomic sequences' safety check
-    liblz4-dev             # LZ4: compressed checkpoint images (TK_CKPT_COMPRESS)
+    liblz4-dev             # LZ4: compressed checkpoint images (TK_CKPT_COMPRESS), zpage
+    libzstd-dev            # zstd: compressed paging's second codec (trapkit/zpage.h)
     libunwind-14           # LLVM's unwinder, compared with GCC's in the C++ exception benchmark
     libasan8 libubsan1     # the sanitizer build inside `make test`
     libtsan2               # the ThreadSanitizer build inside `make test` (gcc 12's runtime)

@@ -109,7 +109,8 @@ for page, text in rendered.items():
 
 # ---- the headers' functions and the libraries' symbols -------------------------
 inc = os.path.join(src, "include")
-c_headers = ["trapkit.h", "checkpoint.h", "aseq.h", "eh.h", "gc.h", "pheap.h", "dsm.h"]
+c_headers = ["trapkit.h", "checkpoint.h", "aseq.h", "eh.h", "gc.h", "pheap.h", "dsm.h", "zpage.h",
+             "guard.h", "lazy.h"]
 # (dsm.h includes MPI's header)
 mpi_flags = run(["mpicc", "--showme:compile"]).stdout.split()
 with tempfile.TemporaryDirectory() as tmp:

@@ -103,7 +103,7 @@ decls = {}  # header -> functions declared extern
 with tempfile.TemporaryDirectory() as tmp:
     tu = os.path.join(tmp, "all.c")
     with open(tu, "w") as f:
-        for h in ("trapkit.h", "checkpoint.h", "aseq.h", "eh.h"):
+        for h in ("trapkit.h", "checkpoint.h", "aseq.h", "eh.h", "zpage.h", "guard.h", "lazy.h"):
             f.write(f"#include <trapkit/{h}>\n")
     aux = os.path.join(tmp, "all.aux")
     run(["cc", "-std=gnu11", "-fsyntax-only", "-I", inc, "-aux-info", aux, tu])

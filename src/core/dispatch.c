@@ -97,6 +97,10 @@ static _Atomic(tk_fault_handler) overflow_handler;
 static _Atomic(void *) overflow_arg;
 static _Atomic(tk_fault_handler) unclaimed_handler;
 static _Atomic(void *) unclaimed_arg;
+/* trapkit's own modules' handlers for faults outside every region
+ * (tk__add_fault_hook), asked before the program's unclaimed handler */
+#define TK_MAX_HOOKS 4
+static _Atomic(tk_fault_handler) hooks[TK_MAX_HOOKS];
 
 /* Passes a signal on to old, what was installed before trapkit.
  * [signal-safe] */
@@ -179,6 +183,18 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                     tk__decline_wp(r, tk__page_index(r, addr));
                     act = TK_RESUME;
                 }
+            } else if (sig == SIGBUS && si->si_code == BUS_ADRERR && atomic_load(&r->rg_missing)) {
+                /* a missing page of an application's userfaultfd (SIGBUS mode) */
+                tk_fault_handler mh = atomic_load(&r->rg_missing);
+                uintptr_t pg = addr & ~((uintptr_t)r->rg_page - 1);
+                tk_fault f = {.addr = (void *)addr,
+                              .page = (void *)pg,
+                              .pc = TK_CTX_PC(uc),
+                              .region = r,
+                              .access = TK_CTX_ACCESS(uc),
+                              .mech = TK_MECH_POSIX,
+                              .ucontext = uc};
+                act = mh(&f, r->rg_missing_arg);
             }
         }
         tk__table_leave();
@@ -193,6 +209,18 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                               .ucontext = uc};
                 act = h(&f, atomic_load(&overflow_arg));
             }
+        }
+        for (int k = 0; k < TK_MAX_HOOKS && act != TK_RESUME && !r; k++) {
+            tk_fault_handler hk = atomic_load(&hooks[k]);
+            if (!hk) break;
+            tk_fault f = {.addr = (void *)addr,
+                          .page = (void *)(addr & ~(uintptr_t)4095),
+                          .pc = TK_CTX_PC(uc),
+                          .access = TK_CTX_ACCESS(uc),
+                          .flags = (unsigned)sig << 16 | (unsigned)(si->si_code & 0xffff),
+                          .mech = TK_MECH_POSIX,
+                          .ucontext = uc};
+            act = hk(&f, NULL);
         }
         tk_fault_handler uh = atomic_load(&unclaimed_handler);
         if (act != TK_RESUME && uh) {
@@ -266,6 +294,18 @@ int tk_on_unclaimed_fault(tk_fault_handler h, void *arg)
     atomic_store(&unclaimed_arg, arg);
     atomic_store(&unclaimed_handler, h);
     return 0;
+}
+
+int tk__add_fault_hook(tk_fault_handler h)
+{
+    int err = tk__install_handlers();
+    if (err) return err;
+    for (int k = 0; k < TK_MAX_HOOKS; k++) {
+        tk_fault_handler none = NULL;
+        if (atomic_load(&hooks[k]) == h || atomic_compare_exchange_strong(&hooks[k], &none, h))
+            return 0;
+    }
+    return tk__fail(-ENOSPC, "trapkit: no room for another fault hook");
 }
 
 int tk_on_stack_overflow(tk_fault_handler h, void *arg)

@@ -22,6 +22,27 @@
 #define TK_ASSERT(cond) ((void)0)
 #else
 #define TK_ASSERT(cond) (TK_LIKELY(cond) ? (void)0 : tk__assert_fail(#cond, __FILE__, __LINE__))
+
+/* ---- missing pages (vm/region.c) ----------------------------------------
+ * A posix region whose range an application registered with a userfaultfd
+ * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
+ * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
+ * thread goes to h, with the tk_fault of a region fault (f->access from the
+ * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
+ * signal on as if trapkit were not there.  Set before the first such fault;
+ * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
+int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
+
+/* ---- faults outside every region (core/dispatch.c) ----------------------
+ * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
+ * and SIGBUS faults no region claims: asked, in the order added, after the
+ * regions and the stack-overflow handler, before the program's
+ * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
+ * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
+ * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
+ * installing trapkit's handlers. */
+int tk__add_fault_hook(tk_fault_handler h);
+
 #endif
 _Noreturn void tk__assert_fail(const char *cond, const char *file, int line);
 
@@ -38,7 +59,49 @@ _Noreturn void tk__assert_fail(const char *cond, const char *file, int line);
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define TK_TSAN_BUILD 1
+
+/* ---- missing pages (vm/region.c) ----------------------------------------
+ * A posix region whose range an application registered with a userfaultfd
+ * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
+ * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
+ * thread goes to h, with the tk_fault of a region fault (f->access from the
+ * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
+ * signal on as if trapkit were not there.  Set before the first such fault;
+ * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
+int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
+
+/* ---- faults outside every region (core/dispatch.c) ----------------------
+ * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
+ * and SIGBUS faults no region claims: asked, in the order added, after the
+ * regions and the stack-overflow handler, before the program's
+ * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
+ * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
+ * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
+ * installing trapkit's handlers. */
+int tk__add_fault_hook(tk_fault_handler h);
+
 #endif
+
+/* ---- missing pages (vm/region.c) ----------------------------------------
+ * A posix region whose range an application registered with a userfaultfd
+ * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
+ * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
+ * thread goes to h, with the tk_fault of a region fault (f->access from the
+ * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
+ * signal on as if trapkit were not there.  Set before the first such fault;
+ * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
+int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
+
+/* ---- faults outside every region (core/dispatch.c) ----------------------
+ * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
+ * and SIGBUS faults no region claims: asked, in the order added, after the
+ * regions and the stack-overflow handler, before the program's
+ * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
+ * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
+ * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
+ * installing trapkit's handlers. */
+int tk__add_fault_hook(tk_fault_handler h);
+
 #endif
 #ifdef TK_TSAN_BUILD
 void AnnotateIgnoreReadsBegin(const char *file, int line); /* TSan's runtime */
@@ -48,6 +111,27 @@ void AnnotateIgnoreReadsEnd(const char *file, int line);
 #else
 #define TK_TSAN_IGNORE_BEGIN() ((void)0)
 #define TK_TSAN_IGNORE_END() ((void)0)
+
+/* ---- missing pages (vm/region.c) ----------------------------------------
+ * A posix region whose range an application registered with a userfaultfd
+ * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
+ * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
+ * thread goes to h, with the tk_fault of a region fault (f->access from the
+ * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
+ * signal on as if trapkit were not there.  Set before the first such fault;
+ * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
+int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
+
+/* ---- faults outside every region (core/dispatch.c) ----------------------
+ * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
+ * and SIGBUS faults no region claims: asked, in the order added, after the
+ * regions and the stack-overflow handler, before the program's
+ * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
+ * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
+ * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
+ * installing trapkit's handlers. */
+int tk__add_fault_hook(tk_fault_handler h);
+
 #endif
 
 /* ---- errors (error.c) ---------------------------------------------------
@@ -82,5 +166,25 @@ enum tk_mech tk__mech_default(const tk_probe_info *p, unsigned region_flags);
  * the span is being protected meanwhile.  [signal-safe] */
 struct tk_region;
 int tk__unprot_span(struct tk_region *r, void *addr, size_t len);
+
+/* ---- missing pages (vm/region.c) ----------------------------------------
+ * A posix region whose range an application registered with a userfaultfd
+ * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
+ * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
+ * thread goes to h, with the tk_fault of a region fault (f->access from the
+ * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
+ * signal on as if trapkit were not there.  Set before the first such fault;
+ * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
+int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
+
+/* ---- faults outside every region (core/dispatch.c) ----------------------
+ * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
+ * and SIGBUS faults no region claims: asked, in the order added, after the
+ * regions and the stack-overflow handler, before the program's
+ * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
+ * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
+ * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
+ * installing trapkit's handlers. */
+int tk__add_fault_hook(tk_fault_handler h);
 
 #endif

@@ -58,6 +58,8 @@ struct tk_region {
     size_t rg_npages;  /* logical pages */
     tk_fault_handler rg_handler;
     void *rg_arg;
+    _Atomic(tk_fault_handler) rg_missing; /* tk__region_on_missing: SIGBUS faults */
+    void *rg_missing_arg;
     enum tk_mech rg_mech;
     unsigned rg_flags;             /* TK_REGION_* */
     bool rg_owned;                 /* trapkit mapped the memory and unmaps it */

@@ -393,3 +393,12 @@ enum tk_mech tk_region_mech(const tk_region *r)
 {
     return r->rg_mech;
 }
+
+int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg)
+{
+    if (!tk__region_live(r) || r->rg_mech != TK_MECH_POSIX || r->rg_subpage)
+        return tk__fail(-EINVAL, "missing-page faults: not a live posix region");
+    r->rg_missing_arg = arg;
+    atomic_store(&r->rg_missing, h);
+    return 0;
+}

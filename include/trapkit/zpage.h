@@ -1,0 +1,138 @@
+/* trapkit/zpage.h - compressed paging: memory with a budget of resident
+ * pages, the rest kept compressed (Appel & Li's compressed paging, Wilson's
+ * compression cache).
+ *
+ * A zpage area is anonymous memory the program uses as any other.  While
+ * more of its pages are resident than the budget allows, trapkit's pager
+ * thread compresses the coldest (lz4 or zstd; a page of zeros, or of one
+ * repeated 8-byte word, is kept as a marker with no data) and drops them.
+ * A touch of a dropped page brings it back before the access completes:
+ * the area is registered with a userfaultfd in MISSING mode, and the fault
+ * is answered with UFFDIO_COPY of the decompressed page - in the faulting
+ * thread, by the SIGBUS the kernel raises there (TK_ZPAGE_SIGBUS, the
+ * default), or on a handler thread of trapkit's while the faulting thread
+ * sleeps in the kernel (TK_ZPAGE_THREAD).
+ *
+ * Coldness.  The kernel offers no cheap way to see which pages were read:
+ * PAGEMAP_SCAN reports written pages but has no accessed-bit category, and
+ * idle-page tracking may be missing.  So reads are sampled by protection:
+ * the pager's clock hand makes a few resident pages at a time inaccessible
+ * (at most 64 + 1/16 of the budget), and a touch of one costs a fault that
+ * opens it again and marks it used.  A page still untouched when the pager
+ * needs room is evicted; one touched is passed over.  A page's first touch
+ * ever also faults (that is how the area counts its resident pages): it is
+ * answered with a zero page.
+ *
+ * The budget.  The pager starts when the resident pages exceed the budget
+ * and stops at 1/16 below it; a thread about to bring a page back while the
+ * area is 1/8 over its budget waits for the pager first.  So the resident
+ * pages never exceed budget + budget/8 + the number of threads faulting at
+ * once.  tk_zpage_trim() evicts down to any number at once.
+ *
+ * Threads and signals.  Any thread may touch the area, also from a signal
+ * handler (the SIGBUS and SIGSEGV handling is trapkit's fault dispatch,
+ * async-signal-safe; a handler that touches a dropped page brings it back
+ * as the interrupted code would).  The other calls are not
+ * async-signal-safe.  System calls that read or write the area on the
+ * program's behalf (read(2) into it, write(2) from it) fail with EFAULT on
+ * a dropped or sampled page under TK_ZPAGE_SIGBUS, as the kernel raises no
+ * signal for its own accesses: call tk_prefault() on the buffer first.
+ * Under TK_ZPAGE_THREAD the kernel waits for trapkit's thread instead.
+ *
+ * Memory changed behind trapkit's back.  A page the program drops itself
+ * (madvise MADV_DONTNEED) reads as zeros after, as anywhere; it keeps
+ * counting as resident until the pager next looks at it.  mprotect,
+ * mremap and munmap of the area are not allowed.
+ *
+ * fork().  The child gets a copy of every page: before fork() returns in
+ * the child, trapkit puts back every dropped page there (decompressing),
+ * and the child's area is plain memory from then on (no budget, no pager;
+ * tk_zpage_destroy frees it).  The parent's pager pauses for the fork.
+ *
+ * Costs.  Fault-in of a dropped page: a signal (or a message to the handler
+ * thread), the decompression of 4 KiB and an UFFDIO_COPY; bench/zpage.c
+ * measures it beside the same path serving an uncompressed page
+ * (TK_ZPAGE_NONE) and beside the kernel's zram swap.  Per page the area
+ * keeps 16 bytes of metadata plus the compressed data.
+ */
+#ifndef TRAPKIT_ZPAGE_H
+#define TRAPKIT_ZPAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tk_zpage tk_zpage;
+
+/* How dropped pages are kept. */
+enum tk_zpage_codec {
+    TK_ZPAGE_LZ4 = 0, /* LZ4 (the default): fast, ~2x on text-like data */
+    TK_ZPAGE_ZSTD,    /* zstd at tk_zpage_config.level: smaller, slower to compress */
+    TK_ZPAGE_NONE,    /* uncompressed copies (zero and same-filled pages still as
+                         markers): the fault path without the codec */
+};
+
+/* Where a touch of a dropped page is served. */
+enum tk_zpage_delivery {
+    TK_ZPAGE_SIGBUS = 0, /* in the faulting thread (UFFD_FEATURE_SIGBUS), the default */
+    TK_ZPAGE_THREAD,     /* on trapkit's handler thread; the faulting thread sleeps */
+};
+
+typedef struct tk_zpage_config {
+    size_t len;    /* bytes, a multiple of the page size (> 0) */
+    size_t budget; /* resident bytes allowed, at least 64 pages; 0 = no budget
+                      (nothing is compressed until tk_zpage_trim) */
+    enum tk_zpage_codec codec;
+    int level; /* zstd's level, 1-19 (0: 1); must be 0 for the other codecs */
+    enum tk_zpage_delivery delivery;
+    unsigned flags; /* none yet: must be 0 */
+} tk_zpage_config;
+
+/* What an area holds and has done. */
+typedef struct tk_zpage_stats {
+    uint64_t pages;         /* pages of the area */
+    uint64_t resident;      /* pages in memory (counted by the area) */
+    uint64_t compressed;    /* pages kept compressed */
+    uint64_t markers;       /* pages kept as a marker (zeros, or one repeated word) */
+    uint64_t stored_bytes;  /* bytes the compressed pages take (allocations included) */
+    uint64_t fault_ins;     /* dropped pages brought back by a touch */
+    uint64_t first_touches; /* pages touched for the first time (zero-filled) */
+    uint64_t evictions;     /* pages compressed and dropped */
+    uint64_t sample_faults; /* touches of pages the clock hand was sampling */
+    uint64_t waits;         /* fault-ins that waited for the pager (budget) */
+} tk_zpage_stats;
+
+/* Creates an area of cfg->len bytes (zero-filled, read-write) and its
+ * pager thread (and handler thread).  Returns 0 and the area in *out, or
+ * -EINVAL (a bad field: tk_last_error() names it), -EOPNOTSUPP (no
+ * userfaultfd here, or not the feature the delivery needs: tk_last_error()
+ * says which), -ENOMEM, or the error of the system call that failed. */
+int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out);
+
+/* Stops the threads and unmaps the area; compressed data is freed.  No
+ * thread may use the area any more.  Returns 0 or -EINVAL (NULL). */
+int tk_zpage_destroy(tk_zpage *z);
+
+/* The area's first byte and its length. */
+void *tk_zpage_base(const tk_zpage *z);
+size_t tk_zpage_len(const tk_zpage *z);
+
+/* Compresses and drops pages now, the coldest first, until at most
+ * `resident` bytes of the area are in memory (0: all of it); waits until
+ * done.  Returns 0, or -EINVAL. */
+int tk_zpage_trim(tk_zpage *z, size_t resident);
+
+/* Changes the budget (the same rules as tk_zpage_config.budget).  Returns 0
+ * or -EINVAL. */
+int tk_zpage_set_budget(tk_zpage *z, size_t budget);
+
+/* Fills *st.  Returns 0 or -EINVAL. */
+int tk_zpage_stats_get(const tk_zpage *z, tk_zpage_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

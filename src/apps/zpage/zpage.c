@@ -1,0 +1,931 @@
+/* src/apps/zpage/zpage.c - compressed paging (trapkit/zpage.h).
+ *
+ * Per page, a state word (z_state[i], also the futex the page's waiters
+ * sleep on), the compressed data or marker (z_slot[i]) and its length
+ * (z_len[i]):
+ *
+ *   kind (bits 0-2)  UNTOUCHED  never touched: missing, reads as zeros
+ *                    RESIDENT   in memory, read-write
+ *                    SAMPLED    in memory, made inaccessible by the clock
+ *                               hand; a touch faults (on_sample) and makes
+ *                               it RESIDENT again
+ *                    COMPRESSED dropped; z_slot holds its data
+ *                    MARKER     dropped; z_slot holds the 8-byte word it
+ *                               is filled with
+ *   BUSY (bit 3)     a thread is changing the page (bringing it back, or
+ *                    the pager evicting it): everyone else waits
+ *   WAITERS (bit 4)  someone sleeps on the word: wake it when BUSY clears
+ *
+ * Whoever sets BUSY (by compare-and-swap) owns the page until it clears
+ * it; only the owner changes the kind, the slot or the page's memory.
+ *
+ * Eviction (the pager thread, never in a signal handler): a SAMPLED page
+ * (inaccessible, untouched since the hand passed) is made BUSY, read
+ * through /proc/self/mem (which reads an inaccessible page without opening
+ * it), compressed, stored, dropped (MADV_DONTNEED) and made read-write
+ * again, so that its next touch is a single missing-page fault.  Bringing
+ * back (on_missing, in the faulting thread's SIGBUS handler or on the
+ * handler thread): the page is made BUSY, decompressed into a buffer on the
+ * stack and placed by UFFDIO_COPY.  The old compressed data cannot be
+ * freed there (no free() in a signal handler): it goes on a lock-free list
+ * the pager frees.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include "core/internal.h"
+#include "core/region_impl.h"
+#include "os/linux/os.h"
+#include "trapkit/zpage.h"
+
+#define PAGE 4096u
+
+enum { Z_UNTOUCHED = 0, Z_RESIDENT, Z_SAMPLED, Z_COMPRESSED, Z_MARKER };
+#define Z_KIND 0x7
+#define Z_BUSY 0x8
+#define Z_WAITERS 0x10
+#define Z_RAW 0x80000000u /* z_len: stored uncompressed */
+
+enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64 };
+
+struct tk_zpage {
+    unsigned char *base;
+    size_t len, npages;
+    enum tk_zpage_codec codec;
+    int level;
+    enum tk_zpage_delivery delivery;
+    tk_region *region;
+    int uffd;
+    atomic_int *state;
+    _Atomic(void *) *slot; /* chunk, or the marker's word */
+    uint32_t *zlen;
+
+    /* the budget, in pages (0: none) and its marks */
+    _Atomic size_t budget, high, hard, low;
+    atomic_size_t resident;
+    atomic_int evict_seq; /* bumped per eviction: the futex budget waiters sleep on */
+
+    /* the pager; nothing it waits for may be held by a thread that waits
+     * for it (a fault over the budget), so it takes no lock a program's
+     * thread can hold when a signal interrupts it: only atomics and futexes */
+    pthread_t pager;
+    bool pager_started;
+    atomic_int kick; /* the futex the pager sleeps on */
+    atomic_bool stop;
+    atomic_int pause_req;      /* fork(): the pager stops at a page boundary ... */
+    atomic_int paused;         /* ... and says so here */
+    pthread_mutex_t trim_lock; /* one trim at a time */
+    atomic_size_t trim_target; /* pages; SIZE_MAX: none */
+    atomic_int trim_gen, trim_done;
+    size_t hand;
+    size_t *ring; /* sampled pages, oldest first (a circular buffer) */
+    size_t ring_cap, ring_head, ring_n;
+    int memfd; /* /proc/self/mem */
+    ZSTD_CCtx *cctx;
+    unsigned char *cbuf; /* the pager's compression buffer */
+
+    /* the handler thread (TK_ZPAGE_THREAD) */
+    pthread_t handler;
+    bool handler_started;
+    int stop_fd;
+
+    /* zstd decompression contexts, for any thread (a signal handler too) */
+    ZSTD_DCtx *dctx[DCTX_POOL];
+    atomic_int dctx_free; /* bit i: dctx[i] is free */
+
+    _Atomic(void *) garbage; /* chunks to free, a lock-free stack */
+
+    atomic_uint_fast64_t n_compressed, n_markers, stored, fault_ins, first_touches, evictions,
+        sample_faults, waits;
+
+    bool detached; /* a child of fork(): plain memory */
+    struct tk_zpage *next;
+};
+
+static pthread_mutex_t areas_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tk_zpage *areas;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static const unsigned char zero_page[PAGE] __attribute__((aligned(PAGE)));
+
+/* ---- page state ---------------------------------------------------------- */
+
+/* Waits until the page's BUSY bit clears (or its word changes). [signal-safe] */
+static void wait_page(struct tk_zpage *z, size_t i, int s)
+{
+    if (!(s & Z_WAITERS)) {
+        if (!atomic_compare_exchange_strong(&z->state[i], &s, s | Z_WAITERS)) return;
+        s |= Z_WAITERS;
+    }
+    tk__futex_wait(&z->state[i], s);
+}
+
+/* Ends the owner's hold on page i, giving it `kind`. [signal-safe] */
+static void release_page(struct tk_zpage *z, size_t i, int kind)
+{
+    int old = atomic_exchange(&z->state[i], kind);
+    if (old & Z_WAITERS) tk__futex_wake(&z->state[i], INT_MAX);
+}
+
+/* Pushes a chunk for the pager to free. [signal-safe] */
+static void discard_chunk(struct tk_zpage *z, void *chunk)
+{
+    void *head = atomic_load(&z->garbage);
+    do {
+        memcpy(chunk, &head, sizeof head);
+    } while (!atomic_compare_exchange_weak(&z->garbage, &head, chunk));
+}
+
+static void free_garbage(struct tk_zpage *z)
+{
+    void *c = atomic_exchange(&z->garbage, NULL);
+    while (c) {
+        void *next;
+        memcpy(&next, c, sizeof next);
+        atomic_fetch_sub(&z->stored, malloc_usable_size(c));
+        free(c);
+        c = next;
+    }
+}
+
+/* ---- codecs -------------------------------------------------------------- */
+
+/* Decompresses page i's data into dst.  0, or -EIO if the data does not
+ * decompress to exactly one page (it always should).  [signal-safe] */
+static int decompress(struct tk_zpage *z, size_t i, int kind, unsigned char *dst)
+{
+    void *src = atomic_load(&z->slot[i]);
+    uint32_t n = z->zlen[i];
+    if (kind == Z_MARKER) {
+        uint64_t w = (uint64_t)(uintptr_t)src;
+        for (size_t k = 0; k < PAGE; k += 8) memcpy(dst + k, &w, 8);
+        return 0;
+    }
+    if (n & Z_RAW) {
+        memcpy(dst, src, PAGE);
+        return 0;
+    }
+    if (z->codec == TK_ZPAGE_LZ4)
+        return LZ4_decompress_safe(src, (char *)dst, (int)n, PAGE) == PAGE ? 0 : -EIO;
+    /* zstd: a context from the pool (created beforehand: decompressing into
+     * a given buffer allocates nothing) */
+    int k;
+    for (;;) {
+        int m = atomic_load(&z->dctx_free);
+        if (!m) {
+            tk__futex_wait(&z->dctx_free, 0);
+            continue;
+        }
+        k = __builtin_ctz((unsigned)m);
+        if (atomic_compare_exchange_weak(&z->dctx_free, &m, m & ~(1 << k))) break;
+    }
+    size_t r = ZSTD_decompressDCtx(z->dctx[k], dst, PAGE, src, n);
+    if (!atomic_fetch_or(&z->dctx_free, 1 << k)) tk__futex_wake(&z->dctx_free, 1);
+    return !ZSTD_isError(r) && r == PAGE ? 0 : -EIO;
+}
+
+/* The pager's: page contents in src -> kind and slot.  Returns the kind. */
+static int compress(struct tk_zpage *z, const unsigned char *src, void **slot, uint32_t *len)
+{
+    uint64_t w;
+    memcpy(&w, src, 8);
+    size_t k = 8;
+    for (; k < PAGE; k += 8) {
+        uint64_t v;
+        memcpy(&v, src + k, 8);
+        if (v != w) break;
+    }
+    if (k == PAGE) {
+        *slot = (void *)(uintptr_t)w;
+        *len = 0;
+        return Z_MARKER;
+    }
+    size_t n = PAGE;
+    if (z->codec == TK_ZPAGE_LZ4) {
+        int r = LZ4_compress_default((const char *)src, (char *)z->cbuf, PAGE,
+                                     (int)LZ4_compressBound(PAGE));
+        if (r > 0) n = (size_t)r;
+    } else if (z->codec == TK_ZPAGE_ZSTD) {
+        size_t r =
+            ZSTD_compressCCtx(z->cctx, z->cbuf, ZSTD_compressBound(PAGE), src, PAGE, z->level);
+        if (!ZSTD_isError(r)) n = r;
+    }
+    /* incompressible (or TK_ZPAGE_NONE): kept as it is */
+    bool raw = n >= PAGE - 64;
+    if (raw) n = PAGE;
+    void *c = malloc(n < sizeof(void *) ? sizeof(void *) : n);
+    if (!c) return -ENOMEM;
+    memcpy(c, raw ? src : z->cbuf, n);
+    atomic_fetch_add(&z->stored, malloc_usable_size(c));
+    *slot = c;
+    *len = (uint32_t)n | (raw ? Z_RAW : 0);
+    return Z_COMPRESSED;
+}
+
+/* ---- bringing pages back ---------------------------------------------------- */
+
+static void kick_pager(struct tk_zpage *z)
+{
+    if (atomic_exchange(&z->kick, 1) == 0) tk__futex_wake(&z->kick, 1);
+}
+
+/* Places one page at addr: a copy of src, or the zero page (src NULL).
+ * EEXIST (the page is there: a racing placement the program made by
+ * touching it some other way) counts as done.  [signal-safe] */
+static int place(struct tk_zpage *z, unsigned char *addr, const void *src)
+{
+    int saved = errno;
+    int r = 0;
+    /* nobody sleeps on the page under TK_ZPAGE_SIGBUS; the handler thread
+     * wakes the faulting thread itself */
+    uint64_t mode = UFFDIO_COPY_MODE_DONTWAKE;
+    for (;;) {
+        int e;
+        if (src) {
+            struct uffdio_copy c = {
+                .dst = (uintptr_t)addr, .src = (uintptr_t)src, .len = PAGE, .mode = mode};
+            e = ioctl(z->uffd, UFFDIO_COPY, &c);
+        } else {
+            struct uffdio_zeropage c = {.range = {.start = (uintptr_t)addr, .len = PAGE},
+                                        .mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE};
+            e = ioctl(z->uffd, UFFDIO_ZEROPAGE, &c);
+        }
+        if (e == 0 || errno == EEXIST) break;
+        if (errno == EAGAIN || errno == EINTR) continue;
+        r = -errno;
+        break;
+    }
+    errno = saved;
+    return r;
+}
+
+/* Makes page i present for an access (write: a write).  Returns 0 when the
+ * page is in place (or was placed by another thread meanwhile), or a
+ * negative errno.  In the faulting thread's signal handler or on the
+ * handler thread.  [signal-safe] */
+static int bring(struct tk_zpage *z, size_t i, bool write)
+{
+    unsigned char *addr = z->base + i * PAGE;
+    for (;;) {
+        int s = atomic_load(&z->state[i]);
+        if (s & Z_BUSY) {
+            wait_page(z, i, s);
+            continue;
+        }
+        int kind = s & Z_KIND;
+        if (kind == Z_RESIDENT || kind == Z_SAMPLED) {
+            /* in memory as far as the area knows: the program dropped it
+             * itself (MADV_DONTNEED), so it reads as zeros */
+            return place(z, addr, write ? zero_page : NULL);
+        }
+        /* The budget: wait for the pager while well over it. */
+        size_t hard = atomic_load(&z->hard);
+        if (hard && atomic_load(&z->resident) >= hard) {
+            int seq = atomic_load(&z->evict_seq);
+            if (atomic_load(&z->resident) >= hard) {
+                atomic_fetch_add(&z->waits, 1);
+                kick_pager(z);
+                tk__futex_wait(&z->evict_seq, seq);
+                continue;
+            }
+        }
+        /* A signal handler of this thread that touched the page now would
+         * wait for it for ever: asynchronous signals wait instead, while
+         * the page is BUSY (the handler thread keeps them blocked). */
+        uint64_t mask;
+        bool defer = z->delivery == TK_ZPAGE_SIGBUS;
+        if (defer) tk__defer_signals(&mask);
+        if (!atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
+            if (defer) tk__restore_signals(&mask);
+            continue;
+        }
+        int r;
+        void *old = NULL;
+        if (kind == Z_UNTOUCHED) {
+            r = place(z, addr, write ? zero_page : NULL);
+            if (r == 0) atomic_fetch_add(&z->first_touches, 1);
+        } else {
+            unsigned char buf[PAGE] __attribute__((aligned(64)));
+            r = decompress(z, i, kind, buf);
+            if (r == 0) r = place(z, addr, buf);
+            if (r == 0) {
+                if (kind == Z_COMPRESSED) {
+                    old = atomic_load(&z->slot[i]);
+                    atomic_fetch_sub(&z->n_compressed, 1);
+                } else {
+                    atomic_fetch_sub(&z->n_markers, 1);
+                }
+                atomic_store(&z->slot[i], NULL);
+                atomic_fetch_add(&z->fault_ins, 1);
+            }
+        }
+        if (r != 0) {
+            release_page(z, i, kind);
+            if (defer) tk__restore_signals(&mask);
+            return r;
+        }
+        size_t res = atomic_fetch_add(&z->resident, 1) + 1;
+        release_page(z, i, Z_RESIDENT);
+        if (defer) tk__restore_signals(&mask);
+        if (old) discard_chunk(z, old);
+        size_t high = atomic_load(&z->high);
+        if (high && res > high) kick_pager(z);
+        return 0;
+    }
+}
+
+/* Says that page i cannot be brought back (the thread then dies of the
+ * signal, or the handler thread aborts). [signal-safe] */
+static void die_page(struct tk_zpage *z, size_t i, int err)
+{
+    char num[24], *p = num + sizeof num;
+    *--p = 0;
+    size_t v = i;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    tk__write_stderr("trapkit zpage: cannot bring back page ");
+    tk__write_stderr(p);
+    tk__write_stderr(err == -EIO ? ": its compressed data is damaged\n"
+                                 : ": the kernel refused UFFDIO_COPY\n");
+}
+
+/* SIGBUS of a missing page, in the faulting thread. [signal-safe] */
+static tk_action on_missing(const tk_fault *f, void *arg)
+{
+    struct tk_zpage *z = arg;
+    size_t i = (size_t)((unsigned char *)f->page - z->base) / PAGE;
+    if (z->detached) return TK_DECLINE;
+    int r = bring(z, i, f->access != TK_ACCESS_READ);
+    if (r == 0) return TK_RESUME;
+    die_page(z, i, r);
+    return TK_DECLINE;
+}
+
+/* SIGSEGV on a page the clock hand made inaccessible. [signal-safe] */
+static tk_action on_sample(const tk_fault *f, void *arg)
+{
+    struct tk_zpage *z = arg;
+    size_t i = (size_t)((unsigned char *)f->page - z->base) / PAGE;
+    for (;;) {
+        int s = atomic_load(&z->state[i]);
+        if (s & Z_BUSY) {
+            wait_page(z, i, s);
+            return TK_RESUME; /* the retry finds the page as the owner left it */
+        }
+        if ((s & Z_KIND) == Z_SAMPLED) {
+            if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_RESIDENT | (s & Z_WAITERS)))
+                continue;
+            atomic_fetch_add(&z->sample_faults, 1);
+        }
+        /* Open it (also when another thread's sample fault just did, or is
+         * about to: the same call twice is harmless). */
+        if (tk_protection(f->region, f->page) == TK_PROT_RW) {
+            if (f->flags & TK_FAULT_RESOLVED) return TK_RESUME;
+            return TK_DECLINE; /* not a protection of ours */
+        }
+        return tk_unprot(f->region, f->page, PAGE) == 0 ? TK_RESUME : TK_DECLINE;
+    }
+}
+
+/* The handler thread of TK_ZPAGE_THREAD. */
+static void *handler_main(void *arg)
+{
+    struct tk_zpage *z = arg;
+    tk__block_async_signals();
+    struct pollfd pf[2] = {{.fd = z->uffd, .events = POLLIN}, {.fd = z->stop_fd, .events = POLLIN}};
+    struct uffd_msg msgs[16];
+    for (;;) {
+        if (poll(pf, 2, -1) < 0) continue;
+        if (pf[1].revents) return NULL;
+        ssize_t n = read(z->uffd, msgs, sizeof msgs);
+        if (n <= 0) continue;
+        for (ssize_t m = 0; m < n / (ssize_t)sizeof msgs[0]; m++) {
+            if (msgs[m].event != UFFD_EVENT_PAGEFAULT) continue;
+            uintptr_t a = (uintptr_t)msgs[m].arg.pagefault.address & ~(uintptr_t)(PAGE - 1);
+            size_t i = (a - (uintptr_t)z->base) / PAGE;
+            int r = bring(z, i, msgs[m].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE);
+            if (r != 0) {
+                die_page(z, i, r);
+                abort();
+            }
+            tk__uffd_wake(z->uffd, (void *)a, PAGE);
+        }
+    }
+}
+
+/* ---- the pager ------------------------------------------------------------ */
+
+static size_t ring_pop(struct tk_zpage *z)
+{
+    size_t i = z->ring[z->ring_head];
+    z->ring_head = (z->ring_head + 1) % z->ring_cap;
+    z->ring_n--;
+    return i;
+}
+
+static void ring_push(struct tk_zpage *z, size_t i)
+{
+    z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = i;
+    z->ring_n++;
+}
+
+/* How many pages the hand keeps sampled. */
+static size_t ring_target(const struct tk_zpage *z)
+{
+    size_t b = atomic_load(&z->budget);
+    size_t t = 64 + (b ? b : z->npages) / 16;
+    return t < z->ring_cap ? t : z->ring_cap;
+}
+
+/* Advances the clock hand until it has made one resident page sampled, or
+ * gone round once.  Returns whether it found one. */
+static bool sample_one(struct tk_zpage *z)
+{
+    for (size_t step = 0; step < z->npages; step++) {
+        size_t i = z->hand;
+        z->hand = (z->hand + 1) % z->npages;
+        int s = Z_RESIDENT;
+        if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED)) continue;
+        if (tk_protect(z->region, z->base + i * PAGE, PAGE, TK_PROT_NONE) != 0) {
+            /* the kernel refused (vm.max_map_count): stop sampling this one */
+            s = Z_SAMPLED;
+            atomic_compare_exchange_strong(&z->state[i], &s, Z_RESIDENT);
+            return false;
+        }
+        ring_push(z, i);
+        return true;
+    }
+    return false;
+}
+
+/* Whether page i (inaccessible, BUSY) is in memory. */
+static bool present(struct tk_zpage *z, size_t i)
+{
+    unsigned char v = 0;
+    return mincore(z->base + i * PAGE, PAGE, &v) == 0 && (v & 1);
+}
+
+/* Evicts page i if it is still sampled and untouched.  Returns 1 when it
+ * did, 0 when the page was touched, a negative errno on failure. */
+static int evict(struct tk_zpage *z, size_t i, unsigned char *buf)
+{
+    int s = Z_SAMPLED;
+    if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED | Z_BUSY)) {
+        if ((s & Z_KIND) != Z_SAMPLED) return 0;
+        s = Z_SAMPLED | Z_WAITERS;
+        if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED | Z_BUSY | Z_WAITERS))
+            return 0;
+    }
+    unsigned char *addr = z->base + i * PAGE;
+    /* A page the program dropped itself reads as zeros. */
+    if (!present(z, i))
+        memset(buf, 0, PAGE);
+    else if (pread(z->memfd, buf, PAGE, (off_t)(uintptr_t)addr) != PAGE) {
+        int err = -errno;
+        tk_protect(z->region, addr, PAGE, TK_PROT_RW);
+        release_page(z, i, Z_RESIDENT);
+        return err ? err : -EIO;
+    }
+    void *slot;
+    uint32_t len;
+    int kind = compress(z, buf, &slot, &len);
+    if (kind < 0) {
+        tk_protect(z->region, addr, PAGE, TK_PROT_RW);
+        release_page(z, i, Z_RESIDENT);
+        return kind;
+    }
+    atomic_store(&z->slot[i], slot);
+    z->zlen[i] = len;
+    atomic_fetch_add(kind == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
+    madvise(addr, PAGE, MADV_DONTNEED);
+    tk_protect(z->region, addr, PAGE, TK_PROT_RW);
+    atomic_fetch_sub(&z->resident, 1);
+    atomic_fetch_add(&z->evictions, 1);
+    release_page(z, i, kind);
+    atomic_fetch_add(&z->evict_seq, 1);
+    tk__futex_wake(&z->evict_seq, INT_MAX);
+    return 1;
+}
+
+/* Evicts until at most `target` pages are resident (or nothing more can
+ * go), the sampled pages oldest first. */
+static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
+{
+    int idle_rounds = 0;
+    size_t misses = 0; /* sampled pages found touched since the last eviction */
+    while (atomic_load(&z->resident) > target && !atomic_load(&z->stop)) {
+        free_garbage(z);
+        while (z->ring_n < ring_target(z) && sample_one(z)) {
+        }
+        if (!z->ring_n) {
+            /* every resident page is busy: let their owners finish */
+            if (++idle_rounds > 1000) break;
+            usleep(100);
+            continue;
+        }
+        size_t i = ring_pop(z);
+        int r = evict(z, i, buf);
+        if (r < 0) {
+            char msg[120];
+            snprintf(msg, sizeof msg, "trapkit zpage: cannot evict page %zu (%s)\n", i,
+                     strerror(-r));
+            tk__write_stderr(msg);
+            break;
+        }
+        if (r) {
+            idle_rounds = 0;
+            misses = 0;
+        } else if (++misses > 4 * z->npages) {
+            break; /* every page is touched as fast as the hand samples it */
+        }
+        if (atomic_load(&z->pause_req)) break; /* fork() */
+    }
+    free_garbage(z);
+}
+
+static void *pager_main(void *arg)
+{
+    struct tk_zpage *z = arg;
+    tk__block_async_signals();
+    unsigned char *buf = aligned_alloc(PAGE, PAGE);
+    if (!buf) abort();
+    while (!atomic_load(&z->stop)) {
+        if (atomic_load(&z->pause_req)) {
+            atomic_store(&z->paused, 1);
+            tk__futex_wake(&z->paused, INT_MAX);
+            while (atomic_load(&z->pause_req)) tk__futex_wait(&z->pause_req, 1);
+            atomic_store(&z->paused, 0);
+            continue;
+        }
+        int gen = atomic_load(&z->trim_gen);
+        size_t target = atomic_load(&z->trim_target);
+        size_t high = atomic_load(&z->high);
+        if (high && atomic_load(&z->resident) > high) {
+            size_t low = atomic_load(&z->low);
+            if (low < target) target = low;
+        }
+        if (target != SIZE_MAX) reclaim(z, target, buf);
+        if (atomic_load(&z->pause_req)) continue;
+        if (gen != atomic_load(&z->trim_done)) {
+            /* the trim asked for by generation gen is done */
+            atomic_store(&z->trim_target, SIZE_MAX);
+            if (gen != atomic_load(&z->trim_gen)) continue; /* another came meanwhile */
+            atomic_store(&z->trim_done, gen);
+            tk__futex_wake(&z->trim_done, INT_MAX);
+            continue;
+        }
+        /* sleep until kicked (a fault over the budget, a trim, fork, stop) */
+        high = atomic_load(&z->high);
+        if (atomic_exchange(&z->kick, 0) == 0 && !(high && atomic_load(&z->resident) > high) &&
+            !atomic_load(&z->stop))
+            tk__futex_wait(&z->kick, 0);
+        atomic_store(&z->kick, 0);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* ---- fork() ---------------------------------------------------------------- */
+
+static void pause_pagers(void)
+{
+    pthread_mutex_lock(&areas_lock);
+    for (struct tk_zpage *z = areas; z; z = z->next) {
+        if (z->detached || !z->pager_started) continue;
+        atomic_store(&z->pause_req, 1);
+        kick_pager(z);
+        while (!atomic_load(&z->paused)) tk__futex_wait(&z->paused, 0);
+    }
+}
+
+static void resume_pagers(void)
+{
+    for (struct tk_zpage *z = areas; z; z = z->next) {
+        if (z->detached || !z->pager_started) continue;
+        atomic_store(&z->pause_req, 0);
+        tk__futex_wake(&z->pause_req, INT_MAX);
+    }
+    pthread_mutex_unlock(&areas_lock);
+}
+
+/* In the child: every dropped page put back, the area plain memory. */
+static void detach_child(struct tk_zpage *z)
+{
+    z->detached = true;
+    z->pager_started = z->handler_started = false;
+    pthread_mutex_init(&z->trim_lock, NULL);
+    unsigned char buf[PAGE] __attribute__((aligned(64)));
+    for (size_t i = 0; i < z->npages; i++) {
+        int s = atomic_load(&z->state[i]);
+        int kind = s & Z_KIND;
+        unsigned char *addr = z->base + i * PAGE;
+        if (kind == Z_SAMPLED) tk_unprot(z->region, addr, PAGE);
+        if ((kind == Z_COMPRESSED || kind == Z_MARKER) && !present(z, i)) {
+            if (decompress(z, i, kind, buf) == 0) memcpy(addr, buf, PAGE);
+        }
+        if (kind == Z_COMPRESSED) free(atomic_load(&z->slot[i]));
+        atomic_store(&z->slot[i], NULL);
+        atomic_store(&z->state[i], Z_RESIDENT);
+    }
+    /* the parent's userfaultfd is not the child's to use */
+    close(z->uffd);
+    z->uffd = -1;
+    if (z->stop_fd >= 0) close(z->stop_fd);
+    z->stop_fd = -1;
+    atomic_store(&z->budget, 0);
+    atomic_store(&z->high, 0);
+    atomic_store(&z->hard, 0);
+}
+
+static void child_after_fork(void)
+{
+    for (struct tk_zpage *z = areas; z; z = z->next)
+        if (!z->detached) detach_child(z);
+    pthread_mutex_unlock(&areas_lock);
+}
+
+static void install_atfork(void)
+{
+    pthread_atfork(pause_pagers, resume_pagers, child_after_fork);
+}
+
+/* ---- the API ---------------------------------------------------------------- */
+
+static void set_marks(struct tk_zpage *z, size_t budget_pages)
+{
+    atomic_store(&z->budget, budget_pages);
+    atomic_store(&z->low, budget_pages ? budget_pages - budget_pages / 16 : 0);
+    atomic_store(&z->hard, budget_pages ? budget_pages + budget_pages / 8 : 0);
+    atomic_store(&z->high, budget_pages);
+}
+
+static int check_budget(size_t budget, const char *who)
+{
+    if (budget && budget < (size_t)MIN_BUDGET_PAGES * PAGE)
+        return tk__failf(-EINVAL,
+                         "%s: budget %zu bytes is below the minimum of %u pages (%u bytes)", who,
+                         budget, MIN_BUDGET_PAGES, MIN_BUDGET_PAGES * PAGE);
+    return 0;
+}
+
+static void destroy_parts(struct tk_zpage *z)
+{
+    if (z->pager_started) {
+        atomic_store(&z->stop, true);
+        kick_pager(z);
+        pthread_join(z->pager, NULL);
+    }
+    if (z->handler_started) {
+        uint64_t one = 1;
+        if (write(z->stop_fd, &one, sizeof one) < 0) abort();
+        pthread_join(z->handler, NULL);
+    }
+    if (z->uffd >= 0) {
+        tk__uffd_unregister(z->uffd, z->base, z->len);
+        close(z->uffd);
+    }
+    if (z->stop_fd >= 0) close(z->stop_fd);
+    if (z->region) tk_region_destroy(z->region);
+    if (z->base) munmap(z->base, z->len);
+    if (z->slot) {
+        for (size_t i = 0; i < z->npages; i++)
+            if (z->state && (atomic_load(&z->state[i]) & Z_KIND) == Z_COMPRESSED)
+                free(atomic_load(&z->slot[i]));
+        free(z->slot);
+    }
+    free_garbage(z);
+    if (z->state) munmap(z->state, z->npages * sizeof *z->state);
+    free(z->zlen);
+    free(z->ring);
+    if (z->memfd >= 0) close(z->memfd);
+    ZSTD_freeCCtx(z->cctx);
+    for (int k = 0; k < DCTX_POOL; k++) ZSTD_freeDCtx(z->dctx[k]);
+    free(z->cbuf);
+    pthread_mutex_destroy(&z->trim_lock);
+    free(z);
+}
+
+int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
+{
+    static const char who[] = "tk_zpage_create";
+    if (!cfg || !out) return tk__fail(-EINVAL, "tk_zpage_create: NULL configuration or result");
+    *out = NULL;
+    if (cfg->len == 0 || cfg->len % PAGE)
+        return tk__failf(-EINVAL, "%s: len %zu is not a positive multiple of the page (%u)", who,
+                         cfg->len, PAGE);
+    if ((long)sysconf(_SC_PAGESIZE) != PAGE)
+        return tk__failf(-EOPNOTSUPP, "%s: the hardware page is %ld bytes, not 4096", who,
+                         sysconf(_SC_PAGESIZE));
+    int r = check_budget(cfg->budget, who);
+    if (r) return r;
+    if ((unsigned)cfg->codec > TK_ZPAGE_NONE)
+        return tk__failf(-EINVAL, "%s: codec %d is none of TK_ZPAGE_LZ4, _ZSTD, _NONE", who,
+                         (int)cfg->codec);
+    if (cfg->codec == TK_ZPAGE_ZSTD ? (cfg->level < 0 || cfg->level > 19) : cfg->level != 0)
+        return tk__failf(-EINVAL, "%s: level %d: zstd takes 1-19 (0: 1), the other codecs 0", who,
+                         cfg->level);
+    if ((unsigned)cfg->delivery > TK_ZPAGE_THREAD)
+        return tk__failf(-EINVAL, "%s: delivery %d is neither TK_ZPAGE_SIGBUS nor TK_ZPAGE_THREAD",
+                         who, (int)cfg->delivery);
+    if (cfg->flags) return tk__failf(-EINVAL, "%s: unknown flags 0x%x", who, cfg->flags);
+
+    const tk_probe_info *p = tk__probe();
+    if (!p || p->uffd_access == TK_UFFD_NONE)
+        return tk__failf(-EOPNOTSUPP, "%s: userfaultfd is not available to this process", who);
+    if (cfg->delivery == TK_ZPAGE_SIGBUS && !tk_probe_has_uffd(p, UFFD_FEATURE_SIGBUS))
+        return tk__failf(-EOPNOTSUPP,
+                         "%s: this kernel's userfaultfd lacks UFFD_FEATURE_SIGBUS: use "
+                         "TK_ZPAGE_THREAD",
+                         who);
+
+    struct tk_zpage *z = calloc(1, sizeof *z);
+    if (!z) return -ENOMEM;
+    z->len = cfg->len;
+    z->npages = cfg->len / PAGE;
+    z->codec = cfg->codec;
+    z->level = cfg->level ? cfg->level : 1;
+    z->delivery = cfg->delivery;
+    z->uffd = z->stop_fd = z->memfd = -1;
+    atomic_store(&z->trim_target, SIZE_MAX);
+    pthread_mutex_init(&z->trim_lock, NULL);
+    set_marks(z, cfg->budget / PAGE);
+    if (cfg->budget / PAGE >= z->npages) set_marks(z, 0); /* the budget holds it all */
+
+    r = -ENOMEM;
+    z->state = mmap(NULL, z->npages * sizeof *z->state, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (z->state == MAP_FAILED) {
+        z->state = NULL;
+        goto fail;
+    }
+    z->slot = calloc(z->npages, sizeof *z->slot);
+    z->zlen = calloc(z->npages, sizeof *z->zlen);
+    z->ring_cap = RING_MAX;
+    z->ring = calloc(z->ring_cap, sizeof *z->ring);
+    z->cbuf = malloc(ZSTD_compressBound(PAGE) + LZ4_compressBound(PAGE));
+    if (!z->slot || !z->zlen || !z->ring || !z->cbuf) goto fail;
+    if (z->codec == TK_ZPAGE_ZSTD) {
+        z->cctx = ZSTD_createCCtx();
+        if (!z->cctx) goto fail;
+        for (int k = 0; k < DCTX_POOL; k++)
+            if (!(z->dctx[k] = ZSTD_createDCtx())) goto fail;
+        atomic_store(&z->dctx_free, (1 << DCTX_POOL) - 1);
+    }
+    z->memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+    if (z->memfd < 0) {
+        r = tk__failf(-errno, "%s: /proc/self/mem: %s", who, strerror(errno));
+        goto fail;
+    }
+    z->base = mmap(NULL, z->len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (z->base == MAP_FAILED) {
+        z->base = NULL;
+        r = tk__failf(-ENOMEM, "%s: cannot map %zu bytes", who, z->len);
+        goto fail;
+    }
+    z->uffd = tk__uffd_create(cfg->delivery == TK_ZPAGE_SIGBUS ? UFFD_FEATURE_SIGBUS : 0);
+    if (z->uffd < 0) {
+        r = tk__failf(-EOPNOTSUPP, "%s: userfaultfd: %s", who, strerror(-z->uffd));
+        z->uffd = -1;
+        goto fail;
+    }
+    struct uffdio_register reg = {.range = {.start = (uintptr_t)z->base, .len = z->len},
+                                  .mode = UFFDIO_REGISTER_MODE_MISSING};
+    if (ioctl(z->uffd, UFFDIO_REGISTER, &reg) < 0) {
+        r = tk__failf(-errno, "%s: UFFDIO_REGISTER: %s", who, strerror(errno));
+        goto fail;
+    }
+    uint64_t need = (1ull << _UFFDIO_COPY) | (1ull << _UFFDIO_ZEROPAGE);
+    if ((reg.ioctls & need) != need) {
+        r = tk__failf(-EOPNOTSUPP, "%s: UFFDIO_COPY or UFFDIO_ZEROPAGE missing", who);
+        goto fail;
+    }
+    tk_region_config rc = {
+        .addr = z->base, .len = z->len, .handler = on_sample, .arg = z, .mech = TK_MECH_POSIX};
+    r = tk_region_create(&rc, &z->region);
+    if (r) {
+        z->region = NULL;
+        goto fail;
+    }
+    r = tk__region_on_missing(z->region, on_missing, z);
+    if (r) goto fail;
+    if (z->delivery == TK_ZPAGE_THREAD) {
+        /* non-blocking: a fault message poll() saw can be gone by the read
+         * (its thread woken by a placement of another's) */
+        int fl = fcntl(z->uffd, F_GETFL);
+        if (fl < 0 || fcntl(z->uffd, F_SETFL, fl | O_NONBLOCK) < 0) {
+            r = -errno;
+            goto fail;
+        }
+        z->stop_fd = eventfd(0, EFD_CLOEXEC);
+        if (z->stop_fd < 0) {
+            r = -errno;
+            goto fail;
+        }
+        r = -pthread_create(&z->handler, NULL, handler_main, z);
+        if (r) goto fail;
+        z->handler_started = true;
+    }
+    r = -pthread_create(&z->pager, NULL, pager_main, z);
+    if (r) goto fail;
+    z->pager_started = true;
+
+    pthread_once(&atfork_once, install_atfork);
+    pthread_mutex_lock(&areas_lock);
+    z->next = areas;
+    areas = z;
+    pthread_mutex_unlock(&areas_lock);
+    *out = z;
+    return 0;
+fail:
+    destroy_parts(z);
+    return r;
+}
+
+int tk_zpage_destroy(tk_zpage *z)
+{
+    if (!z) return tk__fail(-EINVAL, "tk_zpage_destroy: NULL area");
+    pthread_mutex_lock(&areas_lock);
+    for (struct tk_zpage **p = &areas; *p; p = &(*p)->next)
+        if (*p == z) {
+            *p = z->next;
+            break;
+        }
+    pthread_mutex_unlock(&areas_lock);
+    destroy_parts(z);
+    return 0;
+}
+
+void *tk_zpage_base(const tk_zpage *z)
+{
+    return z ? z->base : NULL;
+}
+
+size_t tk_zpage_len(const tk_zpage *z)
+{
+    return z ? z->len : 0;
+}
+
+int tk_zpage_trim(tk_zpage *z, size_t resident)
+{
+    if (!z) return tk__fail(-EINVAL, "tk_zpage_trim: NULL area");
+    if (z->detached) return 0;
+    pthread_mutex_lock(&z->trim_lock);
+    atomic_store(&z->trim_target, resident / PAGE);
+    int gen = atomic_fetch_add(&z->trim_gen, 1) + 1;
+    kick_pager(z);
+    for (;;) {
+        int done = atomic_load(&z->trim_done);
+        if (done == gen) break;
+        tk__futex_wait(&z->trim_done, done);
+    }
+    pthread_mutex_unlock(&z->trim_lock);
+    return 0;
+}
+
+int tk_zpage_set_budget(tk_zpage *z, size_t budget)
+{
+    if (!z) return tk__fail(-EINVAL, "tk_zpage_set_budget: NULL area");
+    int r = check_budget(budget, "tk_zpage_set_budget");
+    if (r) return r;
+    if (z->detached) return 0;
+    set_marks(z, budget / PAGE >= z->npages ? 0 : budget / PAGE);
+    kick_pager(z);
+    return 0;
+}
+
+int tk_zpage_stats_get(const tk_zpage *z, tk_zpage_stats *st)
+{
+    if (!z || !st) return tk__fail(-EINVAL, "tk_zpage_stats_get: NULL area or result");
+    struct tk_zpage *m = (struct tk_zpage *)z;
+    *st = (tk_zpage_stats){
+        .pages = z->npages,
+        .resident = atomic_load(&m->resident),
+        .compressed = atomic_load(&m->n_compressed),
+        .markers = atomic_load(&m->n_markers),
+        .stored_bytes = atomic_load(&m->stored),
+        .fault_ins = atomic_load(&m->fault_ins),
+        .first_touches = atomic_load(&m->first_touches),
+        .evictions = atomic_load(&m->evictions),
+        .sample_faults = atomic_load(&m->sample_faults),
+        .waits = atomic_load(&m->waits),
+    };
+    return 0;
+}

@@ -1,0 +1,535 @@
+/* tests/lazy_basic.c BACKEND - memory that materialises on first touch
+ * (trapkit/lazy.h), on one backend: uffd-missing (the array's own
+ * userfaultfd; the stack and the cells then take trapkit's choice), posix,
+ * uffd-sigbus or uffd-thread.
+ *
+ *  - a lazily computed array read by 4 threads at once, from different
+ *    ends: every checksum right, every page computed once;
+ *  - a callback that fails: the reader blocks (never reads wrong data), the
+ *    error function is told, tk_lazy_array_retry() computes the page and
+ *    wakes the reader; tk_lazy_array_fill() returns the error itself;
+ *    without an error function the process aborts with a message;
+ *  - a stack grown past 300 pages by pushes and popped back, trimmed and
+ *    grown again;
+ *  - cells filled by 2 producer threads while 4 consumers read them with
+ *    plain loads: every value right, nobody left waiting; full cells of a
+ *    page that still has empty ones read right; four readers blocked on
+ *    one empty cell all get its value; take empties and put waits while
+ *    full;
+ *  - bad configurations refused with -EINVAL and a message;
+ *  - faults that are not the structures' (elsewhere, above the stack's
+ *    guard, a store to a cell, an array page not computed in a child of
+ *    fork(), which has no thread to compute it) kill a forked child with
+ *    SIGSEGV;
+ *  - every structure destroyed while idle. */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <trapkit/lazy.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static enum tk_lazy_backend backend;
+static enum tk_mech mech; /* of the array with TK_LAZY_REGION; the others' */
+static size_t PS;
+
+/* ---- the array ------------------------------------------------------------ */
+
+static uint64_t word_of(size_t page, size_t w)
+{
+    return page * 1000003u + w * 7u + 1;
+}
+
+static atomic_int fills; /* callbacks run */
+
+/* arg: the page size, if not the hardware page's */
+static int fill_ok(void *page, size_t index, void *arg)
+{
+    size_t ps = arg ? *(const size_t *)arg : PS;
+    atomic_fetch_add(&fills, 1);
+    uint64_t *p = page;
+    for (size_t w = 0; w < ps / 8; w++) p[w] = word_of(index, w);
+    return 0;
+}
+
+enum { APAGES = 256, READERS = 4 };
+static tk_lazy_array *arr;
+
+static void *array_reader(void *arg)
+{
+    long t = (long)arg;
+    const uint64_t *base = tk_lazy_array_base(arr);
+    uint64_t sum = 0, want = 0;
+    for (size_t k = 0; k < APAGES; k++) {
+        size_t i = t & 1 ? APAGES - 1 - k : (k + (size_t)t * 37) % APAGES;
+        for (size_t w = 0; w < PS / 8; w += 61) {
+            sum += base[i * PS / 8 + w] * (w + 1);
+            want += word_of(i, w) * (w + 1);
+        }
+    }
+    CHECK(sum == want);
+    return NULL;
+}
+
+static tk_lazy_array_config array_cfg(size_t len, tk_lazy_fill_fn fill, void *arg,
+                                      tk_lazy_error_fn on_error)
+{
+    tk_lazy_array_config c = {
+        .len = len, .fill = fill, .arg = arg, .on_error = on_error, .backend = backend};
+    if (backend == TK_LAZY_REGION) c.mech = mech;
+    return c;
+}
+
+static void test_array(void)
+{
+    tk_lazy_array_config cfg = array_cfg(APAGES * PS, fill_ok, NULL, NULL);
+    CHECK_OK(tk_lazy_array_create(&cfg, &arr));
+    CHECK(tk_lazy_array_len(arr) == APAGES * PS && tk_lazy_array_page_size(arr) == PS);
+    printf("array backend %s\n", tk_lazy_array_backend(arr));
+    pthread_t th[READERS];
+    for (long t = 0; t < READERS; t++)
+        CHECK(pthread_create(&th[t], NULL, array_reader, (void *)t) == 0);
+    for (int t = 0; t < READERS; t++) pthread_join(th[t], NULL);
+    CHECK(tk_lazy_array_computed(arr) == APAGES);
+    CHECK(atomic_load(&fills) == APAGES);
+    CHECK(tk_lazy_array_failed(arr) == 0);
+    /* explicit fill of pages computed already: nothing runs again */
+    CHECK_OK(tk_lazy_array_fill(arr, 0, APAGES));
+    CHECK(atomic_load(&fills) == APAGES);
+    /* the array is ordinary memory once computed: writable */
+    uint64_t *b = tk_lazy_array_base(arr);
+    b[3] = 42;
+    CHECK(b[3] == 42);
+    CHECK_OK(tk_lazy_array_destroy(arr));
+
+    /* larger logical pages: 4 hardware pages computed at once */
+    tk_lazy_array *big;
+    atomic_store(&fills, 0);
+    size_t big_ps = 4 * PS;
+    cfg = array_cfg(16 * big_ps, fill_ok, &big_ps, NULL);
+    cfg.page_size = big_ps;
+    CHECK_OK(tk_lazy_array_create(&cfg, &big));
+    const uint64_t *bb = tk_lazy_array_base(big);
+    for (size_t i = 0; i < 16; i++)
+        CHECK(bb[i * big_ps / 8 + big_ps / 8 - 1] == word_of(i, big_ps / 8 - 1));
+    CHECK(atomic_load(&fills) == 16);
+    CHECK_OK(tk_lazy_array_destroy(big));
+
+    /* destroyed while idle, never touched */
+    cfg = array_cfg(8 * PS, fill_ok, NULL, NULL);
+    CHECK_OK(tk_lazy_array_create(&cfg, &big));
+    CHECK_OK(tk_lazy_array_destroy(big));
+}
+
+/* ---- errors of the callback ------------------------------------------------- */
+
+static atomic_int fail_left; /* page 5 fails this many more times */
+static atomic_int errors_told;
+static char told[256];
+
+static int fill_flaky(void *page, size_t index, void *arg)
+{
+    (void)arg;
+    if (index == 5 && atomic_load(&fail_left) > 0) {
+        atomic_fetch_sub(&fail_left, 1);
+        return -EIO;
+    }
+    return fill_ok(page, index, NULL);
+}
+
+static void on_error(int err, size_t index, const char *msg, void *arg)
+{
+    (void)arg;
+    CHECK(err == -EIO && index == 5);
+    snprintf(told, sizeof told, "%s", msg);
+    atomic_fetch_add(&errors_told, 1);
+}
+
+static atomic_uint_fast64_t got5;
+
+static void *read5(void *arg)
+{
+    const uint64_t *b = arg;
+    atomic_store(&got5, b[5 * PS / 8 + 9]); /* blocks until page 5 is computed */
+    return NULL;
+}
+
+static void test_errors(void)
+{
+    tk_lazy_array *a;
+    atomic_store(&fail_left, 1);
+    tk_lazy_array_config cfg = array_cfg(8 * PS, fill_flaky, NULL, on_error);
+    CHECK_OK(tk_lazy_array_create(&cfg, &a));
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, read5, tk_lazy_array_base(a)) == 0);
+    while (atomic_load(&errors_told) == 0) sched_yield();
+    CHECK(strstr(told, "page 5") != NULL);
+    CHECK(tk_lazy_array_failed(a) == 1);
+    for (int i = 0; i < 1000; i++) sched_yield();
+    CHECK(atomic_load(&got5) == 0); /* still waiting: no wrong data */
+    CHECK_OK(tk_lazy_array_retry(a));
+    pthread_join(th, NULL);
+    CHECK(atomic_load(&got5) == word_of(5, 9));
+    CHECK(tk_lazy_array_failed(a) == 0);
+    CHECK_OK(tk_lazy_array_destroy(a));
+
+    /* explicit fill returns the error; a later retry recovers */
+    atomic_store(&fail_left, 2);
+    atomic_store(&errors_told, 0);
+    CHECK_OK(tk_lazy_array_create(&cfg, &a));
+    CHECK_ERR(tk_lazy_array_fill(a, 0, 8), -EIO);
+    CHECK(strstr(tk_last_error(), "page 5") != NULL);
+    CHECK(atomic_load(&errors_told) == 1);
+    CHECK_ERR(tk_lazy_array_retry(a), -EIO);
+    CHECK_OK(tk_lazy_array_retry(a));
+    const uint64_t *b = tk_lazy_array_base(a);
+    CHECK(b[5 * PS / 8] == word_of(5, 0) && b[7 * PS / 8 + 1] == word_of(7, 1));
+    CHECK_OK(tk_lazy_array_destroy(a));
+
+    /* no error function: a message and abort() */
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        atomic_store(&fail_left, 1);
+        tk_lazy_array_config c2 = array_cfg(8 * PS, fill_flaky, NULL, NULL);
+        if (tk_lazy_array_create(&c2, &a)) _exit(3);
+        volatile uint64_t *p = tk_lazy_array_base(a);
+        (void)p[5 * PS / 8];
+        _exit(0);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+}
+
+/* ---- the stack ------------------------------------------------------------ */
+
+static void test_stack(void)
+{
+    tk_lazy_stack *s;
+    tk_lazy_stack_config cfg = {.max_size = 64u << 20, .mech = mech};
+    CHECK_OK(tk_lazy_stack_create(&cfg, &s));
+    printf("stack mechanism %s\n", tk_mech_name(tk_lazy_stack_mech(s)));
+    CHECK(tk_lazy_stack_pages(s) == 0 && tk_lazy_stack_max(s) == 64u << 20);
+    for (int round = 0; round < 2; round++) {
+        uint64_t *sp = tk_lazy_stack_base(s);
+        size_t n = 300 * PS / 8 + 17;
+        for (size_t i = 0; i < n; i++) *sp++ = i * 3 + (uint64_t)round; /* push, unchecked */
+        CHECK(tk_lazy_stack_pages(s) == 301);
+        for (size_t i = n; i-- > 0;) CHECK(*--sp == i * 3 + (uint64_t)round); /* pop */
+        CHECK_OK(tk_lazy_stack_trim(s, 10 * PS));
+        CHECK(tk_lazy_stack_pages(s) == 10);
+        CHECK(((uint64_t *)tk_lazy_stack_base(s))[5] == 15u + (uint64_t)round);
+        CHECK_OK(tk_lazy_stack_trim(s, 0));
+        CHECK(tk_lazy_stack_pages(s) == 0);
+        /* pages given back read as zeros when touched again */
+        CHECK(((volatile uint64_t *)tk_lazy_stack_base(s))[1] == 0);
+        CHECK_OK(tk_lazy_stack_trim(s, 0));
+    }
+    CHECK_ERR(tk_lazy_stack_trim(s, (64u << 20) + 1), -EINVAL);
+    CHECK_OK(tk_lazy_stack_destroy(s));
+}
+
+/* ---- the cells --------------------------------------------------------------- */
+
+enum { NCELLS = 512, CONSUMERS = 4, PRODUCERS = 2 };
+static tk_lazy_cells *cells;
+
+static uint64_t cell_value(size_t i)
+{
+    return i * 0x9E3779B97F4A7C15ull + 5;
+}
+
+static void *consumer(void *arg)
+{
+    long t = (long)arg;
+    for (size_t k = 0; k < NCELLS; k++) {
+        size_t i = t & 1 ? NCELLS - 1 - k : (k * 7 + (size_t)t * 101) % NCELLS;
+        volatile const uint64_t *p = tk_lazy_cell_addr(cells, i);
+        CHECK(p[0] == cell_value(i)); /* a plain load: blocks while empty */
+        CHECK(p[1] == ~cell_value(i));
+    }
+    return NULL;
+}
+
+static void *producer(void *arg)
+{
+    long t = (long)arg;
+    uint64_t seed = 88172645463325252ull + (uint64_t)t;
+    for (size_t k = (size_t)t; k < NCELLS; k += PRODUCERS) {
+        size_t i = (k * 193) % NCELLS; /* 193 is coprime to 512: each cell once */
+        uint64_t v[2] = {cell_value(i), ~cell_value(i)};
+        CHECK_OK(tk_lazy_cell_put(cells, i, v, sizeof v));
+        if (tk_test_xorshift(&seed) % 4 == 0) sched_yield();
+    }
+    return NULL;
+}
+
+static void test_cells(void)
+{
+    tk_lazy_cells_config cfg = {.ncells = NCELLS, .mech = mech};
+    CHECK_OK(tk_lazy_cells_create(&cfg, &cells));
+    size_t cs = tk_lazy_cells_cell_size(cells);
+    printf("cells mechanism %s, %zu bytes a cell\n", tk_mech_name(tk_lazy_cells_mech(cells)), cs);
+    CHECK(tk_lazy_cells_count(cells) == NCELLS);
+    CHECK(tk_lazy_cell_addr(cells, NCELLS) == NULL);
+    pthread_t c[CONSUMERS], p[PRODUCERS];
+    for (long t = 0; t < CONSUMERS; t++)
+        CHECK(pthread_create(&c[t], NULL, consumer, (void *)t) == 0);
+    /* let some consumers block on empty cells first */
+    for (int i = 0;
+         i < 200 && tk_lazy_cell_waiting(cells, 0) + tk_lazy_cell_waiting(cells, NCELLS - 1) == 0;
+         i++)
+        usleep(1000);
+    for (long t = 0; t < PRODUCERS; t++)
+        CHECK(pthread_create(&p[t], NULL, producer, (void *)t) == 0);
+    for (int t = 0; t < PRODUCERS; t++) pthread_join(p[t], NULL);
+    for (int t = 0; t < CONSUMERS; t++) pthread_join(c[t], NULL);
+    for (size_t i = 0; i < NCELLS; i++) {
+        CHECK(tk_lazy_cell_waiting(cells, i) == 0);
+        CHECK(tk_lazy_cell_full(cells, i) == 1);
+    }
+    /* take empties; the value comes out; put again */
+    uint64_t out[2] = {0, 0};
+    CHECK_OK(tk_lazy_cell_take(cells, 3, out, sizeof out));
+    CHECK(out[0] == cell_value(3) && out[1] == ~cell_value(3));
+    CHECK(tk_lazy_cell_full(cells, 3) == 0);
+    uint64_t v = 77;
+    CHECK_OK(tk_lazy_cell_put(cells, 3, &v, sizeof v));
+    volatile const uint64_t *p3 = tk_lazy_cell_addr(cells, 3);
+    CHECK(p3[0] == 77 && p3[1] == 0);
+    CHECK_OK(tk_lazy_cells_destroy(cells));
+
+    /* full cells beside empty ones on the same hardware page */
+    cfg.ncells = 2 * PS / cs + 2;
+    CHECK_OK(tk_lazy_cells_create(&cfg, &cells));
+    for (size_t i = 0; i < cfg.ncells; i += 2) {
+        uint64_t w = cell_value(i);
+        CHECK_OK(tk_lazy_cell_put(cells, i, &w, sizeof w));
+    }
+    for (int round = 0; round < 3; round++)
+        for (size_t i = 0; i < cfg.ncells; i += 2) {
+            volatile const uint64_t *q = tk_lazy_cell_addr(cells, i);
+            CHECK(q[0] == cell_value(i));
+            CHECK(tk_lazy_cell_full(cells, i + 1) == 0);
+        }
+    /* a reader of an empty cell, a put: the reader gets it */
+    for (size_t i = 1; i < cfg.ncells; i += 2) {
+        uint64_t w = cell_value(i);
+        CHECK_OK(tk_lazy_cell_put(cells, i, &w, sizeof w));
+    }
+    for (size_t i = 0; i < cfg.ncells; i++)
+        CHECK(*(volatile const uint64_t *)tk_lazy_cell_addr(cells, i) == cell_value(i));
+    CHECK_OK(tk_lazy_cells_destroy(cells));
+}
+
+/* ---- four readers blocked on one empty cell ------------------------------------- */
+
+static void *read_cell7(void *arg)
+{
+    const volatile uint64_t *p = tk_lazy_cell_addr(arg, 7);
+    CHECK(p[0] == 0xFEEDu);
+    return NULL;
+}
+
+static void test_same_cell(void)
+{
+    tk_lazy_cells *c;
+    tk_lazy_cells_config cfg = {.ncells = 16, .mech = mech};
+    CHECK_OK(tk_lazy_cells_create(&cfg, &c));
+    pthread_t th[4];
+    for (int t = 0; t < 4; t++) CHECK(pthread_create(&th[t], NULL, read_cell7, c) == 0);
+    while (tk_lazy_cell_waiting(c, 7) < 4) sched_yield(); /* all four blocked in the fault */
+    uint64_t v = 0xFEED;
+    CHECK_OK(tk_lazy_cell_put(c, 7, &v, sizeof v));
+    for (int t = 0; t < 4; t++) pthread_join(th[t], NULL);
+    CHECK(tk_lazy_cell_waiting(c, 7) == 0);
+    CHECK_OK(tk_lazy_cells_destroy(c));
+}
+
+/* ---- put waits while full; take waits while empty ------------------------------ */
+
+static void *taker(void *arg)
+{
+    tk_lazy_cells *c = arg;
+    for (uint64_t k = 1; k <= 200; k++) {
+        uint64_t v = 0;
+        CHECK_OK(tk_lazy_cell_take(c, 0, &v, sizeof v));
+        CHECK(v == k);
+    }
+    return NULL;
+}
+
+static void test_handoff(void)
+{
+    tk_lazy_cells *c;
+    tk_lazy_cells_config cfg = {.ncells = 1, .mech = mech};
+    CHECK_OK(tk_lazy_cells_create(&cfg, &c));
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, taker, c) == 0);
+    for (uint64_t k = 1; k <= 200; k++) CHECK_OK(tk_lazy_cell_put(c, 0, &k, sizeof k));
+    pthread_join(th, NULL);
+    CHECK(tk_lazy_cell_full(c, 0) == 0);
+    CHECK_OK(tk_lazy_cells_destroy(c));
+}
+
+/* ---- bad configurations ---------------------------------------------------------- */
+
+#define REFUSED(call, err, text)                                                                   \
+    do {                                                                                           \
+        CHECK_ERR(call, err);                                                                      \
+        if (!strstr(tk_last_error(), text)) {                                                      \
+            fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,            \
+                    tk_last_error(), text);                                                        \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void test_bad_config(void)
+{
+    tk_lazy_array *a;
+    tk_lazy_array_config ac = {.len = 4 * PS, .fill = NULL};
+    REFUSED(tk_lazy_array_create(&ac, &a), -EINVAL, "fill callback");
+    ac.fill = fill_ok;
+    ac.len = PS + 1;
+    REFUSED(tk_lazy_array_create(&ac, &a), -EINVAL, "multiple of the page size");
+    ac.len = 0;
+    REFUSED(tk_lazy_array_create(&ac, &a), -EINVAL, "positive multiple");
+    ac.len = 4 * PS;
+    ac.page_size = 3 * PS;
+    REFUSED(tk_lazy_array_create(&ac, &a), -EINVAL, "power-of-two");
+    ac.page_size = 0;
+    ac.mech = TK_MECH_POSIX; /* with the default backend */
+    REFUSED(tk_lazy_array_create(&ac, &a), -EINVAL, "TK_LAZY_REGION");
+    ac.backend = TK_LAZY_REGION;
+    ac.mech = TK_MECH_PKEYS;
+    REFUSED(tk_lazy_array_create(&ac, &a), -EOPNOTSUPP, "pkeys");
+    REFUSED(tk_lazy_array_create(NULL, &a), -EINVAL, "configuration");
+    REFUSED(tk_lazy_array_fill(NULL, 0, 1), -EINVAL, "NULL");
+
+    tk_lazy_cells *c;
+    tk_lazy_cells_config cc = {.ncells = 0};
+    REFUSED(tk_lazy_cells_create(&cc, &c), -EINVAL, "ncells");
+    cc.ncells = 4;
+    cc.cell_size = 100;
+    REFUSED(tk_lazy_cells_create(&cc, &c), -EINVAL, "power of two");
+    cc.cell_size = 32;
+    REFUSED(tk_lazy_cells_create(&cc, &c), -EINVAL, "power of two");
+    cc.cell_size = 64;
+    cc.mech = TK_MECH_UFFD_SIGBUS;
+    REFUSED(tk_lazy_cells_create(&cc, &c), -EINVAL, "sub-page");
+    cc.mech = TK_MECH_SOFT_DIRTY;
+    REFUSED(tk_lazy_cells_create(&cc, &c), -EOPNOTSUPP, "soft-dirty");
+    cc.mech = TK_MECH_AUTO;
+    CHECK_OK(tk_init());
+    if (!(tk_fast_paths() & TK_FAST_SUBPAGE)) /* TRAPKIT_FAST=off: no 64-byte cells */
+        REFUSED(tk_lazy_cells_create(&cc, &c), -EOPNOTSUPP, "TK_FAST_SUBPAGE");
+    cc.cell_size = 0;
+    CHECK_OK(tk_lazy_cells_create(&cc, &c));
+    char big[8192] = {0};
+    REFUSED(tk_lazy_cell_put(c, 0, big, tk_lazy_cells_cell_size(c) + 1), -EINVAL, "do not fit");
+    REFUSED(tk_lazy_cell_put(c, 4, big, 8), -EINVAL, "no cell 4");
+    REFUSED(tk_lazy_cell_take(c, 9, big, 8), -EINVAL, "no cell 9");
+    CHECK_ERR(tk_lazy_cell_full(c, 4), -EINVAL);
+    CHECK_OK(tk_lazy_cells_destroy(c));
+
+    tk_lazy_stack *s;
+    tk_lazy_stack_config sc = {.mech = TK_MECH_PAGEMAP_SCAN};
+    REFUSED(tk_lazy_stack_create(&sc, &s), -EOPNOTSUPP, "pagemap-scan");
+    REFUSED(tk_lazy_stack_destroy(NULL), -EINVAL, "NULL");
+    REFUSED(tk_lazy_cells_destroy(NULL), -EINVAL, "NULL");
+    REFUSED(tk_lazy_array_destroy(NULL), -EINVAL, "NULL");
+}
+
+/* ---- faults that are not ours ------------------------------------------------- */
+
+static void dies_of_segv(int what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (what == 0) {
+            /* elsewhere: an inaccessible page of no structure */
+            volatile char *p = mmap(NULL, PS, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            (void)p[1];
+        } else if (what == 1) {
+            /* above the stack's guard */
+            tk_lazy_stack *s;
+            tk_lazy_stack_config cfg = {.max_size = 1u << 20, .mech = mech};
+            if (tk_lazy_stack_create(&cfg, &s)) _exit(3);
+            ((volatile char *)tk_lazy_stack_base(s))[5 * PS] = 1;
+        } else if (what == 3) {
+            /* in a child of fork(): an array page computed before the fork
+             * reads right, one not computed is passed on (no thread here to
+             * compute it; never zeros) */
+            const volatile uint64_t *b = tk_lazy_array_base(arr);
+            if (b[1] != word_of(0, 1)) _exit(4);
+            if (tk_lazy_array_fill(arr, 2, 1) != -ECHILD) _exit(5);
+            (void)b[3 * PS / 8];
+        } else {
+            /* a store to an empty cell */
+            tk_lazy_cells *c;
+            tk_lazy_cells_config cfg = {.ncells = 4, .mech = mech};
+            if (tk_lazy_cells_create(&cfg, &c)) _exit(3);
+            *(volatile uint64_t *)tk_lazy_cell_addr(c, 1) = 1;
+        }
+        _exit(0);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV)) {
+        fprintf(stderr, "case %d: child status 0x%x, expected death by SIGSEGV\n", what, st);
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    PS = (size_t)sysconf(_SC_PAGESIZE);
+    const char *name = argc > 1 ? argv[1] : "uffd-missing";
+    if (!strcmp(name, "uffd-missing")) {
+        backend = TK_LAZY_UFFD_MISSING;
+        mech = TK_MECH_AUTO;
+        tk_probe_info p;
+        if (tk_probe(&p) || p.uffd_access == TK_UFFD_NONE) {
+            printf("skip: userfaultfd is not available here\n");
+            return TK_SKIP;
+        }
+    } else {
+        backend = TK_LAZY_REGION;
+        mech = tk_mech_parse(name);
+        if (mech != TK_MECH_POSIX && mech != TK_MECH_UFFD_SIGBUS && mech != TK_MECH_UFFD_THREAD) {
+            fprintf(stderr, "usage: lazy_basic [uffd-missing|posix|uffd-sigbus|uffd-thread]\n");
+            return 1;
+        }
+        const char *why = NULL;
+        if (!tk_mech_available(mech, TK_REGION_NOACCESS | TK_REGION_MAP2, &why)) {
+            printf("skip: mechanism %s is not available here: %s\n", name, why ? why : "?");
+            return TK_SKIP;
+        }
+    }
+    test_bad_config();
+    test_array();
+    test_errors();
+    test_stack();
+    test_cells();
+    test_same_cell();
+    test_handoff();
+    for (int what = 0; what < 3; what++) dies_of_segv(what);
+    tk_lazy_array_config cfg = array_cfg(8 * PS, fill_ok, NULL, NULL);
+    CHECK_OK(tk_lazy_array_create(&cfg, &arr));
+    CHECK(((volatile uint64_t *)tk_lazy_array_base(arr))[1] == word_of(0, 1));
+    dies_of_segv(3);
+    CHECK(((volatile uint64_t *)tk_lazy_array_base(arr))[3 * PS / 8] == word_of(3, 0));
+    CHECK_OK(tk_lazy_array_destroy(arr));
+    printf("lazy_basic %s: ok\n", name);
+    return 0;
+}

@@ -1,0 +1,379 @@
+/* tests/zpage_basic.c - compressed paging (trapkit/zpage.h).
+ *
+ *   zpage_basic DELIVERY CODEC CASE
+ *
+ * DELIVERY sigbus|thread, CODEC lz4|zstd|none, CASE:
+ *   content  4 threads write, read at random and rewrite a 16 MiB area with a
+ *            4 MiB budget (text-like pages, zero pages, same-filled pages);
+ *            every page read is checked against what was last written; a
+ *            monitor checks the budget all along; then everything trimmed and
+ *            checked again
+ *   signal   a timer signal's handler reads (and checks) dropped pages while
+ *            the main thread writes and trims
+ *   fork     a child of fork() sees every page, dropped ones included, and
+ *            the parent's area goes on working after
+ *   madvise  a page the program drops itself reads as zeros; read(2) into a
+ *            dropped page after tk_prefault
+ *   bad      bad configurations refused with -EINVAL and a message
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <trapkit/zpage.h>
+#include "testutil.h"
+
+#define PAGE 4096u
+#define NPAGES 4096u /* 16 MiB */
+#define BUDGET 1024u /* pages: 4 MiB */
+#define THREADS 4
+
+static enum tk_zpage_delivery delivery;
+static enum tk_zpage_codec codec;
+static tk_zpage *z;
+static unsigned char *base;
+static _Atomic uint32_t version[NPAGES];
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+/* Page i at version v: text-like words, or zeros, or one repeated word. */
+static void gen(uint32_t i, uint32_t v, unsigned char *out)
+{
+    static const char *words[] = {"trap",     "page",      "fault", "kernel",  "memory",   "signal",
+                                  "{\"id\":", "\"name\":", "42",    "3.14159", "compress", "the",
+                                  "of",       "and",       "\n",    ", "};
+    uint64_t h = mix((uint64_t)i << 32 | v);
+    if (h % 16 == 3) {
+        memset(out, 0, PAGE);
+        return;
+    }
+    if (h % 16 == 7) {
+        for (unsigned k = 0; k < PAGE; k += 8) memcpy(out + k, &h, 8);
+        return;
+    }
+    unsigned n = 0;
+    char num[24];
+    while (n < PAGE) {
+        h = mix(h);
+        const char *w = words[h % 16];
+        if (h % 7 == 0) {
+            snprintf(num, sizeof num, "%u ", (unsigned)(h >> 40));
+            w = num;
+        }
+        for (; *w && n < PAGE; w++) out[n++] = (unsigned char)*w;
+        if (n < PAGE) out[n++] = ' ';
+    }
+}
+
+static void write_page(uint32_t i, uint32_t v)
+{
+    unsigned char buf[PAGE];
+    gen(i, v, buf);
+    memcpy(base + (size_t)i * PAGE, buf, PAGE);
+    atomic_store(&version[i], v);
+}
+
+static bool page_ok(uint32_t i)
+{
+    unsigned char buf[PAGE];
+    uint32_t v = atomic_load(&version[i]);
+    if (v == 0) {
+        for (unsigned k = 0; k < PAGE; k++)
+            if (base[(size_t)i * PAGE + k]) return false;
+        return true;
+    }
+    gen(i, v, buf);
+    return memcmp(base + (size_t)i * PAGE, buf, PAGE) == 0;
+}
+
+static void check_page(uint32_t i)
+{
+    if (!page_ok(i)) {
+        fprintf(stderr, "page %u differs from version %u\n", i, version[i]);
+        exit(1);
+    }
+}
+
+static void make(size_t budget_pages)
+{
+    tk_zpage_config cfg = {.len = (size_t)NPAGES * PAGE,
+                           .budget = budget_pages * PAGE,
+                           .codec = codec,
+                           .level = codec == TK_ZPAGE_ZSTD ? 3 : 0,
+                           .delivery = delivery};
+    int r = tk_zpage_create(&cfg, &z);
+    if (r == -EOPNOTSUPP) {
+        printf("SKIP: %s\n", tk_last_error());
+        exit(TK_SKIP);
+    }
+    CHECK_OK(r);
+    base = tk_zpage_base(z);
+    CHECK(base && tk_zpage_len(z) == (size_t)NPAGES * PAGE);
+}
+
+/* ---- content ---- */
+
+static pthread_barrier_t bar;
+static atomic_bool monitoring = true;
+static atomic_size_t max_resident;
+
+static void *monitor(void *arg)
+{
+    while (atomic_load(&monitoring)) {
+        tk_zpage_stats st;
+        tk_zpage_stats_get(z, &st);
+        if (st.resident > atomic_load(&max_resident)) atomic_store(&max_resident, st.resident);
+        usleep(200);
+    }
+    return NULL;
+}
+
+static void *worker(void *arg)
+{
+    uint32_t t = (uint32_t)(uintptr_t)arg;
+    uint64_t h = mix(t + 1);
+    for (uint32_t i = t; i < NPAGES; i += THREADS) write_page(i, 1);
+    pthread_barrier_wait(&bar);
+    /* every thread reads every page's current version */
+    for (int k = 0; k < 6000; k++) {
+        h = mix(h);
+        /* skewed: half the reads go to an eighth of the pages */
+        uint32_t i = (h & 1) ? (uint32_t)(h >> 8) % (NPAGES / 8) : (uint32_t)(h >> 8) % NPAGES;
+        check_page(i);
+    }
+    pthread_barrier_wait(&bar);
+    /* rewrite one's own pages, reading them back now and then */
+    for (uint32_t i = t; i < NPAGES; i += THREADS) {
+        write_page(i, 2 + (i % 3));
+        if (i % 7 == 0) check_page(i);
+    }
+    pthread_barrier_wait(&bar);
+    for (uint32_t i = t; i < NPAGES; i += THREADS) check_page(i);
+    return NULL;
+}
+
+static void case_content(void)
+{
+    make(BUDGET);
+    pthread_t th[THREADS], mon;
+    pthread_barrier_init(&bar, NULL, THREADS);
+    pthread_create(&mon, NULL, monitor, NULL);
+    for (uintptr_t t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, worker, (void *)t);
+    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    atomic_store(&monitoring, false);
+    pthread_join(mon, NULL);
+    tk_zpage_stats st;
+    CHECK_OK(tk_zpage_trim(z, (size_t)BUDGET * PAGE)); /* the pager at rest: counts agree */
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    printf("resident %llu (max %zu, budget %u), compressed %llu, markers %llu, stored %llu B, "
+           "fault-ins %llu, evictions %llu, samples %llu, waits %llu\n",
+           (unsigned long long)st.resident, atomic_load(&max_resident), BUDGET,
+           (unsigned long long)st.compressed, (unsigned long long)st.markers,
+           (unsigned long long)st.stored_bytes, (unsigned long long)st.fault_ins,
+           (unsigned long long)st.evictions, (unsigned long long)st.sample_faults,
+           (unsigned long long)st.waits);
+    /* the budget: the pager's slack and one page per faulting thread */
+    CHECK(atomic_load(&max_resident) <= BUDGET + BUDGET / 8 + THREADS);
+    CHECK(st.evictions > NPAGES / 2 && st.fault_ins > 1000);
+    CHECK(st.markers > 0 && st.compressed > 0);
+    CHECK(st.compressed + st.markers + st.resident == NPAGES);
+    if (codec != TK_ZPAGE_NONE) CHECK(st.stored_bytes < (uint64_t)st.compressed * PAGE * 3 / 4);
+
+    /* all out, all back */
+    CHECK_OK(tk_zpage_trim(z, 0));
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    CHECK(st.resident == 0 && st.compressed + st.markers == NPAGES);
+    for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    CHECK(st.resident == NPAGES || st.resident <= BUDGET + BUDGET / 8 + 1);
+
+    /* a budget change takes effect */
+    CHECK_OK(tk_zpage_set_budget(z, 256 * PAGE));
+    for (uint32_t i = 0; i < NPAGES; i += 2) check_page(i);
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    CHECK(st.resident <= 256 + 256 / 8 + 1);
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
+/* ---- signal ---- */
+
+static atomic_ulong sig_reads;
+static void on_alarm(int sig)
+{
+    static uint64_t h = 99;
+    for (int k = 0; k < 4; k++) {
+        h = mix(h);
+        uint32_t i = (uint32_t)(h % (NPAGES / 2)); /* the half nobody writes meanwhile */
+        if (!page_ok(i)) {
+            static const char m[] = "signal handler read a wrong page\n";
+            write(2, m, sizeof m - 1);
+            _exit(1);
+        }
+    }
+    atomic_fetch_add(&sig_reads, 1);
+}
+
+static void case_signal(void)
+{
+    make(BUDGET / 4);
+    for (uint32_t i = 0; i < NPAGES; i++) write_page(i, 1);
+    struct sigaction sa = {.sa_handler = on_alarm};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {.it_interval = {0, 2000}, .it_value = {0, 2000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    for (int round = 0; round < 8 || atomic_load(&sig_reads) < 50; round++) {
+        for (uint32_t i = NPAGES / 2; i < NPAGES; i++) write_page(i, 2 + (uint32_t)round % 5);
+        if (round % 4 == 0) CHECK_OK(tk_zpage_trim(z, 0));
+        CHECK(round < 2000);
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
+    printf("%lu signal handlers read dropped pages\n", (unsigned long)atomic_load(&sig_reads));
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
+/* ---- fork ---- */
+
+static void case_fork(void)
+{
+    make(BUDGET);
+    for (uint32_t i = 0; i < NPAGES; i++) write_page(i, 1);
+    CHECK_OK(tk_zpage_trim(z, 100 * PAGE));
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        for (uint32_t i = 0; i < NPAGES; i++)
+            if (!page_ok(i)) _exit(2);
+        for (uint32_t i = 0; i < NPAGES; i += 3) write_page(i, 9);
+        for (uint32_t i = 0; i < NPAGES; i++)
+            if (!page_ok(i)) _exit(3);
+        _exit(tk_zpage_destroy(z) == 0 ? 0 : 4);
+    }
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* the parent's pages are its own, and the area still pages */
+    for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
+    for (uint32_t i = 0; i < NPAGES; i += 2) write_page(i, 5);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
+/* ---- madvise ---- */
+
+static void case_madvise(void)
+{
+    make(BUDGET);
+    for (uint32_t i = 0; i < 64; i++) write_page(i, 1);
+    /* the program drops a resident page: zeros */
+    CHECK(madvise(base + 5 * PAGE, PAGE, MADV_DONTNEED) == 0);
+    atomic_store(&version[5], 0);
+    check_page(5);
+    /* and one the area keeps compressed: its data */
+    CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 0; i < 64; i++) check_page(i);
+    CHECK(madvise(base + 6 * PAGE, PAGE, MADV_DONTNEED) == 0);
+    atomic_store(&version[6], 0);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    check_page(6);
+    /* read(2) into a dropped page, made present first */
+    CHECK_OK(tk_zpage_trim(z, 0));
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    unsigned char src[PAGE];
+    gen(7, 77, src);
+    CHECK(write(fds[1], src, PAGE) == PAGE);
+    CHECK_OK(tk_prefault(base + 7 * PAGE, PAGE, TK_ACCESS_WRITE));
+    CHECK(read(fds[0], base + 7 * PAGE, PAGE) == PAGE);
+    atomic_store(&version[7], 77);
+    for (uint32_t i = 0; i < 64; i++) check_page(i);
+    close(fds[0]);
+    close(fds[1]);
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
+/* ---- bad ---- */
+
+static void expect_bad(tk_zpage_config cfg, const char *what)
+{
+    tk_zpage *x = NULL;
+    int r = tk_zpage_create(&cfg, &x);
+    if (r != -EINVAL) {
+        fprintf(stderr, "%s: %d, expected -EINVAL\n", what, r);
+        exit(1);
+    }
+    CHECK(x == NULL);
+    CHECK(strlen(tk_last_error()) > 10);
+    printf("%s: %s\n", what, tk_last_error());
+}
+
+static void case_bad(void)
+{
+    tk_zpage_config ok = {.len = 1 << 20, .codec = codec, .delivery = delivery};
+    tk_zpage_config c;
+    c = ok, c.len = 0, expect_bad(c, "len 0");
+    c = ok, c.len = 12345, expect_bad(c, "len unaligned");
+    c = ok, c.budget = 4096, expect_bad(c, "budget below 64 pages");
+    c = ok, c.codec = (enum tk_zpage_codec)7, expect_bad(c, "codec 7");
+    c = ok, c.codec = TK_ZPAGE_LZ4, c.level = 3, expect_bad(c, "lz4 level 3");
+    c = ok, c.codec = TK_ZPAGE_ZSTD, c.level = 25, expect_bad(c, "zstd level 25");
+    c = ok, c.delivery = (enum tk_zpage_delivery)5, expect_bad(c, "delivery 5");
+    c = ok, c.flags = 1, expect_bad(c, "flags 1");
+    CHECK(tk_zpage_create(NULL, &z) == -EINVAL);
+    CHECK(tk_zpage_destroy(NULL) == -EINVAL);
+    CHECK(tk_zpage_trim(NULL, 0) == -EINVAL);
+    make(BUDGET);
+    CHECK(tk_zpage_set_budget(z, 100) == -EINVAL);
+    CHECK(tk_zpage_stats_get(z, NULL) == -EINVAL);
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: zpage_basic sigbus|thread lz4|zstd|none CASE\n");
+        return 2;
+    }
+    delivery = strcmp(argv[1], "thread") == 0 ? TK_ZPAGE_THREAD : TK_ZPAGE_SIGBUS;
+    codec = strcmp(argv[2], "zstd") == 0   ? TK_ZPAGE_ZSTD
+            : strcmp(argv[2], "none") == 0 ? TK_ZPAGE_NONE
+                                           : TK_ZPAGE_LZ4;
+    const char *c = argv[3];
+    if (!strcmp(c, "content"))
+        case_content();
+    else if (!strcmp(c, "signal"))
+        case_signal();
+    else if (!strcmp(c, "fork"))
+        case_fork();
+    else if (!strcmp(c, "madvise"))
+        case_madvise();
+    else if (!strcmp(c, "bad"))
+        case_bad();
+    else {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 2;
+    }
+    printf("ok\n");
+    return 0;
+}
