@@ -61,7 +61,7 @@ enum { Z_UNTOUCHED = 0, Z_RESIDENT, Z_SAMPLED, Z_COMPRESSED, Z_MARKER };
 #define Z_WAITERS 0x10
 #define Z_RAW 0x80000000u /* z_len: stored uncompressed */
 
-enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64 };
+enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64, RUN = 16 };
 
 struct tk_zpage {
     unsigned char *base;
@@ -93,7 +93,7 @@ struct tk_zpage {
     atomic_size_t trim_target; /* pages; SIZE_MAX: none */
     atomic_int trim_gen, trim_done;
     size_t hand;
-    size_t *ring; /* sampled pages, oldest first (a circular buffer) */
+    size_t *ring; /* sampled runs of RUN pages, oldest first (a circular buffer) */
     size_t ring_cap, ring_head, ring_n;
     int memfd; /* /proc/self/mem */
     ZSTD_CCtx *cctx;
@@ -395,11 +395,13 @@ static tk_action on_sample(const tk_fault *f, void *arg)
             atomic_fetch_add(&z->sample_faults, 1);
         }
         /* Open it (also when another thread's sample fault just did, or is
-         * about to: the same call twice is harmless). */
-        if (tk_protection(f->region, f->page) == TK_PROT_RW) {
-            if (f->flags & TK_FAULT_RESOLVED) return TK_RESUME;
-            return TK_DECLINE; /* not a protection of ours */
-        }
+         * about to: the same call twice is harmless).  Open already: another
+         * thread's sample fault, or the pager's eviction, finished after
+         * this fault was raised; the retry finds the page as they left it.
+         * Only an instruction fetch faults on a page open for reading and
+         * writing: not ours. */
+        if (tk_protection(f->region, f->page) == TK_PROT_RW)
+            return f->access == TK_ACCESS_EXEC ? TK_DECLINE : TK_RESUME;
         return tk_unprot(f->region, f->page, PAGE) == 0 ? TK_RESUME : TK_DECLINE;
     }
 }
@@ -432,44 +434,59 @@ static void *handler_main(void *arg)
 
 /* ---- the pager ------------------------------------------------------------ */
 
-static size_t ring_pop(struct tk_zpage *z)
-{
-    size_t i = z->ring[z->ring_head];
-    z->ring_head = (z->ring_head + 1) % z->ring_cap;
-    z->ring_n--;
-    return i;
-}
-
-static void ring_push(struct tk_zpage *z, size_t i)
-{
-    z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = i;
-    z->ring_n++;
-}
-
-/* How many pages the hand keeps sampled. */
+/* How many runs the hand keeps sampled. */
 static size_t ring_target(const struct tk_zpage *z)
 {
     size_t b = atomic_load(&z->budget);
-    size_t t = 64 + (b ? b : z->npages) / 16;
+    size_t t = (64 + (b ? b : z->npages) / 16) / RUN;
+    if (t < 4) t = 4;
     return t < z->ring_cap ? t : z->ring_cap;
 }
 
-/* Advances the clock hand until it has made one resident page sampled, or
- * gone round once.  Returns whether it found one. */
-static bool sample_one(struct tk_zpage *z)
+/* The next stretch of set bits of mask at or after bit a: returns its
+ * first bit (RUN if none) and sets *b past its last. */
+static unsigned span(uint32_t mask, unsigned a, unsigned *b)
 {
-    for (size_t step = 0; step < z->npages; step++) {
-        size_t i = z->hand;
-        z->hand = (z->hand + 1) % z->npages;
-        int s = Z_RESIDENT;
-        if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED)) continue;
-        if (tk_protect(z->region, z->base + i * PAGE, PAGE, TK_PROT_NONE) != 0) {
-            /* the kernel refused (vm.max_map_count): stop sampling this one */
-            s = Z_SAMPLED;
-            atomic_compare_exchange_strong(&z->state[i], &s, Z_RESIDENT);
-            return false;
+    while (a < RUN && !(mask >> a & 1)) a++;
+    unsigned e = a;
+    while (e < RUN && (mask >> e & 1)) e++;
+    *b = e;
+    return a;
+}
+
+/* Advances the clock hand by runs of RUN pages until it has made the
+ * resident pages of one run sampled (inaccessible, one tk_protect per
+ * stretch of them), or gone round once.  Returns whether it did. */
+static bool sample_run(struct tk_zpage *z)
+{
+    size_t nruns = (z->npages + RUN - 1) / RUN;
+    for (size_t step = 0; step < nruns; step++) {
+        size_t r = z->hand;
+        z->hand = (z->hand + 1) % nruns;
+        uint32_t mask = 0;
+        size_t end = r * RUN + RUN > z->npages ? z->npages : r * RUN + RUN;
+        for (size_t i = r * RUN; i < end; i++) {
+            int s = Z_RESIDENT;
+            if (atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED))
+                mask |= 1u << (i - r * RUN);
         }
-        ring_push(z, i);
+        if (!mask) continue;
+        bool ok = true;
+        size_t base = r * RUN;
+        for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
+            if (ok && tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE,
+                                 TK_PROT_NONE) == 0)
+                continue;
+            /* the kernel refused (vm.max_map_count): these stay resident */
+            ok = false;
+            for (unsigned k = a; k < b; k++) {
+                int st = Z_SAMPLED;
+                atomic_compare_exchange_strong(&z->state[base + k], &st, Z_RESIDENT);
+            }
+        }
+        if (!ok) return false;
+        z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = r;
+        z->ring_n++;
         return true;
     }
     return false;
@@ -482,57 +499,90 @@ static bool present(struct tk_zpage *z, size_t i)
     return mincore(z->base + i * PAGE, PAGE, &v) == 0 && (v & 1);
 }
 
-/* Evicts page i if it is still sampled and untouched.  Returns 1 when it
- * did, 0 when the page was touched, a negative errno on failure. */
-static int evict(struct tk_zpage *z, size_t i, unsigned char *buf)
+/* Reads pages [a, b) (inaccessible, BUSY) into buf: one pread of
+ * /proc/self/mem, or page by page where a page is missing (the program
+ * dropped it itself: it reads as zeros).  0 or a negative errno. */
+static int read_span(struct tk_zpage *z, size_t a, size_t b, unsigned char *buf)
 {
-    int s = Z_SAMPLED;
-    if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED | Z_BUSY)) {
-        if ((s & Z_KIND) != Z_SAMPLED) return 0;
-        s = Z_SAMPLED | Z_WAITERS;
-        if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED | Z_BUSY | Z_WAITERS))
-            return 0;
+    size_t len = (b - a) * PAGE;
+    if (pread(z->memfd, buf, len, (off_t)(uintptr_t)(z->base + a * PAGE)) == (ssize_t)len) return 0;
+    for (size_t i = a; i < b; i++) {
+        unsigned char *dst = buf + (i - a) * PAGE;
+        if (!present(z, i))
+            memset(dst, 0, PAGE);
+        else if (pread(z->memfd, dst, PAGE, (off_t)(uintptr_t)(z->base + i * PAGE)) != PAGE)
+            return errno ? -errno : -EIO;
     }
-    unsigned char *addr = z->base + i * PAGE;
-    /* A page the program dropped itself reads as zeros. */
-    if (!present(z, i))
-        memset(buf, 0, PAGE);
-    else if (pread(z->memfd, buf, PAGE, (off_t)(uintptr_t)addr) != PAGE) {
-        int err = -errno;
-        tk_protect(z->region, addr, PAGE, TK_PROT_RW);
-        release_page(z, i, Z_RESIDENT);
-        return err ? err : -EIO;
+    return 0;
+}
+
+/* Evicts the pages of run r still sampled and untouched: each read,
+ * compressed and stored, then dropped and made accessible again (one
+ * madvise and one tk_protect per stretch).  Returns the number evicted, or
+ * a negative errno. */
+static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
+{
+    uint32_t mask = 0;
+    size_t end = r * RUN + RUN > z->npages ? z->npages : r * RUN + RUN;
+    for (size_t i = r * RUN; i < end; i++) {
+        int s = atomic_load(&z->state[i]);
+        if ((s & ~Z_WAITERS) != Z_SAMPLED) continue;
+        if (atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY))
+            mask |= 1u << (i - r * RUN);
     }
-    void *slot;
-    uint32_t len;
-    int kind = compress(z, buf, &slot, &len);
-    if (kind < 0) {
-        tk_protect(z->region, addr, PAGE, TK_PROT_RW);
-        release_page(z, i, Z_RESIDENT);
-        return kind;
+    if (!mask) return 0;
+    int kinds[RUN], err = 0, n = 0;
+    size_t base = r * RUN;
+    for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
+        int e = err ? err : read_span(z, base + a, base + b, buf);
+        for (unsigned k = a; k < b; k++) {
+            void *slot = NULL;
+            uint32_t len = 0;
+            int kind = e ? e : compress(z, buf + (size_t)(k - a) * PAGE, &slot, &len);
+            if (kind < 0) {
+                err = kind;
+                kinds[k] = Z_RESIDENT; /* stays */
+                continue;
+            }
+            atomic_store(&z->slot[base + k], slot);
+            z->zlen[base + k] = len;
+            atomic_fetch_add(kind == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
+            kinds[k] = kind;
+        }
     }
-    atomic_store(&z->slot[i], slot);
-    z->zlen[i] = len;
-    atomic_fetch_add(kind == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
-    madvise(addr, PAGE, MADV_DONTNEED);
-    tk_protect(z->region, addr, PAGE, TK_PROT_RW);
-    atomic_fetch_sub(&z->resident, 1);
-    atomic_fetch_add(&z->evictions, 1);
-    release_page(z, i, kind);
-    atomic_fetch_add(&z->evict_seq, 1);
-    tk__futex_wake(&z->evict_seq, INT_MAX);
-    return 1;
+    for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
+        /* the stretches of pages stored: dropped */
+        for (unsigned i = a; i < b;) {
+            unsigned j = i;
+            while (j < b && kinds[j] != Z_RESIDENT) j++;
+            if (j > i) madvise(z->base + (base + i) * PAGE, (size_t)(j - i) * PAGE, MADV_DONTNEED);
+            for (i = j; i < b && kinds[i] == Z_RESIDENT; i++) {
+            }
+        }
+        tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE, TK_PROT_RW);
+        for (unsigned k = a; k < b; k++) {
+            if (kinds[k] != Z_RESIDENT) n++;
+            release_page(z, base + k, kinds[k]);
+        }
+    }
+    if (n) {
+        atomic_fetch_sub(&z->resident, (size_t)n);
+        atomic_fetch_add(&z->evictions, (uint64_t)n);
+        atomic_fetch_add(&z->evict_seq, 1);
+        tk__futex_wake(&z->evict_seq, INT_MAX);
+    }
+    return err && !n ? err : n;
 }
 
 /* Evicts until at most `target` pages are resident (or nothing more can
- * go), the sampled pages oldest first. */
+ * go), the runs sampled longest ago first. */
 static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
 {
     int idle_rounds = 0;
-    size_t misses = 0; /* sampled pages found touched since the last eviction */
+    size_t misses = 0; /* sampled runs found all touched since the last eviction */
     while (atomic_load(&z->resident) > target && !atomic_load(&z->stop)) {
         free_garbage(z);
-        while (z->ring_n < ring_target(z) && sample_one(z)) {
+        while (z->ring_n < ring_target(z) && sample_run(z)) {
         }
         if (!z->ring_n) {
             /* every resident page is busy: let their owners finish */
@@ -540,11 +590,13 @@ static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
             usleep(100);
             continue;
         }
-        size_t i = ring_pop(z);
-        int r = evict(z, i, buf);
+        size_t run = z->ring[z->ring_head];
+        z->ring_head = (z->ring_head + 1) % z->ring_cap;
+        z->ring_n--;
+        int r = evict_run(z, run, buf);
         if (r < 0) {
             char msg[120];
-            snprintf(msg, sizeof msg, "trapkit zpage: cannot evict page %zu (%s)\n", i,
+            snprintf(msg, sizeof msg, "trapkit zpage: cannot evict pages of run %zu (%s)\n", run,
                      strerror(-r));
             tk__write_stderr(msg);
             break;
@@ -552,7 +604,7 @@ static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
         if (r) {
             idle_rounds = 0;
             misses = 0;
-        } else if (++misses > 4 * z->npages) {
+        } else if (++misses > 4 * (z->npages / RUN + 1)) {
             break; /* every page is touched as fast as the hand samples it */
         }
         if (atomic_load(&z->pause_req)) break; /* fork() */
@@ -564,7 +616,7 @@ static void *pager_main(void *arg)
 {
     struct tk_zpage *z = arg;
     tk__block_async_signals();
-    unsigned char *buf = aligned_alloc(PAGE, PAGE);
+    unsigned char *buf = aligned_alloc(PAGE, RUN * PAGE);
     if (!buf) abort();
     while (!atomic_load(&z->stop)) {
         if (atomic_load(&z->pause_req)) {
