@@ -13,12 +13,19 @@
  * default), or on a handler thread of trapkit's while the faulting thread
  * sleeps in the kernel (TK_ZPAGE_THREAD).
  *
+ * Clean pages.  A page brought back by a read keeps its compressed copy
+ * and comes back write-protected by the userfaultfd (UFFDIO_COPY_MODE_WP):
+ * while it is not written, evicting it again needs no compression, only
+ * the drop.  Its first write faults once and frees the copy.  Where the
+ * kernel lacks userfaultfd write protection (or TRAPKIT_ZPAGE_NO_CLEAN is
+ * set) no copy is kept.
+ *
  * Coldness.  The kernel offers no cheap way to see which pages were read:
  * PAGEMAP_SCAN reports written pages but has no accessed-bit category, and
  * idle-page tracking may be missing.  So reads are sampled by protection:
  * the pager's clock hand makes a few resident pages at a time inaccessible
- * (at most 64 + 1/16 of the budget), and a touch of one costs a fault that
- * opens it again and marks it used.  A page still untouched when the pager
+ * (runs of 16 pages, about 64 + 1/16 of the budget in all), and a touch of
+ * one costs a fault that opens it again and marks it used.  A page still untouched when the pager
  * needs room is evicted; one touched is passed over.  A page's first touch
  * ever also faults (that is how the area counts its resident pages): it is
  * answered with a zero page.
@@ -97,7 +104,10 @@ typedef struct tk_zpage_stats {
     uint64_t resident;      /* pages in memory (counted by the area) */
     uint64_t compressed;    /* pages kept compressed */
     uint64_t markers;       /* pages kept as a marker (zeros, or one repeated word) */
-    uint64_t stored_bytes;  /* bytes the compressed pages take (allocations included) */
+    uint64_t clean;         /* resident pages not written since they came back, whose
+                               compressed copy is kept (evicting one again is free) */
+    uint64_t stored_bytes;  /* bytes the compressed data takes (allocations included),
+                               clean pages' copies too */
     uint64_t fault_ins;     /* dropped pages brought back by a touch */
     uint64_t first_touches; /* pages touched for the first time (zero-filled) */
     uint64_t evictions;     /* pages compressed and dropped */

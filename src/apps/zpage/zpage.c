@@ -16,6 +16,14 @@
  *                    the pager evicting it): everyone else waits
  *   WAITERS (bit 4)  someone sleeps on the word: wake it when BUSY clears
  *
+ *   CLEAN (bit 5)    with RESIDENT or SAMPLED: the page came back from
+ *                    z_slot and has not been written since (the kernel
+ *                    holds it write-protected: UFFDIO_COPY_MODE_WP), so
+ *                    z_slot still holds its data and evicting it again
+ *                    needs no compression; its first write faults and
+ *                    drops the copy (Wilson's compression cache keeps clean
+ *                    pages' copies the same way)
+ *
  * Whoever sets BUSY (by compare-and-swap) owns the page until it clears
  * it; only the owner changes the kind, the slot or the page's memory.
  *
@@ -59,6 +67,9 @@ enum { Z_UNTOUCHED = 0, Z_RESIDENT, Z_SAMPLED, Z_COMPRESSED, Z_MARKER };
 #define Z_KIND 0x7
 #define Z_BUSY 0x8
 #define Z_WAITERS 0x10
+#define Z_CLEAN                                                                                    \
+    0x20                  /* RESIDENT or SAMPLED: z_slot still holds the page's data               \
+                             and the page is write-protected by the userfaultfd */
 #define Z_RAW 0x80000000u /* z_len: stored uncompressed */
 
 enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64, RUN = 16 };
@@ -96,6 +107,7 @@ struct tk_zpage {
     size_t *ring; /* sampled runs of RUN pages, oldest first (a circular buffer) */
     size_t ring_cap, ring_head, ring_n;
     int memfd; /* /proc/self/mem */
+    bool wp;   /* the area is registered for write-protect faults too (CLEAN) */
     ZSTD_CCtx *cctx;
     unsigned char *cbuf; /* the pager's compression buffer */
 
@@ -110,8 +122,8 @@ struct tk_zpage {
 
     _Atomic(void *) garbage; /* chunks to free, a lock-free stack */
 
-    atomic_uint_fast64_t n_compressed, n_markers, stored, fault_ins, first_touches, evictions,
-        sample_faults, waits;
+    atomic_uint_fast64_t n_compressed, n_markers, n_clean, stored, fault_ins, first_touches,
+        evictions, sample_faults, waits;
 
     bool detached; /* a child of fork(): plain memory */
     struct tk_zpage *next;
@@ -247,13 +259,13 @@ static void kick_pager(struct tk_zpage *z)
 /* Places one page at addr: a copy of src, or the zero page (src NULL).
  * EEXIST (the page is there: a racing placement the program made by
  * touching it some other way) counts as done.  [signal-safe] */
-static int place(struct tk_zpage *z, unsigned char *addr, const void *src)
+static int place(struct tk_zpage *z, unsigned char *addr, const void *src, bool wp)
 {
     int saved = errno;
     int r = 0;
     /* nobody sleeps on the page under TK_ZPAGE_SIGBUS; the handler thread
      * wakes the faulting thread itself */
-    uint64_t mode = UFFDIO_COPY_MODE_DONTWAKE;
+    uint64_t mode = UFFDIO_COPY_MODE_DONTWAKE | (wp ? UFFDIO_COPY_MODE_WP : 0);
     for (;;) {
         int e;
         if (src) {
@@ -291,7 +303,26 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
         if (kind == Z_RESIDENT || kind == Z_SAMPLED) {
             /* in memory as far as the area knows: the program dropped it
              * itself (MADV_DONTNEED), so it reads as zeros */
-            return place(z, addr, write ? zero_page : NULL);
+            if (!(s & Z_CLEAN)) return place(z, addr, write ? zero_page : NULL, false);
+            /* A write to a page kept clean (or a touch of one the program
+             * dropped itself: the retry then finds it missing and not
+             * clean): its copy goes, the write goes on. */
+            uint64_t mask;
+            bool defer = z->delivery == TK_ZPAGE_SIGBUS;
+            if (defer) tk__defer_signals(&mask);
+            if (!atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
+                if (defer) tk__restore_signals(&mask);
+                continue;
+            }
+            void *copy = atomic_load(&z->slot[i]);
+            bool chunk = z->zlen[i] != 0;
+            atomic_store(&z->slot[i], NULL);
+            int r = tk__uffd_wp(z->uffd, addr, PAGE, false, true);
+            atomic_fetch_sub(&z->n_clean, 1);
+            release_page(z, i, kind);
+            if (defer) tk__restore_signals(&mask);
+            if (chunk) discard_chunk(z, copy);
+            return r == -ENOENT ? 0 : r;
         }
         /* The budget: wait for the pager while well over it. */
         size_t hard = atomic_load(&z->hard);
@@ -316,21 +347,25 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
         }
         int r;
         void *old = NULL;
+        bool clean = false;
         if (kind == Z_UNTOUCHED) {
-            r = place(z, addr, write ? zero_page : NULL);
+            r = place(z, addr, write ? zero_page : NULL, false);
             if (r == 0) atomic_fetch_add(&z->first_touches, 1);
         } else {
             unsigned char buf[PAGE] __attribute__((aligned(64)));
             r = decompress(z, i, kind, buf);
-            if (r == 0) r = place(z, addr, buf);
+            /* a read keeps the copy (the page comes back write-protected);
+             * a write drops it */
+            clean = z->wp && !write;
+            if (r == 0) r = place(z, addr, buf, clean);
             if (r == 0) {
-                if (kind == Z_COMPRESSED) {
-                    old = atomic_load(&z->slot[i]);
-                    atomic_fetch_sub(&z->n_compressed, 1);
+                atomic_fetch_sub(kind == Z_COMPRESSED ? &z->n_compressed : &z->n_markers, 1);
+                if (clean) {
+                    atomic_fetch_add(&z->n_clean, 1);
                 } else {
-                    atomic_fetch_sub(&z->n_markers, 1);
+                    if (kind == Z_COMPRESSED) old = atomic_load(&z->slot[i]);
+                    atomic_store(&z->slot[i], NULL);
                 }
-                atomic_store(&z->slot[i], NULL);
                 atomic_fetch_add(&z->fault_ins, 1);
             }
         }
@@ -340,7 +375,7 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
             return r;
         }
         size_t res = atomic_fetch_add(&z->resident, 1) + 1;
-        release_page(z, i, Z_RESIDENT);
+        release_page(z, i, Z_RESIDENT | (clean ? Z_CLEAN : 0));
         if (defer) tk__restore_signals(&mask);
         if (old) discard_chunk(z, old);
         size_t high = atomic_load(&z->high);
@@ -390,7 +425,7 @@ static tk_action on_sample(const tk_fault *f, void *arg)
             return TK_RESUME; /* the retry finds the page as the owner left it */
         }
         if ((s & Z_KIND) == Z_SAMPLED) {
-            if (!atomic_compare_exchange_strong(&z->state[i], &s, Z_RESIDENT | (s & Z_WAITERS)))
+            if (!atomic_compare_exchange_strong(&z->state[i], &s, (s & ~Z_KIND) | Z_RESIDENT))
                 continue;
             atomic_fetch_add(&z->sample_faults, 1);
         }
@@ -466,8 +501,9 @@ static bool sample_run(struct tk_zpage *z)
         uint32_t mask = 0;
         size_t end = r * RUN + RUN > z->npages ? z->npages : r * RUN + RUN;
         for (size_t i = r * RUN; i < end; i++) {
-            int s = Z_RESIDENT;
-            if (atomic_compare_exchange_strong(&z->state[i], &s, Z_SAMPLED))
+            int s = atomic_load(&z->state[i]);
+            if ((s & (Z_KIND | Z_BUSY)) == Z_RESIDENT &&
+                atomic_compare_exchange_strong(&z->state[i], &s, (s & ~Z_KIND) | Z_SAMPLED))
                 mask |= 1u << (i - r * RUN);
         }
         if (!mask) continue;
@@ -480,8 +516,11 @@ static bool sample_run(struct tk_zpage *z)
             /* the kernel refused (vm.max_map_count): these stay resident */
             ok = false;
             for (unsigned k = a; k < b; k++) {
-                int st = Z_SAMPLED;
-                atomic_compare_exchange_strong(&z->state[base + k], &st, Z_RESIDENT);
+                int st = atomic_load(&z->state[base + k]);
+                while ((st & (Z_KIND | Z_BUSY)) == Z_SAMPLED &&
+                       !atomic_compare_exchange_weak(&z->state[base + k], &st,
+                                                     (st & ~Z_KIND) | Z_RESIDENT)) {
+                }
             }
         }
         if (!ok) return false;
@@ -522,18 +561,41 @@ static int read_span(struct tk_zpage *z, size_t a, size_t b, unsigned char *buf)
  * a negative errno. */
 static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
 {
-    uint32_t mask = 0;
+    uint32_t mask = 0, dirty = 0;
     size_t end = r * RUN + RUN > z->npages ? z->npages : r * RUN + RUN;
     for (size_t i = r * RUN; i < end; i++) {
         int s = atomic_load(&z->state[i]);
-        if ((s & ~Z_WAITERS) != Z_SAMPLED) continue;
-        if (atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY))
+        if ((s & (Z_KIND | Z_BUSY)) != Z_SAMPLED) continue;
+        if (atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
             mask |= 1u << (i - r * RUN);
+            if (!(s & Z_CLEAN)) dirty |= 1u << (i - r * RUN);
+        }
     }
     if (!mask) return 0;
     int kinds[RUN], err = 0, n = 0;
     size_t base = r * RUN;
-    for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
+    if (mask & ~dirty) {
+        /* a clean page the program dropped itself (MADV_DONTNEED) is zeros
+         * now, whatever its copy says */
+        unsigned char vec[RUN];
+        if (mincore(z->base + base * PAGE, (end - base) * PAGE, vec) != 0) memset(vec, 0, RUN);
+        for (unsigned k = 0; k < end - base; k++)
+            if ((mask & ~dirty) >> k & 1 && !(vec[k] & 1)) {
+                void *copy = atomic_load(&z->slot[base + k]);
+                atomic_store(&z->slot[base + k], NULL);
+                if (copy && z->zlen[base + k]) discard_chunk(z, copy);
+                atomic_fetch_sub(&z->n_clean, 1);
+                dirty |= 1u << k;
+            }
+    }
+    /* clean pages: their copy is there */
+    for (unsigned k = 0; k < RUN; k++)
+        if ((mask & ~dirty) >> k & 1) {
+            kinds[k] = z->zlen[base + k] ? Z_COMPRESSED : Z_MARKER;
+            atomic_fetch_sub(&z->n_clean, 1);
+            atomic_fetch_add(kinds[k] == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
+        }
+    for (unsigned a = 0, b; (a = span(dirty, a, &b)) < RUN; a = b) {
         int e = err ? err : read_span(z, base + a, base + b, buf);
         for (unsigned k = a; k < b; k++) {
             void *slot = NULL;
@@ -692,7 +754,7 @@ static void detach_child(struct tk_zpage *z)
         if ((kind == Z_COMPRESSED || kind == Z_MARKER) && !present(z, i)) {
             if (decompress(z, i, kind, buf) == 0) memcpy(addr, buf, PAGE);
         }
-        if (kind == Z_COMPRESSED) free(atomic_load(&z->slot[i]));
+        if (atomic_load(&z->slot[i]) && z->zlen[i]) free(atomic_load(&z->slot[i]));
         atomic_store(&z->slot[i], NULL);
         atomic_store(&z->state[i], Z_RESIDENT);
     }
@@ -758,8 +820,7 @@ static void destroy_parts(struct tk_zpage *z)
     if (z->base) munmap(z->base, z->len);
     if (z->slot) {
         for (size_t i = 0; i < z->npages; i++)
-            if (z->state && (atomic_load(&z->state[i]) & Z_KIND) == Z_COMPRESSED)
-                free(atomic_load(&z->slot[i]));
+            if (z->zlen && z->zlen[i]) free(atomic_load(&z->slot[i])); /* NULL or a chunk */
         free(z->slot);
     }
     free_garbage(z);
@@ -858,9 +919,16 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
         z->uffd = -1;
         goto fail;
     }
+    /* write-protect faults too where the kernel has them (CLEAN pages) */
     struct uffdio_register reg = {.range = {.start = (uintptr_t)z->base, .len = z->len},
-                                  .mode = UFFDIO_REGISTER_MODE_MISSING};
-    if (ioctl(z->uffd, UFFDIO_REGISTER, &reg) < 0) {
+                                  .mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP};
+    z->wp = ioctl(z->uffd, UFFDIO_REGISTER, &reg) == 0 &&
+            (reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) && !getenv("TRAPKIT_ZPAGE_NO_CLEAN");
+    if (!z->wp) {
+        tk__uffd_unregister(z->uffd, z->base, z->len);
+        reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+    }
+    if (!z->wp && ioctl(z->uffd, UFFDIO_REGISTER, &reg) < 0) {
         r = tk__failf(-errno, "%s: UFFDIO_REGISTER: %s", who, strerror(errno));
         goto fail;
     }
@@ -972,6 +1040,7 @@ int tk_zpage_stats_get(const tk_zpage *z, tk_zpage_stats *st)
         .resident = atomic_load(&m->resident),
         .compressed = atomic_load(&m->n_compressed),
         .markers = atomic_load(&m->n_markers),
+        .clean = atomic_load(&m->n_clean),
         .stored_bytes = atomic_load(&m->stored),
         .fault_ins = atomic_load(&m->fault_ins),
         .first_touches = atomic_load(&m->first_touches),
