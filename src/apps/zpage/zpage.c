@@ -538,19 +538,28 @@ static bool present(struct tk_zpage *z, size_t i)
     return mincore(z->base + i * PAGE, PAGE, &v) == 0 && (v & 1);
 }
 
-/* Reads pages [a, b) (inaccessible, BUSY) into buf: one pread of
- * /proc/self/mem, or page by page where a page is missing (the program
- * dropped it itself: it reads as zeros).  0 or a negative errno. */
+/* Reads pages [a, b) (inaccessible, BUSY) into buf, one pread of
+ * /proc/self/mem per stretch of them in memory; a page missing (the
+ * program dropped it itself) reads as zeros.  The pread must not touch a
+ * missing page: under TK_ZPAGE_THREAD the kernel would wait for the
+ * handler thread, which waits for this BUSY page.  (A page the program
+ * drops while the pager reads it is still such a wait: do not drop pages
+ * of an area from one thread while others use it.)  0 or a negative
+ * errno. */
 static int read_span(struct tk_zpage *z, size_t a, size_t b, unsigned char *buf)
 {
-    size_t len = (b - a) * PAGE;
-    if (pread(z->memfd, buf, len, (off_t)(uintptr_t)(z->base + a * PAGE)) == (ssize_t)len) return 0;
-    for (size_t i = a; i < b; i++) {
-        unsigned char *dst = buf + (i - a) * PAGE;
-        if (!present(z, i))
-            memset(dst, 0, PAGE);
-        else if (pread(z->memfd, dst, PAGE, (off_t)(uintptr_t)(z->base + i * PAGE)) != PAGE)
-            return errno ? -errno : -EIO;
+    unsigned char vec[RUN];
+    if (mincore(z->base + a * PAGE, (b - a) * PAGE, vec) != 0) return -errno;
+    for (size_t i = a; i < b;) {
+        size_t j = i;
+        while (j < b && (vec[j - a] & 1)) j++;
+        if (j > i) {
+            size_t len = (j - i) * PAGE;
+            if (pread(z->memfd, buf + (i - a) * PAGE, len,
+                      (off_t)(uintptr_t)(z->base + i * PAGE)) != (ssize_t)len)
+                return errno ? -errno : -EIO;
+        }
+        for (i = j; i < b && !(vec[i - a] & 1); i++) memset(buf + (i - a) * PAGE, 0, PAGE);
     }
     return 0;
 }
