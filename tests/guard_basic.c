@@ -4,11 +4,17 @@
  * Sandboxes: out-of-bounds accesses reported by tk_sandbox_call with their
  * offset, repeatedly, nested, with a SIGSEGV handler of the program's own
  * installed first; grow and reset; content; bad configurations refused;
- * faults outside every sandbox (or outside a call) still kill the process.
+ * faults outside every sandbox (or outside a call) still kill the process;
+ * calls left early by the program's own siglongjmp (the stack reused, more
+ * of them than a thread may have under way, then an out-of-bounds access
+ * outside every call, which must kill); at most 64 calls nested; calls in
+ * a signal handler on an alternate stack, above and below the thread's
+ * stack, nested in the call the signal interrupted.
  * Arenas: growth in place, the hard limit, on_full resetting the arena
  * (the faulting allocation retried at the new top), large objects, the
  * checked variant, and failures outside tk_arena_try.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <string.h>
@@ -230,6 +236,214 @@ static void test_path(enum tk_sandbox_path path)
     printf("path %s: ok\n", tk_sandbox_path_name(path));
 }
 
+/* ---- calls left early --------------------------------------------------- */
+
+/* fn leaves its call by a siglongjmp of the program's own (as a runtime's
+ * exception would): trapkit cannot see it, and must neither read the dead
+ * call's frame nor jump back into it once the program has made a call from
+ * the level it jumped to. */
+static sigjmp_buf leave_jb;
+static int nest_rc[80];
+
+static void leave(tk_sandbox *sb, void *arg)
+{
+    (void)sb;
+    (void)arg;
+    siglongjmp(leave_jb, 1);
+}
+
+static void nothing(tk_sandbox *sb, void *arg)
+{
+    (void)sb;
+    (void)arg;
+}
+
+static __attribute__((noinline)) void enter_and_leave(tk_sandbox *sb)
+{
+    if (sigsetjmp(leave_jb, 0) == 0) {
+        tk_sandbox_call(sb, leave, NULL, NULL);
+        CHECK(!"tk_sandbox_call returned after fn left it");
+    }
+}
+
+/* Ordinary use of the stack where the dead call's frame was: small
+ * integers, as stacks hold. */
+static __attribute__((noinline)) void scribble(void)
+{
+    volatile unsigned long buf[2048];
+    for (size_t i = 0; i < 2048; i++) buf[i] = i;
+    __asm__ volatile("" ::"r"(buf) : "memory");
+}
+
+/* A call made deeper on the stack than the dead one, whose frame is left
+ * intact below the one we make here. */
+static __attribute__((noinline)) void oob_deeper(tk_sandbox *sb, uint64_t off)
+{
+    volatile char pad[8192]; /* not written */
+    __asm__ volatile("" ::"r"(pad) : "memory");
+    expect_oob(sb, off, 1);
+}
+
+static void leave_arena(tk_arena *a, void *arg)
+{
+    (void)a;
+    (void)arg;
+    siglongjmp(leave_jb, 1);
+}
+
+static void exhaust(tk_arena *a, void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint64_t *c = tk_arena_alloc(a, 64);
+        c[0] = 1;
+    }
+}
+
+static void nest(tk_sandbox *sb, void *arg)
+{
+    int d = (int)(intptr_t)arg;
+    if (d < 70) nest_rc[d + 1] = tk_sandbox_call(sb, nest, (void *)(intptr_t)(d + 1), NULL);
+}
+
+static void test_left_early(enum tk_sandbox_path path)
+{
+    tk_sandbox *sb;
+    if (!make_sandbox(path, 64 * KIB, MIB, &sb)) return;
+    /* more times than a thread may have calls under way: dead calls do not
+     * pile up */
+    for (int i = 0; i < 200; i++) {
+        enter_and_leave(sb);
+        if (i % 16 == 0) oob_deeper(sb, 100 * KIB + (uint64_t)i);
+        if (i & 1) scribble();
+        /* a call from above the dead one, then deeper */
+        CHECK_OK(tk_sandbox_call(sb, nothing, NULL, NULL));
+        expect_oob(sb, 64 * KIB + (uint64_t)i, i & 1);
+    }
+    expect_ok(sb, 10);
+
+    /* at most 64 calls under way in a thread; the 65th is refused */
+    memset(nest_rc, 0x7f, sizeof nest_rc);
+    nest_rc[1] = tk_sandbox_call(sb, nest, (void *)(intptr_t)1, NULL);
+    for (int d = 1; d <= 64; d++) CHECK(nest_rc[d] == 0);
+    CHECK(nest_rc[65] == -EOVERFLOW);
+    CHECK(strstr(tk_last_error(), "64"));
+    expect_oob(sb, 64 * KIB, 0);
+
+    /* arenas: the next tk_arena_try after one left early still gets its
+     * allocation failure */
+    tk_arena *a;
+    tk_arena_config c = {.max_size = 64 * KIB, .chunk = 4 * KIB};
+    CHECK_OK(tk_arena_create(&c, &a));
+    for (int i = 0; i < 100; i++) {
+        if (sigsetjmp(leave_jb, 0) == 0) {
+            tk_arena_try(a, leave_arena, NULL);
+            CHECK(!"tk_arena_try returned after fn left it");
+        }
+        if (i & 1) scribble();
+        tk_arena_reset(a);
+        CHECK(tk_arena_try(a, exhaust, NULL) == -ENOMEM);
+    }
+    CHECK_OK(tk_arena_destroy(a));
+    CHECK_OK(tk_sandbox_destroy(sb));
+}
+
+/* ---- a call in a signal handler on the alternate stack ----------------- */
+
+#define ALT_SIZE (256 * KIB)
+static tk_sandbox *alt_sb;
+static void *alt_mem;
+static volatile int alt_on_alt, alt_inner_rc, alt_left, alt_after_rc;
+static volatile uint64_t alt_inner_off;
+
+static void alt_oob(tk_sandbox *sb, void *arg)
+{
+    *(volatile char *)((char *)tk_sandbox_base(sb) + (uintptr_t)arg) = 1;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    stack_t cur;
+    alt_on_alt = sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_ONSTACK);
+    tk_sandbox_trap t = {0};
+    alt_inner_rc = tk_sandbox_call(alt_sb, alt_oob, (void *)(uintptr_t)(200 * KIB), &t);
+    alt_inner_off = t.offset;
+    /* a call left early on the alternate stack */
+    if (sigsetjmp(leave_jb, 0) == 0)
+        tk_sandbox_call(alt_sb, leave, NULL, NULL);
+    else
+        alt_left = 1;
+    alt_after_rc = tk_sandbox_call(alt_sb, nothing, NULL, NULL);
+}
+
+static void alt_outer(tk_sandbox *sb, void *arg)
+{
+    (void)arg;
+    raise(SIGUSR1);
+    alt_oob(sb, (void *)(uintptr_t)(300 * KIB));
+}
+
+static void *alt_thread(void *arg)
+{
+    (void)arg;
+    stack_t ss = {.ss_sp = alt_mem, .ss_size = ALT_SIZE};
+    CHECK(sigaltstack(&ss, NULL) == 0);
+    for (int i = 0; i < 20; i++) {
+        alt_on_alt = alt_left = 0;
+        alt_inner_rc = alt_after_rc = 1;
+        tk_sandbox_trap t = {0};
+        int rc = tk_sandbox_call(alt_sb, alt_outer, NULL, &t);
+        CHECK(alt_on_alt);
+        CHECK(alt_inner_rc == -EFAULT && alt_inner_off == 200 * KIB);
+        CHECK(alt_left && alt_after_rc == 0);
+        /* the outer call's frame survived the handler's calls */
+        CHECK(rc == -EFAULT && t.offset == 300 * KIB);
+        if (i & 1) scribble();
+        expect_oob(alt_sb, 64 * KIB + (uint64_t)i, 1);
+    }
+    ss.ss_flags = SS_DISABLE;
+    CHECK(sigaltstack(&ss, NULL) == 0);
+    return NULL;
+}
+
+static void test_altstack(enum tk_sandbox_path path)
+{
+    if (!make_sandbox(path, 64 * KIB, MIB, &alt_sb)) return;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGUSR1, &sa, &old) == 0);
+    for (int order = 0; order < 2; order++) {
+        pthread_attr_t at;
+        CHECK(pthread_attr_init(&at) == 0);
+        void *st = NULL;
+        if (order == 0) {
+            /* the alternate stack mapped first: above the thread's stack */
+            alt_mem =
+                mmap(NULL, ALT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        } else {
+            /* the thread's stack mapped first: the alternate stack below it */
+            st = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            CHECK(st != MAP_FAILED);
+            alt_mem =
+                mmap(NULL, ALT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            CHECK(pthread_attr_setstack(&at, st, 8 * MIB) == 0);
+        }
+        CHECK(alt_mem != MAP_FAILED);
+        pthread_t th;
+        CHECK(pthread_create(&th, &at, alt_thread, NULL) == 0);
+        CHECK(pthread_join(th, NULL) == 0);
+        CHECK(pthread_attr_destroy(&at) == 0);
+        munmap(alt_mem, ALT_SIZE);
+        if (st) munmap(st, 8 * MIB);
+    }
+    CHECK(sigaction(SIGUSR1, &old, NULL) == 0);
+    CHECK_OK(tk_sandbox_destroy(alt_sb));
+}
+
 /* ---- processes that must die ------------------------------------------ */
 
 static enum tk_sandbox_path child_path;
@@ -253,6 +467,27 @@ static void child_oob_outside_call(void *arg)
     if (!make_sandbox(child_path, 64 * KIB, MIB, &sb)) _exit(77);
     volatile char *p = (char *)tk_sandbox_base(sb) + 64 * KIB;
     *p = 1;
+    _exit(3);
+}
+
+/* An out-of-bounds access outside every call, deeper on the stack than a
+ * call left early, once the program has made a call from the level it
+ * jumped to: not trapkit's. */
+static __attribute__((noinline)) void oob_deep_outside(tk_sandbox *sb)
+{
+    volatile char pad[8192]; /* not written: the dead call's frame stays */
+    __asm__ volatile("" ::"r"(pad) : "memory");
+    *((volatile char *)tk_sandbox_base(sb) + 64 * KIB) = 1;
+}
+
+static void child_oob_after_left(void *arg)
+{
+    (void)arg;
+    tk_sandbox *sb;
+    if (!make_sandbox(child_path, 64 * KIB, MIB, &sb)) _exit(77);
+    enter_and_leave(sb);
+    if (tk_sandbox_call(sb, nothing, NULL, NULL) != 0) _exit(4);
+    oob_deep_outside(sb);
     _exit(3);
 }
 
@@ -558,6 +793,9 @@ int main(int argc, char **argv)
         child_path = (enum tk_sandbox_path)p;
         expect_death(child_wild_write, SIGSEGV);
         expect_death(child_oob_outside_call, p == TK_SANDBOX_UFFD ? SIGBUS : SIGSEGV);
+        expect_death(child_oob_after_left, p == TK_SANDBOX_UFFD ? SIGBUS : SIGSEGV);
+        test_left_early((enum tk_sandbox_path)p);
+        test_altstack((enum tk_sandbox_path)p);
     }
     test_masked();
     printf("sandboxes: ok\n");

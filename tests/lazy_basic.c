@@ -5,6 +5,8 @@
  *
  *  - a lazily computed array read by 4 threads at once, from different
  *    ends: every checksum right, every page computed once;
+ *  - computed pages dropped with MADV_DONTNEED (whole, in part, several
+ *    read at once): computed again on uffd-missing, kept on a region;
  *  - a callback that fails: the reader blocks (never reads wrong data), the
  *    error function is told, tk_lazy_array_retry() computes the page and
  *    wakes the reader; tk_lazy_array_fill() returns the error itself;
@@ -26,6 +28,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -124,6 +127,79 @@ static void test_array(void)
     cfg = array_cfg(8 * PS, fill_ok, NULL, NULL);
     CHECK_OK(tk_lazy_array_create(&cfg, &big));
     CHECK_OK(tk_lazy_array_destroy(big));
+}
+
+/* ---- pages the program drops ---------------------------------------------- */
+
+static const uint64_t *dropped_base;
+static size_t dropped_ps;
+
+static void *read_dropped(void *arg)
+{
+    size_t i = (size_t)arg;
+    CHECK(dropped_base[i * dropped_ps / 8 + 5] == word_of(i, 5));
+    return NULL;
+}
+
+/* A computed page dropped with MADV_DONTNEED: on uffd-missing it is
+ * missing again and computed again on its next touch (read or write, by
+ * several threads at once, a logical page dropped in part); a region's
+ * memory is shared memory, which keeps the contents. */
+static void test_dropped(void)
+{
+#ifdef __SANITIZE_THREAD__
+    /* uffd-thread: the service thread handles the UFFD_EVENT_REMOVE of a
+     * MADV_DONTNEED after madvise returns, racing with tk_region_destroy
+     * (src/vm: tk__pages_removed against release_memory) */
+    if (backend == TK_LAZY_REGION && mech == TK_MECH_UFFD_THREAD) return;
+#endif
+    tk_lazy_array *a;
+    atomic_store(&fills, 0);
+    tk_lazy_array_config cfg = array_cfg(8 * PS, fill_ok, NULL, NULL);
+    CHECK_OK(tk_lazy_array_create(&cfg, &a));
+    uint64_t *b = tk_lazy_array_base(a);
+    bool again = backend == TK_LAZY_UFFD_MISSING;
+    CHECK(((volatile uint64_t *)b)[2 * PS / 8 + 1] == word_of(2, 1));
+    CHECK(atomic_load(&fills) == 1);
+    CHECK(madvise(b + 2 * PS / 8, PS, MADV_DONTNEED) == 0);
+    CHECK(((volatile uint64_t *)b)[2 * PS / 8 + 1] == word_of(2, 1));
+    CHECK(atomic_load(&fills) == (again ? 2 : 1));
+    CHECK(tk_lazy_array_computed(a) == (again ? 2u : 1u));
+    /* dropped again, then written first: computed, then the store lands */
+    CHECK(madvise(b + 2 * PS / 8, PS, MADV_DONTNEED) == 0);
+    ((volatile uint64_t *)b)[2 * PS / 8 + 3] = 7;
+    CHECK(b[2 * PS / 8 + 3] == 7 && b[2 * PS / 8 + 4] == word_of(2, 4));
+    CHECK(atomic_load(&fills) == (again ? 3 : 1));
+    /* several pages dropped, read by 4 threads at once: each page once */
+    CHECK_OK(tk_lazy_array_fill(a, 4, 4));
+    int before = atomic_load(&fills);
+    CHECK(madvise(b + 4 * PS / 8, 4 * PS, MADV_DONTNEED) == 0);
+    dropped_base = b;
+    dropped_ps = PS;
+    pthread_t th[READERS];
+    for (long t = 0; t < READERS; t++)
+        CHECK(pthread_create(&th[t], NULL, read_dropped, (void *)(size_t)(4 + t)) == 0);
+    for (int t = 0; t < READERS; t++) pthread_join(th[t], NULL);
+    for (size_t i = 4; i < 8; i++) read_dropped((void *)i);
+    CHECK(atomic_load(&fills) == before + (again ? 4 : 0));
+    CHECK(tk_lazy_array_failed(a) == 0);
+    CHECK_OK(tk_lazy_array_destroy(a));
+
+    /* a logical page of 4 hardware pages, one of them dropped */
+    size_t big_ps = 4 * PS;
+    atomic_store(&fills, 0);
+    cfg = array_cfg(4 * big_ps, fill_ok, &big_ps, NULL);
+    cfg.page_size = big_ps;
+    CHECK_OK(tk_lazy_array_create(&cfg, &a));
+    b = tk_lazy_array_base(a);
+    CHECK_OK(tk_lazy_array_fill(a, 1, 1));
+    CHECK(atomic_load(&fills) == 1);
+    CHECK(madvise((char *)b + big_ps + 2 * PS, PS, MADV_DONTNEED) == 0);
+    for (size_t w = 0; w < big_ps / 8; w += 97)
+        CHECK(((volatile uint64_t *)b)[big_ps / 8 + w] == word_of(1, w));
+    CHECK(((volatile uint64_t *)b)[big_ps / 8 + big_ps / 8 - 1] == word_of(1, big_ps / 8 - 1));
+    CHECK(atomic_load(&fills) == (again ? 2 : 1));
+    CHECK_OK(tk_lazy_array_destroy(a));
 }
 
 /* ---- errors of the callback ------------------------------------------------- */
@@ -518,6 +594,7 @@ int main(int argc, char **argv)
     }
     test_bad_config();
     test_array();
+    test_dropped();
     test_errors();
     test_stack();
     test_cells();

@@ -59,13 +59,36 @@
  * faulting thread under way, is not trapkit's: the process dies of it as
  * without trapkit (or the handler installed before trapkit gets it).
  *
+ * Leaving fn.  fn may leave a tk_sandbox_call or tk_arena_try by returning,
+ * by an escape of trapkit's (the -EFAULT above, a failed allocation), or
+ * by a C++ exception - thrown by fn, or by trapkit_cxx for a fault in fn
+ * (trapkit/exception.hpp) - which drops the call as it passes through.  A
+ * siglongjmp (or longjmp) of the program's own out of fn, or out of a
+ * signal handler that interrupted fn, cannot be seen: the abandoned call
+ * stays registered until a later tk_sandbox_call, tk_arena_try or fault of
+ * that thread finds it dead, which is certain only once that code runs
+ * with its stack pointer at or above the abandoned call's frame.  Until
+ * then an out-of-bounds access to that sandbox (or a failed allocation
+ * from that arena) could jump back into the abandoned call.  So a program
+ * that leaves fn by siglongjmp must make no out-of-bounds access to that
+ * sandbox (no failing allocation from that arena) other than inside a new
+ * call on it, until it has made another tk_sandbox_call or tk_arena_try
+ * (on any sandbox or arena) from the function it jumped to or from one of
+ * that function's callers.  Calls made afterwards work in any case; the
+ * abandoned call's stack may be reused freely.
+ *
  * Paths (tk_sandbox_config.path), how a sandbox makes the bytes past its
  * size inaccessible:
  *
- *   path        create                          grow                   reset
- *   mprotect    mmap PROT_NONE + mprotect RW    mprotect RW            MADV_DONTNEED + mprotect
- * NONE madv-guard  mmap PROT_NONE + mprotect RW    MADV_GUARD_REMOVE      MADV_DONTNEED +
- * MADV_GUARD_INSTALL uffd        mmap + mprotect + UFFDIO_REGISTER  a store (no call) MADV_DONTNEED
+ *   mprotect    create: mmap PROT_NONE, then mprotect read-write; grow:
+ *               mprotect read-write; reset: MADV_DONTNEED, then mprotect
+ *               PROT_NONE.
+ *   madv-guard  create: as mprotect; grow: MADV_GUARD_REMOVE (and mprotect
+ *               beyond the committed size); reset: MADV_DONTNEED, then
+ *               MADV_GUARD_INSTALL.
+ *   uffd        create: mmap, mprotect read-write up to max_size,
+ *               UFFDIO_REGISTER; grow: a store (no system call); reset:
+ *               MADV_DONTNEED.
  *
  * mprotect and mmap take the process's mmap lock for writing, so threads
  * creating, growing and resetting sandboxes at once wait for each other;
@@ -81,7 +104,11 @@
  * it as out of bounds if not.  A reset is one MADV_DONTNEED (the pages are
  * missing again); the price is a signal and an ioctl per page first
  * touched.  An out-of-bounds access there outside tk_sandbox_call kills
- * the process with SIGBUS rather than SIGSEGV.  A child of fork() loses the
+ * the process with SIGBUS rather than SIGSEGV.  The kernel's own accesses
+ * raise no signal: a system call that reads or writes in-bounds memory
+ * not touched yet since creation or the last reset (read(2) into a buffer
+ * there) fails with EFAULT; touch the buffer first (a store to each page),
+ * or use tk_prefault() (trapkit/region.h).  A child of fork() loses the
  * userfaultfd registration: its uffd sandboxes no longer fault below
  * max_size (do not use them in the child).
  *
@@ -102,7 +129,13 @@
  * tk_arena_reset, tk_arena_used, tk_arena_base, tk_sandbox_base,
  * tk_sandbox_size.  The on_full callback runs in
  * the fault handler (or in the caller of a checked or large allocation)
- * and must be async-signal-safe.
+ * and must be async-signal-safe.  A tk_sandbox_call or tk_arena_try made
+ * in a signal handler, on the thread's stack or on an alternate signal
+ * stack (SA_ONSTACK), nests inside the calls the signal interrupted.  A
+ * thread has at most 64 calls under way at once (tk_sandbox_call and
+ * tk_arena_try together; a deeper one returns -EOVERFLOW), and must not
+ * switch to another stack by other means (swapcontext, coroutines) while
+ * a call is under way.
  */
 #ifndef TRAPKIT_GUARD_H
 #define TRAPKIT_GUARD_H
@@ -110,6 +143,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <trapkit/error.h>
 #include <trapkit/region.h>
 
 #ifdef __cplusplus
@@ -186,7 +220,9 @@ void *tk_arena_alloc_slow(tk_arena *a, size_t n);
 
 /* Runs fn(a, arg).  Returns 0 when fn returns, or the negative errno of an
  * allocation from a in fn (on this thread) that could not be satisfied:
- * -ENOMEM at max_size, or what on_full returned.  Nests. */
+ * -ENOMEM at max_size, or what on_full returned.  Nests.  Returns -EINVAL
+ * for a NULL a or fn, -EOVERFLOW beyond 64 calls under way in the thread.
+ * How fn may leave it: "Leaving fn" above. */
 int tk_arena_try(tk_arena *a, void (*fn)(tk_arena *a, void *arg), void *arg);
 
 #define TK__ARENA_ROUND(n) ((n) ? ((n) + 15) & ~(size_t)15 : (size_t)16)
@@ -291,7 +327,9 @@ int tk_sandbox_reset(tk_sandbox *sb);
  * the fault may or may not have reached memory (the compiler may have kept
  * them in registers), as with any escape from a fault: use volatile or
  * atomics for what must survive one.  Returns -EINVAL for a NULL sb or
- * fn. */
+ * fn, -EOVERFLOW beyond 64 calls under way in the thread (with
+ * tk_arena_try).  fn may leave by returning or by a C++ exception; after a
+ * siglongjmp of the program's own out of fn, see "Leaving fn" above. */
 int tk_sandbox_call(tk_sandbox *sb, void (*fn)(tk_sandbox *sb, void *arg), void *arg,
                     tk_sandbox_trap *trap);
 

@@ -35,7 +35,12 @@
  * Either way a page is computed once, however many threads touch it at
  * once, and nobody sees it before the callback has returned.  The callback
  * must not touch pages of its own array that are not computed yet (it
- * would wait for itself).
+ * would wait for itself).  A computed page the program drops with
+ * madvise(MADV_DONTNEED), whole or in part, is computed again on its next
+ * touch on uffd-missing (the callback runs again and counts again in
+ * tk_lazy_array_computed()); on a region-backed array, whose memory is
+ * shared memory (a memfd, for the second view), the drop unmaps the page
+ * only and the next touch reads the same contents without the callback.
  *
  * Errors of the callback.  A callback that returns a negative errno leaves
  * its page uncomputed ("failed"): the threads that touched it stay blocked
@@ -107,6 +112,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <trapkit/error.h>
 #include <trapkit/region.h>
 
 #ifdef __cplusplus
@@ -164,7 +170,8 @@ int tk_lazy_array_fill(tk_lazy_array *a, size_t first, size_t n);
  * and wakes their readers where it succeeds.  Returns 0, or the first error
  * (the pages that failed again stay failed). */
 int tk_lazy_array_retry(tk_lazy_array *a);
-/* How many pages have been computed, and how many are failed now. */
+/* How many pages have been computed (a page computed again after a
+ * MADV_DONTNEED counts again), and how many are failed now. */
 size_t tk_lazy_array_computed(const tk_lazy_array *a);
 size_t tk_lazy_array_failed(const tk_lazy_array *a);
 

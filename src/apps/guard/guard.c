@@ -12,17 +12,23 @@
  *   sandbox's first touch of a page.  Each slot is a small seqlock over the
  *   owner's address range, so the handler reads it without a lock and a
  *   creation only claims a free slot with one compare-and-swap.
- * - the faulting thread's stack of escape frames (struct frame), one per
+ * - the faulting thread's records of escape frames (struct rec), one per
  *   tk_sandbox_call and tk_arena_try under way in it.  An out-of-bounds
  *   access of a sandbox is an error only under a call on that sandbox, so
  *   mprotect and madv-guard sandboxes need no table at all: creating one is
  *   nothing but its system calls, which is what the creation benchmark
  *   measures.
  *
- * Frames live on the stack of the call that made them and are linked from
- * a thread-local pointer.  A frame whose stack has been left (fn escaped
- * past the call by a siglongjmp or a throw of its own) is dropped by the
- * next entry or fault: a frame below the stack pointer is dead.
+ * Each call keeps its jump buffer in a frame on its own stack and a record
+ * of it (its stack pointer, which stack, the sandbox or arena, a
+ * generation number the frame holds too) in a thread-local array, so that
+ * finding the live calls never reads a dead call's stack.  A call is left
+ * normally by returning or by a C++ exception (this file is compiled with
+ * -fexceptions: a cleanup drops the record); a siglongjmp of the
+ * program's own out of fn cannot be seen, and its record is dropped by the
+ * next entry or fault that finds it dead (rec_live): the thread's stack
+ * pointer at or above the call's on the same stack, off the alternate
+ * stack the call was made on, or the frame's generation overwritten.
  */
 #include <trapkit/guard.h>
 
@@ -141,32 +147,181 @@ static void *slot_find(uintptr_t addr, int *kind)
 
 /* ---- escape frames ------------------------------------------------------ */
 
+/* A tk_sandbox_call or tk_arena_try under way: the part on the call's own
+ * stack.  trapkit reads it only after its record (below) says the call may
+ * still be live, and trusts it only while gen matches the record's. */
 struct frame {
     sigjmp_buf jb;
-    int kind;
-    const void *obj;
-    uintptr_t lo, hi; /* sandbox: the reservation */
-    struct frame *prev;
+    uint64_t gen; /* 0 until pushed */
     int code;
     tk_sandbox_trap trap;
 };
 
-static __thread struct frame *frames __attribute__((tls_model("initial-exec")));
+/* The thread's calls under way, innermost last, in thread-local storage:
+ * finding the live ones never follows a pointer through a dead call's
+ * stack.  A record's call is dead once the thread has left its stack frame
+ * (fn escaped past it by a siglongjmp of the program's own, or a signal
+ * handler that made it has left its alternate stack); see rec_live(). */
+enum { MAX_FRAMES = 64 };
+struct rec {
+    uintptr_t sp;     /* the call's frame address (its stack pointer at entry) */
+    struct frame *fr; /* on that stack */
+    uint64_t gen;     /* what fr->gen holds while the call is live */
+    const void *obj;  /* the sandbox or arena */
+    uintptr_t lo, hi; /* sandbox: the reservation; arena: 0, 0 */
+    signed char kind; /* KIND_ARENA or KIND_SANDBOX */
+    signed char alt;  /* made on the alternate signal stack: 1, 0, -1 not known */
+};
+static __thread struct rec recs[MAX_FRAMES] __attribute__((tls_model("initial-exec")));
+static __thread int nrecs __attribute__((tls_model("initial-exec")));
+static __thread uint64_t gen_last __attribute__((tls_model("initial-exec")));
 
-/* Drops the frames whose stack lies below sp: their calls were left.
- * [signal-safe] */
-static void drop_dead(uintptr_t sp)
+/* Where the thread runs: its stack pointer, whether that lies on its
+ * alternate signal stack, and that stack (NULL: not known). */
+struct where {
+    uintptr_t sp;
+    bool on_alt;
+    const stack_t *ss;
+};
+
+/* [signal-safe] */
+static bool on_altstack(uintptr_t sp, const stack_t *ss)
 {
-    struct frame *f = frames;
-    while (f && (uintptr_t)f < sp) f = f->prev;
-    frames = f;
+    return ss && !(ss->ss_flags & SS_DISABLE) && ss->ss_size &&
+           sp - (uintptr_t)ss->ss_sp < ss->ss_size;
 }
 
-/* Leaves by siglongjmp to fr (from the fault handler, with uc the
- * interrupted context, or from ordinary code with uc NULL).  [signal-safe] */
-static _Noreturn void escape(struct frame *fr, const void *uc)
+/* The generation in a call's frame, which may lie in a dead call's stack
+ * memory, reused since (inside a sanitizer's redzone: not checked).
+ * [signal-safe] */
+__attribute__((noinline, no_sanitize_address)) static uint64_t frame_gen(const struct frame *fr)
 {
-    frames = fr->prev;
+    return *(const volatile uint64_t *)&fr->gen;
+}
+
+/* Whether r's call may still be under way for code running at w.  Stack
+ * pointers are compared only on the same stack: a call made on the
+ * alternate stack is dead when the thread is no longer on it; a call made
+ * on the thread's stack is live for a signal handler on the alternate
+ * stack as far as addresses tell.  Last, the call's frame must still hold
+ * its generation (read only when the stack pointers say the frame lies in
+ * the live part of a stack).  [signal-safe] */
+static bool rec_live(const struct rec *r, const struct where *w)
+{
+    bool alt = r->alt >= 0 ? r->alt : on_altstack(r->sp, w->ss);
+    if (alt != w->on_alt) {
+        if (alt) return false;
+    } else if (r->sp <= w->sp) {
+        return false;
+    }
+    return frame_gen(r->fr) == r->gen;
+}
+
+/* Drops the innermost records that code at w has left.  [signal-safe] */
+static void drop_dead(const struct where *w)
+{
+    int n = nrecs;
+    while (n > 0 && !rec_live(&recs[n - 1], w)) n--;
+    nrecs = n;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* w for the calling code, at stack pointer sp; ss receives the thread's
+ * alternate stack, asked of the kernel only when there are records to
+ * compare with.  [signal-safe] */
+static void where_here(struct where *w, stack_t *ss, uintptr_t sp)
+{
+    w->sp = sp;
+    w->on_alt = false;
+    w->ss = NULL;
+    if (nrecs > 0 && sigaltstack(NULL, ss) == 0) {
+        w->ss = ss;
+        w->on_alt = (ss->ss_flags & SS_ONSTACK) || on_altstack(sp, ss);
+    }
+}
+
+/* w for the code a fault interrupted.  The kernel saves the thread's
+ * alternate stack in uc_stack but (since Linux 4.7) without SS_ONSTACK:
+ * the stack pointer's place says.  [signal-safe] */
+static void where_fault(struct where *w, const void *uc)
+{
+    const stack_t *ss = &((const ucontext_t *)uc)->uc_stack;
+    w->sp = TK_CTX_SP(uc);
+    w->on_alt = (ss->ss_flags & SS_ONSTACK) || on_altstack(w->sp, ss);
+    w->ss = ss;
+}
+
+/* Registers fr, the frame of a call whose frame address is sp, as the
+ * thread's innermost.  Returns 0 or -EOVERFLOW.  [signal-safe] */
+static int frame_push(struct frame *fr, int kind, const void *obj, uintptr_t lo, uintptr_t hi,
+                      uintptr_t sp)
+{
+    stack_t ss;
+    struct where w;
+    where_here(&w, &ss, sp);
+    drop_dead(&w);
+    uint64_t g = gen_last + 0x9e3779b97f4a7c15u; /* odd: every value once, far from small ints */
+    if (g == 0) g += 0x9e3779b97f4a7c15u;
+    gen_last = g;
+    fr->gen = g;
+    fr->code = 0;
+    struct rec r = {.sp = sp,
+                    .fr = fr,
+                    .gen = g,
+                    .obj = obj,
+                    .lo = lo,
+                    .hi = hi,
+                    .kind = (signed char)kind,
+                    .alt = w.ss ? (signed char)w.on_alt : -1};
+    /* A signal handler may run at any point here and push and pop records
+     * of its own at the same index: write, publish, and check that the
+     * record survived; a handler that interrupts after the publication
+     * sees it as live and pushes above it. */
+    for (;;) {
+        int n = nrecs;
+        if (n >= MAX_FRAMES) {
+            fr->gen = 0;
+            return tk__failf(-EOVERFLOW,
+                             "guard: more than %d tk_sandbox_call and tk_arena_try "
+                             "under way in one thread",
+                             MAX_FRAMES);
+        }
+        recs[n] = r;
+        atomic_signal_fence(memory_order_seq_cst);
+        nrecs = n + 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        if (nrecs > n && recs[n].fr == fr && recs[n].gen == g && recs[n].sp == sp &&
+            recs[n].obj == obj && recs[n].lo == lo && recs[n].hi == hi && recs[n].kind == kind &&
+            recs[n].alt == r.alt)
+            return 0;
+    }
+}
+
+/* The cleanup of a call's frame: drops its record and those of the calls
+ * inside it, when the call returns, is left by a C++ exception (this file
+ * is compiled with -fexceptions), or returns after an escape (whose record
+ * escape() dropped).  [signal-safe] */
+static void frame_pop(struct frame *fr)
+{
+    if (!fr->gen) return;
+    for (int i = nrecs; i > 0; i--) {
+        if (recs[i - 1].fr == fr && recs[i - 1].gen == fr->gen) {
+            nrecs = i - 1;
+            break;
+        }
+    }
+    fr->gen = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Leaves by siglongjmp to the call of record i (from the fault handler,
+ * with uc the interrupted context, or from ordinary code with uc NULL),
+ * dropping it and the records inside it.  [signal-safe] */
+static _Noreturn void escape(int i, const void *uc)
+{
+    struct frame *fr = recs[i].fr;
+    nrecs = i;
+    atomic_signal_fence(memory_order_seq_cst);
     /* The mask as at the faulting access: trapkit's handler runs with it
      * already (SA_NODEFER, an empty sa_mask), but a handler that chains to
      * trapkit's may have added signals. */
@@ -296,12 +451,29 @@ static int arena_room(tk_arena *a, size_t sz, uintptr_t *end)
     return 0;
 }
 
-/* The innermost tk_arena_try frame of a in this thread.  [signal-safe] */
-static struct frame *arena_frame(const tk_arena *a)
+/* The record of the innermost live tk_arena_try on a in this thread, for
+ * code at w, or -1.  [signal-safe] */
+static int arena_frame(const tk_arena *a, const struct where *w)
 {
-    for (struct frame *f = frames; f; f = f->prev)
-        if (f->kind == KIND_ARENA && f->obj == a) return f;
-    return NULL;
+    drop_dead(w);
+    for (int i = nrecs; i > 0; i--)
+        if (recs[i - 1].kind == KIND_ARENA && recs[i - 1].obj == a && rec_live(&recs[i - 1], w))
+            return i - 1;
+    return -1;
+}
+
+/* Escapes to the innermost tk_arena_try on a with code r, if there is one
+ * (from ordinary code).  [signal-safe] */
+static void arena_escape_here(const tk_arena *a, int r)
+{
+    stack_t ss;
+    struct where w;
+    where_here(&w, &ss, (uintptr_t)__builtin_frame_address(0));
+    int i = arena_frame(a, &w);
+    if (i >= 0) {
+        recs[i].fr->code = r;
+        escape(i, NULL);
+    }
 }
 
 void *tk_arena_alloc_slow(tk_arena *a, size_t n)
@@ -309,11 +481,7 @@ void *tk_arena_alloc_slow(tk_arena *a, size_t n)
     size_t sz = TK__ARENA_ROUND(n);
     if (sz < n || sz > a->max_) {
         a->top = a->limit;
-        struct frame *fr = arena_frame(a);
-        if (fr) {
-            fr->code = -ENOMEM;
-            escape(fr, NULL);
-        }
+        arena_escape_here(a, -ENOMEM);
         tk__failf(-ENOMEM, "tk_arena_alloc: %zu bytes is more than the arena's max_size (%zu)", n,
                   a->max_);
         return NULL;
@@ -323,11 +491,7 @@ void *tk_arena_alloc_slow(tk_arena *a, size_t n)
         int r = arena_room(a, sz, &end);
         if (r < 0) {
             a->top = a->limit;
-            struct frame *fr = arena_frame(a);
-            if (fr) {
-                fr->code = r;
-                escape(fr, NULL);
-            }
+            arena_escape_here(a, r);
             if (r == -ENOMEM)
                 tk__failf(r, "tk_arena_alloc: the arena's limit of %zu bytes is reached", a->max_);
             else
@@ -346,7 +510,7 @@ static void write_msg(const char *s)
 }
 
 /* A fault in an arena's reservation.  [signal-safe] */
-static tk_action arena_fault(tk_arena *a, const tk_fault *f)
+static tk_action arena_fault(tk_arena *a, const tk_fault *f, const struct where *w)
 {
 #if defined(__x86_64__)
     ucontext_t *uc = f->ucontext;
@@ -362,10 +526,10 @@ static tk_action arena_fault(tk_arena *a, const tk_fault *f)
         return TK_RESUME;
     }
     a->top = a->limit;
-    struct frame *fr = arena_frame(a);
-    if (fr) {
-        fr->code = r;
-        escape(fr, uc);
+    int i = arena_frame(a, w);
+    if (i >= 0) {
+        recs[i].fr->code = r;
+        escape(i, uc);
     }
     write_msg(r == -ENOMEM ? "trapkit: arena allocation beyond the arena's max_size outside "
                              "tk_arena_try\n"
@@ -374,6 +538,7 @@ static tk_action arena_fault(tk_arena *a, const tk_fault *f)
 #else
     (void)a;
     (void)f;
+    (void)w;
     (void)write_msg;
     (void)probe_insn;
     return TK_DECLINE;
@@ -383,17 +548,12 @@ static tk_action arena_fault(tk_arena *a, const tk_fault *f)
 int tk_arena_try(tk_arena *a, void (*fn)(tk_arena *a, void *arg), void *arg)
 {
     if (!a || !fn) return tk__fail(-EINVAL, "tk_arena_try: NULL arena or function");
-    drop_dead((uintptr_t)__builtin_frame_address(0));
-    struct frame fr;
-    fr.kind = KIND_ARENA;
-    fr.obj = a;
-    fr.lo = fr.hi = 0;
-    fr.prev = frames;
-    fr.code = 0;
+    struct frame fr __attribute__((cleanup(frame_pop)));
+    fr.gen = 0;
     if (sigsetjmp(fr.jb, 0) == 0) {
-        frames = &fr;
+        int e = frame_push(&fr, KIND_ARENA, a, 0, 0, (uintptr_t)__builtin_frame_address(0));
+        if (e) return e;
         fn(a, arg);
-        frames = fr.prev;
         return 0;
     }
     return fr.code;
@@ -711,18 +871,14 @@ int tk_sandbox_call(tk_sandbox *sb, void (*fn)(tk_sandbox *sb, void *arg), void 
                     tk_sandbox_trap *trap)
 {
     if (!sb || !fn) return tk__fail(-EINVAL, "tk_sandbox_call: NULL sandbox or function");
-    drop_dead((uintptr_t)__builtin_frame_address(0));
-    struct frame fr;
-    fr.kind = KIND_SANDBOX;
-    fr.obj = sb;
-    fr.lo = (uintptr_t)sb->base;
-    fr.hi = fr.lo + sb->total;
-    fr.prev = frames;
-    fr.code = 0;
+    struct frame fr __attribute__((cleanup(frame_pop)));
+    fr.gen = 0;
     if (sigsetjmp(fr.jb, 0) == 0) {
-        frames = &fr;
+        uintptr_t lo = (uintptr_t)sb->base;
+        int e = frame_push(&fr, KIND_SANDBOX, sb, lo, lo + sb->total,
+                           (uintptr_t)__builtin_frame_address(0));
+        if (e) return e;
         fn(sb, arg);
-        frames = fr.prev;
         return 0;
     }
     if (trap) *trap = fr.trap;
@@ -740,11 +896,13 @@ static tk_action guard_fault(const tk_fault *f, void *arg)
     int sig = (int)(f->flags >> 16);
     if ((sig != SIGSEGV && sig != SIGBUS) || !f->ucontext) return TK_DECLINE;
     uintptr_t addr = (uintptr_t)f->addr;
-    drop_dead(TK_CTX_SP(f->ucontext));
+    struct where w;
+    where_fault(&w, f->ucontext);
+    drop_dead(&w);
 
     int kind = 0;
     void *owner = slot_find(addr, &kind);
-    if (owner && kind == KIND_ARENA) return arena_fault(owner, f);
+    if (owner && kind == KIND_ARENA) return arena_fault(owner, f, &w);
     if (owner && kind == KIND_SANDBOX && sig == SIGBUS) {
         tk_sandbox *sb = owner;
         if (addr - (uintptr_t)sb->base < tk_sandbox_size(sb)) {
@@ -752,13 +910,15 @@ static tk_action guard_fault(const tk_fault *f, void *arg)
             return TK_DECLINE;
         }
     }
-    for (struct frame *fr = frames; fr; fr = fr->prev) {
-        if (fr->kind != KIND_SANDBOX || addr < fr->lo || addr >= fr->hi) continue;
-        fr->trap.sandbox = (tk_sandbox *)fr->obj;
-        fr->trap.offset = addr - fr->lo;
+    for (int i = nrecs; i > 0; i--) {
+        const struct rec *r = &recs[i - 1];
+        if (r->kind != KIND_SANDBOX || addr < r->lo || addr >= r->hi || !rec_live(r, &w)) continue;
+        struct frame *fr = r->fr;
+        fr->trap.sandbox = (tk_sandbox *)r->obj;
+        fr->trap.offset = addr - r->lo;
         fr->trap.access = f->access;
         fr->trap.pc = f->pc;
-        escape(fr, f->ucontext);
+        escape(i - 1, f->ucontext);
     }
     return TK_DECLINE;
 }

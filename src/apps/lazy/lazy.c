@@ -259,22 +259,35 @@ static void array_failed(tk_lazy_array *a, size_t i, int err)
     }
 }
 
-/* Places the computed page i (in src, or in the view already). */
+/* Places the computed page i (in src, or in the view already).  On
+ * uffd-missing, hardware pages already there are skipped: placed by this
+ * loop, or, for a page computed again after the program dropped part of it
+ * (MADV_DONTNEED), the parts it kept. */
 static int array_place(tk_lazy_array *a, size_t i, const unsigned char *src)
 {
     unsigned char *dst = a->base + i * a->ps;
     if (!a->missing) return tk_unprot(a->region, dst, a->ps);
-    size_t done = 0;
+    size_t done = 0, hw = hw_page();
+    bool skipped = false;
     while (done < a->ps) {
         struct uffdio_copy c = {.dst = (uintptr_t)(dst + done),
                                 .src = (uintptr_t)(src + done),
                                 .len = a->ps - done,
                                 .mode = 0};
-        if (ioctl(a->uffd, UFFDIO_COPY, &c) == 0) return 0;
+        if (ioctl(a->uffd, UFFDIO_COPY, &c) == 0) break;
         int e = errno;
-        if (c.copy > 0) done += (size_t)c.copy; /* part of it placed: the rest again */
-        if (e == EEXIST) return 0;              /* there already (placed by this loop) */
-        if (e != EAGAIN && e != EINTR && c.copy <= 0) return -e;
+        if (c.copy > 0) {
+            done += (size_t)c.copy; /* part of it placed: the rest again */
+        } else if (e == EEXIST) {
+            done += hw; /* this hardware page is there: the next one */
+            skipped = true;
+        } else if (e != EAGAIN && e != EINTR) {
+            return -e;
+        }
+    }
+    if (skipped) { /* a thread may wait on a page no copy placed (it faulted on it meanwhile) */
+        struct uffdio_range wr = {.start = (uintptr_t)dst, .len = a->ps};
+        ioctl(a->uffd, UFFDIO_WAKE, &wr);
     }
     return 0;
 }
@@ -331,10 +344,22 @@ static void *missing_main(void *arg)
             if (claim(&a->state[i], 1u << P_EMPTY) >= 0) {
                 array_compute(a, i, a->buf);
             } else if (atomic_load(&a->state[i]) == P_DONE) {
-                /* placed meanwhile by an explicit fill: wake the faulting
-                 * thread, should it have queued after that copy's wake-up */
-                struct uffdio_range wr = {.start = (uintptr_t)a->base + i * a->ps, .len = a->ps};
-                ioctl(a->uffd, UFFDIO_WAKE, &wr);
+                /* A computed page the faulting thread found missing.  Either
+                 * it was placed meanwhile by an explicit fill (wake the
+                 * thread, should it have queued after that copy's wake-up),
+                 * or the program dropped it since (MADV_DONTNEED): it is
+                 * missing for good, and computed again. */
+                size_t hw = hw_page();
+                unsigned char in = 1;
+                void *hp = (void *)(addr & ~(uintptr_t)(hw - 1));
+                if (mincore(hp, hw, &in) == 0 && !(in & 1) &&
+                    claim(&a->state[i], 1u << P_DONE) >= 0) {
+                    array_compute(a, i, a->buf);
+                } else {
+                    struct uffdio_range wr = {.start = (uintptr_t)a->base + i * a->ps,
+                                              .len = a->ps};
+                    ioctl(a->uffd, UFFDIO_WAKE, &wr);
+                }
             }
             /* BUSY: its computer's copy wakes the thread; FAILED: the thread
              * waits for a retry */
