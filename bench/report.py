@@ -47,6 +47,12 @@ BENCHES = [
            "Scheme interpreter on trapkit's collector (each write barrier) and bdwgc"),
     ("dsm", "shared virtual memory on Open MPI: ArgoDSM's kernels on the ivy and rc protocols "
             "beside plain MPI at 1, 2 and 4 ranks; a remote fault beside an MPI ping-pong"),
+    ("zpage", "compressed paging (trapkit/zpage.h) beside zram swap: fault-in latency and "
+              "compression ratio on three data sets, a Zipfian key-value workload under budgets"),
+    ("guard", "guard pages (trapkit/guard.h) against compare-and-branch: a bump allocator's "
+              "overflow check, a sandbox kernel's bounds checks; sandboxes created and reset"),
+    ("lazy", "lazy structures (trapkit/lazy.h): arrays and stacks materialised on first touch, "
+             "futures read, by trap and by explicit check"),
 ]
 
 MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
@@ -56,7 +62,8 @@ MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uf
               "llvm-libunwind", "error-code", "traditional", "append", "prepend", "perfect-tlb",
               "tksim", "bdwgc", "bdwgc-incremental", "trapkit-pagemap-scan", "trapkit-uffd-sigbus",
               "trapkit-posix", "trapkit-eager", "trapkit-lazy", "lmdb", "lmdb-writemap", "mpi", "ivy",
-              "rc"]
+              "rc", "uncompressed", "lz4", "lz4-thread", "zstd", "zram", "unlimited", "guard-page",
+              "trap", "explicit-check", "no-check", "mprotect", "madv-guard", "uffd"]
 
 
 def log(msg):
@@ -119,7 +126,7 @@ def fmt_num(v, unit):
             if v >= div:
                 return f"{v / div:.3g} {suffix}"
         return f"{int(v)} B"
-    if unit == "ops_per_s":
+    if unit in ("ops_per_s", "ops/s"):
         return f"{v:,.0f}/s"
     if unit in ("ratio", "adds", "x"):
         return f"{v:.3g}"
@@ -350,6 +357,192 @@ def gc_plots(results, outdir):
              "allocation's return to the next one's, over 20 µs: the collector's work, the world "
              "stopped, and the machine's own stalls) were at least each length, every round "
              "together, per system and workload. Log scales; bdwgc dashed.")]
+
+
+def grouped_range_bars(ax, groups, series, fig, scale=1.0):
+    """One group of bars per group label, one bar per series label, each the
+    median of fig(group, series) (a result or None) with its [min, max] as
+    an error bar; an n/a figure leaves its bar out, marked n/a, and a series
+    with no figure in any group is left out of the legend (its colour kept,
+    the same series' in each panel)."""
+    w = 0.8 / max(1, len(series))
+    for j, label in enumerate(series):
+        xs, ys, lo, hi, seen = [], [], [], [], False
+        for i, g in enumerate(groups):
+            r = fig(g, label)
+            x = i + (j - (len(series) - 1) / 2) * w
+            if r is None:
+                continue
+            seen = True
+            if r.get("median") is None:
+                ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=6, rotation=90,
+                        transform=ax.get_xaxis_transform())
+                continue
+            m = r["median"] * scale
+            xs.append(x)
+            ys.append(m)
+            lo.append(m - (r["min"] if r.get("min") is not None else r["median"]) * scale)
+            hi.append((r["max"] if r.get("max") is not None else r["median"]) * scale - m)
+        if xs:
+            ax.bar(xs, ys, w, yerr=[lo, hi], capsize=2, color=f"C{j}", label=label)
+        elif seen:  # every figure n/a: its colour in the legend, no bar
+            ax.bar([float("nan")], [float("nan")], w, color=f"C{j}", label=f"{label} (n/a)")
+    ax.set_xticks(range(len(groups)))
+
+
+def zpage_plots(results, outdir):
+    """Compressed paging: fault-in p50 (with p99) and compression ratio per
+    data set, Zipfian throughput per budget."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not any(r["experiment"].startswith("zpage/") for r in results):
+        return []
+    data = [d for d in ("kv", "python", "doc") if any(
+        r["experiment"] == "zpage/fault-in-p50" and r["params"].get("data") == d
+        for r in results)]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    ax = axes[0]
+    mechs = ["uncompressed", "lz4", "lz4-thread", "zstd", "zram"]
+    grouped_range_bars(ax, data, mechs,
+                       lambda d, m: analysis.find(results, "zpage/fault-in-p50", m, data=d), 1e-3)
+    w = 0.8 / len(mechs)
+    for j, m in enumerate(mechs):
+        pts = [(i + (j - (len(mechs) - 1) / 2) * w,
+                analysis.find(results, "zpage/fault-in-p99", m, data=d))
+               for i, d in enumerate(data)]
+        pts = [(x, r["median"] / 1e3) for x, r in pts if r and r.get("median") is not None]
+        ax.plot([x for x, _ in pts], [v for _, v in pts], "k_", markersize=8,
+                label="p99" if j == 0 else None)
+    ax.set_xticklabels(data)
+    ax.set_ylabel("µs per page fault-in (bar p50, - p99)")
+    ax.set_title("fault-in, pages touched in random order", fontsize=10)
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    grouped_range_bars(ax, data, ["lz4", "zstd", "zram"],
+                       lambda d, m: analysis.find(results, "zpage/ratio", m, data=d))
+    ax.set_xticklabels(data)
+    ax.set_ylabel("bytes over compressed bytes")
+    ax.set_title("compression ratio", fontsize=10)
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    budgets = ["100%", "50%", "25%"]
+    grouped_range_bars(ax, budgets, ["lz4", "zram"],
+                       lambda b, m: analysis.find(results, "zpage/zipf-throughput", m, budget=b),
+                       1e-6)
+    un = analysis.find(results, "zpage/zipf-throughput", "unlimited")
+    if un and un.get("median") is not None:
+        ax.axhline(un["median"] / 1e6, color="black", linewidth=0.8, linestyle="--",
+                   label="unlimited (plain memory)")
+    ax.set_yscale("log")
+    ax.set_xticklabels([f"budget {b}" for b in budgets])
+    ax.set_ylabel("million operations/s (log)")
+    ax.set_title("Zipfian reads and writes of 256-byte records", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.suptitle("Compressed paging (trapkit/zpage.h) beside zram swap")
+    fig.tight_layout()
+    fname = "zpage.png"
+    fig.savefig(os.path.join(outdir, fname), dpi=100)
+    plt.close(fig)
+    return [(fname, "Compressed paging beside zram: the median fault-in of a page (bars, with "
+             "[min, max] of the repetitions; the dash is the p99) and the compression ratio on "
+             "each data set, and Zipfian throughput with the heap under a budget of 100%, 50% "
+             "and 25% of its size (log scale; dashed: plain memory, no limit); zpage's lz4 is "
+             "the pager with faults served in the faulting thread, uncompressed the same path "
+             "serving a plain copy")]
+
+
+def guard_plots(results, outdir):
+    """Guard pages: time over the explicit check's (arena, sandbox kernel),
+    and sandboxes created and reset per second by path and thread count."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not any(r["experiment"].startswith("guard/") for r in results):
+        return []
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    cfgs = [r["params"] for r in results if r["experiment"] == "guard/arena-over-explicit-check"
+            and r["mechanism"] == "guard-page"]
+    groups = [("guard/arena-over-explicit-check", p) for p in cfgs]
+    groups += [("guard/sandbox-kernel-over-explicit-check", r["params"]) for r in results
+               if r["experiment"] == "guard/sandbox-kernel-over-explicit-check"
+               and r["mechanism"] == "guard-page"]
+    grouped_range_bars(ax, groups, ["guard-page", "no-check"],
+                       lambda g, m: analysis.find(results, g[0], m, **g[1]))
+    ax.set_xticklabels([f"arena {p['nursery_kib']} KiB\nwork {p['work']}" if "arena" in e
+                        else f"sandbox kernel\nn={p.get('n')}" for e, p in groups], fontsize=8)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(1 / 2.09, color="tab:red", linewidth=0.8, linestyle="--",
+               label="Wasmtime, published: guard pages 2.09× faster")
+    ax.set_ylabel("time over explicit-check's")
+    ax.set_title("guard page against compare-and-branch (below 1: faster)", fontsize=10)
+    ax.legend(fontsize=7)
+    keys = [(op, t) for op in ("create", "reset") for t in (1, 2)]
+    grouped_range_bars(bx, keys, ["mprotect", "madv-guard", "uffd"],
+                       lambda k, m: analysis.find(results, "guard/sandbox-create", m, op=k[0],
+                                                  threads=k[1]), 1e-3)
+    bx.set_xticklabels([f"{op}\n{t} thread{'s' if t > 1 else ''}" for op, t in keys], fontsize=8)
+    bx.set_ylabel("thousand sandboxes/s, all threads")
+    bx.set_title("sandboxes created and reset per second", fontsize=10)
+    bx.legend(fontsize=7)
+    fig.suptitle("Guard pages (trapkit/guard.h)")
+    fig.tight_layout()
+    fname = "guard.png"
+    fig.savefig(os.path.join(outdir, fname), dpi=100)
+    plt.close(fig)
+    return [(fname, "Guard pages: the bump allocator (by nursery size and the work between "
+             "allocations) and the sandbox kernel, time over the explicit check's, with the "
+             "hoisted no-check loop as the bound (the dashed line is Wasmtime's published "
+             "ratio, not measured here); sandboxes created and reset per second by path, 1 and "
+             "2 threads. Bars are medians with [min, max]")]
+
+
+def lazy_plots(results, outdir):
+    """Lazy structures: ns per page materialised, ns per future read, by
+    trap (each backend) and by explicit check."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not any(r["experiment"].startswith("lazy/") for r in results):
+        return []
+    backends = ["uffd-missing", "posix", "uffd-sigbus", "uffd-thread"]
+    series = ["explicit-check"] + [f"trap {b}" for b in backends]
+
+    def fig_of(exp, key):
+        def get(g, s):
+            if s == "explicit-check":
+                return analysis.find(results, exp, s, **{key: g})
+            return analysis.find(results, exp, "trap", **{key: g, "backend": s.split()[1]}) or (
+                analysis.find(results, exp, "trap", **{key: g}) if s == "trap posix" else None)
+        return get
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.2))
+    grouped_range_bars(ax, ["array", "stack"], series, fig_of("lazy/materialise", "structure"),
+                       1e-3)
+    ax.set_xticklabels(["array (read once)", "stack (pushes)"])
+    ax.set_ylabel("µs per page materialised")
+    ax.set_title("materialise on first touch", fontsize=10)
+    ax.legend(fontsize=7)
+    states = ["full", "full-beside-empty", "empty"]
+    grouped_range_bars(bx, states, series, fig_of("lazy/future-read", "state"))
+    bx.set_yscale("log")
+    bx.set_xticklabels(states)
+    bx.set_ylabel("ns per read (log)")
+    bx.set_title("futures read", fontsize=10)
+    bx.legend(fontsize=7)
+    fig.suptitle("Lazy structures (trapkit/lazy.h): trap against explicit check")
+    fig.tight_layout()
+    fname = "lazy.png"
+    fig.savefig(os.path.join(outdir, fname), dpi=100)
+    plt.close(fig)
+    return [(fname, "Lazy structures: the cost per page of an array or stack brought into "
+             "being on first touch, and of reading a future (full, full beside an empty cell "
+             "on the same hardware page, empty until a producer fills it; log scale), by trap "
+             "on each backend and by an explicit check before each access. Bars are medians "
+             "with [min, max]; the full cells' trap reads are plain loads (no backend)")]
 
 
 def make_plots(results, seeds, outdir):
@@ -781,11 +974,84 @@ SECTIONS = [
         "dsm/remote-read-fault", "dsm/write-fault", "dsm/diff", "dsm/page-pingpong",
         "dsm/read-fault-over-pingpong", "dsm/kernel-time", "dsm/kernel-over-mpi",
         "dsm/pages-moved"]),
+    ("Compressed paging (trapkit/zpage.h, and zram)", [
+        "zpage/fault-in-p50", "zpage/fault-in-p99", "zpage/fault-in-p50-over-uncompressed",
+        "zpage/ratio", "zpage/zipf-throughput", "zpage/zipf-throughput-over-zram"]),
+    ("Guard pages (trapkit/guard.h)", [
+        "guard/arena", "guard/arena-over-explicit-check", "guard/sandbox-kernel",
+        "guard/sandbox-kernel-over-explicit-check", "guard/sandbox-create",
+        "guard/sandbox-create-scaling"]),
+    ("Lazy structures (trapkit/lazy.h)", [
+        "lazy/materialise", "lazy/materialise-over-explicit-check", "lazy/future-read",
+        "lazy/future-read-over-explicit-check"]),
     ("Break-even analyses, recomputed", None),  # every analysis/* experiment
 ]
 
 # What a section's rows mean, said under its title (keyed by the title).
 SECTION_TEXT = {
+    "Compressed paging (trapkit/zpage.h, and zram)":
+        "bench/zpage.c. Three data sets of the same size (pages): kv, a key-value heap of "
+        "text-like JSON records; python, the anonymous memory of a Python interpreter that built "
+        "a large object graph; doc, the text files of /usr/share/doc. fault-in-p50 and -p99: "
+        "every page of the set dropped, then each touched once in random order and each touch "
+        "timed; per repetition the median and the 99th percentile, then the median [min, max] "
+        "of the repetitions. lz4 and zstd are trapkit/zpage.h's pager with that codec (faults "
+        "served in the faulting thread), lz4-thread the same with the userfaultfd's handler "
+        "thread, uncompressed the same fault path serving a plain copy (what compression adds "
+        "is lz4 over it), zram the set in plain memory pushed to swap on /dev/zram0 (lz4) with "
+        "MADV_PAGEOUT and touched the same way. ratio: the set's bytes over its compressed "
+        "form's (zram: mem_used_total of /sys/block/zram0, its own overhead included). "
+        "zipf-throughput: reads and writes of 256-byte records picked by a Zipfian law (theta "
+        "0.99, keys scattered over the heap of heap_mib) in a child process, the heap under a "
+        "budget of 100%, 50% and 25% of its size: a zpage area with that budget (lz4), or plain "
+        "memory in a memory cgroup (v1) of that limit swapping to zram (zram); unlimited is "
+        "plain memory with no limit. The -over- ratios are derived from the medians, ranging "
+        "over the worst pairings of the two figures' [min, max]. zram needs root, an unused "
+        "/dev/zram0 and a memory cgroup v1 hierarchy: the benchmark sets them up and puts them "
+        "back; where it cannot, the zram figures are n/a with the reason.",
+    "Guard pages (trapkit/guard.h)":
+        "bench/guard.c. guard/arena: Appel & Li section 3's heap-overflow detection, measured: "
+        "a bump allocator of object_bytes cells in a nursery of nursery_kib (64 KiB, the seed's, "
+        "and 1024) that a collector empties when full, ns per allocation, with work dependent "
+        "ALU operations between two allocations (48: the seed's new cell every 50 "
+        "instructions). guard-page: tk_arena_alloc, no compare, one fault per nursery; "
+        "explicit-check: tk_arena_alloc_checked, a compare and branch per allocation; no-check: "
+        "the same loop with the limit check hoisted out (a lower bound, not an allocator). The "
+        "seed's arithmetic (the check 2 instructions of 50, 4%; a trap per 16k cells, 0.3%) is "
+        "what these rows measure. guard/sandbox-kernel: a product of two n x n uint32 matrices "
+        "and a gather-scatter histogram of it on a sandbox's linear memory through 32-bit "
+        "offsets, as WebAssembly code does, ns per run: guard-page, plain loads and stores (the "
+        "guard region is the check); explicit-check, each access compares the offset with the "
+        "memory's size first. The -over-explicit-check rows are time over explicit-check's "
+        "(below 1: the guard page is faster), derived from the medians over the worst pairings "
+        "of the ranges; Wasmtime's published comparison is in their notes, never a row. "
+        "guard/sandbox-create: sandboxes per second, all threads together, per path (mprotect, "
+        "madv-guard, uffd): op create is tk_sandbox_create of 64 KiB in a 4 GiB + 2 GiB "
+        "reservation, first and last page written, tk_sandbox_destroy; op reset is a pooling "
+        "runtime's slot cycle on a thread's own sandbox (16 pages written, grown by 16, those "
+        "written, tk_sandbox_reset). guard/sandbox-create-scaling is 2 threads' ops/s over 1 "
+        "thread's (2 would be perfect scaling). Medians of the repetitions, the variants "
+        "interleaved in each; each run checks its result.",
+    "Lazy structures (trapkit/lazy.h)":
+        "bench/lazy.c, Thekkath & Levy section 4.2: memory that materialises on first touch "
+        "beside the explicit check a program would otherwise make before each access. "
+        "lazy/materialise, ns per page brought into being: structure array, a fresh lazily "
+        "computed array read once, a word a page, its callback writing 8 words of the page "
+        "(trap: trapkit's lazy array on each backend; explicit-check: fresh memory and a flag "
+        "byte per page tested before each read); structure stack, 8-byte pushes onto a stack "
+        "trimmed back before each repetition (trap: the lazy stack, grown by its guard page's "
+        "fault; explicit-check: each push compares the stack pointer with the limit and opens "
+        "the next page with mprotect). Both include the kernel's first touch of each page. "
+        "lazy/future-read, ns per read of a cell: state full, reads of full cells (trap: plain "
+        "loads, nothing traps; explicit-check: an acquire load of the state compared with FULL "
+        "first); full-beside-empty (posix only), full 64-byte cells sharing each hardware page "
+        "with an empty one, so each load faults and trapkit's sub-page emulation completes it; "
+        "empty, a consumer reads an empty cell and a producer fills it once the consumer is "
+        "blocked, from the read to its return (explicit-check: the state tested and a futex "
+        "wait on it). The -over-explicit-check rows are trap over explicit-check for the same "
+        "structure or state (below 1: the trap is cheaper), derived from the medians over the "
+        "worst pairings of the ranges. Medians of the repetitions, trap and explicit variants "
+        "interleaved; every read checked.",
     "Shared virtual memory (trapkit/dsm.h on Open MPI)":
         "bench/dsm.py running bench/dsm_kernels.c under mpirun (Open MPI, TCP on the loopback "
         "interface). ivy: sequential consistency, one writer per page, a distributed manager "
@@ -1130,7 +1396,8 @@ def main():
         json.dump(doc, f, indent=1)
     log("plots ...")
     plots = (make_plots(results, seeds, a.out) + checkpoint_plots(results, a.out)
-             + gc_plots(results, a.out))
+             + gc_plots(results, a.out) + zpage_plots(results, a.out)
+             + guard_plots(results, a.out) + lazy_plots(results, a.out))
     write_html(os.path.join(a.out, "index.html"), doc, plots, goals,
                analysis.seeds_html(seeds))
     if a.docs:
