@@ -425,6 +425,7 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
     uint64_t *t = malloc(pages * sizeof *t);
     const char *zr_why = zram_why;            /* why a repetition had no zram figure */
     int reps = opts.reps < 5 ? opts.reps : 5; /* 8,192 faults each */
+    if (opts.quick) reps = 3;
     for (int rep = 0; rep < reps; rep++) {
         uint64_t seed = 77 + (uint64_t)rep;
         for (int m = 0; m < NMECH; m++) {
@@ -603,7 +604,7 @@ static void zipf_throughput(void)
 {
     size_t nrec = opts.quick ? (16u << 20) / REC : (64u << 20) / REC;
     size_t len = nrec * REC;
-    double secs = opts.quick ? 0.3 : 1.5;
+    double secs = opts.quick ? 0.2 : 1.5;
     static const int pcts[] = {100, 50, 25};
     struct bench_fig zp[3], zr[3], none;
     memset(zp, 0, sizeof zp);
@@ -612,6 +613,7 @@ static void zipf_throughput(void)
     const char *zr_why[3] = {zram_why, zram_why, zram_why};
     int oom[3] = {0, 0, 0};
     int reps = opts.reps < 3 ? opts.reps : 3;
+    if (opts.quick) reps = 2;
     kv_image = malloc(len);
     if (!kv_image) return;
     make_kv(kv_image, len);

@@ -145,14 +145,23 @@ static void *monitor(void *arg)
     return NULL;
 }
 
+/* reads per thread: fewer under ThreadSanitizer, where a fault costs a
+ * hundred times more (and under TK_TEST_SCALE) */
+#if defined(__SANITIZE_THREAD__)
+static const long reads_full = 1500;
+#else
+static const long reads_full = 6000;
+#endif
+
 static void *worker(void *arg)
 {
+    long reads = tk_test_scaled(reads_full);
     uint32_t t = (uint32_t)(uintptr_t)arg;
     uint64_t h = mix(t + 1);
     for (uint32_t i = t; i < NPAGES; i += THREADS) write_page(i, 1);
     pthread_barrier_wait(&bar);
     /* every thread reads every page's current version */
-    for (int k = 0; k < 6000; k++) {
+    for (long k = 0; k < reads; k++) {
         h = mix(h);
         /* skewed: half the reads go to an eighth of the pages */
         uint32_t i = (h & 1) ? (uint32_t)(h >> 8) % (NPAGES / 8) : (uint32_t)(h >> 8) % NPAGES;
