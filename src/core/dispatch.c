@@ -210,9 +210,9 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                 act = h(&f, atomic_load(&overflow_arg));
             }
         }
-        for (int k = 0; k < TK_MAX_HOOKS && act != TK_RESUME && !r; k++) {
-            tk_fault_handler hk = atomic_load(&hooks[k]);
-            if (!hk) break;
+        if (act != TK_RESUME) {
+            /* trapkit's modules' hooks (faults outside every region), then
+             * the program's unclaimed-fault handler */
             tk_fault f = {.addr = (void *)addr,
                           .page = (void *)(addr & ~(uintptr_t)4095),
                           .pc = TK_CTX_PC(uc),
@@ -220,18 +220,13 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
                           .flags = (unsigned)sig << 16 | (unsigned)(si->si_code & 0xffff),
                           .mech = TK_MECH_POSIX,
                           .ucontext = uc};
-            act = hk(&f, NULL);
-        }
-        tk_fault_handler uh = atomic_load(&unclaimed_handler);
-        if (act != TK_RESUME && uh) {
-            tk_fault f = {.addr = (void *)addr,
-                          .page = (void *)(addr & ~(uintptr_t)4095),
-                          .pc = TK_CTX_PC(uc),
-                          .access = TK_CTX_ACCESS(uc),
-                          .flags = (unsigned)sig << 16 | (unsigned)(si->si_code & 0xffff),
-                          .mech = TK_MECH_POSIX,
-                          .ucontext = uc};
-            act = uh(&f, atomic_load(&unclaimed_arg));
+            for (int k = 0; k < TK_MAX_HOOKS && act != TK_RESUME && !r; k++) {
+                tk_fault_handler hk = atomic_load(&hooks[k]);
+                if (!hk) break;
+                act = hk(&f, NULL);
+            }
+            tk_fault_handler uh = atomic_load(&unclaimed_handler);
+            if (act != TK_RESUME && uh) act = uh(&f, atomic_load(&unclaimed_arg));
         }
         depth = my;
         if (act == TK_RESUME) {

@@ -154,6 +154,28 @@ static void release_page(struct tk_zpage *z, size_t i, int kind)
     if (old & Z_WAITERS) tk__futex_wake(&z->state[i], INT_MAX);
 }
 
+/* Makes the calling thread page i's owner (BUSY) if its state is still s.
+ * Under TK_ZPAGE_SIGBUS, in a fault handler, the thread's asynchronous
+ * signals wait until release_owned: a signal handler of this thread that
+ * touched the page would wait for it for ever, and one that left by
+ * siglongjmp would leave it owned (the handler thread keeps them blocked).
+ * Returns whether the caller owns the page. [signal-safe] */
+static bool own_page(struct tk_zpage *z, size_t i, int s, uint64_t *mask)
+{
+    bool defer = z->delivery == TK_ZPAGE_SIGBUS;
+    if (defer) tk__defer_signals(mask);
+    if (atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) return true;
+    if (defer) tk__restore_signals(mask);
+    return false;
+}
+
+/* Ends own_page's hold, giving the page `kind`. [signal-safe] */
+static void release_owned(struct tk_zpage *z, size_t i, int kind, const uint64_t *mask)
+{
+    release_page(z, i, kind);
+    if (z->delivery == TK_ZPAGE_SIGBUS) tk__restore_signals(mask);
+}
+
 /* Pushes a chunk for the pager to free. [signal-safe] */
 static void discard_chunk(struct tk_zpage *z, void *chunk)
 {
@@ -308,19 +330,13 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
              * dropped itself: the retry then finds it missing and not
              * clean): its copy goes, the write goes on. */
             uint64_t mask;
-            bool defer = z->delivery == TK_ZPAGE_SIGBUS;
-            if (defer) tk__defer_signals(&mask);
-            if (!atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
-                if (defer) tk__restore_signals(&mask);
-                continue;
-            }
+            if (!own_page(z, i, s, &mask)) continue;
             void *copy = atomic_load(&z->slot[i]);
             bool chunk = z->zlen[i] != 0;
             atomic_store(&z->slot[i], NULL);
             int r = tk__uffd_wp(z->uffd, addr, PAGE, false, true);
             atomic_fetch_sub(&z->n_clean, 1);
-            release_page(z, i, kind);
-            if (defer) tk__restore_signals(&mask);
+            release_owned(z, i, kind, &mask);
             if (chunk) discard_chunk(z, copy);
             return r == -ENOENT ? 0 : r;
         }
@@ -335,16 +351,8 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
                 continue;
             }
         }
-        /* A signal handler of this thread that touched the page now would
-         * wait for it for ever: asynchronous signals wait instead, while
-         * the page is BUSY (the handler thread keeps them blocked). */
         uint64_t mask;
-        bool defer = z->delivery == TK_ZPAGE_SIGBUS;
-        if (defer) tk__defer_signals(&mask);
-        if (!atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
-            if (defer) tk__restore_signals(&mask);
-            continue;
-        }
+        if (!own_page(z, i, s, &mask)) continue;
         int r;
         void *old = NULL;
         bool clean = false;
@@ -370,13 +378,11 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
             }
         }
         if (r != 0) {
-            release_page(z, i, kind);
-            if (defer) tk__restore_signals(&mask);
+            release_owned(z, i, kind, &mask);
             return r;
         }
         size_t res = atomic_fetch_add(&z->resident, 1) + 1;
-        release_page(z, i, Z_RESIDENT | (clean ? Z_CLEAN : 0));
-        if (defer) tk__restore_signals(&mask);
+        release_owned(z, i, Z_RESIDENT | (clean ? Z_CLEAN : 0), &mask);
         if (old) discard_chunk(z, old);
         size_t high = atomic_load(&z->high);
         if (high && res > high) kick_pager(z);
