@@ -612,7 +612,29 @@ def goals(results, quick):
     g += pheap_goals(results, note)
     g += dsm_goals(results, note)
     g += zpage_goals(results, note)
+    g += [kernel_fastexc_goal(results)]
     return [x for x in g if x]
+
+
+def kernel_fastexc_goal(results):
+    """Thekkath & Levy's kernel half (kernel/fastexc): the fast round trip
+    against the stock signal's in the same guest, in instructions (qemu
+    -icount: the counts repeat exactly, so the medians decide)."""
+    rt = {m: find(results, "thekkath-levy/kernel-round-trip", m, kernel="fastexc")
+          for m in ("fast-kernel", "signal+sigreturn", "signal+user-return")}
+    f, s = rt["fast-kernel"], rt["signal+sigreturn"]
+    if not (f and s and f["median"] and s["median"]):
+        return None
+    r = f["median"] / s["median"]
+    u = rt["signal+user-return"]
+    stock = find(results, "thekkath-levy/kernel-round-trip", "signal+sigreturn", kernel="debian12")
+    return goal("fast-kernel round trip ≤ 0.25× the stock signal's, in instructions "
+                "(make kernel-test)", Span(r, r, r), MET if r <= 0.25 else NOT_MET,
+                f"{r:.3f}× ({f['median']:.0f} vs {s['median']:.0f} instructions in the patched "
+                f"guest" + (f"; signal with trapkit's user-mode return {u['median']:.0f}" if u
+                             else "")
+                + (f"; Debian's own kernel: signal {stock['median']:.0f}" if stock else "")
+                + ")")
 
 
 def span_of(results, exp, mech, **params):

@@ -927,6 +927,8 @@ SECTIONS = [
         "thekkath-levy/round-trip", "thekkath-levy/round-trip-ratio",
         "thekkath-levy/null-syscall"]),
     ("Fast paths", ["subpage/open-access", "eager/trap+record"]),
+    ("Thekkath & Levy in the kernel (kernel/fastexc; `make kernel-test`, guest instructions)", [
+        "thekkath-levy/kernel-round-trip", "thekkath-levy/kernel-step"]),
     ("Checkpointing (examples/kv-server and redis-server under open-loop load)", [
         "checkpoint/p99.9-steady", "checkpoint/p99.9-during-snapshot",
         "checkpoint/max-during-snapshot", "checkpoint/p99.9-snapshot-over-steady",
@@ -1354,6 +1356,26 @@ def write_md(path, doc, goals, seeds_md=()):
         f.write("\n".join(lines))
 
 
+def kernel_results(path):
+    """The figures `make kernel-test` measured in its guests (counted in
+    instructions under qemu -icount), if it was run."""
+    if not path or not os.path.exists(path):
+        log("kernel figures: `make kernel-test` has not been run (no " + str(path) + ")")
+        return []
+    out = []
+    with open(path) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("unit") == "insn" and r.get("experiment", "").startswith("thekkath-levy/"):
+                out.append(r)
+    log(f"kernel figures: {len(out)} from {path} "
+        f"({time.strftime('%Y-%m-%d %H:%M', time.localtime(os.path.getmtime(path)))})")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="run every experiment briefly")
@@ -1363,6 +1385,10 @@ def main():
     ap.add_argument("--docs", default=None, help="where to write results.md ('' for nowhere)")
     ap.add_argument("--seeds", default=os.path.join(HERE, "data", "seeds.json"))
     ap.add_argument("--only", default=None, help="comma-separated benchmarks to run")
+    ap.add_argument("--kernel-results",
+                    default=os.path.join(os.path.dirname(HERE), "build-kernel",
+                                         "fastexc-results.jsonl"),
+                    help="the fast exception path's figures from `make kernel-test`, if run")
     a = ap.parse_args()
 
     os.makedirs(a.out, exist_ok=True)
@@ -1377,6 +1403,7 @@ def main():
         results += run_bench(os.path.join(a.bench_dir, "bench_" + name), a.quick, name)
         log(f"[{i}/{len(benches)}] done in {time.time() - t0:.1f} s")
 
+    results += kernel_results(a.kernel_results)
     seeds = {}
     if os.path.exists(a.seeds):
         with open(a.seeds) as f:

@@ -35,6 +35,9 @@ if [[ "${1:-}" == kernel-test ]]; then
     PKGS+=(
         qemu-system-x86    # boots Debian's own kernel packages (TCG) for `make kernel-test`
         busybox-static     # the guest's shell and tools, and cpio to pack its initramfs
+        linux-source-6.1   # the fast exception path's guest kernel (kernel/fastexc/build.sh)
+        flex bison bc libelf-dev  # what building that kernel needs
+        ccache             # a rebuild of that kernel after a change in kernel/fastexc
     )
 fi
 

@@ -14,8 +14,16 @@ skipped for a reason the guest allows.
 In the guest, TK_TEST_EXPECT_MECHS names the mechanisms its kernel must give:
 a test of one of them that finds it unavailable fails instead of skipping.
 
-usage: scripts/kernel-test.py [--build DIR] [--guest NAME] [--tests REGEX]
-                              [--exclude REGEX] [--list]
+The guest `fastexc` boots Debian's linux-source-6.1 with kernel/fastexc (the
+fast exception path, built by kernel/fastexc/build.sh and cached in
+build-kernel/fastexc) and runs tests/fastexc_kernel there; `debian12-icount`
+runs the same program on Debian's own kernel.  Both count instructions
+(qemu -icount shift=0: the guest's TSC advances one per instruction), and
+the run ends that part with the line
+`fast-kernel round trip: N instructions; stock signal: M instructions; ratio R`.
+
+usage: scripts/kernel-test.py [--build DIR] [--guest NAME] [--part fastexc|suite|all]
+                              [--tests REGEX] [--exclude REGEX] [--list]
 """
 import argparse
 import gzip
@@ -36,14 +44,49 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # or a metapackage whose first linux-image-* dependency is one.  `expect` are
 # the mechanisms that kernel must offer (with -cpu max, TCG gives the guest
 # protection keys).  `skip_ok` are the mechanisms its tests may skip.
+# `build` instead of `package`: a script that builds the kernel into a
+# directory (cached) and leaves bzImage there.  `tests`: the tests that guest
+# runs (a regex).  `icount`: the guest counts instructions.  `env`: more
+# environment for its tests.  `part`: fastexc (the fast exception path) or
+# suite (trapkit's tests).
 GUESTS = {
+    "fastexc": {
+        "what": "Debian's linux-source-6.1 with kernel/fastexc, the fast exception path "
+        "(tinyconfig + kernel/fastexc/config)",
+        "build": "kernel/fastexc/build.sh",
+        "expect": [],
+        "tests": r"^fastexc_kernel$",
+        "icount": True,
+        "env": ["TK_TEST_EXPECT_FASTEXC=1"],
+        "part": "fastexc",
+    },
+    "fastexc-mech": {
+        "what": "the same kernel: trapkit's mechanism tests on fast-kernel",
+        "build": "kernel/fastexc/build.sh",
+        "cache_as": "fastexc",
+        "expect": ["posix", "fast-kernel"],
+        "tests": r"\.fast-kernel(\.fast-o(n|ff))?$",
+        "env": [],
+        "part": "fastexc",
+    },
+    "debian12-icount": {
+        "what": "Debian 12's own kernel (6.1), counting instructions: the stock signal path",
+        "package": "linux-image-amd64",
+        "expect": [],
+        "tests": r"^fastexc_kernel$",
+        "icount": True,
+        "env": [],
+        "part": "fastexc",
+    },
     "debian12": {
         "what": "Debian 12's own kernel (6.1): no WP_UNPOPULATED, WP_ASYNC, PAGEMAP_SCAN or "
         "UFFDIO_MOVE; soft-dirty bits and protection keys",
         "package": "linux-image-amd64",
         "expect": ["posix", "uffd-sigbus", "uffd-thread", "soft-dirty", "pkeys"],
+        "part": "suite",
     },
 }
+GUEST_ORDER = ["fastexc", "fastexc-mech", "debian12-icount", "debian12"]
 
 # Test names never run in a guest: the runs that hide kernel features from
 # the probe imitate an older kernel on this one (in a guest the kernel is the
@@ -95,8 +138,22 @@ def resolve_package(name):
     die(f"apt cannot find the package {name}")
 
 
+def build_kernel(guest, cache):
+    """Runs the guest's build script (it keeps its own cache); returns its bzImage."""
+    out = os.path.join(cache, GUESTS[guest].get("cache_as", guest))
+    script = os.path.join(ROOT, GUESTS[guest]["build"])
+    env = dict(os.environ)
+    if shutil.which("ccache") and "CC" not in env:
+        env["CC"] = "ccache gcc"
+    if subprocess.run([script, out], env=env).returncode != 0:
+        die(f"{GUESTS[guest]['build']} failed")
+    return GUESTS[guest]["build"], os.path.join(out, "bzImage")
+
+
 def fetch_kernel(guest, cache):
     """Downloads and unpacks the guest's kernel package once; returns its vmlinuz."""
+    if "build" in GUESTS[guest]:
+        return build_kernel(guest, cache)
     pkg = resolve_package(GUESTS[guest]["package"])
     kdir = os.path.join(cache, pkg)
     boot = os.path.join(kdir, "boot")
@@ -131,7 +188,7 @@ def is_elf(path):
         return False
 
 
-def ctest_plan(build, include, exclude, left_out):
+def ctest_plan(build, include, exclude, left_out, only=None):
     p = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"],
                        capture_output=True, text=True, check=True)
     tests = []
@@ -142,6 +199,8 @@ def ctest_plan(build, include, exclude, left_out):
         if re.search(NOT_IN_GUEST, name) or (exclude and re.search(exclude, name)):
             continue
         if include and not re.search(include, name):
+            continue
+        if only and not re.search(only, name):
             continue
         why = [w for pat, w in EMULATOR_LIMITS.items() if re.search(pat, name)]
         if why:
@@ -223,6 +282,7 @@ kt_run() {
     rc=$?
     end=$(cat /proc/uptime)
     secs=$(echo "${start%% *} ${end%% *}" | awk '{printf "%.1f", $2 - $1}')
+    grep -E '^(KT-SAY |KT-JSON |fast-kernel round trip:)' /tmp/kt.out
     if [ $rc -eq "$skip" ]; then
         grep -i -m 3 skip /tmp/kt.out | sed 's/^/  | /'
         echo "KT-END $name skip $secs"
@@ -235,7 +295,7 @@ kt_run() {
 }
 . /kt/plan.sh
 echo KT-DONE
-poweroff -f
+@HALT@
 """
 
 
@@ -246,7 +306,9 @@ def build_initramfs(path, tests, guest, cli):
     files = {cli}
     lines = [f"{shlex.quote(cli)} probe 2>&1 | sed 's/^/  : /'"]
     for t in tests:
-        env = t["env"] + GUEST_ENV
+        env = t["env"] + GUEST_ENV + GUESTS[guest].get("env", [])
+        if GUESTS[guest].get("icount"):
+            env.append("TK_FASTEXC_UNIT=instructions")
         if not any(e.startswith("TK_TEST_EXPECT_MECHS=") for e in env):
             env.append("TK_TEST_EXPECT_MECHS=" + expect)
         for tok in t["command"] + [v for e in env for v in re.split(r"[=:]", e)]:
@@ -258,7 +320,10 @@ def build_initramfs(path, tests, guest, cli):
     for d in ("proc", "sys", "dev", "tmp", "kt"):
         cpio.dir(d)
     cpio.file("/bin/busybox", open(shutil.which("busybox"), "rb").read())
-    cpio.file("/init", INIT.encode())
+    # a kernel without ACPI cannot power the machine off: it resets, and
+    # qemu's -no-reboot ends
+    halt = "reboot -f" if "build" in GUESTS[guest] else "poweroff -f"
+    cpio.file("/init", INIT.replace("@HALT@", halt).encode())
     cpio.file("/kt/plan.sh", ("\n".join(lines) + "\n").encode(), 0o644)
     for t in tests:
         cpio.dir(t["cwd"])
@@ -283,8 +348,13 @@ KERNEL_TROUBLE = re.compile(r"\b(BUG:|WARNING:|Oops|Kernel panic|general protect
                             r"kernel BUG|Call Trace:)")
 
 
-def boot(vmlinuz, initramfs, tests, logpath, wall_limit):
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G",
+def boot(vmlinuz, initramfs, tests, logpath, wall_limit, icount=False, said=None):
+    # -icount shift=0: the guest's clock and TSC advance one per instruction;
+    # with one CPU (a second one never comes up under -icount: the boot
+    # waits for it by the clock)
+    accel = ["-icount", "shift=0"] if icount else []
+    smp = "1" if icount else "2"
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", *accel, "-cpu", "max", "-smp", smp, "-m", "2G",
            "-nographic", "-no-reboot", "-kernel", vmlinuz, "-initrd", initramfs,
            "-append", "console=ttyS0 quiet panic=-1 oops=panic"]
     results, kernel, trouble, done = {}, None, [], False
@@ -309,6 +379,14 @@ def boot(vmlinuz, initramfs, tests, logpath, wall_limit):
                 log(f"[{len(results)}/{total}] {name}: {status} ({secs} s)")
             elif line.startswith("  | ") or line.startswith("  : "):
                 print("    " + line[4:], flush=True)
+            elif line.startswith("KT-JSON "):
+                if said is not None:
+                    said.append(line)
+            elif line.startswith("KT-SAY ") or line.startswith("fast-kernel round trip:"):
+                text = line[7:] if line.startswith("KT-SAY ") else line
+                print("    " + text, flush=True)
+                if said is not None:
+                    said.append(text)
             elif line == "KT-DONE":
                 done = True
             elif KERNEL_TROUBLE.search(line):
@@ -325,7 +403,10 @@ def boot(vmlinuz, initramfs, tests, logpath, wall_limit):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--guest", action="append", choices=sorted(GUESTS))
+    ap.add_argument("--guest", action="append", choices=GUEST_ORDER)
+    ap.add_argument("--part", choices=["fastexc", "suite", "all"], default="all",
+                    help="the fast exception path's guests, trapkit's tests in Debian's kernel, "
+                    "or both (the default)")
     ap.add_argument("--tests", help="run only the tests whose name matches this regex")
     ap.add_argument("--exclude", help="leave out the tests whose name matches this regex")
     ap.add_argument("--cache", default=os.path.join(ROOT, "build-kernel"))
@@ -338,19 +419,28 @@ def main():
     for tool in ("qemu-system-x86_64", "busybox", "objcopy", "apt-get", "dpkg-deb"):
         if not shutil.which(tool):
             die(f"{tool} is missing: scripts/install-deps.sh kernel-test installs it")
-    left_out = []
-    tests = ctest_plan(build, a.tests, a.exclude, left_out)
-    if not tests:
-        die("no test to run")
+    guests = a.guest or [g for g in GUEST_ORDER if a.part in ("all", GUESTS[g]["part"])]
+    plans, left_out = {}, []
+    for guest in guests:
+        plans[guest] = ctest_plan(build, a.tests, a.exclude,
+                                  left_out if GUESTS[guest]["part"] == "suite" else [],
+                                  GUESTS[guest].get("tests"))
+        if not plans[guest]:
+            die(f"no test to run in the guest {guest}")
     if a.list:
-        for t in tests:
-            print(t["name"], " ".join(t["command"]))
+        for guest in guests:
+            print(f"{guest}:")
+            for t in plans[guest]:
+                print(" ", t["name"], " ".join(t["command"]))
         return 0
     os.makedirs(a.cache, exist_ok=True)
     cli = os.path.join(build, "trapkit")
     failed = False
-    for guest in a.guest or sorted(GUESTS):
-        g = GUESTS[guest]
+    said = {}
+    t_start = time.monotonic()
+    for guest in guests:
+        g, tests = GUESTS[guest], plans[guest]
+        t_guest = time.monotonic()
         log(f"guest {guest}: {g['what']}")
         pkg, vmlinuz = fetch_kernel(guest, a.cache)
         initramfs = os.path.join(a.cache, guest + ".cpio.gz")
@@ -358,18 +448,21 @@ def main():
         log(f"{pkg}: {len(tests)} tests, {nfiles} programs and {nlibs} libraries in "
             f"{os.path.getsize(initramfs) >> 20} MiB")
         logpath = os.path.join(a.cache, guest + ".log")
-        kernel, results, done, trouble = boot(vmlinuz, initramfs, tests, logpath, a.wall)
+        said[guest] = []
+        kernel, results, done, trouble = boot(vmlinuz, initramfs, tests, logpath, a.wall,
+                                              g.get("icount", False), said[guest])
         passed = [n for n, (s, _) in results.items() if s == "pass"]
         skipped = [n for n, (s, _) in results.items() if s == "skip"]
         bad = [f"{n} ({s})" for n, (s, _) in results.items() if s not in ("pass", "skip")]
         missing = [t["name"] for t in tests if t["name"] not in results]
-        print(f"\n== {guest}: {kernel or 'did not boot'} ==")
+        print(f"\n== {guest}: {kernel or 'did not boot'} ({time.monotonic() - t_guest:.0f} s) ==")
         print(f"passed {len(passed)}, skipped {len(skipped)}, failed {len(bad)}, "
               f"not run {len(missing)} (console log: {logpath})")
         for n in skipped:
             print(f"  skipped: {n}")
-        for n, why in left_out:
-            print(f"  left out: {n}: {why}")
+        if g["part"] == "suite":
+            for n, why in left_out:
+                print(f"  left out: {n}: {why}")
         for n in bad:
             print(f"  FAILED: {n}")
         for n in missing[:20]:
@@ -378,7 +471,39 @@ def main():
             print(f"  guest kernel: {t}")
         if bad or missing or trouble or not done:
             failed = True
+        if guest == "debian12-icount" or (guest == "fastexc" and "debian12-icount" not in guests):
+            fast_part_summary(said, a.cache)
+    log(f"done in {time.monotonic() - t_start:.0f} s" + (": FAILED" if failed else ""))
     return 1 if failed else 0
+
+
+def fast_part_summary(said, cache):
+    """The fast exception path's figures from both guests, and its last line;
+    their result records go to cache/fastexc-results.jsonl for the report."""
+    print("\n== the fast exception path (instructions, qemu -icount shift=0) ==")
+    records = []
+    for guest in ("debian12-icount", "fastexc"):
+        if said.get(guest):
+            print(f"{guest}:")
+            for line in said[guest]:
+                if line.startswith("KT-JSON "):
+                    try:
+                        r = json.loads(line[8:])
+                    except ValueError:
+                        continue
+                    r["params"]["kernel"] = "debian12" if guest == "debian12-icount" else guest
+                    records.append(r)
+                elif not line.startswith("fast-kernel round trip:"):
+                    print("  " + line)
+    if records:
+        path = os.path.join(cache, "fastexc-results.jsonl")
+        with open(path, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+        print(f"({len(records)} results in {path}: `make report` includes them)")
+    last = [l for l in said.get("fastexc", []) if l.startswith("fast-kernel round trip:")]
+    print(last[-1] if last else "fast-kernel round trip: not measured (the fastexc guest failed)",
+          flush=True)
 
 
 if __name__ == "__main__":

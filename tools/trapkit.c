@@ -38,7 +38,7 @@ static const char usage_text[] =
     "environment:\n"
     "  TRAPKIT_BACKEND=<mechanism>  force a mechanism for every region (posix,\n"
     "                  uffd-sigbus, uffd-thread, pagemap-scan, soft-dirty, pkeys,\n"
-    "                  auto)\n";
+    "                  fast-kernel, auto)\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -217,8 +217,8 @@ static int cmd_probe_json(void)
 }
 
 static const enum tk_mech all_mechs[] = {
-    TK_MECH_POSIX,        TK_MECH_UFFD_SIGBUS, TK_MECH_UFFD_THREAD,
-    TK_MECH_PAGEMAP_SCAN, TK_MECH_SOFT_DIRTY,  TK_MECH_PKEYS,
+    TK_MECH_POSIX,      TK_MECH_UFFD_SIGBUS, TK_MECH_UFFD_THREAD, TK_MECH_PAGEMAP_SCAN,
+    TK_MECH_SOFT_DIRTY, TK_MECH_PKEYS,       TK_MECH_FAST_KERNEL,
 };
 
 static int cmd_probe_table(void)
@@ -287,6 +287,9 @@ static int cmd_probe_table(void)
     add("pkeys in the kernel", "%s", p.pkeys_kernel ? "yes (pkey_alloc works)" : "no");
     add("pkeys available", "%d", p.pkeys_available);
     add("MADV_GUARD_INSTALL", "%s", yes_no(p.madv_guard_install));
+    const char *fk_why = NULL;
+    bool fk = tk_mech_available(TK_MECH_FAST_KERNEL, 0, &fk_why);
+    add("fast exception path", "%s", fk ? "yes (kernel/fastexc: prctl PR_FASTEXC)" : "no");
     add("memfd_create", "%s", yes_no(p.map2));
 
     section("mechanism for each primitive");

@@ -18,6 +18,14 @@
  *   pagemap-scan  mprotect          mprotect   PAGEMAP_SCAN      SIGSEGV (protections only)
  *   soft-dirty    mprotect          mprotect   soft-dirty bits   SIGSEGV (protections only)
  *   pkeys         WRPKRU            WRPKRU     -                 SIGSEGV (SEGV_PKUERR)
+ *   fast-kernel   mprotect          mprotect   mprotect + faults the kernel's fast path
+ *
+ * fast-kernel needs a kernel with kernel/fastexc (prctl PR_FASTEXC): a
+ * fault in the region enters trapkit's handler without a signal (no signal
+ * frame, no rt_sigreturn; Thekkath & Levy).  Where the kernel lacks it the
+ * mechanism is unavailable and automatic choice never picks it.  In its
+ * handlers, tk_fault.ucontext has the interrupted registers and extended
+ * state like a signal's, but its uc_sigmask and uc_stack are empty.
  *
  * mprotect splits the mapping per change (vm.max_map_count bounds it); uffd
  * WP works in the page table.  "no-access" protection is done with mprotect
@@ -112,6 +120,7 @@ enum tk_mech {
     TK_MECH_PAGEMAP_SCAN, /* DIRTY by userfaultfd WP_ASYNC + PAGEMAP_SCAN */
     TK_MECH_SOFT_DIRTY,   /* DIRTY by the soft-dirty bit (/proc/self/clear_refs) */
     TK_MECH_PKEYS,        /* memory protection keys (whole-region, per-thread rights) */
+    TK_MECH_FAST_KERNEL,  /* mprotect, faults by the kernel's fast path (kernel/fastexc) */
     TK_MECH_COUNT_
 };
 

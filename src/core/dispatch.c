@@ -136,15 +136,9 @@ static bool is_stack_overflow(uintptr_t addr, void *uc)
     return addr < sp + 4096 && addr + TK_STACK_OVERFLOW_WINDOW >= sp;
 }
 
-/* The SIGSEGV and SIGBUS handler.  [signal-safe] */
-static void on_fault(int sig, siginfo_t *si, void *uc)
+/* [signal-safe] */
+int tk__route_fault(int sig, siginfo_t *si, void *uc)
 {
-    /* Delivered by the kernel itself (not called by a handler that chains
-     * to ours), so the thread's signal mask is the interrupted code's. */
-    bool direct = TK_DELIVERED_BY_KERNEL();
-    uint64_t entry_mask;
-    memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
-    int saved_errno = errno;
     uintptr_t addr = (uintptr_t)si->si_addr;
     bool fault = si->si_code > 0;
 
@@ -229,11 +223,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
             if (act != TK_RESUME && uh) act = uh(&f, atomic_load(&unclaimed_arg));
         }
         depth = my;
-        if (act == TK_RESUME) {
-            errno = saved_errno;
-            if (direct) tk__fast_return(uc, &entry_mask);
-            return;
-        }
+        if (act == TK_RESUME) return 1;
     } else if (fault && sig == SIGBUS && si->si_code == BUS_ADRERR) {
         /* Too deep: a uffd-sigbus write fault still crashes as the SIGSEGV
          * an mprotect'ed page gives (see tk__decline_wp). */
@@ -242,13 +232,37 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         bool wp = r && r->rg_mech == TK_MECH_UFFD_SIGBUS;
         if (wp) tk__decline_wp(r, tk__page_index(r, addr));
         tk__table_leave();
-        if (wp) {
-            errno = saved_errno;
-            return;
-        }
+        if (wp) return 2;
+    }
+    return 0;
+}
+
+/* The SIGSEGV and SIGBUS handler.  [signal-safe] */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    /* Delivered by the kernel itself (not called by a handler that chains
+     * to ours), so the thread's signal mask is the interrupted code's. */
+    bool direct = TK_DELIVERED_BY_KERNEL();
+    uint64_t entry_mask;
+    memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
+    int saved_errno = errno;
+    int how = tk__route_fault(sig, si, uc);
+    if (how) {
+        errno = saved_errno;
+        if (how == 1 && direct) tk__fast_return(uc, &entry_mask);
+        return;
     }
     tk__chain(sig == SIGBUS ? &old_bus : &old_segv, sig, si, uc);
     errno = saved_errno;
+}
+
+/* [signal-safe] */
+bool tk__pass_on_segv(siginfo_t *si, void *uc)
+{
+    bool dfl = !(old_segv.sa_flags & SA_SIGINFO) &&
+               (old_segv.sa_handler == SIG_DFL || old_segv.sa_handler == SIG_IGN);
+    tk__chain(&old_segv, SIGSEGV, si, uc);
+    return dfl;
 }
 
 static void install(void)

@@ -3,6 +3,7 @@
 #define TK_CORE_INTERNAL_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -157,6 +158,29 @@ bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned region_
 /* The mechanism trapkit picks for a region with these flags when nothing is
  * forced (TRAPKIT_BACKEND is not consulted here). */
 enum tk_mech tk__mech_default(const tk_probe_info *p, unsigned region_flags);
+
+/* ---- the fast-kernel mechanism (core/fastk.c) --------------------------
+ * Whether the kernel has the fast exception path (kernel/fastexc) and
+ * trapkit can use it; if not, *why says why.  The first call probes and
+ * names trapkit's entry point to the kernel.  Not signal-safe. */
+bool tk__fastk_usable(const char **why);
+/* Registers [start, start+len) with the kernel (any protection fault in it
+ * comes to trapkit without a signal), or takes it away; 0 or -errno. */
+int tk__fastk_add(uintptr_t start, size_t len);
+int tk__fastk_del(uintptr_t start, size_t len);
+/* A fault the fast path delivered that nobody took, passed on as the
+ * SIGSEGV handler passes one on (core/dispatch.c): to the handler installed
+ * before trapkit's, called with this context; true if there is none (the
+ * default action), and the instruction must fault again as a signal.
+ * [signal-safe] */
+bool tk__pass_on_segv(siginfo_t *si, void *uc);
+
+/* Routes a fault (a signal's or the fast path's) to its region, trapkit's
+ * modules' hooks and the program's unclaimed-fault handler
+ * (core/dispatch.c): 0 nobody took it (the caller passes it on), 1 resume,
+ * 2 resume and the caller must not return without rt_sigreturn.
+ * [signal-safe] */
+int tk__route_fault(int sig, siginfo_t *si, void *uc);
 
 /* ---- protection (vm/protect.c) ------------------------------------------
  * tk_unprot of [addr, addr+len) with one system call for the whole span

@@ -388,6 +388,7 @@ static const struct mask_name mask_names[] = {
     {"soft_dirty", 0, 0, "soft-dirty bits"},
     {"pkeys", 0, 0, "protection keys"},
     {"guard", 0, 0, "MADV_GUARD_INSTALL (6.13)"},
+    {"fastexc", 0, 0, "the fast exception path (kernel/fastexc)"},
 };
 
 static void hide(tk_probe_info *p, const struct mask_name *m)

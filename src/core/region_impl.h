@@ -60,7 +60,8 @@ struct tk_region {
     void *rg_arg;
     _Atomic(tk_fault_handler) rg_missing; /* tk__region_on_missing: SIGBUS faults */
     void *rg_missing_arg;
-    enum tk_mech rg_mech;
+    enum tk_mech rg_mech;          /* posix on fast-kernel regions, which differ in delivery */
+    bool rg_fastk;                 /* fast-kernel: the range is registered with the kernel */
     unsigned rg_flags;             /* TK_REGION_* */
     bool rg_owned;                 /* trapkit mapped the memory and unmaps it */
     bool rg_trap_dirty;            /* DIRTY by write traps (PS_TRACK), not by the kernel */

@@ -6,9 +6,12 @@
  *                  posix.  soft-dirty is used only when forced: the kernel
  *                  clears soft-dirty bits for the whole process at once and a
  *                  write between reading and clearing is lost.
- *   other regions: uffd-sigbus (page-table write protection, no VMA split,
+ *   other regions: fast-kernel where the kernel has the fast exception
+ *                  path (a fault costs a fraction of a signal's), then
+ *                  uffd-sigbus (page-table write protection, no VMA split,
  *                  fault in the faulting thread), then posix.  uffd-thread and
  *                  pkeys only when forced.
+ *   DIRTY regions fall back to fast-kernel before posix.
  */
 #include "core/internal.h"
 #include "os/linux/uffd.h"
@@ -21,6 +24,7 @@ static const char *const mech_names[TK_MECH_COUNT_] = {
     [TK_MECH_PAGEMAP_SCAN] = "pagemap-scan",
     [TK_MECH_SOFT_DIRTY] = "soft-dirty",
     [TK_MECH_PKEYS] = "pkeys",
+    [TK_MECH_FAST_KERNEL] = "fast-kernel",
 };
 
 const char *tk_mech_name(enum tk_mech m)
@@ -93,6 +97,8 @@ bool tk__mech_available(const tk_probe_info *p, enum tk_mech m, unsigned flags, 
             return false;
         }
         return true;
+    case TK_MECH_FAST_KERNEL:
+        return tk__fastk_usable(why);
     case TK_MECH_PKEYS:
         if (!p->pkeys_cpu) {
             *why = "the CPU has no protection keys (PKU/OSPKE)";
@@ -117,8 +123,11 @@ enum tk_mech tk__mech_default(const tk_probe_info *p, unsigned flags)
 {
     if (flags & TK_REGION_DIRTY) {
         if (tk__mech_available(p, TK_MECH_PAGEMAP_SCAN, flags, NULL)) return TK_MECH_PAGEMAP_SCAN;
+    } else if (tk__mech_available(p, TK_MECH_FAST_KERNEL, flags, NULL)) {
+        return TK_MECH_FAST_KERNEL;
     }
     if (tk__mech_available(p, TK_MECH_UFFD_SIGBUS, flags, NULL)) return TK_MECH_UFFD_SIGBUS;
+    if (tk__mech_available(p, TK_MECH_FAST_KERNEL, flags, NULL)) return TK_MECH_FAST_KERNEL;
     return TK_MECH_POSIX;
 }
 

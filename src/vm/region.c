@@ -33,7 +33,7 @@ static int pick_mech(const tk_region_config *cfg, enum tk_mech *out, bool *force
             if (m == TK_MECH_COUNT_)
                 return tk__failf(-EINVAL,
                                  "TRAPKIT_BACKEND=%s names no mechanism (posix, uffd-sigbus, "
-                                 "uffd-thread, pagemap-scan, soft-dirty, pkeys, auto)",
+                                 "uffd-thread, pagemap-scan, soft-dirty, pkeys, fast-kernel, auto)",
                                  env);
             source = "TRAPKIT_BACKEND";
         }
@@ -186,6 +186,8 @@ static int map_memfd_over(struct tk_region *r)
  * failed before touching it). */
 static void release_memory(struct tk_region *r, bool restore)
 {
+    if (r->rg_fastk) tk__fastk_del(r->rg_start, r->rg_len);
+    r->rg_fastk = false;
     if (r->rg_uffd >= 0) tk__uffd_unregister(r->rg_uffd, (void *)r->rg_start, r->rg_len);
     r->rg_uffd = -1;
     pthread_mutex_lock(&r->rg_views_lock);
@@ -238,6 +240,10 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     } else if ((err = pick_mech(cfg, &mech, &forced))) {
         return err;
     }
+    /* fast-kernel: a posix region whose faults the kernel delivers to
+     * trapkit without a signal once its range is registered (below) */
+    bool fastk = mech == TK_MECH_FAST_KERNEL;
+    if (fastk) mech = TK_MECH_POSIX;
     if ((err = tk__install_handlers())) return err;
 
     struct tk_region *r = calloc(1, sizeof *r);
@@ -346,6 +352,19 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     r->rg_trap_dirty =
         (r->rg_flags & TK_REGION_DIRTY) &&
         (mech == TK_MECH_POSIX || mech == TK_MECH_UFFD_SIGBUS || mech == TK_MECH_UFFD_THREAD);
+    if (fastk) {
+        /* The kernel's table of ranges is full (or the range overlaps one
+         * another part of the program registered): forced, an error;
+         * chosen, the region's faults come as SIGSEGV (posix). */
+        err = tk__fastk_add(r->rg_start, r->rg_len);
+        if (err && forced) {
+            tk__failf(err, "tk_region_create: the kernel's fast exception path refused %p..%p: %s",
+                      (void *)r->rg_start, (void *)r->rg_end, strerror(-err));
+            release(r);
+            return err;
+        }
+        r->rg_fastk = err == 0;
+    }
     if ((err = tk__table_insert(r))) {
         release(r);
         return err;
@@ -391,7 +410,7 @@ size_t tk_region_page_size(const tk_region *r)
 }
 enum tk_mech tk_region_mech(const tk_region *r)
 {
-    return r->rg_mech;
+    return r->rg_fastk ? TK_MECH_FAST_KERNEL : r->rg_mech;
 }
 
 int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg)

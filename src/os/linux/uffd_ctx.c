@@ -41,7 +41,7 @@
 #define TK_SERVICE_MAX 64
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fds[TK_MECH_COUNT_] = {-1, -1, -1, -1, -1, -1, -1};
+static int fds[TK_MECH_COUNT_] = {[0 ... TK_MECH_COUNT_ - 1] = -1};
 static atomic_int service_idle;     /* service threads waiting for events */
 static atomic_int service_threads;  /* service threads started */
 static atomic_int service_starting; /* started, not yet waiting for events */
