@@ -1370,6 +1370,9 @@ def kernel_results(path):
             except ValueError:
                 continue
             if r.get("unit") == "insn" and r.get("experiment", "").startswith("thekkath-levy/"):
+                for k in ("min", "max"):
+                    if r.get(k) is None:
+                        r[k] = r.get("median")
                 out.append(r)
     log(f"kernel figures: {len(out)} from {path} "
         f"({time.strftime('%Y-%m-%d %H:%M', time.localtime(os.path.getmtime(path)))})")

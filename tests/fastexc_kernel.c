@@ -759,7 +759,7 @@ struct path {
     const char *name;
     const char *id; /* the mechanism of its results */
     uint64_t round, round_min, round_max;
-    uint64_t step[S_NSTEPS];
+    uint64_t step[S_NSTEPS], step_min[S_NSTEPS], step_max[S_NSTEPS];
     bool steps;
 };
 static const char *step_ids[S_NSTEPS] = {"entry",   "decode", "dispatch",    "save",   "vector",
@@ -812,7 +812,11 @@ static void measure(int kind, char *p, struct path *out, bool steps)
     out->round_min = round[0];
     out->round_max = round[ROUNDS - 1];
     out->steps = stamped;
-    for (int s = 0; s < S_NSTEPS && stamped; s++) out->step[s] = median(st[s], ROUNDS);
+    for (int s = 0; s < S_NSTEPS && stamped; s++) {
+        out->step[s] = median(st[s], ROUNDS);
+        out->step_min[s] = st[s][0];
+        out->step_max[s] = st[s][ROUNDS - 1];
+    }
     s_resume = 0;
 }
 
@@ -860,8 +864,10 @@ static void report(bool steps_ok)
         for (int st = 0; st < S_NSTEPS && all[i]->steps; st++)
             printf("KT-JSON {\"experiment\": \"thekkath-levy/kernel-step\", \"mechanism\": \"%s\", "
                    "\"params\": {\"step\": \"%s\"}, \"metric\": \"instructions\", \"unit\": "
-                   "\"%s\", \"median\": %lu, \"min\": null, \"max\": null, \"n\": %d}\n",
-                   all[i]->id, step_ids[st], u, (unsigned long)all[i]->step[st], ROUNDS);
+                   "\"%s\", \"median\": %lu, \"min\": %lu, \"max\": %lu, \"n\": %d}\n",
+                   all[i]->id, step_ids[st], u, (unsigned long)all[i]->step[st],
+                   (unsigned long)all[i]->step_min[st], (unsigned long)all[i]->step_max[st],
+                   ROUNDS);
     }
     if (have_fast)
         printf("fast-kernel round trip: %lu %s; stock signal: %lu %s; ratio %.3f\n",
