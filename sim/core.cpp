@@ -169,6 +169,7 @@ bool Config::set(const std::string &key, const std::string &value, std::string *
         {"inject_lost_fill", &inject_lost_fill, 0, 1},
         {"append_after_frontend", &append_after_frontend, 0, 1},
         {"handler_iq", &handler_iq, 0, 1},
+        {"memo", &memo, 0, 1},
     };
     for (auto &f : ints)
         if (key == f.name) return num(f.field, f.lo, f.hi);
@@ -408,8 +409,10 @@ Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_ME
     zero_preg_ = static_cast<uint16_t>(n_int_phys_ + n_fp_phys);
     map_[NOREG].p = zero_preg_;
     waiters_.assign(preg_ready_.size(), nullptr);
-    // the stream's ring: every user instruction in flight, and one more
-    size_t in_flight = static_cast<size_t>(c.rob_size + c.fetch_queue + c.decode_queue) + 2;
+    // the stream's ring: every user instruction in flight, and one more, and
+    // room for a segment's replay (it commits only at its end)
+    size_t in_flight =
+        static_cast<size_t>(c.rob_size + c.fetch_queue + c.decode_queue) + 2 + SEG_MAX_COMMITS;
     size_t ring = 16;
     while (ring < in_flight) ring *= 2;
     stream_.resize(ring);
@@ -496,6 +499,12 @@ bool Core::tlb_lookup_commit(uint64_t vpn)
 
 void Core::tlb_fill(uint64_t vpn)
 {
+    if (seg_recording_) {
+        if (vpn == miss_vpn_)
+            seg_note(SA_FILL, 0);
+        else // (not seen: the replay fills the handler's page)
+            seg_recording_ = false;
+    }
     found_vpn_ = NEVER; // (the entries move)
     size_t v = 0;
     if (c_.tlb_replacement == Replacement::ROUND_ROBIN) {
@@ -548,10 +557,7 @@ void Core::flush_all(uint64_t resume_seq)
     const Uop *oldest = nullptr;
     auto undo = [this, &oldest](const Uop *u) {
         oldest = u;
-        if (u->ctl < Uop::JAL) return; // (only jumps use the return stack)
-        if (u->ras_push) ras_.pop_back();
-        if (u->ras_drop != NEVER) ras_.insert(ras_.begin(), u->ras_drop);
-        if (u->ras_pop != NEVER) ras_.push_back(u->ras_pop);
+        if (u->ctl >= Uop::JAL) undo_ras(u); // (only jumps use the return stack)
     };
     for (size_t i = front_.size(); i-- > 0;) undo(front_[i]);
     // The ROB: its program uops go (youngest first, for the return stack),
@@ -576,7 +582,7 @@ void Core::flush_all(uint64_t resume_seq)
             continue;
         }
         by_state[u->st]++;
-        if (u->ctl >= Uop::JAL) undo(u);
+        if (u->ctl >= Uop::JAL) undo_ras(u);
         oldest = u;
         if (u->dst >= 0) *(u->dst_fp ? free_fp++ : free_int++) = Preg{u->dst};
     }
@@ -637,6 +643,7 @@ void Core::take_miss(Uop &head)
     st_.tlb_misses++;
     st_.rob_occupancy_at_miss += rob_.size();
     miss_vpn_ = vpn(&head);
+    if (seg_recording_) seg_note(SA_MISS, head.seq - seg_seq0_);
     handler_next_ = 0;
     handler_active_ = true;
     // in the executing list: issued, and not held by its probe
@@ -702,11 +709,18 @@ void Core::take_miss(Uop &head)
     // traditional: flush, run the handler alone, re-fetch from the head
     inline_ = false;
     uint64_t seq = head.seq;
+    if (seg_recording_) seg_note(SA_FLUSH, seq - seg_seq0_);
     flush_all(seq);
     resume_seq_ = seq;
     mode_ = Mode::FETCH_HANDLER;
     uint64_t stall;
-    if (!alone_possible(&stall) || replay_alone(stall)) return;
+    bool alone = alone_possible(&stall);
+    if (alone && replay_alone(stall)) {
+        seg_canonical();
+        return;
+    }
+    seg_recording_ = false;
+    if (!alone) return;
     // simulated, and recorded
     alone_recording_ = true;
     alone_path_.clear();
@@ -787,6 +801,10 @@ bool Core::replay_alone(uint64_t stall)
         alone_saved_.insert(alone_saved_.end(), c.ways.begin() + static_cast<ptrdiff_t>(set),
                             c.ways.begin() + static_cast<ptrdiff_t>(set) + c.assoc);
         bool hit = c.access(addr);
+        if (seg_recording_)
+            seg_note(fetch ? SA_ILINE_H : SA_L1D_H,
+                     fetch ? addr >> l1i_.line_bits : static_cast<uint64_t>(n.access - ALONE_LOAD),
+                     hit);
         if (fetch) {
             if (!hit) st_.l1i_misses++;
         } else {
@@ -877,6 +895,352 @@ void Core::alone_commit(bool eret)
     if (!seen) e = end;
 }
 
+// ---- a run from an empty pipeline (core.hpp) ----
+// The return stack as it was before u's fetch (u a jump).
+void Core::undo_ras(const Uop *u)
+{
+    if (u->ras_push) ras_.pop_back();
+    if (u->ras_drop != NEVER) ras_.insert(ras_.begin(), u->ras_drop);
+    if (u->ras_pop != NEVER) ras_.push_back(u->ras_pop);
+}
+
+void Core::seg_note(SegAction kind, uint64_t arg, uint64_t v1, uint64_t v2)
+{
+    for (; seg_fetched_ < fetch_seq_; seg_fetched_++) {
+        const Uop *u = &stream_at(seg_fetched_);
+        if (u->seq != seg_fetched_) { // (committed so long ago that the stream has moved on)
+            seg_recording_ = false;
+            return;
+        }
+        seg_path_.push_back(SegStep{0, u->pc, seg_fetch_outcome(u), SA_FETCH});
+        // (what fetch reads next depends on it before any outcome shows it)
+        if (u->ctl == Uop::JALR) seg_path_.push_back(SegStep{0, u->next_pc, 0, SA_TARGET});
+    }
+    seg_path_.push_back(SegStep{arg, v1, v2, kind});
+    if (kind == SA_FLUSH) seg_fetched_ = seg_seq0_ + arg;         // (fetch starts again there)
+    if (seg_path_.size() > SEG_MAX_STEPS) seg_recording_ = false; // (too long to record)
+}
+
+Core::SegKey Core::seg_key() const
+{
+    return SegKey{fetch_stall_until_ > cycle_ ? fetch_stall_until_ - cycle_ : 0, last_iline_,
+                  stream_at_const(fetch_seq_).pc};
+}
+
+// A handler's run alone has just been replayed: the pipeline is empty.  The
+// run recorded since the last such point goes into the tree; then the runs
+// from here are replayed while they can be, and the first that cannot is
+// recorded as it is simulated.
+void Core::seg_canonical()
+{
+    if (!c_.memo) return;
+    if (seg_recording_) seg_finish();
+    // Where the runs seldom repeat (most replays find new outcomes on the
+    // way), recording and replaying cost more than they save: after a
+    // window of attempts with more failures than replays, the next points
+    // are left alone, for twice as many each time in a row.
+    if (seg_skip_ > 0) {
+        seg_skip_--;
+        return;
+    }
+    while (seg_replay()) seg_ok_++;
+    if (seg_ok_ + seg_failed_ >= 256) {
+        if (seg_failed_ > seg_ok_) {
+            seg_skip_ = seg_backoff_;
+            seg_backoff_ = std::min<uint64_t>(2 * seg_backoff_, 1 << 16);
+        } else {
+            seg_backoff_ = 256;
+        }
+        seg_ok_ = seg_failed_ = 0;
+    }
+    seg_recording_ = !program_ended_ && seg_nodes_.size() < SEG_MAX_NODES;
+    if (!seg_recording_) return;
+    seg_path_.clear();
+    seg_seq0_ = seg_fetched_ = fetch_seq_;
+    seg_cycle0_ = cycle_;
+    seg_st0_ = st_;
+    seg_root_ = &seg_roots_.emplace(seg_key(), -1).first->second;
+}
+
+void Core::seg_finish()
+{
+    seg_recording_ = false;
+    // (fetch found the program's end: a replay would not see it; or too
+    // long for the stream to hold in a replay)
+    if (program_ended_ || stream_base_ - seg_seq0_ >= SEG_MAX_COMMITS || seg_fetched_ != fetch_seq_)
+        return;
+    SegEnd end;
+    end.cycles = cycle_ - seg_cycle0_;
+    end.commits = stream_base_ - seg_seq0_;
+    end.last_iline = last_iline_;
+    end.fetch_stall = static_cast<int64_t>(fetch_stall_until_ - cycle_);
+    uint64_t now[SEG_STATS], before[SEG_STATS];
+    memcpy(now, &st_, sizeof now);
+    memcpy(before, &seg_st0_, sizeof before);
+    for (size_t i = 0; i < SEG_STATS; i++) end.stats[i] = now[i] - before[i];
+    auto differed = [this] {
+        fprintf(stderr, "tksim: internal error: a run from an empty pipeline went otherwise than "
+                        "an earlier one with the same outcomes (--set memo=0 simulates every "
+                        "cycle)\n");
+        dump("a run from an empty pipeline differed from an earlier one");
+        abort();
+    };
+    // down the tree: each step's node, then its child by the step's outcome
+    // (made if new, with the next step's action)
+    auto what = [this](size_t i) {
+        return i < seg_path_.size() ? seg_what(seg_path_[i].kind, seg_path_[i].arg)
+                                    : static_cast<uint64_t>(SA_END);
+    };
+    if (*seg_root_ < 0) {
+        seg_nodes_.emplace_back();
+        seg_nodes_.back().what = what(0);
+        *seg_root_ = static_cast<int>(seg_nodes_.size() - 1);
+    }
+    int node = *seg_root_;
+    for (size_t i = 0; i < seg_path_.size(); i++) {
+        const SegStep &st = seg_path_[i];
+        if (seg_nodes_[static_cast<size_t>(node)].what != what(i)) differed();
+        int c = seg_nodes_[static_cast<size_t>(node)].child;
+        while (c >= 0 && (seg_nodes_[static_cast<size_t>(c)].v1 != st.v1 ||
+                          seg_nodes_[static_cast<size_t>(c)].v2 != st.v2))
+            c = seg_nodes_[static_cast<size_t>(c)].sibling;
+        if (c < 0) {
+            SegNode n;
+            n.v1 = st.v1;
+            n.v2 = st.v2;
+            n.what = what(i + 1);
+            n.sibling = seg_nodes_[static_cast<size_t>(node)].child;
+            seg_nodes_.push_back(n);
+            c = static_cast<int>(seg_nodes_.size() - 1);
+            seg_nodes_[static_cast<size_t>(node)].child = c;
+        }
+        node = c;
+    }
+    SegNode &e = seg_nodes_[static_cast<size_t>(node)];
+    if (e.kind() != SA_END) differed();
+    if (e.child < 0) { // (an end's child: -1 until it has its SegEnd)
+        e.child = 0;
+        e.what = seg_what(SA_END, seg_ends_.size());
+        seg_ends_.push_back(end);
+        return;
+    }
+    const SegEnd &o = seg_ends_[e.arg()];
+    if (o.cycles != end.cycles || o.commits != end.commits || o.last_iline != end.last_iline ||
+        o.fetch_stall != end.fetch_stall || memcmp(o.stats, end.stats, sizeof end.stats) != 0)
+        differed();
+}
+
+// Cache::access, the way it changes saved first (seg_replay's undo).
+inline bool Core::seg_access(Cache &c, uint64_t addr)
+{
+    uint64_t l = addr >> c.line_bits;
+    Cache::Way *set = &c.ways[c.set_of(addr)], *victim = set;
+    c.clock++;
+    for (Cache::Way *w = set; w < set + c.assoc; w++) {
+        if (w->tag == l) {
+            seg_ways_saved_.emplace_back(w, *w);
+            w->age = c.clock;
+            return true;
+        }
+        if (w->age < victim->age) victim = w;
+    }
+    seg_ways_saved_.emplace_back(victim, *victim);
+    victim->tag = l;
+    victim->age = c.clock;
+    return false;
+}
+
+// Replays the run from here if its actions' outcomes are in the tree;
+// false (all as it was, but for instructions the functional machine has
+// run into the stream) if not.
+bool Core::seg_replay()
+{
+    if (program_ended_ || fetch_seq_ != stream_base_ || tlb_checked_seq_ != fetch_seq_)
+        return false;
+    auto root = seg_roots_.find(seg_key());
+    if (root == seg_roots_.end() || root->second < 0) return false;
+    const uint64_t seq0 = stream_base_, iclock = l1i_.clock, dclock = l1d_.clock,
+                   tlb_clock = tlb_clock_, ghist = ghist_, miss_vpn = miss_vpn_,
+                   last_iline = last_iline_;
+    const size_t tlb_rr = tlb_rr_;
+    seg_ways_saved_.clear();
+    seg_bpred_saved_.clear();
+    seg_btb_saved_.clear();
+    seg_tlb_used_saved_.clear();
+    seg_ras_saved_.assign(ras_.begin(), ras_.end());
+    bool tlb_saved = false;
+    size_t used_before_fill = 0;
+    auto undo = [&] {
+        for (size_t k = seg_ways_saved_.size(); k-- > 0;)
+            *seg_ways_saved_[k].first = seg_ways_saved_[k].second;
+        l1i_.clock = iclock;
+        l1d_.clock = dclock;
+        for (size_t k = seg_bpred_saved_.size(); k-- > 0;)
+            bpred_[seg_bpred_saved_[k].first].c = seg_bpred_saved_[k].second;
+        for (size_t k = seg_btb_saved_.size(); k-- > 0;)
+            btb_target_[seg_btb_saved_[k].first].pc = seg_btb_saved_[k].second;
+        // (the stamps lookups changed after the first fill are in its copy)
+        size_t used = seg_tlb_used_saved_.size();
+        if (tlb_saved) {
+            tlb_ = seg_tlb_saved_;
+            tlb_hash_ = seg_tlb_hash_saved_;
+            used = used_before_fill;
+        }
+        for (size_t k = used; k-- > 0;)
+            tlb_[seg_tlb_used_saved_[k].first].used = seg_tlb_used_saved_[k].second;
+        tlb_clock_ = tlb_clock;
+        tlb_rr_ = tlb_rr;
+        found_vpn_ = NEVER;
+        ras_.assign(seg_ras_saved_.begin(), seg_ras_saved_.end());
+        ghist_ = ghist;
+        miss_vpn_ = miss_vpn;
+        tlb_checked_seq_ = seq0;
+        last_iline_ = last_iline;
+        waiting_branch_ = nullptr;
+        seg_failed_++;
+        return false;
+    };
+    // (the stream does not move until the end: the program's instructions
+    // are seq0 on, and the one fetch reads next is at cursor)
+    Uop *const ring = stream_.data();
+    const size_t head = stream_head_, mask = stream_mask_;
+    auto at = [ring, head, mask](uint64_t k) { return ring + ((head + k) & mask); }; // seq0 + k
+    uint64_t cursor = 0;
+    auto step_next = [&] { // the machine runs the next one (the one at cursor)
+        if (m_.exited() || seq0 + cursor >= max_insns_ || stream_n_ == stream_.size()) return false;
+        stream_step();
+        return true;
+    };
+    seg_jumps_.clear(); // the jumps fetched, by their k (the return stack's undo)
+    const SegNode *nodes = seg_nodes_.data();
+    const SegNode *n = nodes + root->second;
+    for (;;) {
+        uint64_t v1 = 0, v2 = 0;
+        switch (n->kind()) {
+        case SA_FETCH: {
+            if (cursor == stream_n_ && !step_next()) return undo();
+            Uop *u = at(cursor);
+            u->ghist = static_cast<uint32_t>(ghist_);
+            v1 = u->pc;
+            v2 = u->raw | static_cast<uint64_t>(u->taken) << 32; // (seg_fetch_outcome())
+            if (u->ctl != Uop::NONE) {
+                predict(u);
+                waiting_branch_ = nullptr;
+                if (u->ctl >= Uop::JAL) seg_jumps_.push_back(cursor);
+                if (u->ctl != Uop::JAL) v2 |= static_cast<uint64_t>(u->mispred) << 33;
+            }
+            cursor++;
+            break;
+        }
+        case SA_ILINE: {
+            if (cursor == stream_n_ && !step_next()) return undo();
+            uint64_t pc = at(cursor)->pc;
+            last_iline_ = pc >> l1i_.line_bits;
+            v1 = seg_access(l1i_, pc);
+            v2 = last_iline_;
+            break;
+        }
+        case SA_TARGET:
+            v1 = at(cursor - 1)->next_pc;
+            break;
+        case SA_ILINE_H:
+            last_iline_ = n->arg();
+            v1 = seg_access(l1i_, n->arg() << l1i_.line_bits);
+            break;
+        case SA_L1D_U:
+            v1 = seg_access(l1d_, at(n->arg())->addr);
+            break;
+        case SA_L1D_H:
+            v1 = seg_access(l1d_, handler_addr(n->arg()));
+            break;
+        case SA_PROBE:
+            v1 = tlb_probe(at(n->arg())->addr >> c_.page_bits);
+            break;
+        case SA_LOOKUP: {
+            const Uop *u = at(n->arg());
+            tlb_checked_seq_ = u->seq;
+            int e = tlb_find(u->addr >> c_.page_bits);
+            if (e >= 0) {
+                seg_tlb_used_saved_.emplace_back(static_cast<size_t>(e),
+                                                 tlb_[static_cast<size_t>(e)].used);
+                tlb_[static_cast<size_t>(e)].used = ++tlb_clock_;
+            }
+            v1 = e >= 0;
+            break;
+        }
+        case SA_MISS:
+            miss_vpn_ = at(n->arg())->addr >> c_.page_bits;
+            break;
+        case SA_MATCH:
+            v1 = (at(n->arg())->addr >> c_.page_bits) == miss_vpn_;
+            break;
+        case SA_FILL:
+            if (!tlb_saved) { // (the TLB before the run's first fill)
+                seg_tlb_saved_ = tlb_;
+                seg_tlb_hash_saved_ = tlb_hash_;
+                tlb_saved = true;
+                used_before_fill = seg_tlb_used_saved_.size();
+            }
+            tlb_fill(miss_vpn_);
+            break;
+        case SA_TRAIN: {
+            const Uop *u = at(n->arg());
+            if (u->ctl == Uop::BRANCH) {
+                size_t i = bp_index(u->pc, u->ghist);
+                Counter &ctr = bpred_[i];
+                seg_bpred_saved_.emplace_back(i, ctr.c);
+                if (u->taken && ctr.c < 3) ctr.c++;
+                if (!u->taken && ctr.c > 0) ctr.c--;
+            } else {
+                size_t i = (u->pc >> 1) & btb_mask_;
+                seg_btb_saved_.emplace_back(i, btb_target_[i].pc);
+                btb_target_[i].pc = u->next_pc;
+            }
+            break;
+        }
+        case SA_FLUSH: // (as flush_all(): the youngest first)
+            while (!seg_jumps_.empty() && seg_jumps_.back() >= n->arg()) {
+                undo_ras(at(seg_jumps_.back()));
+                seg_jumps_.pop_back();
+            }
+            ghist_ = at(n->arg())->ghist;
+            cursor = n->arg();
+            break;
+        case SA_END: {
+            const SegEnd &e = seg_ends_[n->arg()];
+            // (the run would end at the instruction limit: simulated)
+            if (st_.user_insns + e.commits >= max_insns_) return undo();
+            uint64_t stats[SEG_STATS], hash = st_.commit_hash;
+            for (uint64_t k = 0; k < e.commits; k++)
+                hash = (hash ^ at(k)->pc) * 0x100000001b3ull; // (commit_some())
+            memcpy(stats, &st_, sizeof stats);
+            for (size_t i = 0; i < SEG_STATS; i++) stats[i] += e.stats[i];
+            memcpy(static_cast<void *>(&st_), stats, sizeof stats);
+            st_.commit_hash = hash;
+            stream_head_ = (stream_head_ + e.commits) & stream_mask_;
+            stream_n_ -= e.commits;
+            stream_base_ += e.commits;
+            fetch_seq_ = resume_seq_ = stream_base_;
+            cycle_ += e.cycles;
+            last_commit_cycle_ = cycle_;
+            fetch_stall_until_ = cycle_ + static_cast<uint64_t>(e.fetch_stall);
+            last_iline_ = e.last_iline;
+            events_++;
+            return true;
+        }
+        default:
+            __builtin_unreachable();
+        }
+        // (an action's node has a child: its run went on)
+        const SegNode *c = nodes + n->child;
+        while (c->v1 != v1 || c->v2 != v2) {
+            if (c->sibling < 0) return undo();
+            c = nodes + c->sibling;
+        }
+        n = c;
+    }
+}
+
 // ---- stages ----
 [[gnu::always_inline]] inline void Core::commit()
 {
@@ -917,7 +1281,9 @@ inline int Core::commit_some()
             if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0) return n;
             tlb_checked_seq_ = u->seq;
             events_++;
-            if (!tlb_lookup_commit(vpn(u))) {
+            bool present = tlb_lookup_commit(vpn(u));
+            if (seg_recording_) seg_note(SA_LOOKUP, u->seq - seg_seq0_, present);
+            if (!present) {
                 take_miss(*u);
                 return n;
             }
@@ -930,7 +1296,9 @@ inline int Core::commit_some()
         if (u->st != Uop::DONE || u->tlbmiss) return n;
         if (u->stq) { // a store writes the D-cache now
             st_.l1d_accesses++;
-            if (!l1d_.access(u->addr)) st_.l1d_misses++;
+            bool hit = l1d_.access(u->addr);
+            if (seg_recording_) seg_note(SA_L1D_U, u->seq - seg_seq0_, hit);
+            if (!hit) st_.l1d_misses++;
             stores_--;
         }
         if (u->ldq) loads_--;
@@ -980,7 +1348,9 @@ void Core::rearm(Uop *w)
     w->ready = cycle_ + w->lat;
     if (w->reads_dcache) { // a load reads the D-cache now (a store at commit)
         st_.l1d_accesses++;
-        if (!l1d_.access(w->addr)) {
+        bool hit = l1d_.access(w->addr);
+        if (seg_recording_) seg_note(SA_L1D_U, w->seq - seg_seq0_, hit);
+        if (!hit) {
             st_.l1d_misses++;
             w->ready += static_cast<uint64_t>(c_.mem_latency);
         }
@@ -1003,6 +1373,12 @@ bool Core::fetch_new_line(uint64_t pc)
 {
     last_iline_ = pc >> l1i_.line_bits;
     bool hit = l1i_.access(pc);
+    if (seg_recording_) {
+        if (mode_ == Mode::USER) // (the line is an outcome: it may differ at a jump's target)
+            seg_note(SA_ILINE, 0, hit, last_iline_);
+        else
+            seg_note(SA_ILINE_H, last_iline_, hit);
+    }
     if (alone_recording_) // (the handler's line)
         alone_note(static_cast<int>(last_iline_ - (HANDLER_PC >> l1i_.line_bits)), hit);
     if (hit) return true;
@@ -1043,12 +1419,15 @@ bool Core::fetch_new_line(uint64_t pc)
                 // rule 3: every access waiting for this page accesses again,
                 // and the one the handler ran for (replays count the others)
                 // (only program uops are ever held: start(), take_miss())
-                for (Uop *w : rob_)
-                    if (w->tlbmiss &&
-                        ((w->addr >> c_.page_bits) == miss_vpn_ || w->seq == tlb_checked_seq_)) {
+                for (Uop *w : rob_) {
+                    if (!w->tlbmiss) continue;
+                    bool same_page = (w->addr >> c_.page_bits) == miss_vpn_;
+                    if (seg_recording_) seg_note(SA_MATCH, w->seq - seg_seq0_, same_page);
+                    if (same_page || w->seq == tlb_checked_seq_) {
                         rearm(w);
                         if (w->seq != tlb_checked_seq_) st_.replays++;
                     }
+                }
             } else if (u->op == TK_ERET && !u->inl) {
                 // traditional: back to the program at the instruction that missed
                 mode_ = Mode::USER;
@@ -1056,10 +1435,12 @@ bool Core::fetch_new_line(uint64_t pc)
                 fetch_stall_until_ = cycle_ + 1;
             }
         } else if (u->ctl == Uop::BRANCH) { // train the counter
+            if (seg_recording_) seg_note(SA_TRAIN, u->seq - seg_seq0_);
             Counter &ctr = bpred_[bp_index(u->pc, u->ghist)];
             if (u->taken && ctr.c < 3) ctr.c++;
             if (!u->taken && ctr.c > 0) ctr.c--;
         } else if (u->ctl == Uop::JALR) {
+            if (seg_recording_) seg_note(SA_TRAIN, u->seq - seg_seq0_);
             btb_target_[(u->pc >> 1) & btb_mask_].pc = u->next_pc;
         }
         if (u == waiting_branch_) {
@@ -1077,7 +1458,9 @@ bool Core::fetch_new_line(uint64_t pc)
     events_++;
     uint64_t lat = u->lat;
     if (u->mem) {
-        if (!u->handler && !tlb_probe(vpn(u))) { // held until its page is in the TLB
+        bool present = u->handler || tlb_probe(vpn(u));
+        if (seg_recording_ && !u->handler) seg_note(SA_PROBE, u->seq - seg_seq0_, present);
+        if (!present) { // held until its page is in the TLB
             st_.detections++;
             st_.rob_occupancy_at_detect += rob_.size();
             u->tlbmiss = true;
@@ -1087,6 +1470,14 @@ bool Core::fetch_new_line(uint64_t pc)
         if (u->reads_dcache) {
             st_.l1d_accesses++;
             bool hit = l1d_.access(u->addr);
+            if (seg_recording_) {
+                if (!u->handler)
+                    seg_note(SA_L1D_U, u->seq - seg_seq0_, hit);
+                else if (u->addr == handler_addr(u->seq))
+                    seg_note(SA_L1D_H, u->seq, hit);
+                else // (not seen: the replay could not find the address)
+                    seg_recording_ = false;
+            }
             if (alone_recording_) alone_note(ALONE_LOAD + static_cast<int>(u->seq), hit);
             if (!hit) {
                 st_.l1d_misses++;
@@ -1416,16 +1807,7 @@ void Core::fetch_handler()
                 dump("the instruction stream overflowed");
                 abort();
             }
-            Uop &r = stream_[(stream_head_ + stream_n_) & stream_mask_];
-            Step s;
-            m_.step(&s);
-            r.seq = stream_base_ + stream_n_;
-            r.pc = s.pc;
-            r.next_pc = s.next_pc;
-            r.addr = s.addr;
-            r.taken = s.taken;
-            set_kind_program(r, *s.inst);
-            stream_n_++;
+            stream_step();
         }
         Uop *u = &stream_at(fetch_seq_);
         uint64_t pc = u->pc;
@@ -1439,6 +1821,22 @@ void Core::fetch_handler()
         events_++;
         if (u->ctl != Uop::NONE && predict(u)) return;
     }
+}
+
+// The functional machine runs the next instruction, into the stream.
+inline void Core::stream_step()
+{
+    Uop &r = stream_[(stream_head_ + stream_n_) & stream_mask_];
+    Step s;
+    m_.step(&s);
+    r.seq = stream_base_ + stream_n_;
+    r.pc = s.pc;
+    r.next_pc = s.next_pc;
+    r.addr = s.addr;
+    r.taken = s.taken;
+    r.raw = s.inst->raw;
+    set_kind_program(r, *s.inst);
+    stream_n_++;
 }
 
 // Fetch's branch prediction for u, a branch or a jump: true when it ends

@@ -27,6 +27,12 @@
 // in-lined handler still in the ROB finishes and commits (every handler
 // taken commits once).  Branches and mispredictions are counted at
 // commit, so re-fetched ones count once.
+//
+// Two memos skip simulation without changing any result: a handler run
+// alone after a flush, and a segment - the run from an empty pipeline to
+// the next - are each replayed from the outcomes of what they ask of the
+// caches, the TLB, the predictor and the functional machine, when those
+// outcomes have been seen before (see AloneNode and SegNode below).
 #ifndef TKSIM_CORE_HPP
 #define TKSIM_CORE_HPP
 
@@ -34,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -83,6 +90,10 @@ struct Config {
     // first with the rest (the paper's section 3, where an instruction's
     // state is all in its ROB entry): the queue's room does not matter
     int handler_iq = 1;
+    // 1: runs from an empty pipeline that repeat earlier ones are replayed
+    // from a record instead of simulated again (docs/tksim.md, "Speed"),
+    // with the same results; 0: every cycle simulated
+    int memo = 1;
     // a test hook: the handler's TLB write is lost, so the access that
     // missed waits for ever (the stuck-pipeline check must catch it)
     int inject_lost_fill = 0;
@@ -95,6 +106,8 @@ struct Config {
 };
 
 struct Stats {
+    // (every field up to commit_hash a uint64_t counter: a replayed segment
+    // adds to them as one array, Core::SegEnd)
     uint64_t cycles = 0, user_insns = 0, handler_insns = 0;
     uint64_t tlb_misses = 0;   // handler invocations (program-order misses)
     uint64_t tlb_accesses = 0; // committed user memory accesses
@@ -312,6 +325,7 @@ class Core
         bool handler = false;
         bool mem = false;          // goes through the TLB and a memory port
         bool reads_dcache = false; // an access that reads the D-cache as it executes (not a store)
+        uint32_t raw = 0;          // user: the instruction's encoding
 
         uint64_t pc = 0, next_pc = 0;
         Uop *next_waiter = nullptr; // (waiters_)
@@ -432,6 +446,114 @@ class Core
     void alone_note(int access, bool hit) { alone_path_.emplace_back(access, hit); }
     void alone_commit(bool eret);          // recording: a handler uop commits
     uint64_t handler_addr(size_t i) const; // the address handler instruction i accesses
+
+    // A run from an empty pipeline (a segment).  After a handler run alone
+    // has been replayed (above), nothing is in flight: the pipeline's state
+    // is the cycle fetch may start and the I-cache line it last read, and
+    // the program starts again at the access that missed.  From there to
+    // the next such point (the program's instructions, in-lined handlers,
+    // the flush of a miss not in-lined and its handler's replay), what the
+    // pipeline does depends on nothing but that state and the outcomes of
+    // what it asks outside itself, in the order it asks: the instructions
+    // the functional machine runs (their PCs, encodings and directions),
+    // the branch predictor's verdicts, the caches' and the TLB's answers and
+    // whether a held access is on the page a handler fills.  So each run is
+    // kept as the sequence of those actions with their outcomes, in a tree
+    // keyed by its starting state, ending in what the run did to the clock
+    // and the counters; a later run whose actions have outcomes seen before
+    // is replayed: the actions are made (the caches, the TLB, the predictor
+    // and the stream change as simulated), the clock and the counters
+    // move, and the next run may be replayed in turn.  A run whose outcomes
+    // are new is simulated (what its replay changed undone first) and
+    // recorded; one that contradicts the tree (an action or an end that
+    // differs where the outcomes are the same) stops tksim with a dump.
+    enum SegAction : uint8_t {
+        SA_FETCH,   // the next program instruction is fetched (and predicted)
+        SA_TARGET,  // where the one fetched last goes (a JALR: not in its encoding)
+        SA_ILINE,   // fetch reads the I-cache line of the next program instruction
+        SA_ILINE_H, // fetch reads the handler's I-cache line arg
+        SA_L1D_U,   // the D-cache access of the program's instruction seq0 + arg
+        SA_L1D_H,   // the D-cache access of handler instruction arg
+        SA_PROBE,   // the TLB probe of instruction seq0 + arg as it executes
+        SA_LOOKUP,  // its program-order TLB lookup
+        SA_MISS,    // its miss is taken: its page is the handler's
+        SA_MATCH,   // whether it is on the handler's page (its TLB write)
+        SA_FILL,    // the handler's TLB write
+        SA_TRAIN,   // instruction seq0 + arg trains the branch predictor
+        SA_FLUSH,   // the program's instructions in flight go (arg: how many committed)
+        SA_END,     // the run ends (arg: its end in seg_ends_)
+    };
+    struct SegStep {
+        uint64_t arg, v1, v2; // the action's argument and its outcome
+        SegAction kind;
+    };
+    // A node: an action, and the outcome of its parent's that leads here
+    // (v1, v2: for most actions v1 is whether it hit and v2 is 0)
+    struct SegNode {
+        uint64_t v1 = 0, v2 = 0;
+        uint64_t what = SA_END; // the action in the low byte, its argument above
+        int child = -1, sibling = -1;
+        SegAction kind() const { return static_cast<SegAction>(what & 0xff); }
+        uint64_t arg() const { return what >> 8; }
+    };
+    static uint64_t seg_what(SegAction kind, uint64_t arg) { return arg << 8 | kind; }
+    // the counters of Stats a run adds to (commit_hash apart)
+    static constexpr size_t SEG_STATS = offsetof(Stats, commit_hash) / sizeof(uint64_t);
+    static_assert(offsetof(Stats, cycles) == 0 &&
+                      offsetof(Stats, stale_completions) < offsetof(Stats, commit_hash),
+                  "Stats: the counters first");
+    struct SegEnd {
+        uint64_t cycles = 0, commits = 0, last_iline = 0;
+        int64_t fetch_stall = 0; // fetch_stall_until_ less the clock at the end
+        uint64_t stats[SEG_STATS] = {};
+    };
+    struct SegKey {
+        uint64_t stall, last_iline, pc;
+        bool operator<(const SegKey &o) const
+        {
+            return stall != o.stall             ? stall < o.stall
+                   : last_iline != o.last_iline ? last_iline < o.last_iline
+                                                : pc < o.pc;
+        }
+    };
+    static constexpr size_t SEG_MAX_COMMITS = 512;                // a longer run is not recorded
+    static constexpr size_t SEG_MAX_STEPS = 16 * SEG_MAX_COMMITS; // (nor one of more actions)
+    static constexpr size_t SEG_MAX_NODES = 1 << 21; // nor any run once the tree is this big
+    std::vector<SegNode> seg_nodes_;
+    std::vector<SegEnd> seg_ends_;
+    std::map<SegKey, int> seg_roots_; // starting state -> its first node (-1: none yet)
+    bool seg_recording_ = false;
+    std::vector<SegStep> seg_path_; // being recorded
+    uint64_t seg_seq0_ = 0, seg_cycle0_ = 0;
+    Stats seg_st0_;
+    int *seg_root_ = nullptr; // (seg_roots_'s value: the map's nodes stay)
+    // a replay's undo: what its actions changed, as it was
+    std::vector<std::pair<Cache::Way *, Cache::Way>> seg_ways_saved_;
+    std::vector<std::pair<size_t, uint8_t>> seg_bpred_saved_;
+    std::vector<std::pair<size_t, uint64_t>> seg_btb_saved_, seg_tlb_used_saved_;
+    std::vector<uint64_t> seg_ras_saved_, seg_jumps_;
+    // Notes an action of the run being recorded; the program instructions
+    // fetched since the last go in first (their SA_FETCH: fetch itself does
+    // not stop for them).  Out of line, so that the stages' calls stay small.
+    [[gnu::noinline]] void seg_note(SegAction kind, uint64_t arg, uint64_t v1 = 0, uint64_t v2 = 0);
+    uint64_t seg_fetched_ = 0; // the program instructions fetched before it are noted
+    // replays that went to the end and that did not, in the current window;
+    // the empty-pipeline points to leave alone, and the next such pause
+    uint64_t seg_ok_ = 0, seg_failed_ = 0, seg_skip_ = 0, seg_backoff_ = 256;
+    // a program uop's outcome at fetch: its encoding, direction and verdict
+    static uint64_t seg_fetch_outcome(const Uop *u)
+    {
+        bool mispred = (u->ctl == Uop::BRANCH || u->ctl == Uop::JALR) && u->mispred;
+        return u->raw | static_cast<uint64_t>(u->taken) << 32 |
+               static_cast<uint64_t>(mispred) << 33;
+    }
+    SegKey seg_key() const;
+    void seg_canonical(); // the pipeline is empty after a handler's replay
+    void seg_finish();    // the run being recorded goes into the tree
+    bool seg_replay();
+    bool seg_access(Cache &c, uint64_t addr); // Cache::access, its way saved
+    void undo_ras(const Uop *u);
+    void stream_step(); // the functional machine runs the next instruction into the stream
     void dump(const char *why) const;
     void skip_idle();
     // The cycle a uop's operands are all ready: NEVER while a producer has
@@ -480,12 +602,18 @@ class Core
     // yet committed, in a ring; the oldest, at stream_head_, has sequence
     // number stream_base_.  The ring never grows, so queues may point into
     // it: it holds every instruction in flight (at most the ROB's and the
-    // front-end queues' entries for the program) and the one being fetched.
+    // front-end queues' entries for the program) and the one being fetched,
+    // and room for a segment's replay (seg_replay()), which moves the
+    // oldest on only at the run's end (up to SEG_MAX_COMMITS more).
     std::vector<Uop> stream_;
     size_t stream_head_ = 0, stream_n_ = 0, stream_mask_ = 0;
     uint64_t stream_base_ = 0, fetch_seq_ = 0;
     bool program_ended_ = false;
     Uop &stream_at(uint64_t seq)
+    {
+        return stream_[(stream_head_ + (seq - stream_base_)) & stream_mask_];
+    }
+    const Uop &stream_at_const(uint64_t seq) const
     {
         return stream_[(stream_head_ + (seq - stream_base_)) & stream_mask_];
     }
@@ -498,7 +626,7 @@ class Core
         uint16_t lat = 0;
         alignas(8) unsigned char block[KIND_BLOCK] = {};
     };
-    static constexpr unsigned KIND_MEMO_BITS = 10;
+    static constexpr unsigned KIND_MEMO_BITS = 12;
     std::vector<KindMemo> kind_memo_;
     void set_kind_program(Uop &u, const Inst &in);
     // set_kind's part that depends on the class alone
@@ -616,6 +744,8 @@ class Core
         uint64_t used = 0;
     };
     std::vector<TlbEntry> tlb_;
+    std::vector<TlbEntry> seg_tlb_saved_; // (a segment's replay: the TLB before its first fill)
+    std::vector<int> seg_tlb_hash_saved_;
     std::vector<int> tlb_hash_; // page -> entry (tlb_find)
     int tlb_shift_ = 0;
     size_t tlb_home(uint64_t vpn) const;
