@@ -270,7 +270,9 @@ export PATH=/bin HOME=/tmp
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-mount -t tmpfs tmp /tmp
+# (a build tree under /tmp is in the initramfs: no tmpfs over it then; the
+# root file system is writable anyway)
+[ -n "$(ls -A /tmp 2>/dev/null)" ] || mount -t tmpfs tmp /tmp
 ulimit -c 0
 echo "KT-KERNEL $(uname -r) cpus=$(nproc)"
 kt_run() {
