@@ -104,21 +104,21 @@ static _Atomic(tk_fault_handler) hooks[TK_MAX_HOOKS];
 
 /* Passes a signal on to old, what was installed before trapkit.
  * [signal-safe] */
-void tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc)
+bool tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc)
 {
     if (old->sa_flags & SA_SIGINFO) {
         old->sa_sigaction(sig, si, uc);
-        return;
+        return false;
     }
     if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
         old->sa_handler(sig);
-        return;
+        return false;
     }
     /* kill(), tgkill(), sigqueue(), or a trap whose instruction does not
      * trap again when re-executed (int3 and single-step leave the PC after
      * it): re-raised instead */
     bool sent = si->si_code <= 0 || sig == SIGTRAP;
-    if (old->sa_handler == SIG_IGN && sent) return;
+    if (old->sa_handler == SIG_IGN && sent) return false;
     /* The default action: reset, and let the instruction fault again (or
      * re-raise a sent signal, delivered when this handler returns). */
     struct sigaction dfl;
@@ -127,6 +127,7 @@ void tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc)
     sigemptyset(&dfl.sa_mask);
     sigaction(sig, &dfl, NULL);
     if (sent) raise(sig);
+    return !sent;
 }
 
 /* [signal-safe] */
@@ -259,10 +260,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 /* [signal-safe] */
 bool tk__pass_on_segv(siginfo_t *si, void *uc)
 {
-    bool dfl = !(old_segv.sa_flags & SA_SIGINFO) &&
-               (old_segv.sa_handler == SIG_DFL || old_segv.sa_handler == SIG_IGN);
-    tk__chain(&old_segv, SIGSEGV, si, uc);
-    return dfl;
+    return tk__chain(&old_segv, SIGSEGV, si, uc);
 }
 
 static void install(void)

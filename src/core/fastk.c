@@ -37,8 +37,7 @@ static bool fk_ok;
 static void fk_probe(void)
 {
     long v = prctl(PR_FASTEXC, FASTEXC_VERSION, 0, 0, 0);
-    const char *mask = tk__probe_mask();
-    if (mask && strstr(mask, "fastexc")) {
+    if (tk__probe_hides("fastexc")) {
         fk_why = "the fast exception path is hidden by TRAPKIT_PROBE_MASK";
     } else if (v < 0) {
         fk_why = "this kernel has no fast exception path (kernel/fastexc: prctl PR_FASTEXC)";

@@ -149,6 +149,8 @@ void tk__clear_error(void);
 const tk_probe_info *tk__probe(void);
 /* TRAPKIT_PROBE_MASK, the features the probe hides, or NULL. */
 const char *tk__probe_mask(void);
+/* Whether TRAPKIT_PROBE_MASK names this feature (a name of its list). */
+bool tk__probe_hides(const char *feature);
 
 /* ---- mechanism choice (vm/choose.c) ------------------------------------- */
 /* Whether mechanism m can serve a region with these TK_REGION_* flags on this

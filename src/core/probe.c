@@ -405,35 +405,51 @@ static void hide(tk_probe_info *p, const struct mask_name *m)
     if (!strcmp(m->name, "guard")) p->madv_guard_install = false;
 }
 
-/* Applies TRAPKIT_PROBE_MASK (comma- or space-separated names); an unknown
- * name is reported on stderr and hides nothing. */
+/* The next name of TRAPKIT_PROBE_MASK (comma- or space-separated) at *at:
+ * its length, 0 at the end; *at moves past it and its separators. */
+static size_t mask_token(const char **at, const char **name)
+{
+    while (**at == ',' || **at == ' ') (*at)++;
+    size_t n = strcspn(*at, ", ");
+    *name = *at;
+    *at += n;
+    return n;
+}
+
+bool tk__probe_hides(const char *feature)
+{
+    const char *at = tk__probe_mask(), *name;
+    size_t n;
+    while (at && (n = mask_token(&at, &name)))
+        if (n == strlen(feature) && !strncmp(name, feature, n)) return true;
+    return false;
+}
+
+/* Applies TRAPKIT_PROBE_MASK; an unknown name is reported on stderr and
+ * hides nothing. */
 static void apply_mask(tk_probe_info *p)
 {
     const char *env = getenv("TRAPKIT_PROBE_MASK");
     if (!env || !*env) return;
-    const char *at = env;
-    while (*at) {
-        size_t n = strcspn(at, ", ");
-        if (n) {
-            const struct mask_name *m = NULL;
-            for (size_t i = 0; i < sizeof mask_names / sizeof mask_names[0]; i++)
-                if (strlen(mask_names[i].name) == n && !strncmp(mask_names[i].name, at, n))
-                    m = &mask_names[i];
-            if (m) {
-                hide(p, m);
-            } else {
-                char known[512] = "";
-                for (size_t i = 0; i < sizeof mask_names / sizeof mask_names[0]; i++) {
-                    if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
-                    strncat(known, mask_names[i].name, sizeof known - strlen(known) - 1);
-                }
-                fprintf(stderr,
-                        "trapkit: TRAPKIT_PROBE_MASK: unknown feature '%.*s' ignored (known: %s)\n",
-                        (int)n, at, known);
+    const char *at = env, *name;
+    size_t n;
+    while ((n = mask_token(&at, &name))) {
+        const struct mask_name *m = NULL;
+        for (size_t i = 0; i < sizeof mask_names / sizeof mask_names[0]; i++)
+            if (strlen(mask_names[i].name) == n && !strncmp(mask_names[i].name, name, n))
+                m = &mask_names[i];
+        if (m) {
+            hide(p, m);
+        } else {
+            char known[512] = "";
+            for (size_t i = 0; i < sizeof mask_names / sizeof mask_names[0]; i++) {
+                if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
+                strncat(known, mask_names[i].name, sizeof known - strlen(known) - 1);
             }
+            fprintf(stderr,
+                    "trapkit: TRAPKIT_PROBE_MASK: unknown feature '%.*s' ignored (known: %s)\n",
+                    (int)n, name, known);
         }
-        at += n;
-        while (*at == ',' || *at == ' ') at++;
     }
 }
 

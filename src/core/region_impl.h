@@ -171,8 +171,10 @@ extern void *tk__kernel_restorer;
  * returns if not.  [signal-safe] */
 struct sigaction;
 void tk__fast_return(void *uc, const uint64_t *entry_mask);
-/* Passes a signal on to the disposition old, or the default action. */
-void tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc);
+/* Passes a signal on to the disposition old, or the default action; true
+ * if it reset the disposition for the faulting instruction to fault again
+ * (the default action), false if a handler ran or nothing remains to do. */
+bool tk__chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc);
 /* Handles a fault at addr in r (reader section held).  ucontext is NULL on
  * the uffd handler thread.  Returns TK_RESUME or TK_DECLINE. [signal-safe] */
 tk_action tk__handle_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *pc,

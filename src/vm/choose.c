@@ -127,7 +127,8 @@ enum tk_mech tk__mech_default(const tk_probe_info *p, unsigned flags)
         return TK_MECH_FAST_KERNEL;
     }
     if (tk__mech_available(p, TK_MECH_UFFD_SIGBUS, flags, NULL)) return TK_MECH_UFFD_SIGBUS;
-    if (tk__mech_available(p, TK_MECH_FAST_KERNEL, flags, NULL)) return TK_MECH_FAST_KERNEL;
+    if ((flags & TK_REGION_DIRTY) && tk__mech_available(p, TK_MECH_FAST_KERNEL, flags, NULL))
+        return TK_MECH_FAST_KERNEL;
     return TK_MECH_POSIX;
 }
 

@@ -76,7 +76,9 @@ __asm__(".text\n"
 
 uint64_t tk__fastk_xsave_room __attribute__((visibility("hidden")));
 uint64_t tk__fastk_xfeatures __attribute__((visibility("hidden")));
-static uint32_t xstate_size;
+/* the software-reserved bytes a signal frame's area carries, so the area
+ * reads as one (tk__xsave_features, tk__ctx_pkru) */
+static struct tk_xsave_sw xsave_sw;
 
 __asm__(".text\n"
         ".globl tk__fastexc_entry\n"
@@ -123,11 +125,14 @@ bool tk__fastk_arch_setup(void)
     if (osxsave && __get_cpuid_count(0xd, 0, &a, &b, &c, &d) && b >= 576) {
         uint32_t lo, hi;
         __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        xstate_size = b; /* the standard format's size for the features XCR0 enables */
+        /* b: the standard format's size for the features XCR0 enables */
         tk__fastk_xsave_room = (uint64_t)b + 64;
         tk__fastk_xfeatures = (uint64_t)hi << 32 | lo;
+        xsave_sw.magic1 = FP_XSTATE_MAGIC1;
+        xsave_sw.extended_size = b;
+        xsave_sw.xfeatures = tk__fastk_xfeatures;
+        xsave_sw.xstate_size = b;
     } else {
-        xstate_size = 512;
         tk__fastk_xsave_room = 512 + 64 + 64; /* FXSAVE, and a header that is never read */
         tk__fastk_xfeatures = 0;
     }
@@ -138,14 +143,6 @@ bool tk__fastk_arch_setup(void)
 uint64_t tk__fastk_arch_fill(void *fpstate)
 {
     if (!tk__fastk_xfeatures) return 0;
-    /* the software-reserved bytes a signal frame's area carries, so the
-     * area reads as one (tk__xsave_features, tk__ctx_pkru) */
-    struct tk_xsave_sw sw;
-    memset(&sw, 0, sizeof sw);
-    sw.magic1 = FP_XSTATE_MAGIC1;
-    sw.extended_size = xstate_size;
-    sw.xfeatures = tk__fastk_xfeatures;
-    sw.xstate_size = xstate_size;
-    memcpy((unsigned char *)fpstate + 464, &sw, sizeof sw);
+    memcpy((unsigned char *)fpstate + 464, &xsave_sw, sizeof xsave_sw);
     return tk__fastk_xfeatures;
 }

@@ -35,6 +35,7 @@
 #include <ucontext.h>
 
 #include "arch/context.h"
+#include "arch/x86_64/fastexc.h"
 #include "arch/x86_64/xsave.h"
 #include "os/linux/os.h"
 
@@ -47,9 +48,8 @@
 _Static_assert(REG_R8 == 0 && REG_RIP == 16 && REG_EFL == 17 && REG_RSP == 15 && REG_CR2 == 22,
                "glibc's x86-64 gregs layout");
 
-/* tk__x86_resume(gregs, xsave area, feature mask or 0 for FXRSTOR) */
-void tk__x86_resume(const greg_t *gregs, void *fpstate, uint64_t xfeatures)
-    __attribute__((noreturn));
+/* tk__x86_resume(gregs, xsave area, feature mask or 0 for FXRSTOR): declared
+ * in arch/x86_64/fastexc.h, whose kernel path resumes through it too */
 
 __asm__(".text\n"
         ".globl tk__x86_resume\n"
