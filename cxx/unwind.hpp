@@ -18,8 +18,8 @@
 #ifndef TK_CXX_UNWIND_HPP
 #define TK_CXX_UNWIND_HPP
 
-#include <cstdint>
-#include <cstring>
+#include <stdint.h>
+#include <string.h>
 
 namespace tk::unw
 {
@@ -182,6 +182,13 @@ struct context {
 // The frame state for pc (a return address, already adjusted by the
 // caller: pc - 1 unless exact).  Returns false when no FDE covers it.
 bool compute(uintptr_t pc, frame_state *out);
+
+// cxx/cfi.cpp, freestanding:
+// The code an FDE covers: [*start, *start + *range).  False for a CIE, a
+// terminator or an encoding it does not read.
+bool fde_range(const uint8_t *fde, uintptr_t *start, uintptr_t *range);
+// The frame state at pc of the function fde describes.
+bool fde_state(const uint8_t *fde, uintptr_t pc, frame_state *out);
 
 // compute() through the cache.  [thread-safe]
 bool state_for(uintptr_t pc, frame_state *out);
