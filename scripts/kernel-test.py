@@ -22,7 +22,15 @@ runs the same program on Debian's own kernel.  Both count instructions
 the run ends that part with the line
 `fast-kernel round trip: N instructions; stock signal: M instructions; ratio R`.
 
-usage: scripts/kernel-test.py [--build DIR] [--guest NAME] [--part fastexc|suite|all]
+The guest `debian12-cxx` loads kernel/cxx's module (C++ with exceptions,
+RTTI and global objects: built by kernel/cxx/build.sh against Debian's
+headers for that kernel) into Debian's own kernel: its tests, a throw nothing
+catches and std::terminate, a global constructor that throws (the load must
+fail cleanly), 100 loads and unloads without a leak, then its measurements
+and the same code in a user process of the guest (instructions).  The
+results go to build-kernel/cxx-results.jsonl for the report.
+
+usage: scripts/kernel-test.py [--build DIR] [--guest NAME] [--part fastexc|cxx|suite|all]
                               [--tests REGEX] [--exclude REGEX] [--list]
 """
 import argparse
@@ -47,8 +55,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # `build` instead of `package`: a script that builds the kernel into a
 # directory (cached) and leaves bzImage there.  `tests`: the tests that guest
 # runs (a regex).  `icount`: the guest counts instructions.  `env`: more
-# environment for its tests.  `part`: fastexc (the fast exception path) or
-# suite (trapkit's tests).
+# environment for its tests.  `part`: fastexc (the fast exception path),
+# cxx (the C++ module: `module` is the script that builds it) or suite
+# (trapkit's tests).
 GUESTS = {
     "fastexc": {
         "what": "Debian's linux-source-6.1 with kernel/fastexc, the fast exception path "
@@ -78,6 +87,15 @@ GUESTS = {
         "env": [],
         "part": "fastexc",
     },
+    "debian12-cxx": {
+        "what": "Debian 12's own kernel (6.1), counting instructions: kernel/cxx, C++ with "
+        "exceptions in a module",
+        "package": "linux-image-amd64",
+        "module": "kernel/cxx/build.sh",
+        "expect": [],
+        "icount": True,
+        "part": "cxx",
+    },
     "debian12": {
         "what": "Debian 12's own kernel (6.1): no WP_UNPOPULATED, WP_ASYNC, PAGEMAP_SCAN or "
         "UFFDIO_MOVE; soft-dirty bits and protection keys",
@@ -86,7 +104,7 @@ GUESTS = {
         "part": "suite",
     },
 }
-GUEST_ORDER = ["fastexc", "fastexc-mech", "debian12-icount", "debian12"]
+GUEST_ORDER = ["fastexc", "fastexc-mech", "debian12-icount", "debian12-cxx", "debian12"]
 
 # Test names never run in a guest: the runs that hide kernel features from
 # the probe imitate an older kernel on this one (in a guest the kernel is the
@@ -345,6 +363,107 @@ def build_initramfs(path, tests, guest, cli):
     return len(files), len(libs - files)
 
 
+# ---------------------------------------------------------------- the C++ module
+def build_module(guest, pkg, cache):
+    """Builds the guest's module against the headers of its kernel package
+    (installed when missing); returns the build directory."""
+    kver = pkg[len("linux-image-"):]
+    if not os.path.isfile(f"/usr/src/linux-headers-{kver}/Makefile"):
+        log(f"installing linux-headers-{kver}")
+        run(["apt-get", "install", "-y", "-q", f"linux-headers-{kver}"],
+            stdout=subprocess.DEVNULL)
+    out = os.path.join(cache, f"cxx-{kver}")
+    if subprocess.run([os.path.join(ROOT, GUESTS[guest]["module"]), out, kver]).returncode != 0:
+        die(f"{GUESTS[guest]['module']} failed")
+    return out
+
+
+# The module's steps in the guest: (name, shell command, what it must show).
+# Each runs with the kernel log cleared before and copied to the console
+# after (KT-KLOG lines); judge_cxx() decides.
+CXX_LOADS = 100
+CXX_STEPS = [
+    ("tkcxx.tests", "insmod /kt/tkcxx.ko run=tests && rmmod tkcxx"),
+    ("tkcxx.uncaught", "insmod /kt/tkcxx.ko run=none uncaught=1 && rmmod tkcxx"),
+    ("tkcxx.ctor-throws", "! insmod /kt/tkcxx.ko run=none ctor_throws=1 && "
+     "insmod /kt/tkcxx.ko run=none && rmmod tkcxx"),
+    ("tkcxx.load-unload", f"i=0; while [ $i -lt {CXX_LOADS} ]; do "
+     "insmod /kt/tkcxx.ko run=none && rmmod tkcxx || exit 1; i=$((i + 1)); done"),
+    ("tkcxx.bench", "insmod /kt/tkcxx.ko run=bench unit=instructions && rmmod tkcxx"),
+    ("tkcxx.user", "TKCXX_UNIT=instructions /kt/tkcxx-user"),
+]
+CXX_PLAN = r"""
+dmesg -n 1
+kt_step() {
+    name=$1
+    echo "KT-BEGIN $name"
+    dmesg -c >/dev/null
+    start=$(cat /proc/uptime)
+    sh -c "$2" >/tmp/kt.out 2>&1
+    rc=$?
+    end=$(cat /proc/uptime)
+    sed 's/^/KT-OUT /' /tmp/kt.out
+    dmesg -c | sed 's/^\[[^]]*\] //; s/^/KT-KLOG /'
+    secs=$(echo "${start%% *} ${end%% *}" | awk '{printf "%.1f", $2 - $1}')
+    echo "KT-END $name rc:$rc $secs"
+}
+"""
+
+
+def build_cxx_initramfs(path, modout):
+    cpio = Cpio(path)
+    for d in ("proc", "sys", "dev", "tmp", "kt"):
+        cpio.dir(d)
+    cpio.file("/bin/busybox", open(shutil.which("busybox"), "rb").read())
+    cpio.file("/init", INIT.replace("@HALT@", "poweroff -f").encode())
+    lines = [CXX_PLAN] + [f"kt_step {shlex.quote(n)} {shlex.quote(c)}" for n, c in CXX_STEPS]
+    cpio.file("/kt/plan.sh", ("\n".join(lines) + "\n").encode(), 0o644)
+    for f in ("tkcxx.ko", "tkcxx-user"):
+        cpio.file("/kt/" + f, open(os.path.join(modout, f), "rb").read())
+    cpio.close()
+
+
+def judge_cxx(name, rc, lines):
+    """What is wrong with one step of the module (empty: it passed)."""
+    klog = [l[8:] for l in lines if l.startswith("KT-KLOG ")]
+    out = [l[7:] for l in lines if l.startswith("KT-OUT ")]
+    warns = [l for l in klog if "WARNING:" in l]
+    ours = [l for l in warns if "tkk_warn" in l]
+    bad = [l for l in klog if re.search(r"\b(BUG:|Oops|Kernel panic|general protection fault|"
+                                        r"kernel BUG|KASAN|UBSAN)", l)]
+    unloaded = [l for l in klog if l.startswith("tkcxx: unloaded:")]
+    wrong = []
+    if rc != 0:
+        wrong.append(f"the step's commands gave {rc}")
+    if bad:
+        wrong.append("the kernel reported: " + bad[0])
+    if any("FAILED" in l or "LEAK" in l for l in klog + out):
+        wrong.append("the module said: " + next(l for l in klog + out
+                                                if "FAILED" in l or "LEAK" in l))
+    # (busybox's insmod tries finit_module, then init_module: a load that
+    # fails is tried twice, and each attempt says what it left)
+    failed_loads = len([l for l in klog if l.startswith("tkcxx: not loaded:")])
+    want_warns = {"tkcxx.uncaught": 3, "tkcxx.ctor-throws": failed_loads}.get(name, 0)
+    if len(warns) != want_warns or len(ours) != len(warns):
+        wrong.append(f"{len(warns)} kernel warnings ({len(ours)} the module's), "
+                     f"expected {want_warns} of the module's")
+    if name == "tkcxx.ctor-throws" and not failed_loads:
+        wrong.append("the load whose constructor throws did not fail")
+    if name.startswith("tkcxx.") and name != "tkcxx.user":
+        loads = {"tkcxx.load-unload": CXX_LOADS}.get(name, 1) + failed_loads
+        clean = [l for l in unloaded if "0 objects from new and 0 exceptions" in l]
+        if len(unloaded) != loads or len(clean) != loads:
+            wrong.append(f"{len(clean)} of {loads} unloads left nothing behind "
+                         f"({len(unloaded)} unloads seen)")
+    if name == "tkcxx.tests" and not any("tkcxx tests: passed" in l for l in klog):
+        wrong.append("no line says the tests passed")
+    if name == "tkcxx.ctor-throws" and not any("a global constructor failed" in l for l in klog):
+        wrong.append("the failed load was not reported")
+    if name in ("tkcxx.bench", "tkcxx.user") and not any("KT-JSON " in l for l in klog + out):
+        wrong.append("no measurement came out")
+    return wrong
+
+
 # ---------------------------------------------------------------- the guest
 KERNEL_TROUBLE = re.compile(r"\b(BUG:|WARNING:|Oops|Kernel panic|general protection fault|"
                             r"kernel BUG|Call Trace:)")
@@ -379,6 +498,17 @@ def boot(vmlinuz, initramfs, tests, logpath, wall_limit, icount=False, said=None
                 _, name, status, secs = line.split()
                 results[name] = (status, float(secs))
                 log(f"[{len(results)}/{total}] {name}: {status} ({secs} s)")
+                if said is not None:
+                    said.append(line)
+            elif line.startswith("KT-BEGIN "):
+                if said is not None:
+                    said.append(line)
+            elif line.startswith(("KT-KLOG ", "KT-OUT ")):
+                if said is not None:
+                    said.append(line)
+                text = line[line.index(" ") + 1:]
+                if text.startswith("KT-SAY "):
+                    print("    " + text[7:], flush=True)
             elif line.startswith("  | ") or line.startswith("  : "):
                 print("    " + line[4:], flush=True)
             elif line.startswith("KT-JSON "):
@@ -406,9 +536,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--guest", action="append", choices=GUEST_ORDER)
-    ap.add_argument("--part", choices=["fastexc", "suite", "all"], default="all",
-                    help="the fast exception path's guests, trapkit's tests in Debian's kernel, "
-                    "or both (the default)")
+    ap.add_argument("--part", choices=["fastexc", "cxx", "suite", "all"], default="all",
+                    help="the fast exception path's guests, the C++ module's, trapkit's tests "
+                    "in Debian's kernel, or all of them (the default)")
     ap.add_argument("--tests", help="run only the tests whose name matches this regex")
     ap.add_argument("--exclude", help="leave out the tests whose name matches this regex")
     ap.add_argument("--cache", default=os.path.join(ROOT, "build-kernel"))
@@ -424,6 +554,9 @@ def main():
     guests = a.guest or [g for g in GUEST_ORDER if a.part in ("all", GUESTS[g]["part"])]
     plans, left_out = {}, []
     for guest in guests:
+        if GUESTS[guest]["part"] == "cxx":
+            plans[guest] = [{"name": n, "command": ["sh", "-c", c]} for n, c in CXX_STEPS]
+            continue
         plans[guest] = ctest_plan(build, a.tests, a.exclude,
                                   left_out if GUESTS[guest]["part"] == "suite" else [],
                                   GUESTS[guest].get("tests"))
@@ -446,13 +579,19 @@ def main():
         log(f"guest {guest}: {g['what']}")
         pkg, vmlinuz = fetch_kernel(guest, a.cache)
         initramfs = os.path.join(a.cache, guest + ".cpio.gz")
-        nfiles, nlibs = build_initramfs(initramfs, tests, guest, cli)
-        log(f"{pkg}: {len(tests)} tests, {nfiles} programs and {nlibs} libraries in "
-            f"{os.path.getsize(initramfs) >> 20} MiB")
+        if g["part"] == "cxx":
+            build_cxx_initramfs(initramfs, build_module(guest, pkg, a.cache))
+            log(f"{pkg}: the module and {len(tests)} steps")
+        else:
+            nfiles, nlibs = build_initramfs(initramfs, tests, guest, cli)
+            log(f"{pkg}: {len(tests)} tests, {nfiles} programs and {nlibs} libraries in "
+                f"{os.path.getsize(initramfs) >> 20} MiB")
         logpath = os.path.join(a.cache, guest + ".log")
         said[guest] = []
         kernel, results, done, trouble = boot(vmlinuz, initramfs, tests, logpath, a.wall,
                                               g.get("icount", False), said[guest])
+        if g["part"] == "cxx":
+            results = cxx_results(results, said[guest])
         passed = [n for n, (s, _) in results.items() if s == "pass"]
         skipped = [n for n, (s, _) in results.items() if s == "skip"]
         bad = [f"{n} ({s})" for n, (s, _) in results.items() if s not in ("pass", "skip")]
@@ -475,8 +614,64 @@ def main():
             failed = True
         if guest == "debian12-icount" or (guest == "fastexc" and "debian12-icount" not in guests):
             fast_part_summary(said, a.cache)
+        if g["part"] == "cxx":
+            cxx_summary(said[guest], a.cache)
     log(f"done in {time.monotonic() - t_start:.0f} s" + (": FAILED" if failed else ""))
     return 1 if failed else 0
+
+
+def cxx_results(results, said):
+    """The module's steps judged: pass, or fail with the reasons printed."""
+    judged, name, lines = {}, None, []
+    for line in said:
+        if line.startswith("KT-BEGIN "):
+            name, lines = line.split()[1], []
+        elif line.startswith("KT-END ") and name:
+            status, secs = results.get(name, ("rc:?", 0.0))
+            rc = int(status[3:]) if status[3:].lstrip("-").isdigit() else -1
+            wrong = judge_cxx(name, rc, lines)
+            for w in wrong:
+                print(f"  {name}: {w}")
+            judged[name] = ("pass" if not wrong else "fail", secs)
+            name = None
+        elif name:
+            lines.append(line)
+    return judged
+
+
+def cxx_summary(said, cache):
+    """The module's measurements: to cache/cxx-results.jsonl for the report,
+    and a line on the one-frame throw."""
+    records = []
+    for line in said:
+        at = line.find("KT-JSON ")
+        if at >= 0:
+            try:
+                records.append(json.loads(line[at + 8:]))
+            except ValueError:
+                continue
+    if not records:
+        return
+    path = os.path.join(cache, "cxx-results.jsonl")
+    with open(path, "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    print(f"\n== C++ in the kernel (instructions, qemu -icount shift=0): {len(records)} results "
+          f"in {path} ==")
+
+    def one(exp, mech, frames, where):
+        for r in records:
+            if (r["experiment"], r["mechanism"], r["params"].get("frames"),
+                    r["params"].get("where")) == (exp, mech, frames, where):
+                return r["median"]
+        return None
+    for mech, where in (("tkcxx", "kernel"), ("tkcxx-unoptimised", "kernel"),
+                        ("libgcc", "user"), ("error-code", "kernel")):
+        t1 = one("gylfason/kernel-throw-int", mech, 1, where)
+        t20 = one("gylfason/kernel-throw-int", mech, 20, where)
+        if t1 is not None and t20 is not None:
+            print(f"  {mech} ({where}): 1 frame {t1}, 20 frames {t20}, "
+                  f"{(t20 - t1) / 19:.0f} a frame")
 
 
 def fast_part_summary(said, cache):
