@@ -28,7 +28,7 @@ module_param_named(ctor_throws, tkcxx_ctor_throws, int, 0444);
 MODULE_PARM_DESC(ctor_throws, "a global constructor throws (the load must fail cleanly)");
 char *tkcxx_unit = "TSC ticks";
 module_param_named(unit, tkcxx_unit, charp, 0444);
-MODULE_PARM_DESC(unit, "what the time-stamp counter counts (\"instructions\" under qemu -icount)");
+MODULE_PARM_DESC(unit, "what the time-stamp counter counts (insn: instructions, under qemu -icount)");
 static int uncaught;
 module_param(uncaught, int, 0444);
 MODULE_PARM_DESC(uncaught, "also throw what nothing catches, and leave a noexcept function");

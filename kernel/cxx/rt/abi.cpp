@@ -106,13 +106,26 @@ const __class_type_info *__vmi_class_type_info::__base(int i, const void *obj, c
 
 // void *__dynamic_cast(src, src_type, dst_type, hint): the ABI's entry for
 // dynamic_cast<dst_type *>(src), src pointing to a src_type subobject of a
-// polymorphic object.  The hint (how dst relates to src statically) is not
-// needed: the walk over the whole object's subobjects decides.
+// polymorphic object.  The walk over the whole object's subobjects
+// decides; a hint of 0 or more (src is a unique public non-virtual base of
+// dst, at that offset) lets it look for one subobject and stop there.
 extern "C" void *__dynamic_cast(const void *src, const __class_type_info *src_type,
-                                const __class_type_info *dst_type, ptrdiff_t)
+                                const __class_type_info *dst_type, ptrdiff_t hint)
 {
     const __class_type_info *whole_type;
     const void *whole = tkcxx::whole_object(src, &whole_type);
+    if (hint >= 0) {
+        // the compiler knows src is dst's only public base, hint bytes into
+        // it: the answer is the dst there, if the object has one
+        const void *at = static_cast<const char *>(src) - hint;
+        bool found = false;
+        auto find = [&](const __class_type_info *t, const void *a, bool) {
+            found = a == at && *t == *dst_type;
+            return !found;
+        };
+        whole_type->__walk(whole, true, find);
+        if (found) return const_cast<void *>(at);
+    }
     // the dst subobjects; for each, whether src's subobject is a public base of it
     tkcxx::distinct down, cross;
     bool src_public = false; // src is a public base of the whole object
