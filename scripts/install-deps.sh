@@ -38,6 +38,7 @@ if [[ "${1:-}" == kernel-test ]]; then
         linux-source-6.1   # the fast exception path's guest kernel (kernel/fastexc/build.sh)
         flex bison bc libelf-dev  # what building that kernel needs
         ccache             # a rebuild of that kernel after a change in kernel/fastexc
+        linux-headers-amd64  # kernel/cxx's module, built for linux-image-amd64 (the guests' kernel)
     )
 fi
 

@@ -31,7 +31,10 @@ module_param_named(unit, tkcxx_unit, charp, 0444);
 MODULE_PARM_DESC(unit, "what the time-stamp counter counts (insn: instructions, under qemu -icount)");
 static int uncaught;
 module_param(uncaught, int, 0444);
-MODULE_PARM_DESC(uncaught, "also throw what nothing catches, and leave a noexcept function");
+MODULE_PARM_DESC(uncaught, "also throw what nothing catches, leave a noexcept function and throw in a destructor the unwinding runs (5 warnings)");
+static int opts = -1;
+module_param(opts, int, 0444);
+MODULE_PARM_DESC(opts, "the runtime's optimisations, bits: 1 one phase, 2 inline raise, 4 cache (default: all)");
 
 static DEFINE_MUTEX(tkcxx_lock); /* one call into the C++ part at a time */
 
@@ -115,12 +118,21 @@ static int __init tkcxx_init(void)
 		pr_info("KT-SAY tkcxx tests: %s (%d)\n", r ? "FAILED" : "passed", r);
 		failed |= r != 0;
 	}
+	if (opts >= 0) {
+		tkcxx_opts.one_phase = opts & 1;
+		tkcxx_opts.inline_raise = (opts >> 1) & 1;
+		tkcxx_opts.cache = (opts >> 2) & 1;
+	}
 	if (uncaught) {
 		r = call(tkcxx_uncaught, NULL);
 		pr_info("KT-SAY tkcxx uncaught exception: the call gave %d (expected %d)\n", r, -EPROTO);
 		failed |= r != -EPROTO;
 		r = call(tkcxx_terminates, NULL);
 		pr_info("KT-SAY tkcxx std::terminate: the call gave %d (expected %d)\n", r, -ECANCELED);
+		failed |= r != -ECANCELED;
+		r = call(tkcxx_throws_in_unwinding, NULL);
+		pr_info("KT-SAY tkcxx a destructor throws during unwinding: the call gave %d (expected %d)\n",
+			r, -ECANCELED);
 		failed |= r != -ECANCELED;
 	}
 	if (bench) {

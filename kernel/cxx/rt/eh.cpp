@@ -303,7 +303,8 @@ context from_regs(const regs *r)
     escape(-71); // -EPROTO
 }
 
-// The search walk: the handler's frame (its stack pointer) and selector.
+// The search walk: the handler's frame (its stack pointer) and selector;
+// false if none; a function that may not throw is std::terminate.
 bool search(exc *e, context c)
 {
     site scratch;
@@ -311,12 +312,15 @@ bool search(exc *e, context c)
         uintptr_t pc = c.reg[RA] - (c.pc_exact ? 0 : 1);
         const site *s = site_for(pc, &scratch);
         if (!s) return false;
-        if (s->what == W_TERMINATE) return false;
+        if (s->what == W_TERMINATE) {
+            tkk_warn("tkcxx: an exception left a function that may not throw (noexcept)");
+            std::terminate();
+        }
         if (s->what == W_ACTIONS) {
             void *adj;
             bool term = false;
             int sel = match_actions(*s, e, &adj, &term);
-            if (term) return false;
+            if (term) std::terminate();
             if (sel > 0) {
                 e->target_sp = c.reg[RSP];
                 e->selector = sel;

@@ -368,6 +368,36 @@ void test_exceptions()
         CHECK(counted::live == 1);
     }
     CHECK(counted::live == 0);
+    // through a virtual call and a function pointer
+    struct thrower_base {
+        virtual ~thrower_base() {}
+        virtual void go(int v) = 0;
+    };
+    struct thrower_impl : thrower_base {
+        void go(int v) override { may_throw(v); }
+    };
+    thrower_impl ti;
+    thrower_base *tb = &ti;
+    int (*volatile fp)(int) = may_throw;
+    int got = 0;
+    try {
+        tb->go(12);
+    } catch (int v) {
+        got += v;
+    }
+    try {
+        fp(13);
+    } catch (int v) {
+        got += v;
+    }
+    CHECK(got == 25);
+    // caught by value: a copy, made from the thrown object; both destroyed
+    try {
+        throw counted();
+    } catch (counted c) {
+        CHECK(counted::live == 2);
+    }
+    CHECK(counted::live == 0);
     // a function that returns normally after others threw and caught
     int sum = 0;
     for (int i = -3; i <= 3; i++) {
@@ -423,5 +453,18 @@ static void (*volatile call_noexcept)() = noexcept_thrower;
 extern "C" int tkcxx_terminates(void *)
 {
     call_noexcept();
+    return 0;
+}
+
+// a destructor that throws while the unwinding runs it for another
+// exception (destructors are noexcept: std::terminate)
+struct throws_in_dtor {
+    ~throws_in_dtor() { may_throw(2); }
+};
+
+extern "C" int tkcxx_throws_in_unwinding(void *)
+{
+    throws_in_dtor t;
+    may_throw(1);
     return 0;
 }
