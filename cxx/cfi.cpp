@@ -5,6 +5,12 @@
 // kernel module's runtime (kernel/cxx) is built from it too.
 #include "unwind.hpp"
 
+// DW_CFA_remember_state's stack: how deep (each level is a frame state,
+// about 480 bytes; the kernel module's build asks for less)
+#ifndef TK_CFI_REMEMBER
+#define TK_CFI_REMEMBER 8
+#endif
+
 namespace tk::unw
 {
 namespace
@@ -267,7 +273,9 @@ bool run(const uint8_t *p, const uint8_t *end, const cie_info &ci, uintptr_t pc,
          frame_state *fs, const frame_state *initial)
 {
     reader r{p};
-    frame_state stack[8];
+    // (raw storage: a level is written before it is read, and most
+    // functions' instructions never remember a state)
+    alignas(frame_state) unsigned char stack[TK_CFI_REMEMBER][sizeof(frame_state)];
     int depth = 0;
     auto restore = [&](unsigned reg) {
         if (reg < NREGS) fs->regs[reg] = initial ? initial->regs[reg] : rule{};
@@ -338,12 +346,13 @@ bool run(const uint8_t *p, const uint8_t *end, const cie_info &ci, uintptr_t pc,
             break;
         }
         case 0x0a:
-            if (depth >= 8) return false;
-            stack[depth++] = *fs;
+            if (depth >= TK_CFI_REMEMBER) return false;
+            memcpy(stack[depth++], fs, sizeof *fs);
             break;   // remember_state
         case 0x0b: { // restore_state
             if (!depth) return false;
-            *fs = stack[--depth]; // the rules and the CFA rule, as GCC's unwinder restores them
+            memcpy(fs, stack[--depth], sizeof *fs); // the rules and the CFA rule, as GCC's
+                                                    // unwinder restores them
             break;
         }
         case 0x0c:

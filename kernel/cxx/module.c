@@ -29,6 +29,9 @@ MODULE_PARM_DESC(ctor_throws, "a global constructor throws (the load must fail c
 char *tkcxx_unit = "TSC ticks";
 module_param_named(unit, tkcxx_unit, charp, 0444);
 MODULE_PARM_DESC(unit, "what the time-stamp counter counts (insn: instructions, under qemu -icount)");
+int tkcxx_dtor_throws;
+module_param_named(dtor_throws, tkcxx_dtor_throws, int, 0444);
+MODULE_PARM_DESC(dtor_throws, "a global destructor throws (the unload goes on, with a warning)");
 static int uncaught;
 module_param(uncaught, int, 0444);
 MODULE_PARM_DESC(uncaught, "also throw what nothing catches, leave a noexcept function and throw in a destructor the unwinding runs (5 warnings)");

@@ -82,6 +82,7 @@ int tkcxx_uncaught(void *);   /* throws what nothing catches */
 int tkcxx_terminates(void *); /* an exception leaves a noexcept function */
 int tkcxx_throws_in_unwinding(void *); /* a destructor throws while unwinding runs it */
 extern int tkcxx_ctor_throws; /* (module parameter) a global's constructor throws */
+extern int tkcxx_dtor_throws; /* (module parameter) a global's destructor throws */
 extern char *tkcxx_unit;      /* (module parameter) what the time-stamp counter counts */
 
 #ifdef __cplusplus

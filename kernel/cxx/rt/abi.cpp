@@ -40,6 +40,10 @@ const __class_type_info *type_info::__as_class() const
 {
     return nullptr;
 }
+const __pbase_type_info *type_info::__as_pbase() const
+{
+    return nullptr;
+}
 
 exception::~exception() noexcept {}
 const char *exception::what() const noexcept
@@ -82,6 +86,10 @@ const __class_type_info *__class_type_info::__as_class() const
 __si_class_type_info::~__si_class_type_info() {}
 __vmi_class_type_info::~__vmi_class_type_info() {}
 __pbase_type_info::~__pbase_type_info() {}
+const __pbase_type_info *__pbase_type_info::__as_pbase() const
+{
+    return this;
+}
 __pointer_type_info::~__pointer_type_info() {}
 bool __pointer_type_info::__is_pointer_p() const
 {
@@ -96,6 +104,10 @@ const __class_type_info *__vmi_class_type_info::__base(int i, const void *obj, c
     long off = b.__offset_flags >> __base_class_type_info::__offset_shift;
     *virt = b.__offset_flags & __base_class_type_info::__virtual_mask;
     *pub = b.__offset_flags & __base_class_type_info::__public_mask;
+    if (!obj) { // (a null pointer's classes: no addresses)
+        *at = nullptr;
+        return b.__base_type;
+    }
     if (*virt) { // the vtable holds the virtual base's offset, at off
         const char *vtable = *static_cast<const char *const *>(obj);
         off = *reinterpret_cast<const long *>(vtable + off);
@@ -127,11 +139,12 @@ extern "C" void *__dynamic_cast(const void *src, const __class_type_info *src_ty
         if (found) return const_cast<void *>(at);
     }
     // the dst subobjects; for each, whether src's subobject is a public base of it
-    tkcxx::distinct down, cross;
+    tkcxx::distinct down, cross, cross_all;
     bool src_public = false; // src is a public base of the whole object
     auto each = [&](const __class_type_info *t, const void *at, bool pub) {
         if (*t == *src_type && at == src && pub) src_public = true;
         if (!(*t == *dst_type)) return true;
+        cross_all.add(at);
         if (pub) cross.add(at);
         bool below = false; // src's subobject reached from this dst by a public path
         auto in_dst = [&](const __class_type_info *u, const void *uat, bool upub) {
@@ -144,7 +157,8 @@ extern "C" void *__dynamic_cast(const void *src, const __class_type_info *src_ty
     };
     whole_type->__walk(whole, true, each);
     if (down.n == 1) return const_cast<void *>(down.at[0]);
-    if (down.n == 0 && src_public && cross.n == 1) return const_cast<void *>(cross.at[0]);
+    if (down.n == 0 && src_public && cross_all.n == 1 && cross.n == 1)
+        return const_cast<void *>(cross.at[0]);
     return nullptr;
 }
 
@@ -181,59 +195,81 @@ const void *whole_object(const void *obj, const __class_type_info **type)
     return static_cast<const char *>(obj) + offset_to_top;
 }
 
-// A public, unambiguous base of type to in the object at *obj of class from.
+// A public, unambiguous base of type to in the object at *obj of class
+// from: exactly one subobject of that type (counting those reached only
+// by private or protected paths), and it public.  A null object (a null
+// pointer thrown) has no vtable to find virtual bases by: a public path
+// to such a base is enough, and the pointer stays null.
 static bool upcast(const __class_type_info *from, const __class_type_info *to, void **obj)
 {
-    distinct found;
-    auto each = [&](const __class_type_info *t, const void *at, bool pub) {
-        if (pub && *t == *to) found.add(at);
+    distinct all, pub;
+    auto each = [&](const __class_type_info *t, const void *at, bool p) {
+        if (*t == *to) {
+            all.add(at);
+            if (p) pub.add(at);
+        }
         return true;
     };
     from->__walk(*obj, true, each);
-    if (found.n != 1) return false;
-    *obj = const_cast<void *>(found.at[0]);
+    if (!*obj) return pub.n >= 1;
+    if (all.n != 1 || pub.n != 1) return false;
+    *obj = const_cast<void *>(pub.at[0]);
     return true;
 }
 
-// Pointer conversions a handler of pointer type accepts ([except.handle]
-// 3): qualification conversions (at every level below the first, the
-// handler's pointee const where the thrown one is qualified more), to
-// void *, and derived to public base.
-static bool pointer_catches(const __pbase_type_info *c, const __pbase_type_info *t, void **obj,
-                            unsigned outer)
+// Whether a handler of type c takes a thrown t ([except.handle] 3), as
+// libsupc++'s __do_catch decides: outer has bit 0 while every pointer
+// level above was const, and grows by 2 a level.  Pointers and pointers to
+// members: the handler may add cv-qualifiers (below the first level only
+// where every level above is const) and drop noexcept (a function pointer
+// conversion), but not add it; a pointer may go to void * or, at the first
+// level, to a public unambiguous base class; a pointer to member needs the
+// same class.
+static bool do_catch(const std::type_info *c, const std::type_info *t, void **obj, unsigned outer)
 {
-    if (t->__flags & ~c->__flags) return false; // the handler drops a qualifier
-    if (!(outer & 1)) return false;             // a level above was not const
-    if (!(c->__flags & __pbase_type_info::__const_mask)) outer &= ~1u;
-    const std::type_info *cp = c->__pointee, *tp = t->__pointee;
-    if (*cp == *tp) return true;
-    if (outer < 2 && *cp == typeid(void)) return !tp->__is_function_p();
-    if (cp->__is_pointer_p() && tp->__is_pointer_p()) {
-        void *inner = nullptr; // (no object below the first level is adjusted)
-        return pointer_catches(static_cast<const __pbase_type_info *>(cp),
-                               static_cast<const __pbase_type_info *>(tp), &inner, outer | 2);
+    if (*c == *t) return true;
+    const __pbase_type_info *cp = c->__as_pbase(), *tp = t->__as_pbase();
+    if (cp && tp) {
+        if (c->__is_pointer_p() != t->__is_pointer_p()) return false; // pointer vs member
+        if (!(outer & 1)) return false;
+        const unsigned fq =
+            __pbase_type_info::__transaction_safe_mask | __pbase_type_info::__noexcept_mask;
+        unsigned tflags = tp->__flags, cflags = cp->__flags;
+        if ((cflags & fq) & ~(tflags & fq)) return false; // noexcept added: no
+        tflags &= ~(fq & ~cflags);                        // dropped: a conversion
+        if (tflags & ~cflags) return false;               // a qualifier dropped
+        if (!(cflags & __pbase_type_info::__const_mask)) outer &= ~1u;
+        if (c->__is_pointer_p()) {
+            if (outer < 2 && *cp->__pointee == typeid(void))
+                return !tp->__pointee->__is_function_p();
+        } else if (!(*static_cast<const __pointer_to_member_type_info *>(cp)->__context ==
+                     *static_cast<const __pointer_to_member_type_info *>(tp)->__context)) {
+            return false;
+        }
+        return do_catch(cp->__pointee, tp->__pointee, obj, outer + 2);
     }
-    const __class_type_info *cc = cp->__as_class(), *tc = tp->__as_class();
-    if (outer >= 2 || !cc || !tc || !*obj) return false;
+    const __class_type_info *cc = c->__as_class(), *tc = t->__as_class();
+    if (!cc || !tc || outer >= 4) return false; // (no upcast below a pointer's pointee)
     return upcast(tc, cc, obj);
 }
 
 bool catches(const std::type_info *caught, const std::type_info *thrown, void **obj)
 {
-    if (!caught) return true; // catch (...)
-    if (thrown->__is_pointer_p()) *obj = *static_cast<void **>(*obj);
-    if (*caught == *thrown) return true;
-    if (caught->__is_pointer_p()) {
-        if (*thrown == typeid(decltype(nullptr))) {
+    if (!caught) return true;                                         // catch (...)
+    if (thrown->__is_pointer_p()) *obj = *static_cast<void **>(*obj); // the pointer's value
+    if (*thrown == typeid(decltype(nullptr)) && caught->__as_pbase()) {
+        // nullptr to any pointer or pointer to member: its null value
+        static const long null_data_member = -1;
+        static const void *const null_member_function[2] = {nullptr, nullptr};
+        if (caught->__is_pointer_p())
             *obj = nullptr;
-            return true;
-        }
-        if (!thrown->__is_pointer_p()) return false;
-        return pointer_catches(static_cast<const __pbase_type_info *>(caught),
-                               static_cast<const __pbase_type_info *>(thrown), obj, 1);
+        else if (caught->__as_pbase()->__pointee->__is_function_p())
+            *obj = const_cast<const void **>(null_member_function);
+        else
+            *obj = const_cast<long *>(&null_data_member);
+        return true;
     }
-    const __class_type_info *cc = caught->__as_class(), *tc = thrown->__as_class();
-    return cc && tc && upcast(tc, cc, obj);
+    return do_catch(caught, thrown, obj, 1);
 }
 
 // ---- operator new and delete ----
@@ -320,11 +356,19 @@ namespace tkcxx
 extern "C" void (*__tk_ctors_start[])(void);
 extern "C" void (*__tk_ctors_end[])(void);
 
+// Each under a boundary: one that throws is reported (tkcxx_call) and the
+// others still run.
 void run_destructors()
 {
     while (n_atexit > 0) {
-        atexit_entry e = atexit_list[--n_atexit];
-        e.fn(e.arg);
+        static atexit_entry e;
+        e = atexit_list[--n_atexit];
+        tkcxx_call(
+            [](void *) {
+                e.fn(e.arg);
+                return 0;
+            },
+            nullptr);
     }
 }
 

@@ -106,6 +106,7 @@ class __pbase_type_info : public std::type_info
         __noexcept_mask = 0x40
     };
     ~__pbase_type_info() override;
+    const __pbase_type_info *__as_pbase() const override;
 };
 
 class __pointer_type_info : public __pbase_type_info

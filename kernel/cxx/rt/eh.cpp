@@ -267,6 +267,9 @@ int match_actions(const site &s, exc *e, void **adjusted, bool *terminate)
 
 [[noreturn]] void escape(int why);
 
+// The landing pad entered with the frame's registers; the stack pointer
+// is the call site's with the arguments it pushed (DW_CFA_GNU_args_size)
+// popped, as after the call.
 [[noreturn]] void install(const context &c, uintptr_t lp, exc *e, int selector, int64_t args_size)
 {
     target t = {c.reg[RBX],
@@ -275,7 +278,7 @@ int match_actions(const site &s, exc *e, void **adjusted, bool *terminate)
                 c.reg[R13],
                 c.reg[R14],
                 c.reg[R15],
-                c.reg[RSP] - static_cast<uint64_t>(args_size),
+                c.reg[RSP] + static_cast<uint64_t>(args_size),
                 lp,
                 reinterpret_cast<uint64_t>(e),
                 static_cast<uint64_t>(selector)};
@@ -403,6 +406,7 @@ void free_exception(exc *e)
 [[noreturn]] void escape(int why)
 {
     boundary *b = top;
+    if (!b) tkk_bug("tkcxx: an exception or std::terminate() outside a module call");
     exc *e = live;
     while (e) {
         exc *next = e->live_next;
@@ -648,7 +652,6 @@ namespace std
 [[noreturn]] void terminate() noexcept
 {
     tkk_warn("tkcxx: std::terminate() called");
-    if (!top) tkk_bug("tkcxx: std::terminate() outside a module call");
     escape(-125); // -ECANCELED
 }
 } // namespace std

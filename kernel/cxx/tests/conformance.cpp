@@ -6,6 +6,7 @@
 // tests/cxx_conformance that make sense in a kernel.  Each failed check
 // writes its line; tkcxx_run_tests() gives the number that failed.
 #include <new>
+#include <stdint.h>
 #include <string.h>
 #include <tkcxx.h>
 #include <typeinfo>
@@ -71,6 +72,14 @@ struct global_obj {
 };
 global_obj g1(1), g2(2), g3(3);
 
+// (module parameter dtor_throws) a global whose destructor throws at unload
+struct dtor_throws_obj {
+    ~dtor_throws_obj() noexcept(false)
+    {
+        if (tkcxx_dtor_throws) throw 9;
+    }
+} g4;
+
 // ---- classes ----
 struct base {
     int v;
@@ -109,6 +118,20 @@ struct diamond : left, right {
 struct priv : private base { // base not public: not caught as a base
     priv() : base(9) {}
 };
+struct src_x {
+    virtual ~src_x() {}
+};
+struct dst_x {
+    virtual ~dst_x() {}
+};
+struct via1 : dst_x {
+};
+struct via2 : dst_x {
+};
+struct twice_x : src_x, via1, private via2 {
+};
+struct once_x : src_x, via1 {
+};
 struct error_a : std::exception {
     const char *what() const noexcept override { return "error_a"; }
 };
@@ -136,6 +159,31 @@ struct ctor_throws {
 
 volatile size_t huge = size_t{1} << 40;
 char *volatile seen;
+
+[[gnu::noinline]] int many_args(long a, long b, long c, long d, long e, long f, long g, long h,
+                                long i)
+{
+    if (a) throw static_cast<int>(a + b + c + d + e + f + g + h + i);
+    return 0;
+}
+
+struct member_holder {
+    int x = 3;
+    int get() { return x; }
+};
+
+// base twice: once through a public path, once through a private one
+struct left_base : base {
+    left_base() : base(1) {}
+};
+struct right_base : base {
+    right_base() : base(2) {}
+};
+struct twice : left_base, private right_base {
+};
+
+void quiet() noexcept {}
+void loud() {}
 
 struct counted {
     static int live;
@@ -203,6 +251,11 @@ void test_rtti()
     }
     CHECK(threw);
     CHECK(strcmp(typeid(int).name(), "i") == 0);
+    // a cross cast to a base the object has twice (once privately): null
+    twice_x tx;
+    CHECK(dynamic_cast<dst_x *>(static_cast<src_x *>(&tx)) == nullptr);
+    once_x ox;
+    CHECK(dynamic_cast<dst_x *>(static_cast<src_x *>(&ox)) == static_cast<dst_x *>(&ox));
 }
 
 void test_exceptions()
@@ -398,6 +451,84 @@ void test_exceptions()
         CHECK(counted::live == 2);
     }
     CHECK(counted::live == 0);
+    // a throw from a call that pushed arguments (the seventh on): the
+    // handler's stack pointer is the same every time
+    uint64_t sp0 = 0;
+    bool sp_same = true;
+    for (int k = 0; k < 50; k++) {
+        try {
+            many_args(1, 2, 3, 4, 5, 6, 7, 8, 9);
+        } catch (int v) {
+            uint64_t sp;
+            asm volatile("mov %%rsp, %0" : "=r"(sp));
+            if (k == 0) sp0 = sp;
+            sp_same &= sp == sp0 && v == 45;
+        }
+    }
+    CHECK(sp_same);
+    // a null pointer to a derived class, caught as a pointer to a base
+    t.clear();
+    try {
+        throw static_cast<more *>(nullptr);
+    } catch (base *b) {
+        if (!b) t.add('n');
+    }
+    try {
+        throw static_cast<diamond *>(nullptr);
+    } catch (vbase *v) {
+        if (!v) t.add('v');
+    }
+    CHECK(t.is("nv"));
+    // pointers to members: nullptr, and a qualification added
+    try {
+        throw nullptr;
+    } catch (int member_holder::*p) {
+        CHECK(p == nullptr);
+    }
+    try {
+        throw nullptr;
+    } catch (int (member_holder::*f)()) {
+        CHECK(f == nullptr);
+    }
+    try {
+        throw &member_holder::x;
+    } catch (const int member_holder::*p) {
+        member_holder h;
+        CHECK(h.*p == 3);
+    }
+    // a base that is there twice (once privately) is ambiguous: no match
+    t.clear();
+    try {
+        try {
+            throw twice();
+        } catch (base &) {
+            CHECK(false);
+        }
+    } catch (twice &) {
+        t.add('2');
+    }
+    CHECK(t.is("2"));
+    // a pointer to a noexcept function is caught as a plain one, not the
+    // other way round
+    t.clear();
+    try {
+        void (*nf)() noexcept = quiet;
+        throw nf;
+    } catch (void (*f)()) {
+        f();
+        t.add('q');
+    }
+    try {
+        try {
+            void (*pf)() = loud;
+            throw pf;
+        } catch (void (*)() noexcept) {
+            CHECK(false);
+        }
+    } catch (void (*)()) {
+        t.add('l');
+    }
+    CHECK(t.is("ql"));
     // a function that returns normally after others threw and caught
     int sum = 0;
     for (int i = -3; i <= 3; i++) {
