@@ -639,6 +639,9 @@ def cxx_results(results, said):
             wrong = judge_cxx(name, rc, lines)
             for w in wrong:
                 print(f"  {name}: {w}")
+            if wrong:  # what the step printed and the kernel logged, last
+                for l in lines[-25:]:
+                    print(f"  | {l}")
             judged[name] = ("pass" if not wrong else "fail", secs)
             name = None
         elif name:
