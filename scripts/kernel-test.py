@@ -729,7 +729,8 @@ def fast_part_summary(said, cache):
                         continue
                     r["params"]["kernel"] = "debian12" if guest == "debian12-icount" else guest
                     records.append(r)
-                elif not line.startswith("fast-kernel round trip:"):
+                elif not line.startswith(("fast-kernel round trip:", "KT-BEGIN ", "KT-END ",
+                                           "KT-KLOG ", "KT-OUT ")):
                     print("  " + line)
     if records:
         path = os.path.join(cache, "fastexc-results.jsonl")
