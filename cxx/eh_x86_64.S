@@ -8,22 +8,7 @@
 //   rbx rbp r12 r13 r14 r15 rsp rip
         .text
 
-// SAVE_REGS: 72 bytes of frame (64 of registers + 8 that align the stack
-// for the call), the caller's registers in the first 64.
-.macro SAVE_REGS
-        sub     $72, %rsp
-        .cfi_adjust_cfa_offset 72
-        mov     %rbx, 0(%rsp)
-        mov     %rbp, 8(%rsp)
-        mov     %r12, 16(%rsp)
-        mov     %r13, 24(%rsp)
-        mov     %r14, 32(%rsp)
-        mov     %r15, 40(%rsp)
-        lea     80(%rsp), %rax
-        mov     %rax, 48(%rsp)
-        mov     72(%rsp), %rax
-        mov     %rax, 56(%rsp)
-.endm
+#include "eh_regs.inc"
 
 // void __cxa_throw(void *obj, std::type_info *type, void (*dest)(void *))
         .globl  __cxa_throw
@@ -88,22 +73,7 @@ _ZSt9terminatev:
 // switch, so nothing below the new stack pointer is read after it.
         .globl  tk_eh_install
         .hidden tk_eh_install
-        .type   tk_eh_install, @function
-tk_eh_install:
-        .cfi_startproc
-        mov     0(%rdi), %rbx
-        mov     8(%rdi), %rbp
-        mov     16(%rdi), %r12
-        mov     24(%rdi), %r13
-        mov     32(%rdi), %r14
-        mov     40(%rdi), %r15
-        mov     56(%rdi), %rcx
-        mov     64(%rdi), %rax
-        mov     72(%rdi), %rdx
-        mov     48(%rdi), %rsp
-        jmp     *%rcx
-        .cfi_endproc
-        .size   tk_eh_install, .-tk_eh_install
+        INSTALL tk_eh_install
 
 // Entered as if called from the frame the walk stopped at (its return
 // address on the stack), with the exception in rax: libgcc's

@@ -8,21 +8,7 @@
 //   rbx rbp r12 r13 r14 r15 rsp rip
         .text
 
-// 72 bytes of frame: 64 of registers and 8 of alignment
-.macro SAVE_REGS
-        sub     $72, %rsp
-        .cfi_adjust_cfa_offset 72
-        mov     %rbx, 0(%rsp)
-        mov     %rbp, 8(%rsp)
-        mov     %r12, 16(%rsp)
-        mov     %r13, 24(%rsp)
-        mov     %r14, 32(%rsp)
-        mov     %r15, 40(%rsp)
-        lea     80(%rsp), %rax
-        mov     %rax, 48(%rsp)
-        mov     72(%rsp), %rax
-        mov     %rax, 56(%rsp)
-.endm
+#include "../../../cxx/eh_regs.inc"
 
 // void __cxa_throw(void *obj, std::type_info *type, void (*dest)(void *)):
 // the walk starts at the thrower (the raise in-lined), or, with
@@ -82,22 +68,7 @@ __cxa_rethrow:
 // its landing pad with the exception in rax and the selector in rdx.
 // Everything is loaded before the stack switch.
         .globl  tkcxx_install
-        .type   tkcxx_install, @function
-tkcxx_install:
-        .cfi_startproc
-        mov     0(%rdi), %rbx
-        mov     8(%rdi), %rbp
-        mov     16(%rdi), %r12
-        mov     24(%rdi), %r13
-        mov     32(%rdi), %r14
-        mov     40(%rdi), %r15
-        mov     56(%rdi), %rcx
-        mov     64(%rdi), %rax
-        mov     72(%rdi), %rdx
-        mov     48(%rdi), %rsp
-        jmp     *%rcx
-        .cfi_endproc
-        .size   tkcxx_install, .-tkcxx_install
+        INSTALL tkcxx_install
 
 // int tkcxx_setjmp(struct jmp *j): 0, then 1 when tkcxx_longjmp(j) comes
 // back to it.  The words: rbx rbp r12 r13 r14 r15 rsp rip.
