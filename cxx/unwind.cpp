@@ -74,10 +74,14 @@ bool compute(uintptr_t pc, frame_state *out)
 
 bool state_for(uintptr_t pc, frame_state *out)
 {
-    entry &e = cache[(pc * 0x9e3779b97f4a7c15ull >> 52) % CACHE];
+    // two ways: a PC may sit in either slot of its pair, so two PCs of one
+    // walk that hash alike do not evict each other on every walk
+    size_t i = (pc * 0x9e3779b97f4a7c15ull >> 52) % CACHE;
     {
         std::lock_guard<std::mutex> g(cache_lock);
-        if (e.pc.load(std::memory_order_relaxed) == pc) {
+        for (size_t j : {i, i ^ 1}) {
+            entry &e = cache[j];
+            if (e.pc.load(std::memory_order_relaxed) != pc) continue;
             // still the same object at that address?
             struct dl_find_object dlfo;
             if (_dl_find_object(reinterpret_cast<void *>(pc), &dlfo) == 0 &&
@@ -88,6 +92,7 @@ bool state_for(uintptr_t pc, frame_state *out)
                 return true;
             }
             n_recomputed++;
+            break;
         }
     }
     n_misses++;
@@ -95,6 +100,17 @@ bool state_for(uintptr_t pc, frame_state *out)
     uintptr_t hdr, base;
     if (!compute_in(pc, &fs, &hdr, &base)) return false;
     std::lock_guard<std::mutex> g(cache_lock);
+    // the slot of the pair that is free or already this PC's; else the
+    // first
+    entry *ep = &cache[i];
+    for (size_t j : {i, i ^ 1}) {
+        uintptr_t p = cache[j].pc.load(std::memory_order_relaxed);
+        if (p == 0 || p == pc) {
+            ep = &cache[j];
+            break;
+        }
+    }
+    entry &e = *ep;
     e.hdr = hdr;
     e.base = base;
     e.fs = fs;

@@ -101,11 +101,16 @@ int main()
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGUSR1, &sa, nullptr);
     raise(SIGUSR1);
-    auto before = tk::unw::stats();
-    chain(30);
-    auto after = tk::unw::stats();
-    CHECK(after.hits - before.hits >= 30);    // the second walk of the same frames
-    CHECK(after.misses - before.misses <= 2); // only the new places in compare_walks
+    // the same walk twice from one place: the second finds every frame but
+    // the outermost, which has no frame state to keep
+    tk::unw::cache_stats before{}, after{};
+    for (int i = 0; i < 2; i++) {
+        before = after;
+        chain(30);
+        after = tk::unw::stats();
+    }
+    CHECK(after.hits - before.hits >= 30);
+    CHECK(after.misses - before.misses <= 1);
     printf("ok: %d walks, %d frames the same as libgcc's; cache %lu hits, %lu misses\n",
            walks_compared, frames_compared, (unsigned long)after.hits, (unsigned long)after.misses);
     return 0;
