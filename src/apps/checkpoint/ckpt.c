@@ -736,7 +736,11 @@ static void take_neighbours(struct tk_ckpt *c, size_t idx, size_t *lo, size_t *h
  * and the flushes stay local.  A program whose writers keep their CPU busy
  * would starve them there: a thread that waited for that CPU more than
  * half of the last FOLLOW_PERIOD_NS (its run delay, /proc/thread-self/
- * schedstat) goes back to every CPU it may use for the next period.  Not
+ * schedstat) goes back to every CPU it may use for the rest of the
+ * snapshot.  (A writer that kept its CPU busy for a period mostly goes on
+ * doing so, and a thread at SCHED_IDLE beside it runs so seldom - a tick
+ * in a second or more on a slow machine - that each return there cost it
+ * far more than the period before it saw it starved again.)  Not
  * with TK_CKPT_FAIR (or TRAPKIT_CKPT_COPIER=fair/nice), on one CPU, or with
  * TRAPKIT_CKPT_FOLLOW=0. */
 #define FOLLOW_PERIOD_NS 200000000ull
@@ -753,7 +757,7 @@ static void note_cpu(struct tk_ckpt *c)
 
 struct follow {
     int cpu;            /* the CPU this thread is kept on, or -1 (anywhere allowed) */
-    bool hold;          /* anywhere for this period: it starved */
+    bool hold;          /* anywhere for the rest of the snapshot: it starved */
     bool init, off;     /* off: its run delay cannot be read, so it does not follow */
     int stat_fd;        /* /proc/thread-self/schedstat, or -1 */
     uint64_t t0, wait0; /* the period's start and run delay then */
@@ -797,13 +801,15 @@ static void follow_writer(struct tk_ckpt *c, struct follow *f)
             f->off = true;
             return;
         }
-    } else if (now - f->t0 >= FOLLOW_PERIOD_NS) {
+    } else if (!f->hold && now - f->t0 >= FOLLOW_PERIOD_NS) {
         uint64_t w = run_delay(f->stat_fd);
         bool starved = f->cpu >= 0 && (w - f->wait0) * 2 > now - f->t0;
         f->t0 = now;
         f->wait0 = w;
-        f->hold = starved;
-        if (starved && sched_setaffinity(0, sizeof f->allowed, &f->allowed) == 0) f->cpu = -1;
+        if (starved) {
+            f->hold = true;
+            if (sched_setaffinity(0, sizeof f->allowed, &f->allowed) == 0) f->cpu = -1;
+        }
     }
     if (f->hold) return;
     int cpu = atomic_load_explicit(&c->writer_cpu, memory_order_relaxed);
