@@ -27,6 +27,7 @@
 #include <typeinfo>
 
 #include "trapkit/eh.h"
+#include "lsda.hpp"
 #include "unwind.hpp"
 
 using namespace tk::unw;
@@ -266,23 +267,19 @@ void push_cleanup(thread_data &t, _Unwind_Exception *ue, uint64_t cfa)
 // ---- the PC table ----
 std::atomic<uint32_t> generation{0}; // bumped before and after each dlclose
 
-enum : uint8_t { P_NONE, P_GXX, P_OTHER };                       // personality
-enum : uint8_t { W_NOTHING, W_CLEANUP, W_TERMINATE, W_ACTIONS }; // the call site's record
-
+enum : uint8_t { P_NONE, P_GXX, P_OTHER }; // personality
 // Everything a throw needs of one call site.
-struct site {
+// (call_site: what its LSDA says of it)
+struct site : call_site {
     uintptr_t pc = 0; // the looked-up PC (a return address - 1, or an exact PC)
     uint32_t gen = 0;
     bool compact = false; // the frame state is cfa = reg + off, saved = *(cfa + off)
-    uint8_t personality = P_NONE, what = W_NOTHING;
-    uint8_t cfa_reg = RSP, nsaved = 0, ttype_enc = 0xff;
+    uint8_t personality = P_NONE;
+    uint8_t cfa_reg = RSP, nsaved = 0;
     int32_t cfa_off = 0;
     int32_t args_size = 0;
     uint8_t sreg[7] = {};
     int32_t soff[7] = {};
-    uintptr_t lp = 0;                // landing pad
-    const uint8_t *action = nullptr; // first action record
-    const uint8_t *ttype = nullptr;  // end of the type table
     const uint8_t *lsda = nullptr;
 };
 
@@ -340,66 +337,6 @@ void table_put(const site &s)
     sl->seq.store(s1 + 2, std::memory_order_release);
 }
 
-size_t encoded_size(uint8_t enc)
-{
-    switch (enc & 0x0f) {
-    case 0x00:
-    case 0x04:
-    case 0x0c:
-        return 8;
-    case 0x02:
-    case 0x0a:
-        return 2;
-    case 0x03:
-    case 0x0b:
-        return 4;
-    default:
-        return 0;
-    }
-}
-
-// The call-site record for pc in lsda (libstdc++'s personality routine,
-// which every GCC and Clang C++ object uses): false for an encoding this
-// runtime does not read (the site goes to libgcc).
-bool decode_lsda(const uint8_t *lsda, uintptr_t func_start, uintptr_t pc, site *s)
-{
-    reader r{lsda};
-    uint8_t lpstart_enc = r.u8();
-    uintptr_t lpstart = func_start;
-    if (lpstart_enc != 0xff && !r.ptr(lpstart_enc, 0, func_start, &lpstart)) return false;
-    s->ttype_enc = r.u8();
-    if (s->ttype_enc != 0xff) {
-        // the type table is read with base 0: pc-relative and absolute only
-        uint8_t app = s->ttype_enc & 0x70;
-        if ((app != 0x00 && app != 0x10) || encoded_size(s->ttype_enc) == 0) return false;
-        uint64_t off = r.uleb();
-        s->ttype = r.p + off;
-    }
-    uint8_t cs_enc = r.u8();
-    uint64_t cs_len = r.uleb();
-    const uint8_t *actions = r.p + cs_len;
-    s->lsda = lsda;
-    s->what = W_TERMINATE; // not in the table: std::terminate
-    while (r.p < actions) {
-        uintptr_t start, len, lp;
-        if (!r.ptr(cs_enc, 0, 0, &start) || !r.ptr(cs_enc, 0, 0, &len) || !r.ptr(cs_enc, 0, 0, &lp))
-            return false;
-        uint64_t action = r.uleb();
-        if (pc < func_start + start) break;
-        if (pc < func_start + start + len) {
-            if (lp == 0)
-                s->what = W_NOTHING;
-            else {
-                s->lp = lpstart + lp;
-                s->what = action ? W_ACTIONS : W_CLEANUP;
-                if (action) s->action = actions + action - 1;
-            }
-            break;
-        }
-    }
-    return true;
-}
-
 // The site of pc, computed: its frame state and, for a C++ frame, its
 // call-site record.
 bool compute_site(uintptr_t pc, uint32_t gen, site *s)
@@ -434,9 +371,10 @@ bool compute_site(uintptr_t pc, uint32_t gen, site *s)
         s->personality = P_NONE;
     } else if (fs.personality == reinterpret_cast<uintptr_t>(&__gxx_personality_v0)) {
         s->personality = P_GXX;
-        if (!fs.lsda)
+        s->lsda = reinterpret_cast<const uint8_t *>(fs.lsda);
+        if (!s->lsda)
             s->what = W_NOTHING;
-        else if (!decode_lsda(reinterpret_cast<const uint8_t *>(fs.lsda), fs.func_start, pc, s))
+        else if (!decode_lsda(s->lsda, fs.func_start, pc, s))
             s->personality = P_OTHER;
     } else {
         s->personality = P_OTHER;

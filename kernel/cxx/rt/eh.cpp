@@ -18,6 +18,7 @@
 #include <tkcxx.h>
 #include <typeinfo>
 
+#include "../../../cxx/lsda.hpp"
 #include "../../../cxx/unwind.hpp"
 #include "abi.hpp"
 #include "rt.hpp"
@@ -129,76 +130,14 @@ const uint8_t *find_fde(uintptr_t pc)
 }
 
 // ---- a call site: its frame state and what its LSDA says ----
-enum : uint8_t { W_NOTHING, W_CLEANUP, W_TERMINATE, W_ACTIONS };
-struct site {
-    uintptr_t pc;
+struct site : call_site {
+    uintptr_t pc = 0;
     frame_state fs;
-    uint8_t what, ttype_enc;
-    uintptr_t lp;
-    const uint8_t *action, *ttype;
 };
 constexpr unsigned CACHE_BITS = 8;
 site cache[1u << CACHE_BITS];
 
-size_t encoded_size(uint8_t enc)
-{
-    switch (enc & 0x0f) {
-    case 0x00:
-    case 0x04:
-    case 0x0c:
-        return 8;
-    case 0x02:
-    case 0x0a:
-        return 2;
-    case 0x03:
-    case 0x0b:
-        return 4;
-    default:
-        return 0;
-    }
-}
-
 extern "C" int __gxx_personality_v0();
-
-// The call-site record for pc in lsda (Itanium C++ ABI exception tables
-// as g++ writes them); false for an encoding this runtime does not read.
-bool decode_lsda(const uint8_t *lsda, uintptr_t func_start, uintptr_t pc, site *s)
-{
-    reader r{lsda};
-    uint8_t lpstart_enc = r.u8();
-    uintptr_t lpstart = func_start;
-    if (lpstart_enc != 0xff && !r.ptr(lpstart_enc, 0, func_start, &lpstart)) return false;
-    s->ttype_enc = r.u8();
-    s->ttype = nullptr;
-    if (s->ttype_enc != 0xff) {
-        uint8_t app = s->ttype_enc & 0x70;
-        if ((app != 0x00 && app != 0x10) || encoded_size(s->ttype_enc) == 0) return false;
-        uint64_t off = r.uleb();
-        s->ttype = r.p + off;
-    }
-    uint8_t cs_enc = r.u8();
-    uint64_t cs_len = r.uleb();
-    const uint8_t *actions = r.p + cs_len;
-    s->what = W_TERMINATE; // not in the table: std::terminate
-    while (r.p < actions) {
-        uintptr_t start, len, lp;
-        if (!r.ptr(cs_enc, 0, 0, &start) || !r.ptr(cs_enc, 0, 0, &len) || !r.ptr(cs_enc, 0, 0, &lp))
-            return false;
-        uint64_t action = r.uleb();
-        if (pc < func_start + start) break;
-        if (pc < func_start + start + len) {
-            if (lp == 0) {
-                s->what = W_NOTHING;
-            } else {
-                s->lp = lpstart + lp;
-                s->what = action ? W_ACTIONS : W_CLEANUP;
-                if (action) s->action = actions + action - 1;
-            }
-            break;
-        }
-    }
-    return true;
-}
 
 bool compute_site(uintptr_t pc, site *s)
 {
