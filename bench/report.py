@@ -759,80 +759,63 @@ def make_plots(results, seeds, outdir):
                      + " and ".join(str(t) for t in threads) + " busy threads (at most one per "
                      "CPU; the other threads spin over their own memory)")
 
-    # 8. Gylfason & Hjalmtysson: a throw by frames, per runtime; Table 2's parts
-    mechs = [m for m in mechs_of("gylfason/throw-int") if m != "error-code"]
-    if mechs:
+    # 8. Gylfason & Hjalmtysson: a throw by frames, per runtime (dotted: a
+    # destructor in every frame), beside Table 2's parts of a one-frame throw
+    def throw_figure(fname, exps, series, scale, unit, title, bexp, parts, bm, blabels, btitle):
         fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
-        for m in mechs:
-            for exp, style in (("gylfason/throw-int", "-"), ("gylfason/throw-with-destructors", ":")):
+        for i, (label, match) in enumerate(series):
+            for exp, style in zip(exps, ("-", ":")):
                 pts = sorted((r["params"]["frames"], r["median"]) for r in results
-                             if r["experiment"] == exp and r["mechanism"] == m
-                             and r["median"] is not None)
+                             if r["experiment"] == exp and match(r) and r["median"] is not None)
                 if pts:
-                    ax.plot([p for p, _ in pts], [v / 1000 for _, v in pts], style, marker="o",
-                            label=f"{m}, {'destructors' if 'destructors' in exp else 'int'}")
+                    ax.plot([p for p, _ in pts], [v / scale for _, v in pts], style, marker=".",
+                            color=f"C{i}", label=label if style == "-" else None)
         ax.set_yscale("log")
         ax.set_xlabel("frames between throw and catch")
-        ax.set_ylabel("µs per throw (log)")
-        ax.set_title("C++ throws on this machine")
-        ax.legend(fontsize=7)
-        parts = ["allocation", "search", "cleanup", "install", "catch"]
-        bm = [m for m in ("libgcc", "trapkit") if med("gylfason/breakdown", m, part="cleanup")]
+        ax.set_ylabel(f"{unit} per throw (log)")
+        ax.set_title(f"{title} (dotted: a destructor a frame)")
+        ax.legend(fontsize=6)
         bottom = [0.0] * len(bm)
         for part in parts:
-            vals = [med("gylfason/breakdown", m, part=part) or 0 for m in bm]
+            vals = [med(bexp, m, part=part) or 0 for m in bm]
             bx.bar(range(len(bm)), vals, 0.5, bottom=bottom, label=part)
             bottom = [b + v for b, v in zip(bottom, vals)]
         bx.set_xticks(list(range(len(bm))))
-        bx.set_xticklabels(bm)
-        bx.set_ylabel("ns per one-frame throw")
-        bx.set_title("Table 2: where a throw's time goes")
+        bx.set_xticklabels(blabels, fontsize=7)
+        bx.set_ylabel(f"{'ns' if scale == 1000 else unit} per one-frame throw")
+        bx.set_title(btitle)
         bx.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(os.path.join(outdir, "gylfason.png"), dpi=100)
+        fig.savefig(os.path.join(outdir, fname), dpi=100)
         plt.close(fig)
+
+    mechs = [m for m in mechs_of("gylfason/throw-int") if m != "error-code"]
+    if mechs:
+        bm = [m for m in ("libgcc", "trapkit") if med("gylfason/breakdown", m, part="cleanup")]
+        throw_figure("gylfason.png", ("gylfason/throw-int", "gylfason/throw-with-destructors"),
+                     [(m, lambda r, m=m: r["mechanism"] == m) for m in mechs], 1000, "µs",
+                     "C++ throws on this machine", "gylfason/breakdown",
+                     ["allocation", "search", "cleanup", "install", "catch"], bm, bm,
+                     "Table 2: where a throw's time goes")
         plots.append(("gylfason.png", "C++ throws through 1-20 frames per runtime, and the "
                       "parts of a one-frame throw (Gylfason & Hjalmtysson Table 2)"))
 
     # 8b. the same in the kernel (kernel/cxx, make kernel-test): per configuration
     kt = [r for r in results if r["experiment"] == "gylfason/kernel-throw-int"]
     if kt:
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
         series = sorted({(r["mechanism"], r["params"].get("where")) for r in kt
                          if not (r["mechanism"] == "error-code"
                                  and r["params"].get("where") == "user")})
-        for i, (m, where) in enumerate(series):
-            for exp, style in (("gylfason/kernel-throw-int", "-"),
-                               ("gylfason/kernel-throw-with-destructors", ":")):
-                pts = sorted((r["params"]["frames"], r["median"]) for r in results
-                             if r["experiment"] == exp and r["mechanism"] == m
-                             and r["params"].get("where") == where)
-                if pts:
-                    ax.plot([p for p, _ in pts], [v for _, v in pts], style, marker=".",
-                            color=f"C{i}",
-                            label=f"{m} ({where})" if style == "-" else None)
-        ax.set_yscale("log")
-        ax.set_xlabel("frames between throw and catch")
-        ax.set_ylabel("instructions per throw (log)")
-        ax.set_title("C++ throws in the kernel module (dotted: a destructor a frame)")
-        ax.legend(fontsize=6)
-        parts = ["allocation", "search", "unwind", "install", "catch"]
         bm = [m for m in ("tkcxx", "tkcxx-no-one-phase", "tkcxx-no-inline-raise", "tkcxx-no-cache",
                           "tkcxx-unoptimised")
               if med("gylfason/kernel-breakdown", m, part="unwind") is not None]
-        bottom = [0.0] * len(bm)
-        for part in parts:
-            vals = [med("gylfason/kernel-breakdown", m, part=part) or 0 for m in bm]
-            bx.bar(range(len(bm)), vals, 0.5, bottom=bottom, label=part)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        bx.set_xticks(list(range(len(bm))))
-        bx.set_xticklabels([m.replace("tkcxx-", "") for m in bm], fontsize=7)
-        bx.set_ylabel("instructions per one-frame throw")
-        bx.set_title("Table 2 in the kernel")
-        bx.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, "gylfason-kernel.png"), dpi=100)
-        plt.close(fig)
+        throw_figure("gylfason-kernel.png",
+                     ("gylfason/kernel-throw-int", "gylfason/kernel-throw-with-destructors"),
+                     [(f"{m} ({w})", lambda r, m=m, w=w: r["mechanism"] == m
+                       and r["params"].get("where") == w) for m, w in series], 1, "instructions",
+                     "C++ throws in the kernel module", "gylfason/kernel-breakdown",
+                     ["allocation", "search", "unwind", "install", "catch"], bm,
+                     [m.replace("tkcxx-", "") for m in bm], "Table 2 in the kernel")
         plots.append(("gylfason-kernel.png", "C++ in a kernel module (kernel/cxx, measured by "
                       "`make kernel-test` in Debian's kernel under qemu -icount): throws through "
                       "1-20 frames with the runtime's optimisations all on (tkcxx), each off, all "
