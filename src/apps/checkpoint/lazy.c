@@ -430,47 +430,46 @@ static void set_done(struct tk_ckpt_lazy *l)
 }
 
 /* ---- the threads ------------------------------------------------------------ */
+struct serving {
+    struct tk_ckpt_lazy *l;
+    struct bufs b;
+};
+
+static void on_missing(void *arg, uintptr_t address, uint64_t flags)
+{
+    (void)flags;
+    struct serving *sv = arg;
+    struct tk_ckpt_lazy *l = sv->l;
+    uint64_t i;
+    uintptr_t addr = address & ~(uintptr_t)(l->ps - 1);
+    if (!index_of(l, addr, &i)) return;
+    if (is_resident(l, i)) {
+        /* placed meanwhile (the fault was queued before), or discarded by
+         * the program since: zero is what it holds */
+        zero_pages(l, i, 1, true, false);
+        tk__uffd_wake(l->uffd, (void *)addr, l->ps);
+        return;
+    }
+    if (bring(l, i, i + 1, true, &sv->b) == 0) {
+        uint64_t zero = 0;
+        atomic_compare_exchange_strong(&l->first_fault_ns, &zero, now_ns());
+        /* the hot block, for the prefetch thread */
+        unsigned h = atomic_fetch_add(&l->hint_head, 1);
+        atomic_store(&l->hint[h % HINTS], i + 1);
+        tk__uffd_wake(l->uffd, (void *)addr, l->ps);
+    }
+}
+
 static void *handler_main(void *arg)
 {
-    struct tk_ckpt_lazy *l = arg;
-    struct bufs b;
-    if (bufs_init(&b, l->ps)) {
-        bufs_free(&b);
-        fail_page(l, -ENOMEM, 0, -1);
+    struct serving sv = {.l = arg};
+    if (bufs_init(&sv.b, sv.l->ps)) {
+        bufs_free(&sv.b);
+        fail_page(sv.l, -ENOMEM, 0, -1);
         return NULL;
     }
-    struct pollfd pf[2] = {{.fd = l->uffd, .events = POLLIN}, {.fd = l->stop_fd, .events = POLLIN}};
-    struct uffd_msg msgs[16];
-    while (!atomic_load(&l->stop)) {
-        if (poll(pf, 2, -1) < 0) continue;
-        if (pf[1].revents) break;
-        ssize_t r = read(l->uffd, msgs, sizeof msgs);
-        if (r <= 0) continue;
-        for (size_t m = 0; m < (size_t)r / sizeof msgs[0]; m++) {
-            if (msgs[m].event != UFFD_EVENT_PAGEFAULT) continue;
-            uint64_t i;
-            uintptr_t addr = (uintptr_t)msgs[m].arg.pagefault.address & ~(uintptr_t)(l->ps - 1);
-            if (!index_of(l, addr, &i)) continue;
-            if (is_resident(l, i)) {
-                /* placed meanwhile (the fault was queued before), or
-                 * discarded by the program since: zero is what it holds */
-                zero_pages(l, i, 1, true, false);
-                struct uffdio_range wr = {.start = addr, .len = l->ps};
-                ioctl(l->uffd, UFFDIO_WAKE, &wr);
-                continue;
-            }
-            if (bring(l, i, i + 1, true, &b) == 0) {
-                uint64_t zero = 0;
-                atomic_compare_exchange_strong(&l->first_fault_ns, &zero, now_ns());
-                /* the hot block, for the prefetch thread */
-                unsigned h = atomic_fetch_add(&l->hint_head, 1);
-                atomic_store(&l->hint[h % HINTS], i + 1);
-                struct uffdio_range wr = {.start = addr, .len = l->ps};
-                ioctl(l->uffd, UFFDIO_WAKE, &wr);
-            }
-        }
-    }
-    bufs_free(&b);
+    tk__uffd_fault_loop(sv.l->uffd, sv.l->stop_fd, &sv.l->stop, on_missing, &sv);
+    bufs_free(&sv.b);
     return NULL;
 }
 

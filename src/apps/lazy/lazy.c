@@ -326,45 +326,36 @@ static int claim(atomic_int *st, unsigned from)
     }
 }
 
+static void on_missing(void *arg, uintptr_t addr, uint64_t flags)
+{
+    (void)flags;
+    tk_lazy_array *a = arg;
+    size_t i = (addr - (uintptr_t)a->base) / a->ps;
+    if (addr < (uintptr_t)a->base || i >= a->npages) return;
+    if (claim(&a->state[i], 1u << P_EMPTY) >= 0) {
+        array_compute(a, i, a->buf);
+    } else if (atomic_load(&a->state[i]) == P_DONE) {
+        /* A computed page the faulting thread found missing.  Either it was
+         * placed meanwhile by an explicit fill (wake the thread, should it
+         * have queued after that copy's wake-up), or the program dropped it
+         * since (MADV_DONTNEED): it is missing for good, and computed
+         * again. */
+        size_t hw = hw_page();
+        unsigned char in = 1;
+        void *hp = (void *)(addr & ~(uintptr_t)(hw - 1));
+        if (mincore(hp, hw, &in) == 0 && !(in & 1) && claim(&a->state[i], 1u << P_DONE) >= 0)
+            array_compute(a, i, a->buf);
+        else
+            tk__uffd_wake(a->uffd, (char *)a->base + i * a->ps, a->ps);
+    }
+    /* BUSY: its computer's copy wakes the thread; FAILED: the thread waits
+     * for a retry */
+}
+
 static void *missing_main(void *arg)
 {
     tk_lazy_array *a = arg;
-    struct pollfd pf[2] = {{.fd = a->uffd, .events = POLLIN}, {.fd = a->stop_fd, .events = POLLIN}};
-    struct uffd_msg msgs[16];
-    while (!atomic_load(&a->stop)) {
-        if (poll(pf, 2, -1) < 0) continue;
-        if (pf[1].revents) break;
-        ssize_t r = read(a->uffd, msgs, sizeof msgs);
-        if (r <= 0) continue;
-        for (size_t m = 0; m < (size_t)r / sizeof msgs[0]; m++) {
-            if (msgs[m].event != UFFD_EVENT_PAGEFAULT) continue;
-            uintptr_t addr = (uintptr_t)msgs[m].arg.pagefault.address;
-            size_t i = (addr - (uintptr_t)a->base) / a->ps;
-            if (addr < (uintptr_t)a->base || i >= a->npages) continue;
-            if (claim(&a->state[i], 1u << P_EMPTY) >= 0) {
-                array_compute(a, i, a->buf);
-            } else if (atomic_load(&a->state[i]) == P_DONE) {
-                /* A computed page the faulting thread found missing.  Either
-                 * it was placed meanwhile by an explicit fill (wake the
-                 * thread, should it have queued after that copy's wake-up),
-                 * or the program dropped it since (MADV_DONTNEED): it is
-                 * missing for good, and computed again. */
-                size_t hw = hw_page();
-                unsigned char in = 1;
-                void *hp = (void *)(addr & ~(uintptr_t)(hw - 1));
-                if (mincore(hp, hw, &in) == 0 && !(in & 1) &&
-                    claim(&a->state[i], 1u << P_DONE) >= 0) {
-                    array_compute(a, i, a->buf);
-                } else {
-                    struct uffdio_range wr = {.start = (uintptr_t)a->base + i * a->ps,
-                                              .len = a->ps};
-                    ioctl(a->uffd, UFFDIO_WAKE, &wr);
-                }
-            }
-            /* BUSY: its computer's copy wakes the thread; FAILED: the thread
-             * waits for a retry */
-        }
-    }
+    tk__uffd_fault_loop(a->uffd, a->stop_fd, &a->stop, on_missing, a);
     return NULL;
 }
 

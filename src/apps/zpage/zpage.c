@@ -447,30 +447,27 @@ static tk_action on_sample(const tk_fault *f, void *arg)
     }
 }
 
+/* A page fault, on the handler thread of TK_ZPAGE_THREAD. */
+static void on_thread_fault(void *arg, uintptr_t addr, uint64_t flags)
+{
+    struct tk_zpage *z = arg;
+    uintptr_t a = addr & ~(uintptr_t)(PAGE - 1);
+    size_t i = (a - (uintptr_t)z->base) / PAGE;
+    int r = bring(z, i, flags & UFFD_PAGEFAULT_FLAG_WRITE);
+    if (r != 0) {
+        die_page(z, i, r);
+        abort();
+    }
+    tk__uffd_wake(z->uffd, (void *)a, PAGE);
+}
+
 /* The handler thread of TK_ZPAGE_THREAD. */
 static void *handler_main(void *arg)
 {
     struct tk_zpage *z = arg;
     tk__block_async_signals();
-    struct pollfd pf[2] = {{.fd = z->uffd, .events = POLLIN}, {.fd = z->stop_fd, .events = POLLIN}};
-    struct uffd_msg msgs[16];
-    for (;;) {
-        if (poll(pf, 2, -1) < 0) continue;
-        if (pf[1].revents) return NULL;
-        ssize_t n = read(z->uffd, msgs, sizeof msgs);
-        if (n <= 0) continue;
-        for (ssize_t m = 0; m < n / (ssize_t)sizeof msgs[0]; m++) {
-            if (msgs[m].event != UFFD_EVENT_PAGEFAULT) continue;
-            uintptr_t a = (uintptr_t)msgs[m].arg.pagefault.address & ~(uintptr_t)(PAGE - 1);
-            size_t i = (a - (uintptr_t)z->base) / PAGE;
-            int r = bring(z, i, msgs[m].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE);
-            if (r != 0) {
-                die_page(z, i, r);
-                abort();
-            }
-            tk__uffd_wake(z->uffd, (void *)a, PAGE);
-        }
-    }
+    tk__uffd_fault_loop(z->uffd, z->stop_fd, NULL, on_thread_fault, z);
+    return NULL;
 }
 
 /* ---- the pager ------------------------------------------------------------ */

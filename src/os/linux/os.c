@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -145,6 +146,23 @@ int tk__uffd_wake(int fd, void *addr, size_t len)
     struct uffdio_range range = {.start = (uintptr_t)addr, .len = len};
     if (ioctl(fd, UFFDIO_WAKE, &range) < 0) RETURN(-errno);
     RETURN(0);
+}
+
+void tk__uffd_fault_loop(int fd, int stop_fd, const atomic_bool *stop,
+                         void (*on_fault)(void *arg, uintptr_t addr, uint64_t flags), void *arg)
+{
+    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
+    struct uffd_msg msgs[16];
+    while (!stop || !atomic_load(stop)) {
+        if (poll(pf, 2, -1) < 0) continue;
+        if (pf[1].revents) return;
+        ssize_t n = read(fd, msgs, sizeof msgs);
+        if (n <= 0) continue;
+        for (size_t m = 0; m < (size_t)n / sizeof msgs[0]; m++)
+            if (msgs[m].event == UFFD_EVENT_PAGEFAULT)
+                on_fault(arg, (uintptr_t)msgs[m].arg.pagefault.address,
+                         msgs[m].arg.pagefault.flags);
+    }
 }
 
 /* [signal-safe] */

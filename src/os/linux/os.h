@@ -34,6 +34,11 @@ int tk__uffd_unregister(int fd, void *addr, size_t len);
 int tk__uffd_wp(int fd, void *addr, size_t len, bool wp, bool dontwake);
 /* UFFDIO_WAKE [signal-safe] */
 int tk__uffd_wake(int fd, void *addr, size_t len);
+/* A page-fault service thread's loop: reads fd's events and calls
+ * on_fault(arg, address, UFFD_PAGEFAULT_FLAG_* flags) for each page fault,
+ * until stop_fd is readable or *stop (if not NULL) is set. */
+void tk__uffd_fault_loop(int fd, int stop_fd, const atomic_bool *stop,
+                         void (*on_fault)(void *arg, uintptr_t addr, uint64_t flags), void *arg);
 
 /* pkey_alloc(0, 0) (full rights for the calling thread), pkey_free,
  * pkey_mprotect, by system call number.  Negative errno on failure. */
