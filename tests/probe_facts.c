@@ -5,7 +5,8 @@
  * directions (a probe that misses a feature would turn its mechanism's tests
  * into skips): the cached result is stable; page size and vm.max_map_count
  * match; userfaultfd opens exactly when the probe says so, with the features
- * and write-protect ioctls it reports; PAGEMAP_SCAN, soft-dirty bits, pkeys
+ * and write-protect ioctls it reports, and whether a write after lifting a
+ * write protection takes a fault; PAGEMAP_SCAN, soft-dirty bits, pkeys
  * (CPUID PKU+OSPKE, pkey_alloc), MADV_GUARD_INSTALL and memfd work exactly
  * when it says so; and tk_probe_json keeps the snprintf contract.  Exit 0
  * pass, 1 fail, 77 skip.
@@ -24,7 +25,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/perf_event.h>
 #include <linux/userfaultfd.h>
+#include <sys/resource.h>
 #include <sys/ioctl.h>
 
 #include <trapkit/trapkit.h>
@@ -102,6 +105,51 @@ static uint64_t wp_ioctls(enum tk_uffd_access a, uint64_t features, size_t ps)
         if (ioctl(fd, UFFDIO_REGISTER, &reg) == 0) out = reg.ioctls;
     }
     if (m != MAP_FAILED) munmap(m, ps);
+    close(fd);
+    return out;
+}
+
+/* Writes to 8 populated pages after a write protection on them was set
+ * and lifted take no page fault: the kernel's own fault counter (perf, or
+ * the thread's rusage where perf events are refused) sees none.  -1 if
+ * write protection cannot be set here. */
+static int wp_unprotect_writable(enum tk_uffd_access a, size_t ps)
+{
+    enum { N = 8 };
+    int fd = open_uffd(a);
+    if (fd < 0) return -1;
+    int out = -1;
+    struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
+    char *m = mmap(NULL, N * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED && ioctl(fd, UFFDIO_API, &api) == 0) {
+        for (int i = 0; i < N; i++) m[i * ps] = 1;
+        struct uffdio_register reg = {.range = {(uintptr_t)m, N * ps},
+                                      .mode = UFFDIO_REGISTER_MODE_WP};
+        struct uffdio_writeprotect wp = {.range = {(uintptr_t)m, N * ps},
+                                         .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+        struct uffdio_writeprotect unwp = {.range = {(uintptr_t)m, N * ps}, .mode = 0};
+        if (ioctl(fd, UFFDIO_REGISTER, &reg) == 0 && ioctl(fd, UFFDIO_WRITEPROTECT, &wp) == 0 &&
+            ioctl(fd, UFFDIO_WRITEPROTECT, &unwp) == 0) {
+            struct perf_event_attr pa = {.type = PERF_TYPE_SOFTWARE,
+                                         .size = sizeof pa,
+                                         .config = PERF_COUNT_SW_PAGE_FAULTS,
+                                         .exclude_hv = 1};
+            int pfd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, 0);
+            struct rusage r0, r1;
+            long long f0 = 0, f1 = 0;
+            if (pfd >= 0 && read(pfd, &f0, sizeof f0) != sizeof f0) f0 = -1;
+            getrusage(RUSAGE_THREAD, &r0);
+            for (int i = 0; i < N; i++) ((volatile char *)m)[i * ps] = 2;
+            getrusage(RUSAGE_THREAD, &r1);
+            if (pfd >= 0 && read(pfd, &f1, sizeof f1) != sizeof f1) f1 = -1;
+            long faults = pfd >= 0 ? (long)(f1 - f0) : r1.ru_minflt - r0.ru_minflt;
+            /* none, or one per page: nothing in between is expected */
+            if (faults >= N) out = 0;
+            if (faults == 0) out = 1;
+            if (pfd >= 0) close(pfd);
+        }
+    }
+    if (m != MAP_FAILED) munmap(m, N * ps);
     close(fd);
     return out;
 }
@@ -212,6 +260,7 @@ static bool same(const tk_probe_info *a, const tk_probe_info *b)
               strcmp(a->thp_mode, b->thp_mode) == 0 && a->uffd_access == b->uffd_access &&
               a->uffd_features == b->uffd_features && a->uffd_ioctls == b->uffd_ioctls &&
               a->pagemap_scan == b->pagemap_scan && a->soft_dirty == b->soft_dirty &&
+              a->uffd_wp_unprotect_writable == b->uffd_wp_unprotect_writable &&
               a->pkeys_cpu == b->pkeys_cpu && a->pkeys_kernel == b->pkeys_kernel &&
               a->pkeys_available == b->pkeys_available &&
               a->madv_guard_install == b->madv_guard_install &&
@@ -278,8 +327,17 @@ int main(void)
               "write-protect ioctls 0x%llx, registering a page here gives 0x%llx",
               (unsigned long long)a.uffd_ioctls,
               (unsigned long long)wp_ioctls(a.uffd_access, a.uffd_features, a.page_size));
+        int w = wp_unprotect_writable(a.uffd_access, a.page_size);
+        if (w < 0)
+            CHECK(!a.uffd_wp_unprotect_writable,
+                  "write protection cannot be set here, yet the probe says lifting it leaves "
+                  "pages writable");
+        else
+            CHECK(w == a.uffd_wp_unprotect_writable,
+                  "writes after a lifted write protection take %s here, the probe says %d",
+                  w ? "no fault" : "a fault each", a.uffd_wp_unprotect_writable);
     } else {
-        CHECK(a.uffd_features == 0 && a.uffd_ioctls == 0,
+        CHECK(a.uffd_features == 0 && a.uffd_ioctls == 0 && !a.uffd_wp_unprotect_writable,
               "no userfaultfd but features/ioctls reported");
     }
     bool opens = uffd_opens();

@@ -71,7 +71,8 @@ int main(void)
     unlink(path);
     int saved = dup(2);
     CHECK(dup2(fd, 2) == 2);
-    setenv("TRAPKIT_PROBE_MASK", "wp_unpopulated,wp_async, pagemap_scan,move,no_such_thing", 1);
+    setenv("TRAPKIT_PROBE_MASK",
+           "wp_unpopulated,wp_async, pagemap_scan,move,no_such_thing wp_writable", 1);
 
     tk_probe_info p;
     tk_probe(&p);
@@ -87,6 +88,7 @@ int main(void)
             (UFFD_FEATURE_WP_UNPOPULATED | UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_MOVE)));
     CHECK(!(p.uffd_ioctls & (UINT64_C(1) << 0x05))); /* _UFFDIO_MOVE */
     CHECK(!p.pagemap_scan);
+    CHECK(!p.uffd_wp_unprotect_writable);
     CHECK(p.mech_dirty != TK_MECH_PAGEMAP_SCAN);
     char json[8192];
     CHECK(tk_probe_json(&p, json, sizeof json) > 0);

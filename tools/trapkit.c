@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -280,6 +281,11 @@ static int cmd_probe_table(void)
         }
         add("ioctls on a WP range", "%s",
             v[0] ? v : "none (registering a page for write protection failed)");
+        if (p.uffd_ioctls >> _UFFDIO_WRITEPROTECT & 1)
+            add("write after unprotect", "%s",
+                p.uffd_wp_unprotect_writable
+                    ? "no fault (the kernel makes the page writable)"
+                    : "one kernel fault per page (the page stays read-only: Linux < 6.3)");
     }
     add("PAGEMAP_SCAN ioctl", "%s", yes_no(p.pagemap_scan));
     add("soft-dirty bits", "%s", yes_no(p.soft_dirty));

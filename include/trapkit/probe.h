@@ -41,9 +41,14 @@ typedef struct tk_probe_info {
     char thp_mode[16]; /* "always", "madvise", "never" or "" if absent */
 
     enum tk_uffd_access uffd_access;
-    uint64_t uffd_features;  /* features the API handshake offers */
-    uint64_t uffd_ioctls;    /* ioctls (bit i = _UFFDIO_* number i) on a registered range */
-    bool pagemap_scan;       /* PAGEMAP_SCAN ioctl on /proc/self/pagemap works */
+    uint64_t uffd_features; /* features the API handshake offers */
+    uint64_t uffd_ioctls;   /* ioctls (bit i = _UFFDIO_* number i) on a registered range */
+    bool pagemap_scan;      /* PAGEMAP_SCAN ioctl on /proc/self/pagemap works */
+    /* After UFFDIO_WRITEPROTECT lifts a write protection, a private page's
+     * next write takes no page fault at all (Linux 6.3).  Before, the kernel
+     * leaves the page read-only and resolves that write with a fault of its
+     * own: no signal or message, but one minor fault per page. */
+    bool uffd_wp_unprotect_writable;
     bool soft_dirty;         /* soft-dirty bit is maintained and clear_refs "4" works */
     bool pkeys_cpu;          /* CPUID says PKU and the OS enabled it (OSPKE) */
     bool pkeys_kernel;       /* pkey_alloc() succeeded */

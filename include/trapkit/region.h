@@ -336,7 +336,11 @@ long tk_dirty(tk_region *r, uint64_t *bitmap, size_t nbits);
  * and a system call; pagemap-scan: the kernel's own write fault).  Pages
  * the program protected (tk_protect) keep their protection and are
  * reported.  On soft-dirty the pages are reported but their writes still
- * fault in the kernel: it offers no way to set its bits.  The range must lie
+ * fault in the kernel: it offers no way to set its bits.  On uffd-* before
+ * Linux 6.3 (tk_probe_info.uffd_wp_unprotect_writable false) the kernel
+ * leaves a page read-only when it lifts its write protection: the writes
+ * reach neither trapkit nor the program, but each page's first write takes
+ * one minor fault the kernel resolves alone.  The range must lie
  * in r and be aligned to its logical page size.  Returns 0, -EINVAL (outside
  * the region, unaligned, no TK_REGION_DIRTY), -EFAULT (the region's memory
  * was unmapped behind trapkit's back) or the kernel's error.

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -203,6 +204,21 @@ static void *scratch_map(size_t len)
     return m == MAP_FAILED ? NULL : m;
 }
 
+/* Whether a write to the populated page, registered for write-protection
+ * on fd, takes no fault once a protection is lifted: the thread's own minor
+ * fault count across the write.  The write is made only after the kernel
+ * accepted both ioctls, so it cannot wait for a message nobody reads. */
+static bool unprotect_leaves_writable(int fd, void *page, size_t len)
+{
+    if (tk__uffd_wp(fd, page, len, true, false) || tk__uffd_wp(fd, page, len, false, false))
+        return false;
+    struct rusage before, after;
+    if (getrusage(RUSAGE_THREAD, &before)) return false;
+    ((volatile char *)page)[0] = 2;
+    if (getrusage(RUSAGE_THREAD, &after)) return false;
+    return after.ru_minflt == before.ru_minflt && after.ru_majflt == before.ru_majflt;
+}
+
 static void probe_uffd(tk_probe_info *p)
 {
     int how = TK_UFFD_NONE;
@@ -227,8 +243,10 @@ static void probe_uffd(tk_probe_info *p)
         void *page = scratch_map(p->page_size);
         if (page) {
             uint64_t ioctls = 0;
+            ((volatile char *)page)[0] = 1; /* populated and writable */
             if (tk__uffd_register_wp(fd, page, p->page_size, &ioctls) == 0) {
                 p->uffd_ioctls = ioctls;
+                p->uffd_wp_unprotect_writable = unprotect_leaves_writable(fd, page, p->page_size);
                 tk__uffd_unregister(fd, page, p->page_size);
             }
             munmap(page, p->page_size);
@@ -357,7 +375,7 @@ static pthread_once_t cached_once = PTHREAD_ONCE_INIT;
 
 /* ---- TRAPKIT_PROBE_MASK ----------------------------------------------------
  * Hides features the machine has, so that the fallbacks an older kernel
- * needs run here (e.g. TRAPKIT_PROBE_MASK=wp_unpopulated,wp_async,
+ * needs run here (e.g. TRAPKIT_PROBE_MASK=wp_writable,wp_unpopulated,wp_async,
  * pagemap_scan,move is Linux 6.1 as far as trapkit can tell).  Everything
  * else in trapkit reads the probe, so what is hidden here is not used. */
 
@@ -376,6 +394,7 @@ static const struct mask_name mask_names[] = {
      UINT64_C(1) << _UFFDIO_WRITEPROTECT, "userfaultfd write-protect (Linux 5.7)"},
     {"wp_unpopulated", UFFD_FEATURE_WP_UNPOPULATED, 0, "UFFD_FEATURE_WP_UNPOPULATED (6.4)"},
     {"wp_async", UFFD_FEATURE_WP_ASYNC, 0, "UFFD_FEATURE_WP_ASYNC (6.7)"},
+    {"wp_writable", 0, 0, "pages writable once their write protection is lifted (6.3)"},
     {"wp_shmem", UFFD_FEATURE_WP_HUGETLBFS_SHMEM, 0, "write-protect of shmem (5.19)"},
     {"sigbus", UFFD_FEATURE_SIGBUS, 0, "UFFD_FEATURE_SIGBUS (4.14)"},
     {"thread_id", UFFD_FEATURE_THREAD_ID, 0, "UFFD_FEATURE_THREAD_ID (4.14)"},
@@ -403,6 +422,9 @@ static void hide(tk_probe_info *p, const struct mask_name *m)
         p->pkeys_available = 0;
     }
     if (!strcmp(m->name, "guard")) p->madv_guard_install = false;
+    if (!strcmp(m->name, "wp_writable") || (m->ioctls >> _UFFDIO_WRITEPROTECT & 1) ||
+        m->features == ~UINT64_C(0))
+        p->uffd_wp_unprotect_writable = false;
 }
 
 /* The next name of TRAPKIT_PROBE_MASK (comma- or space-separated) at *at:
@@ -681,6 +703,7 @@ int tk_probe_json(const tk_probe_info *p, char *buf, size_t size)
     key(&s, "uffd_ioctls_mask");
     putf(&s, "%llu", (unsigned long long)p->uffd_ioctls);
 
+    put_bool(&s, "uffd_wp_unprotect_writable", p->uffd_wp_unprotect_writable);
     put_bool(&s, "pagemap_scan", p->pagemap_scan);
     put_bool(&s, "soft_dirty", p->soft_dirty);
     put_bool(&s, "pkeys_cpu", p->pkeys_cpu);
