@@ -23,6 +23,9 @@
  *             counter holds exactly the increments made to it
  *   fork      a child of fork() touching a page its parent never had dies
  *             of SIGSEGV; the parent goes on
+ *   layout    the ranks' address spaces differ (the gap between program
+ *             and mmap area taken on all ranks but 0, mappings of each
+ *             rank's own): allocations of 1-64 MiB get one range anyway
  *   single    MPI initialised without MPI_THREAD_MULTIPLE: tk_dsm_init
  *             refuses with ENOTSUP, saying why
  *   config    the ranks ask for different protocols, or a bad page size:
@@ -32,6 +35,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <stdint.h>
@@ -167,6 +171,61 @@ static void mismatch(void)
     tk_dsm_barrier();
     CHECK(tk_dsm_free(g) == 0, "free");
     CHECK(tk_dsm_free(g) == -EINVAL, "a second free accepted");
+}
+
+/* The ranks' address spaces differ (as their randomised layouts do, more
+ * so): every rank but 0 has the range between its program and its mmap
+ * area taken, and each rank holds mappings of its own of different sizes.
+ * Allocations of 1 to 64 MiB, some freed and some kept, still get one
+ * range on every rank, and a rank's write reaches the others. */
+static void layout(void)
+{
+    /* where rank 0's kernel would put its next mappings */
+    uint64_t near0 = 0;
+    if (rank == 0) {
+        void *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(p != MAP_FAILED, "mmap");
+        near0 = (uint64_t)(uintptr_t)p;
+        munmap(p, 4096);
+    }
+    MPI_Bcast(&near0, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (rank != 0) {
+        /* 16-80 TiB: no range of the gap */
+        void *g = mmap((void *)((uintptr_t)16 << 40), (size_t)64 << 40, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (g == MAP_FAILED) printf("rank %d: the gap could not be taken here\n", rank);
+        /* and none of the 8 GiB around rank 0's next mappings (in pieces:
+         * this rank's own mappings there stay) */
+        size_t piece = (size_t)2 << 20, taken = 0;
+        for (uint64_t a = (near0 & ~(uint64_t)(piece - 1)) - ((uint64_t)4 << 30);
+             a < near0 + ((uint64_t)4 << 30); a += piece)
+            taken += mmap((void *)(uintptr_t)a, piece, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
+                          0) != MAP_FAILED;
+        CHECK(taken > 1024, "only %zu pieces of 2 MiB near rank 0's mappings free here", taken);
+    }
+    for (int i = 0; i <= rank; i++) /* mappings of this rank's own */
+        CHECK(mmap(NULL, ((size_t)1 << 20) << (3 * i), PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED,
+              "mmap");
+    long *kept[12];
+    for (int k = 0; k < 12; k++) {
+        size_t len = ((size_t)1 << 20) << (k % 7);
+        long *m = tk_dsm_alloc(len);
+        CHECK(m, "allocation %d of %zu bytes: %s", k, len, tk_last_error());
+        size_t at = (size_t)k * 1000 % (len / sizeof(long));
+        if (rank == k % size) m[at] = 1000 + k;
+        tk_dsm_barrier();
+        CHECK(m[at] == 1000 + k, "allocation %d: %ld", k, m[at]);
+        tk_dsm_barrier();
+        kept[k] = m;
+        if (k % 3 == 1) {
+            CHECK(tk_dsm_free(m) == 0, "free");
+            kept[k] = NULL;
+        }
+    }
+    for (int k = 0; k < 12; k++)
+        if (kept[k]) CHECK(tk_dsm_free(kept[k]) == 0, "free");
 }
 
 /* A timer signal's handler reads shared memory while the thread it
@@ -312,7 +371,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc != 3) {
         fprintf(stderr, "usage: dsm_basic ivy|rc counter|false|prodcons|sc|mismatch|kill|threads|"
-                        "single|config\n");
+                        "signals|stress|fork|layout|single|config\n");
         return 2;
     }
     tk_dsm_config cfg = {.protocol = !strcmp(argv[1], "rc") ? TK_DSM_RC : TK_DSM_IVY};
@@ -366,6 +425,8 @@ int main(int argc, char **argv)
         forked();
     else if (!strcmp(c, "signals"))
         signals();
+    else if (!strcmp(c, "layout"))
+        layout();
     else if (!strcmp(c, "config")) /* (the good init after the refused ones works) */
         prodcons();
     else {

@@ -43,6 +43,7 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -1323,33 +1324,73 @@ static void free_alloc(struct alloc *a)
     free(a);
 }
 
-/* The same range on every rank: rank 0 proposes an address, the others map
- * there or say they cannot; a refused address stays reserved on rank 0 so
- * the next proposal differs. */
+/* Where each rank's kernel puts its mappings depends on its own address
+ * space layout (randomised): a range free on one rank often holds another's
+ * libraries or heap.  The gap between the program's own image and the
+ * mmap area is free everywhere, so the first proposals are random addresses
+ * there: [32 TiB, 80 TiB), above a sanitizer's shadow and below a
+ * position-independent program's image (0x55..). */
+#define GAP_LO (UINT64_C(32) << 40)
+#define GAP_HI (UINT64_C(80) << 40)
+#define GAP_TRIES 8
+
+/* A random address of the gap aligned to the coherence unit, with room for
+ * len, or 0. */
+static uint64_t gap_proposal(size_t len)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        r = (uint64_t)time(NULL) * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)getpid();
+    if (len >= GAP_HI - GAP_LO) return 0;
+    uint64_t span = (GAP_HI - GAP_LO - len) / D.ps;
+    return GAP_LO + r % span * D.ps;
+}
+
+/* A range of len bytes the kernel chose, aligned to the coherence unit
+ * (mapped with room, trimmed), or NULL. */
+static char *kernel_proposal(size_t len)
+{
+    size_t room = len + D.ps;
+    char *r = mmap(NULL, room, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (r == MAP_FAILED) return NULL;
+    char *mine = (char *)(((uintptr_t)r + D.ps - 1) & ~(uintptr_t)(D.ps - 1));
+    if (mine > r) munmap(r, (size_t)(mine - r));
+    if (mine + len < r + room) munmap(mine + len, (size_t)(r + room - (mine + len)));
+    return mine;
+}
+
+/* The same range on every rank.  A proposal is broadcast and every rank
+ * maps it or says it cannot: first random addresses of the gap (above),
+ * then (a sanitizer that keeps the gap for itself refuses them) addresses
+ * each rank's kernel chose, the ranks taking turns to propose; a refused
+ * range stays reserved on its proposer so its next proposal differs. */
 static char *same_range(size_t len)
 {
-    void *refused[16];
+    enum { TRIES = GAP_TRIES + 24 };
+    void *refused[TRIES];
     int nref = 0;
     char *got = NULL;
-    for (int attempt = 0; attempt < 16 && !got; attempt++) {
+    for (int attempt = 0; attempt < TRIES && !got; attempt++) {
+        bool gap = attempt < GAP_TRIES;
+        int proposer = gap ? 0 : (attempt - GAP_TRIES) % D.size;
         uint64_t addr = 0;
         char *mine = NULL;
-        if (D.rank == 0) { /* (aligned to the coherence unit: mapped with room, trimmed) */
-            size_t room = len + D.ps;
-            char *r = mmap(NULL, room, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            mine = NULL;
-            if (r != MAP_FAILED) {
-                mine = (char *)(((uintptr_t)r + D.ps - 1) & ~(uintptr_t)(D.ps - 1));
-                if (mine > r) munmap(r, (size_t)(mine - r));
-                if (mine + len < r + room) munmap(mine + len, (size_t)(r + room - (mine + len)));
+        if (D.rank == proposer) {
+            if (gap) {
+                addr = gap_proposal(len);
+            } else {
+                mine = kernel_proposal(len);
+                addr = (uint64_t)(uintptr_t)mine;
             }
-            addr = (uint64_t)(uintptr_t)mine;
         }
-        MPI_Bcast(&addr, 1, MPI_UINT64_T, 0, D.app);
-        if (!addr) break;
+        MPI_Bcast(&addr, 1, MPI_UINT64_T, proposer, D.app);
+        if (!addr) {
+            if (gap) continue;
+            break;
+        }
         int ok = 1;
-        if (D.rank) {
+        if (!mine) {
             mine = mmap((void *)(uintptr_t)addr, len, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
             if (mine == MAP_FAILED || mine != (char *)(uintptr_t)addr) {
@@ -1362,7 +1403,7 @@ static char *same_range(size_t len)
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, D.app);
         if (all) {
             got = mine;
-        } else if (D.rank == 0) {
+        } else if (mine && !gap && D.rank == proposer) {
             refused[nref++] = mine;
         } else if (mine) {
             munmap(mine, len);
