@@ -51,6 +51,8 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <lz4.h>
@@ -72,7 +74,7 @@ enum { Z_UNTOUCHED = 0, Z_RESIDENT, Z_SAMPLED, Z_COMPRESSED, Z_MARKER };
                              and the page is write-protected by the userfaultfd */
 #define Z_RAW 0x80000000u /* z_len: stored uncompressed */
 
-enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64, RUN = 16 };
+enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64, RUN = 32 };
 
 struct tk_zpage {
     unsigned char *base;
@@ -107,6 +109,7 @@ struct tk_zpage {
     size_t *ring; /* sampled runs of RUN pages, oldest first (a circular buffer) */
     size_t ring_cap, ring_head, ring_n;
     int memfd; /* /proc/self/mem */
+    int pidfd; /* this process, for process_madvise; -1 where it is refused */
     bool wp;   /* the area is registered for write-protect faults too (CLEAN) */
     ZSTD_CCtx *cctx;
     unsigned char *cbuf; /* the pager's compression buffer */
@@ -510,23 +513,25 @@ static bool sample_run(struct tk_zpage *z)
                 mask |= 1u << (i - r * RUN);
         }
         if (!mask) continue;
-        bool ok = true;
+        /* The whole run in one call, its dropped pages with it: a touch of
+         * one of those faults twice (on_sample opens it, then it is
+         * missing), where a call per stretch of resident pages would cost
+         * the pager several calls and the kernel as many mappings to split
+         * and merge again. */
         size_t base = r * RUN;
-        for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
-            if (ok && tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE,
-                                 TK_PROT_NONE) == 0)
-                continue;
+        if (tk_protect(z->region, z->base + base * PAGE, (end - base) * PAGE, TK_PROT_NONE) != 0) {
             /* the kernel refused (vm.max_map_count): these stay resident */
-            ok = false;
-            for (unsigned k = a; k < b; k++) {
+            for (unsigned k = 0; k < end - base; k++) {
+                if (!(mask >> k & 1)) continue;
                 int st = atomic_load(&z->state[base + k]);
                 while ((st & (Z_KIND | Z_BUSY)) == Z_SAMPLED &&
                        !atomic_compare_exchange_weak(&z->state[base + k], &st,
                                                      (st & ~Z_KIND) | Z_RESIDENT)) {
                 }
             }
+            tk_protect(z->region, z->base + base * PAGE, (end - base) * PAGE, TK_PROT_RW);
+            return false;
         }
-        if (!ok) return false;
         z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = r;
         z->ring_n++;
         return true;
@@ -567,6 +572,29 @@ static int read_span(struct tk_zpage *z, size_t a, size_t b, unsigned char *buf)
     return 0;
 }
 
+/* Drops the n stretches: one process_madvise for them all, where the
+ * kernel allows it (Linux 6.13; from 6.16 it also flushes the TLBs once,
+ * not once per stretch: each flush interrupts the program's CPUs), else a
+ * madvise each. */
+static void drop_stretches(struct tk_zpage *z, const struct iovec *v, int n)
+{
+    int done = 0;
+    if (z->pidfd >= 0 && n > 1) {
+        long r = syscall(SYS_process_madvise, z->pidfd, v, (size_t)n, MADV_DONTNEED, 0u);
+        if (r < 0) {
+            if (errno == EINVAL || errno == ENOSYS || errno == EPERM) {
+                close(z->pidfd); /* (refused: not asked again) */
+                z->pidfd = -1;
+            }
+        } else {
+            /* all of it, or the stretches before a partial one */
+            for (size_t left = (size_t)r; done < n && left >= v[done].iov_len; done++)
+                left -= v[done].iov_len;
+        }
+    }
+    for (; done < n; done++) madvise(v[done].iov_base, v[done].iov_len, MADV_DONTNEED);
+}
+
 /* Evicts the pages of run r still sampled and untouched: each read,
  * compressed and stored, then dropped and made accessible again (one
  * madvise and one tk_protect per stretch).  Returns the number evicted, or
@@ -583,9 +611,20 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
             if (!(s & Z_CLEAN)) dirty |= 1u << (i - r * RUN);
         }
     }
-    if (!mask) return 0;
-    int kinds[RUN], err = 0, n = 0;
     size_t base = r * RUN;
+    /* what the run is opened for again at the end: all of it but the
+     * pages still sampled that another thread owns (its fault opens them) */
+    uint32_t open = 0;
+    for (size_t i = base; i < end; i++) {
+        int s = atomic_load(&z->state[i]);
+        if ((mask >> (i - base) & 1) || (s & Z_KIND) != Z_SAMPLED) open |= 1u << (i - base);
+    }
+    if (!mask) {
+        for (unsigned a = 0, b; (a = span(open, a, &b)) < RUN; a = b)
+            tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE, TK_PROT_RW);
+        return 0;
+    }
+    int kinds[RUN], err = 0, n = 0;
     if (mask & ~dirty) {
         /* a clean page the program dropped itself (MADV_DONTNEED) is zeros
          * now, whatever its copy says */
@@ -624,16 +663,23 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
             kinds[k] = kind;
         }
     }
+    /* the stretches of pages stored: dropped */
+    struct iovec drop[RUN];
+    int ndrop = 0;
     for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
-        /* the stretches of pages stored: dropped */
         for (unsigned i = a; i < b;) {
             unsigned j = i;
             while (j < b && kinds[j] != Z_RESIDENT) j++;
-            if (j > i) madvise(z->base + (base + i) * PAGE, (size_t)(j - i) * PAGE, MADV_DONTNEED);
+            if (j > i)
+                drop[ndrop++] = (struct iovec){z->base + (base + i) * PAGE, (size_t)(j - i) * PAGE};
             for (i = j; i < b && kinds[i] == Z_RESIDENT; i++) {
             }
         }
+    }
+    drop_stretches(z, drop, ndrop);
+    for (unsigned a = 0, b; (a = span(open, a, &b)) < RUN; a = b)
         tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE, TK_PROT_RW);
+    for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
         for (unsigned k = a; k < b; k++) {
             if (kinds[k] != Z_RESIDENT) n++;
             release_page(z, base + k, kinds[k]);
@@ -762,7 +808,8 @@ static void detach_child(struct tk_zpage *z)
         int s = atomic_load(&z->state[i]);
         int kind = s & Z_KIND;
         unsigned char *addr = z->base + i * PAGE;
-        if (kind == Z_SAMPLED) tk_unprot(z->region, addr, PAGE);
+        if (i % RUN == 0) /* (a sampled run is inaccessible whole) */
+            tk_unprot(z->region, addr, (z->npages - i < RUN ? z->npages - i : RUN) * PAGE);
         if ((kind == Z_COMPRESSED || kind == Z_MARKER) && !present(z, i)) {
             if (decompress(z, i, kind, buf) == 0) memcpy(addr, buf, PAGE);
         }
@@ -775,6 +822,8 @@ static void detach_child(struct tk_zpage *z)
     z->uffd = -1;
     if (z->stop_fd >= 0) close(z->stop_fd);
     z->stop_fd = -1;
+    if (z->pidfd >= 0) close(z->pidfd); /* (the parent's) */
+    z->pidfd = -1;
     atomic_store(&z->budget, 0);
     atomic_store(&z->high, 0);
     atomic_store(&z->hard, 0);
@@ -840,6 +889,7 @@ static void destroy_parts(struct tk_zpage *z)
     free(z->zlen);
     free(z->ring);
     if (z->memfd >= 0) close(z->memfd);
+    if (z->pidfd >= 0) close(z->pidfd);
     ZSTD_freeCCtx(z->cctx);
     for (int k = 0; k < DCTX_POOL; k++) ZSTD_freeDCtx(z->dctx[k]);
     free(z->cbuf);
@@ -887,7 +937,7 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
     z->codec = cfg->codec;
     z->level = cfg->level ? cfg->level : 1;
     z->delivery = cfg->delivery;
-    z->uffd = z->stop_fd = z->memfd = -1;
+    z->uffd = z->stop_fd = z->memfd = z->pidfd = -1;
     atomic_store(&z->trim_target, SIZE_MAX);
     pthread_mutex_init(&z->trim_lock, NULL);
     set_marks(z, cfg->budget / PAGE);
@@ -918,6 +968,8 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
         r = tk__failf(-errno, "%s: /proc/self/mem: %s", who, strerror(errno));
         goto fail;
     }
+    /* (refused before Linux 5.10: each stretch is dropped by madvise) */
+    z->pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
     z->base = mmap(NULL, z->len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (z->base == MAP_FAILED) {
