@@ -71,7 +71,8 @@ def log(msg):
 
 
 def run_bench(exe, quick, label):
-    """Runs one benchmark, echoing its progress; returns its results."""
+    """Runs one benchmark, echoing its progress; returns the results it
+    printed (all of them, or those before it failed) and its exit status."""
     cmd = [exe] + (["--quick"] if quick else [])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -89,9 +90,7 @@ def run_bench(exe, quick, label):
         line = line.strip()
         if line:
             results.append(json.loads(line))
-    if proc.returncode != 0:
-        raise RuntimeError(f"{os.path.basename(exe)} exited with status {proc.returncode}")
-    return results
+    return results, proc.returncode
 
 
 def probe(trapkit):
@@ -1311,6 +1310,10 @@ def write_html(path, doc, plots, goals, seeds_html):
     for label, v in machine_rows(doc["machine"]):
         parts.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(str(v))}</td></tr>")
     parts.append("</table>")
+    for f in doc.get("failed", []):
+        parts.append(f"<p class='goal-missed'><b>{html.escape(f['bench'])} failed</b> (exit "
+                     f"status {f['status']}): only the {f['results']} results it printed before "
+                     "are in this report; the command's output says why.</p>")
     parts.append(f"<h2>Goals</h2><p>{html.escape(analysis.GOAL_RULE)}</p>"
                  "<table><tr><th>goal</th><th>measured</th><th>status</th></tr>")
     for g in goals:
@@ -1372,6 +1375,11 @@ def write_md(path, doc, goals, seeds_md=()):
         "computed from other figures are marked (derived); the seeds' own figures are only in "
         "their own tables at the end, never rows for this machine.",
         "",
+    ]
+    for f in doc.get("failed", []):
+        lines += [f"**{f['bench']} failed** (exit status {f['status']}): only the {f['results']} "
+                  "results it printed before are here; the command's output says why.", ""]
+    lines += [
         "## Goals",
         "",
         analysis.GOAL_RULE,
@@ -1448,11 +1456,20 @@ def main():
     machine = probe(a.trapkit)
     results = []
     benches = [b for b in BENCHES if not a.only or b[0] in a.only.split(",")]
+    failed = []
     for i, (name, desc) in enumerate(benches, 1):
         log(f"[{i}/{len(benches)}] {desc}")
         t0 = time.time()
-        results += run_bench(os.path.join(a.bench_dir, "bench_" + name), a.quick, name)
-        log(f"[{i}/{len(benches)}] done in {time.time() - t0:.1f} s")
+        got, status = run_bench(os.path.join(a.bench_dir, "bench_" + name), a.quick, name)
+        results += got
+        if status != 0:
+            # the others still run and the report is still written, with
+            # what this one measured before it failed; the command fails
+            failed.append({"bench": "bench_" + name, "status": status, "results": len(got)})
+            log(f"[{i}/{len(benches)}] FAILED: bench_{name} exited with status {status} after "
+                f"{len(got)} results ({time.time() - t0:.1f} s); going on with the others")
+        else:
+            log(f"[{i}/{len(benches)}] done in {time.time() - t0:.1f} s")
 
     results += kernel_results(a.kernel_results)
     results += kernel_results(a.kernel_cxx_results, "gylfason/kernel-")
@@ -1469,6 +1486,7 @@ def main():
         "quick": a.quick,
         "duration_s": round(time.time() - start, 1),
         "goals": goals,
+        "failed": failed,
         "results": results,
     }
     with open(os.path.join(a.out, "results.json"), "w") as f:
@@ -1485,6 +1503,11 @@ def main():
         + (f", {a.docs}" if a.docs else ""))
     for g in goals:
         log(f"  goal: {g['goal']}: {g['measured']} ({goal_status(g)})")
+    if failed:
+        for f in failed:
+            log(f"FAILED: {f['bench']} exited with status {f['status']} (its output above says "
+                f"why; {f['results']} of its results are in the report)")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

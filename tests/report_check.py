@@ -22,9 +22,11 @@ def err(msg):
 with open(os.path.join(out, "results.json")) as f:
     doc = json.load(f)
 
-for key in ("machine", "results", "generated", "goals"):
+for key in ("machine", "results", "generated", "goals", "failed"):
     if key not in doc:
         err(f"results.json has no '{key}'")
+for f in doc.get("failed", []):
+    err(f"{f.get('bench')} failed (exit status {f.get('status')})")
 machine = doc.get("machine", {})
 for key in ("kernel_release", "cpu_model", "page_size", "uffd_access", "max_map_count",
             "mech_trap", "mech_dirty"):
