@@ -24,11 +24,11 @@
  * PAGEMAP_SCAN reports written pages but has no accessed-bit category, and
  * idle-page tracking may be missing.  So reads are sampled by protection:
  * the pager's clock hand makes a few resident pages at a time inaccessible
- * (runs of 16 pages, about 64 + 1/16 of the budget in all), and a touch of
- * one costs a fault that opens it again and marks it used.  A page still untouched when the pager
- * needs room is evicted; one touched is passed over.  A page's first touch
- * ever also faults (that is how the area counts its resident pages): it is
- * answered with a zero page.
+ * (runs of 32 pages, about 64 + 1/16 of the budget in all), and a touch of
+ * one costs a fault that opens it again and marks it used (a dropped page
+ * of such a run faults twice: once to open it, once to bring it back).  A page still untouched when
+ * the pager needs room is evicted; one touched is passed over.  A page's first touch ever also
+ * faults (that is how the area counts its resident pages): it is answered with a zero page.
  *
  * The budget.  The pager starts when the resident pages exceed the budget
  * and stops at 1/16 below it; a thread about to bring a page back while the
@@ -42,9 +42,11 @@
  * as the interrupted code would).  The other calls are not
  * async-signal-safe.  System calls that read or write the area on the
  * program's behalf (read(2) into it, write(2) from it) fail with EFAULT on
- * a dropped or sampled page under TK_ZPAGE_SIGBUS, as the kernel raises no
+ * a dropped page under TK_ZPAGE_SIGBUS, and on a page of a run the clock
+ * hand made inaccessible under either delivery, as the kernel raises no
  * signal for its own accesses: call tk_prefault() on the buffer first.
- * Under TK_ZPAGE_THREAD the kernel waits for trapkit's thread instead.
+ * (Under TK_ZPAGE_THREAD the kernel waits for trapkit's thread for a
+ * dropped page that is not in such a run.)
  *
  * Memory changed behind trapkit's back.  A page the program drops itself
  * (madvise MADV_DONTNEED) reads as zeros after, as anywhere; it keeps

@@ -422,7 +422,12 @@ static tk_action on_missing(const tk_fault *f, void *arg)
     return TK_DECLINE;
 }
 
-/* SIGSEGV on a page the clock hand made inaccessible. [signal-safe] */
+/* SIGSEGV on a page the clock hand made inaccessible (sampled, or another
+ * page of a sampled run).  The page is owned while it is opened, so that
+ * the pager neither evicts it nor samples it again between the check and
+ * the opening (either would leave a sampled page open, and a write to it
+ * lost when it is evicted); the thread's asynchronous signals wait
+ * meanwhile, as in bring().  [signal-safe] */
 static tk_action on_sample(const tk_fault *f, void *arg)
 {
     struct tk_zpage *z = arg;
@@ -433,20 +438,30 @@ static tk_action on_sample(const tk_fault *f, void *arg)
             wait_page(z, i, s);
             return TK_RESUME; /* the retry finds the page as the owner left it */
         }
-        if ((s & Z_KIND) == Z_SAMPLED) {
-            if (!atomic_compare_exchange_strong(&z->state[i], &s, (s & ~Z_KIND) | Z_RESIDENT))
-                continue;
+        uint64_t mask;
+        tk__defer_signals(&mask);
+        if (!atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
+            tk__restore_signals(&mask);
+            continue;
+        }
+        int kind = s & Z_KIND;
+        if (kind == Z_SAMPLED) {
+            kind = Z_RESIDENT;
             atomic_fetch_add(&z->sample_faults, 1);
         }
-        /* Open it (also when another thread's sample fault just did, or is
-         * about to: the same call twice is harmless).  Open already: another
-         * thread's sample fault, or the pager's eviction, finished after
-         * this fault was raised; the retry finds the page as they left it.
-         * Only an instruction fetch faults on a page open for reading and
-         * writing: not ours. */
-        if (tk_protection(f->region, f->page) == TK_PROT_RW)
-            return f->access == TK_ACCESS_EXEC ? TK_DECLINE : TK_RESUME;
-        return tk_unprot(f->region, f->page, PAGE) == 0 ? TK_RESUME : TK_DECLINE;
+        /* Open already: the pager's eviction opened it after this fault
+         * was raised; the retry finds the page as it left it.  Only an
+         * instruction fetch faults on a page open for reading and writing:
+         * not ours. */
+        tk_action act = TK_RESUME;
+        if (tk_protection(f->region, f->page) == TK_PROT_RW) {
+            if (f->access == TK_ACCESS_EXEC) act = TK_DECLINE;
+        } else if (tk_unprot(f->region, f->page, PAGE) != 0) {
+            act = TK_DECLINE;
+        }
+        release_page(z, i, (s & ~(Z_KIND | Z_BUSY | Z_WAITERS)) | kind);
+        tk__restore_signals(&mask);
+        return act;
     }
 }
 
@@ -496,8 +511,8 @@ static unsigned span(uint32_t mask, unsigned a, unsigned *b)
 }
 
 /* Advances the clock hand by runs of RUN pages until it has made the
- * resident pages of one run sampled (inaccessible, one tk_protect per
- * stretch of them), or gone round once.  Returns whether it did. */
+ * resident pages of one run sampled (the whole run inaccessible, one
+ * tk_protect), or gone round once.  Returns whether it did. */
 static bool sample_run(struct tk_zpage *z)
 {
     size_t nruns = (z->npages + RUN - 1) / RUN;
@@ -520,16 +535,23 @@ static bool sample_run(struct tk_zpage *z)
          * and merge again. */
         size_t base = r * RUN;
         if (tk_protect(z->region, z->base + base * PAGE, (end - base) * PAGE, TK_PROT_NONE) != 0) {
-            /* the kernel refused (vm.max_map_count): these stay resident */
+            /* the kernel refused (vm.max_map_count): these stay resident,
+             * and what it may have protected is opened again - but for
+             * pages sampled before (this run still in the ring): opening
+             * those would let them be evicted while written */
+            uint32_t open = 0;
             for (unsigned k = 0; k < end - base; k++) {
-                if (!(mask >> k & 1)) continue;
                 int st = atomic_load(&z->state[base + k]);
-                while ((st & (Z_KIND | Z_BUSY)) == Z_SAMPLED &&
-                       !atomic_compare_exchange_weak(&z->state[base + k], &st,
-                                                     (st & ~Z_KIND) | Z_RESIDENT)) {
-                }
+                if (mask >> k & 1)
+                    while ((st & (Z_KIND | Z_BUSY)) == Z_SAMPLED &&
+                           !atomic_compare_exchange_weak(&z->state[base + k], &st,
+                                                         (st & ~Z_KIND) | Z_RESIDENT)) {
+                    }
+                if ((mask >> k & 1) || (st & Z_KIND) != Z_SAMPLED) open |= 1u << k;
             }
-            tk_protect(z->region, z->base + base * PAGE, (end - base) * PAGE, TK_PROT_RW);
+            for (unsigned a = 0, b; (a = span(open, a, &b)) < RUN; a = b)
+                tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE,
+                           TK_PROT_RW);
             return false;
         }
         z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = r;
@@ -596,9 +618,10 @@ static void drop_stretches(struct tk_zpage *z, const struct iovec *v, int n)
 }
 
 /* Evicts the pages of run r still sampled and untouched: each read,
- * compressed and stored, then dropped and made accessible again (one
- * madvise and one tk_protect per stretch).  Returns the number evicted, or
- * a negative errno. */
+ * compressed and stored, then dropped (drop_stretches) and the run made
+ * accessible again (one tk_protect, or one per stretch around pages still
+ * sampled that another thread owns).  Returns the number evicted, or a
+ * negative errno. */
 static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
 {
     uint32_t mask = 0, dirty = 0;
