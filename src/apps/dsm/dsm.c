@@ -1336,11 +1336,12 @@ static void free_alloc(struct alloc *a)
 
 /* A random address of the gap aligned to the coherence unit, with room for
  * len, or 0. */
-static uint64_t gap_proposal(size_t len)
+static uint64_t gap_proposal(size_t len, int attempt)
 {
     uint64_t r = 0;
     if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-        r = (uint64_t)time(NULL) * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)getpid();
+        r = ((uint64_t)time(NULL) ^ (uint64_t)getpid() << 20 ^ (uint64_t)attempt << 40) *
+            UINT64_C(0x9E3779B97F4A7C15);
     if (len >= GAP_HI - GAP_LO) return 0;
     uint64_t span = (GAP_HI - GAP_LO - len) / D.ps;
     return GAP_LO + r % span * D.ps;
@@ -1378,17 +1379,14 @@ static char *same_range(size_t len)
         char *mine = NULL;
         if (D.rank == proposer) {
             if (gap) {
-                addr = gap_proposal(len);
+                addr = gap_proposal(len, attempt);
             } else {
                 mine = kernel_proposal(len);
                 addr = (uint64_t)(uintptr_t)mine;
             }
         }
         MPI_Bcast(&addr, 1, MPI_UINT64_T, proposer, D.app);
-        if (!addr) {
-            if (gap) continue;
-            break;
-        }
+        if (!addr) continue; /* (this proposer had none: the next one's turn) */
         int ok = 1;
         if (!mine) {
             mine = mmap((void *)(uintptr_t)addr, len, PROT_READ | PROT_WRITE,
