@@ -510,6 +510,13 @@ static unsigned span(uint32_t mask, unsigned a, unsigned *b)
     return a;
 }
 
+/* Opens the stretches of run base's pages set in `open` (read-write). */
+static void open_stretches(struct tk_zpage *z, size_t base, uint32_t open)
+{
+    for (unsigned a = 0, b; (a = span(open, a, &b)) < RUN; a = b)
+        tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE, TK_PROT_RW);
+}
+
 /* Advances the clock hand by runs of RUN pages until it has made the
  * resident pages of one run sampled (the whole run inaccessible, one
  * tk_protect), or gone round once.  Returns whether it did. */
@@ -549,9 +556,7 @@ static bool sample_run(struct tk_zpage *z)
                     }
                 if ((mask >> k & 1) || (st & Z_KIND) != Z_SAMPLED) open |= 1u << k;
             }
-            for (unsigned a = 0, b; (a = span(open, a, &b)) < RUN; a = b)
-                tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE,
-                           TK_PROT_RW);
+            open_stretches(z, base, open);
             return false;
         }
         z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = r;
@@ -643,8 +648,7 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
         if ((mask >> (i - base) & 1) || (s & Z_KIND) != Z_SAMPLED) open |= 1u << (i - base);
     }
     if (!mask) {
-        for (unsigned a = 0, b; (a = span(open, a, &b)) < RUN; a = b)
-            tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE, TK_PROT_RW);
+        open_stretches(z, base, open);
         return 0;
     }
     int kinds[RUN], err = 0, n = 0;
@@ -700,8 +704,7 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
         }
     }
     drop_stretches(z, drop, ndrop);
-    for (unsigned a = 0, b; (a = span(open, a, &b)) < RUN; a = b)
-        tk_protect(z->region, z->base + (base + a) * PAGE, (size_t)(b - a) * PAGE, TK_PROT_RW);
+    open_stretches(z, base, open);
     for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
         for (unsigned k = a; k < b; k++) {
             if (kinds[k] != Z_RESIDENT) n++;
