@@ -5,8 +5,9 @@
  * madvise(MADV_DONTNEED) keeps the protection on posix (it belongs to the
  * mapping) and is noticed on uffd-thread (the pages are protected again);
  * munmap and mremap of a uffd-thread region's memory make later calls fail
- * with -EFAULT.  (On uffd-sigbus and pagemap-scan a plain madvise is not
- * noticed: region.h says so, and nothing here expects it.) */
+ * with -EFAULT.  Each write after a tk_discard reaches the handler once,
+ * even with the kernel's removal events handled late.  (On uffd-sigbus and pagemap-scan a plain
+ * madvise is not noticed: region.h says so, and nothing here expects it.) */
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,7 +17,7 @@
 
 #define NPAGES 8
 
-static atomic_int faults;
+static atomic_int faults, calls;
 
 static tk_action on_fault(const tk_fault *f, void *arg)
 {
@@ -24,6 +25,36 @@ static tk_action on_fault(const tk_fault *f, void *arg)
     if (f->flags & TK_FAULT_RESOLVED) return TK_RESUME;
     atomic_fetch_add(&faults, 1);
     return tk_test_open(f);
+}
+
+static tk_action count_calls(const tk_fault *f, void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&calls, 1);
+    return tk_test_open(f);
+}
+
+/* Read-only pages dropped, then each written at once, many times over: on
+ * uffd-thread the service thread may handle the removal event (holding the
+ * pages by mprotect) while the writes fault.  The handler is called once per
+ * write, never a second time for the same write. */
+static void once_per_write(enum tk_mech m)
+{
+    enum { N = 32, ROUNDS = 300 };
+    size_t ps = tk_test_page();
+    tk_region *r = tk_test_region(m, N, 0, count_calls, NULL);
+    char *b = tk_region_base(r);
+    for (int round = 0; round < ROUNDS; round++) {
+        CHECK_OK(tk_protn(r, b, N * ps, TK_PROT_READ));
+        CHECK_OK(tk_discard(r, b, N * ps));
+        atomic_store(&calls, 0);
+        for (int i = 0; i < N; i++) b[i * ps] = (char)round;
+        if (atomic_load(&calls) != N)
+            fprintf(stderr, "round %d: %d handler calls for %d writes\n", round,
+                    atomic_load(&calls), N);
+        CHECK(atomic_load(&calls) == N);
+    }
+    CHECK_OK(tk_region_destroy(r));
 }
 
 /* munmap and mremap return once the service thread has read their event,
@@ -87,6 +118,7 @@ int main(int argc, char **argv)
         b[5 * ps] = 2;
         CHECK(atomic_load(&faults) == before + 2 && b[5 * ps] == 2);
     }
+    once_per_write(m);
     printf("%s: tk_discard keeps protections%s\n", argv[1],
            m == TK_MECH_UFFD_THREAD ? "; madvise, munmap and mremap noticed" : "");
     if (m == TK_MECH_UFFD_THREAD) {

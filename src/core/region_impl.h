@@ -187,9 +187,10 @@ tk_action tk__light_fault(struct tk_region *r, uintptr_t addr, void *uc);
  * created on first use.  Returns the fd or a negative errno (tk_last_error
  * set). */
 int tk__uffd_for(enum tk_mech m);
-/* True on the uffd handler thread while it runs a region's handler: lifting
- * write protection then does not wake the faulting thread, which resumes
- * when the handler has returned. */
+/* True on a uffd service thread while it runs a region's handler or hands
+ * it pages the kernel dropped: lifting write protection then does not wake
+ * the threads faulting there, each of which resumes when its own fault
+ * event has been served. */
 extern __thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
 /* Handles one userfaultfd event on a uffd-thread service thread
  * (vm/uffd_serve.c); depth: how many handlers deep a page fault was raised

@@ -32,8 +32,15 @@ static void memory_changed(uintptr_t start, uintptr_t end, const char *gone)
         if (gone) {
             atomic_store(&r->rg_gone, gone);
         } else {
+            /* Pages whose write protection goes to mprotect here are not
+             * woken: a thread blocked on one of them has its own fault
+             * event, still queued, which wakes it once served.  Woken now,
+             * its retry would raise SIGSEGV, and the same write would reach
+             * the handler twice (the stale event after the signal). */
             size_t first = tk__page_index(r, lo), last = tk__page_index(r, hi - 1);
+            tk__uffd_serving = true;
             tk__pages_removed(r, first, last - first + 1);
+            tk__uffd_serving = false;
         }
         a = hi;
     }
