@@ -12,7 +12,7 @@
 #include <string.h>
 #include <trapkit/error.h>
 
-enum { FAN = 63, LEAF = 15, INL = 104 };
+enum { FAN = 63, LEAF = KV_LEAF_ENTRIES, INL = 104 };
 
 struct leaf;
 struct inner {
@@ -94,6 +94,15 @@ void kv_close(kv *m)
 uint64_t kv_count(kv *m)
 {
     return m->root->count;
+}
+
+uint64_t kv_leaves(kv *m)
+{
+    void *p = m->root->top;
+    for (uint64_t h = m->root->height; h > 1; h--) p = ((struct inner *)p)->child[0];
+    uint64_t n = 0;
+    for (struct leaf *l = p; l; l = l->next) n++;
+    return n;
 }
 
 /* keys compare as bytes: as two big-endian words */
@@ -205,9 +214,16 @@ static int set_val(kv *m, struct leaf *l, unsigned i, const void *v, size_t len)
 }
 
 /* Inserts into the subtree p of height h; on a split, *sep and *right say
- * what the parent must add.  1 added, 0 replaced, or a negative errno. */
-static int insert(kv *m, void *p, uint64_t h, const unsigned char *k, const void *v, size_t vlen,
-                  unsigned char *sep, void **right)
+ * what the parent must add.  1 added, 0 replaced, or a negative errno.
+ * last: p is the rightmost node of its level.
+ *
+ * A full node splits in half, except where a key goes past the end of the
+ * rightmost node (keys added in ascending order, as a bulk load does):
+ * then the node stays full and the new key starts the node to its right,
+ * so that such a load fills its pages (half-full ones would double the
+ * store), as LMDB and SQLite split. */
+static int insert(kv *m, void *p, uint64_t h, bool last, const unsigned char *k, const void *v,
+                  size_t vlen, unsigned char *sep, void **right)
 {
     *right = NULL;
     if (h == 1) {
@@ -223,17 +239,24 @@ static int insert(kv *m, void *p, uint64_t h, const unsigned char *k, const void
         if (l->n == LEAF) { /* split: the upper half goes right */
             struct leaf *r = tk_ph_alloc(m->ph, m->t_leaf, 1);
             if (!r) return -ENOSPC;
-            unsigned keep = LEAF / 2 + 1;
+            bool append = last && i == LEAF;
+            unsigned keep = append ? LEAF : LEAF / 2 + 1;
             r->n = LEAF - keep;
             move_entries(r, 0, l, keep, r->n);
             l->n = keep;
             r->next = l->next;
             l->next = r;
-            memcpy(sep, r->key[0], KV_KEY);
             *right = r;
-            if (i > keep || (i == keep && memcmp(k, r->key[0], KV_KEY) > 0)) {
+            if (append) { /* k starts the new leaf */
+                memcpy(sep, k, KV_KEY);
                 l = r;
-                i -= keep;
+                i = 0;
+            } else {
+                memcpy(sep, r->key[0], KV_KEY);
+                if (i > keep || (i == keep && memcmp(k, r->key[0], KV_KEY) > 0)) {
+                    l = r;
+                    i -= keep;
+                }
             }
         }
         move_entries(l, i + 1, l, i, l->n - i);
@@ -247,13 +270,15 @@ static int insert(kv *m, void *p, uint64_t h, const unsigned char *k, const void
     unsigned i = upper((const unsigned char(*)[KV_KEY])in->key, in->n, k);
     unsigned char csep[KV_KEY];
     void *cright;
-    int rc = insert(m, in->child[i], h - 1, k, v, vlen, csep, &cright);
+    int rc = insert(m, in->child[i], h - 1, last && i == in->n, k, v, vlen, csep, &cright);
     if (rc < 0 || !cright) return rc;
     /* the child split: csep and cright go in at i */
     if (in->n == FAN) {
         struct inner *r = tk_ph_alloc(m->ph, m->t_inner, 1);
         if (!r) return -ENOSPC;
-        unsigned keep = FAN / 2; /* left keeps keys [0, keep); key[keep] goes up */
+        /* left keeps keys [0, keep); key[keep] goes up; appending, the
+         * right node starts with the last child and the new one */
+        unsigned keep = last && i == FAN ? FAN - 1 : FAN / 2;
         memcpy(sep, in->key[keep], KV_KEY);
         r->n = in->n - keep - 1;
         memcpy(r->key, in->key[keep + 1], (size_t)r->n * KV_KEY);
@@ -280,7 +305,7 @@ int kv_put(kv *m, const void *key, size_t klen, const void *val, size_t vlen)
     pad_key(k, key, klen);
     void *right;
     struct kvroot *r = m->root;
-    int rc = insert(m, r->top, r->height, k, val, vlen, sep, &right);
+    int rc = insert(m, r->top, r->height, true, k, val, vlen, sep, &right);
     if (rc < 0) return rc;
     if (right) { /* the root split */
         struct inner *top = tk_ph_alloc(m->ph, m->t_inner, 1);

@@ -32,5 +32,9 @@ size_t kv_scan(kv *m, const void *from, size_t flen, size_t n,
                int (*f)(const unsigned char key[KV_KEY], const void *val, size_t vlen, void *arg),
                void *arg);
 uint64_t kv_count(kv *m);
+/* How full the tree is: its leaves, and the entries one holds.  Keys
+ * added in ascending order fill every leaf but the last. */
+#define KV_LEAF_ENTRIES 15
+uint64_t kv_leaves(kv *m);
 
 #endif
