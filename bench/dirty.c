@@ -217,8 +217,7 @@ int main(int argc, char **argv)
     };
     enum { NM = sizeof mechs / sizeof mechs[0] };
     const double fractions[] = {0.01, 0.10, 1.00};
-    bench_progress("dirty: per-page cost over a %zu MiB region (%d repetitions, interleaved; "
-                   "at most 5 with every page dirtied)",
+    bench_progress("dirty: per-page cost over a %zu MiB region (%d repetitions, interleaved)",
                    bytes >> 20, o.reps);
     for (int i = 0; i < NM; i++) setup(&mechs[i]);
 
@@ -227,10 +226,7 @@ int main(int argc, char **argv)
         struct bench_fig figs[NM];
         memset(figs, 0, sizeof figs);
         const char *bad[NM] = {0};
-        /* every page dirtied: the longest by far (seconds a repetition per
-         * mechanism) and the steadiest; five repetitions */
-        int reps = fractions[fi] >= 1.0 && o.reps > 5 ? 5 : o.reps;
-        for (int r = -1; r < reps; r++) {
+        for (int r = -1; r < o.reps; r++) {
             /* the same random pages for every mechanism in this repetition */
             for (size_t k = 0; k < count; k++) {
                 size_t j = k + bench_rand(&seed) % (npages - k), t = order[k];
@@ -248,7 +244,7 @@ int main(int argc, char **argv)
                 bench_progress("  %3.0f%% dirtied: warm-up done", fractions[fi] * 100);
             else
                 bench_progress("  %3.0f%% dirtied: repetition %d/%d", fractions[fi] * 100, r + 1,
-                               reps);
+                               o.reps);
         }
         char params[64];
         snprintf(params, sizeof params, "\"fraction\": %.2f, \"region_mib\": %zu", fractions[fi],

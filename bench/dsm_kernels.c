@@ -3,11 +3,12 @@
  * costs (a remote read fault, a write fault, a diff, beside an MPI
  * ping-pong of one page).  Run under mpirun by bench/dsm.py:
  *
- *   bench_dsm_kernels MODE KERNEL SIZE ITERS
+ *   bench_dsm_kernels MODE KERNEL SIZE ITERS [KERNEL SIZE ITERS ...]
  *     MODE ivy | rc | mpi; KERNEL daxpy | stream | matmul | matvec | jacobi
  *   bench_dsm_kernels micro PROTOCOL PAGES
  *
- * Rank 0 prints one JSON object on stdout.  A kernel's time runs from a
+ * Rank 0 prints one JSON object on stdout per kernel, which run in turn in
+ * the one DSM (each frees what it allocated).  A kernel's time runs from a
  * barrier after the data is set up (each rank its own part) to a barrier
  * after the last iteration, the longest of the ranks; then rank 0 checks
  * the result against the same kernel run serially in private memory
@@ -568,48 +569,55 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    if (argc != 5) {
+    if (argc < 5 || (argc - 2) % 3 != 0) {
         if (!rank)
             fprintf(stderr, "usage: bench_dsm_kernels ivy|rc|mpi daxpy|stream|matmul|matvec|jacobi "
-                            "SIZE ITERS\n       bench_dsm_kernels micro ivy|rc PAGES\n");
+                            "SIZE ITERS [KERNEL SIZE ITERS ...]\n"
+                            "       bench_dsm_kernels micro ivy|rc PAGES\n");
         MPI_Finalize();
         return 2;
     }
-    const char *mode = argv[1], *kernel = argv[2];
-    size_t n = strtoull(argv[3], NULL, 10);
-    int iters = atoi(argv[4]);
+    const char *mode = argv[1];
     dsm = strcmp(mode, "mpi") != 0;
     if (dsm) {
         tk_dsm_config c = {.protocol = !strcmp(mode, "rc") ? TK_DSM_RC : TK_DSM_IVY};
         if (tk_dsm_init_config(MPI_COMM_WORLD, &c)) die("tk_dsm_init");
     }
-    bool ok = false;
-    double t;
-    if (!strcmp(kernel, "daxpy"))
-        t = daxpy(n, iters, &ok);
-    else if (!strcmp(kernel, "stream"))
-        t = stream(n, iters, &ok);
-    else if (!strcmp(kernel, "matmul"))
-        t = matmul(n, iters, &ok);
-    else if (!strcmp(kernel, "matvec"))
-        t = matvec(n, iters, &ok);
-    else if (!strcmp(kernel, "jacobi"))
-        t = jacobi(n, iters, &ok);
-    else {
-        if (!rank) fprintf(stderr, "bench_dsm_kernels: unknown kernel %s\n", kernel);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-        return 2;
+    for (int a = 2; a + 2 < argc; a += 3) {
+        const char *kernel = argv[a];
+        size_t n = strtoull(argv[a + 1], NULL, 10);
+        int iters = atoi(argv[a + 2]);
+        bool ok = false;
+        double t;
+        moved = 0;
+        if (!strcmp(kernel, "daxpy"))
+            t = daxpy(n, iters, &ok);
+        else if (!strcmp(kernel, "stream"))
+            t = stream(n, iters, &ok);
+        else if (!strcmp(kernel, "matmul"))
+            t = matmul(n, iters, &ok);
+        else if (!strcmp(kernel, "matvec"))
+            t = matvec(n, iters, &ok);
+        else if (!strcmp(kernel, "jacobi"))
+            t = jacobi(n, iters, &ok);
+        else {
+            if (!rank) fprintf(stderr, "bench_dsm_kernels: unknown kernel %s\n", kernel);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+            return 2;
+        }
+        double tmax;
+        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        unsigned long long total = 0;
+        MPI_Reduce(&moved, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("{\"mode\": \"%s\", \"kernel\": \"%s\", \"ranks\": %d, \"size\": %zu, "
+                   "\"iters\": %d, \"seconds\": %.9g, \"pages_in\": %llu, \"ok\": %s, "
+                   "\"mech\": \"%s\"}\n",
+                   mode, kernel, np, n, iters, tmax, total, ok ? "true" : "false",
+                   dsm ? tk_mech_name(tk_dsm_mech()) : "none");
+            fflush(stdout);
+        }
     }
-    double tmax;
-    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    unsigned long long total = 0;
-    MPI_Reduce(&moved, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(
-            "{\"mode\": \"%s\", \"kernel\": \"%s\", \"ranks\": %d, \"size\": %zu, \"iters\": %d, "
-            "\"seconds\": %.9g, \"pages_in\": %llu, \"ok\": %s, \"mech\": \"%s\"}\n",
-            mode, kernel, np, n, iters, tmax, total, ok ? "true" : "false",
-            dsm ? tk_mech_name(tk_dsm_mech()) : "none");
     if (dsm) tk_dsm_finalize();
     MPI_Finalize();
     return 0;

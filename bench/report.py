@@ -1008,7 +1008,9 @@ SECTIONS = [
         "dsm/pages-moved"]),
     ("Compressed paging (trapkit/zpage.h, and zram)", [
         "zpage/fault-in-p50", "zpage/fault-in-p99", "zpage/fault-in-p50-over-uncompressed",
-        "zpage/ratio", "zpage/zipf-throughput", "zpage/zipf-throughput-over-zram"]),
+        "zpage/ratio", "zpage/zipf-throughput", "zpage/zipf-throughput-over-zram",
+        "zpage/zipf-fault-ins-per-op", "zpage/zipf-time-per-fault-in",
+        "zpage/zipf-sampling-faults-per-op", "zpage/zipf-resident-pages"]),
     ("Guard pages (trapkit/guard.h)", [
         "guard/arena", "guard/arena-over-explicit-check", "guard/sandbox-kernel",
         "guard/sandbox-kernel-over-explicit-check", "guard/sandbox-create",
@@ -1048,8 +1050,15 @@ SECTION_TEXT = {
         "zipf-throughput: reads and writes of 256-byte records picked by a Zipfian law (theta "
         "0.99, keys scattered over the heap of heap_mib) in a child process, the heap under a "
         "budget of 100%, 50% and 25% of its size: a zpage area with that budget (lz4), or plain "
-        "memory in a memory cgroup (v1) of that limit swapping to zram (zram); unlimited is "
-        "plain memory with no limit. The -over- ratios are derived from the medians, ranging "
+        "memory in a memory cgroup (v1) of that limit and 1 MiB for the child's other pages "
+        "swapping to zram (zram); unlimited is "
+        "plain memory with no limit. zipf-fault-ins-per-op: pages brought back per op in "
+        "those runs (zpage's fault-ins, zram's swap-ins: the child's major faults); "
+        "zipf-time-per-fault-in: the run's time per op over the unlimited run's of the same "
+        "repetition, per page brought back (a fault-in's whole cost to the workload); "
+        "zipf-sampling-faults-per-op: zpage's clock-hand faults (zram's reclaim reads "
+        "accessed bits instead); zipf-resident-pages: the heap's pages in memory at the end "
+        "of a run (zpage's count, mincore for zram's). The -over- ratios are derived from the medians, ranging "
         "over the worst pairings of the two figures' [min, max]. zram needs root, an unused "
         "/dev/zram0 and a memory cgroup v1 hierarchy: the benchmark sets them up and puts them "
         "back; where it cannot, the zram figures are n/a with the reason.",
@@ -1111,7 +1120,8 @@ SECTION_TEXT = {
         "longest rank's; each run's result is checked against the kernel run serially. "
         "Each rank works on its home part (block placement); pages-moved counts the pages "
         "the ranks received while timed. Medians of interleaved rounds (each round every "
-        "kernel, rank count and system in turn) with min and max; 4 ranks oversubscribe "
+        "rank count and system in turn, one mpirun running the five kernels one after the "
+        "other in one DSM) with min and max; 4 ranks oversubscribe "
         "this machine's 2 cores (each rank also has its service thread).",
     "Persistent heap (examples/pheap-kv on trapkit/pheap.h, and LMDB)":
         "bench/pheap.c. The same ordered map of 16-byte keys and 100-byte values in each: "

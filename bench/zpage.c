@@ -23,12 +23,24 @@
  *       budget of 100%, 50% and 25% of its size: a zpage area with that
  *       budget, or plain memory in a memory cgroup (v1) with that limit
  *       swapping to zram.  "unlimited": plain memory, no limit.
+ *   zpage/zipf-fault-ins-per-op  (lz4, zram; budgets 50% and 25%): pages
+ *       brought back per op in those runs (zpage's fault-ins; zram's
+ *       swap-ins, the child's major faults); zpage/zipf-time-per-fault-in:
+ *       the run's time per op over the unlimited run's of the same
+ *       repetition, per page brought back (what a fault-in costs the
+ *       workload, eviction and waits included);
+ *       zpage/zipf-sampling-faults-per-op (lz4): the clock hand's faults;
+ *       zpage/zipf-resident-pages: the heap's pages in memory at the end
+ *       (zpage's count; mincore for zram's plain heap).
  *
  * zram needs root, /dev/zram0 unused and a memory cgroup v1 hierarchy; the
  * benchmark sets it up (lz4, swap on it at a high priority) and puts it back
  * as it found it.  Where it cannot, the zram figures are null with the
- * reason.  The cgroup's limit is the budget plus 8 MiB for what else the
- * child holds; its plain heap has transparent huge pages off, as the zpage
+ * reason.  The cgroup's limit is the budget plus 1 MiB for what else the
+ * child holds (the pages it shares with its parent stay charged to the
+ * parent's cgroup: v1 moves no charges; zipf-resident-pages shows the heap
+ * getting about 2% over the budget, where 8 MiB gave it 24% at 50% and
+ * 49% at 25%); its plain heap has transparent huge pages off, as the zpage
  * area has (userfaultfd places 4 KiB pages).  Under this thrashing cgroup v1
  * reclaim sometimes gives up and the OOM killer ends the child although swap
  * has room: such a run is run again (up to 3 times; "oom_kills" counts them).
@@ -47,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/types.h>
@@ -460,9 +473,9 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
 /* ---- the Zipfian key-value workload ------------------------------------- */
 
 #define REC 256u
-/* what the child keeps in memory beside its heap (stack, libraries' data,
- * page tables): added to the cgroup's limit */
-#define SLACK (8u << 20)
+/* what the child itself charges to the cgroup beside its heap (the stack
+ * and libraries' data it writes, page tables): added to the limit */
+#define SLACK (1u << 20)
 
 struct zipf {
     double theta, zetan, alpha, eta;
@@ -492,8 +505,54 @@ static uint64_t zipf_next(const struct zipf *z, uint64_t *rng)
     return r < z->n ? r : z->n - 1;
 }
 
+/* What a run measured: ops/s, and per op the pages brought back (zpage's
+ * fault-ins; for plain memory the major faults, zram's swap-ins) and
+ * zpage's sampling faults (the clock hand's; the kernel's reclaim reads
+ * accessed bits instead, which costs the program no fault). */
+struct kv_result {
+    double rate, fault_ins, samples;
+    double resident; /* heap pages in memory at the end */
+};
+
+/* f[0]: pages brought back so far, f[1]: sampling faults (zpage only). */
+static void kv_faults(tk_zpage *z, uint64_t f[2])
+{
+    if (z) {
+        tk_zpage_stats st;
+        tk_zpage_stats_get(z, &st);
+        f[0] = st.fault_ins;
+        f[1] = st.sample_faults;
+    } else {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        f[0] = (uint64_t)ru.ru_majflt;
+        f[1] = 0;
+    }
+}
+
+/* The heap's pages in memory: zpage's count, or mincore's for plain memory
+ * (a page swapped out to zram is not in memory). */
+static size_t heap_resident(tk_zpage *z, unsigned char *heap, size_t len)
+{
+    if (z) {
+        tk_zpage_stats st;
+        tk_zpage_stats_get(z, &st);
+        return st.resident;
+    }
+    size_t n = len / PAGE, in = 0;
+    unsigned char *vec = malloc(n);
+    if (!vec || mincore(heap, len, vec) != 0) {
+        free(vec);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) in += vec[i] & 1;
+    free(vec);
+    return in;
+}
+
 /* The child: fills a heap of nrec records and runs the workload for
- * `secs`; writes ops/s to fd.  how: 0 plain memory, 1 zpage (budget). */
+ * `secs`; writes its kv_result to fd.  how: 0 plain memory, 1 zpage
+ * (budget). */
 static unsigned char *kv_image; /* the heap's records, made once by the parent */
 
 static void kv_child(int how, size_t nrec, size_t budget, double secs, int fd)
@@ -517,8 +576,10 @@ static void kv_child(int how, size_t nrec, size_t budget, double secs, int fd)
     zipf_init(&zf, nrec, 0.99);
     uint64_t rng = 4242;
     uint64_t ops = 0, sum = 0;
+    uint64_t f0[2] = {0, 0};
     /* warm-up: a second's worth, then measure */
     for (int phase = 0; phase < 2; phase++) {
+        if (phase) kv_faults(z, f0);
         uint64_t t0 = bench_now_ns(), end = t0 + (uint64_t)((phase ? secs : secs / 3) * 1e9);
         ops = 0;
         while (bench_now_ns() < end) {
@@ -541,8 +602,15 @@ static void kv_child(int how, size_t nrec, size_t budget, double secs, int fd)
         }
         if (phase) {
             double s = (double)(bench_now_ns() - t0) / 1e9;
-            double rate = (double)ops / s;
-            if (write(fd, &rate, sizeof rate) != sizeof rate) _exit(4);
+            uint64_t f1[2];
+            kv_faults(z, f1);
+            struct kv_result res = {
+                .rate = (double)ops / s,
+                .fault_ins = (double)(f1[0] - f0[0]) / (double)ops,
+                .samples = (double)(f1[1] - f0[1]) / (double)ops,
+                .resident = (double)heap_resident(z, heap, len),
+            };
+            if (write(fd, &res, sizeof res) != sizeof res) _exit(4);
         }
     }
     if (sum == 42) fprintf(stderr, " ");
@@ -565,7 +633,8 @@ static void kv_child(int how, size_t nrec, size_t budget, double secs, int fd)
  * child before it measured (the memory cgroup's OOM killer: under this
  * thrashing, cgroup v1 reclaim sometimes gives up although swap has room);
  * -1 on another failure. */
-static double kv_run(int how, size_t nrec, size_t budget, size_t limit, double secs)
+static double kv_run(int how, size_t nrec, size_t budget, size_t limit, double secs,
+                     struct kv_result *res)
 {
     int p[2];
     if (pipe(p)) return -1;
@@ -588,16 +657,31 @@ static double kv_run(int how, size_t nrec, size_t budget, size_t limit, double s
         kv_child(how, nrec, budget, secs, p[1]);
     }
     close(p[1]);
-    double rate = -1;
-    bool measured = read(p[0], &rate, sizeof rate) == sizeof rate;
+    struct kv_result got;
+    bool measured = read(p[0], &got, sizeof got) == sizeof got;
     close(p[0]);
     int status;
     waitpid(pid, &status, 0);
-    if (measured) return rate; /* (what happens to it after does not matter) */
+    if (measured) { /* (what happens to it after does not matter) */
+        if (res) *res = got;
+        return got.rate;
+    }
     if (getenv("TK_BENCH_VERBOSE"))
         fprintf(stderr, "  child: %s %d\n", WIFEXITED(status) ? "exit" : "signal",
                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? -2 : -1;
+}
+
+/* A run's pages brought back per op, and what each cost the workload: its
+ * time per op over the unlimited run's of the same repetition (unl ops/s),
+ * divided by the pages brought back per op (eviction, sampling and waits
+ * included). */
+static void zipf_faults(const struct kv_result *res, double unl, struct bench_fig *fpo,
+                        struct bench_fig *tpf)
+{
+    bench_add(fpo, res->fault_ins);
+    if (unl > 0 && res->fault_ins > 0)
+        bench_add(tpf, (1e9 / res->rate - 1e9 / unl) / res->fault_ins);
 }
 
 static void zipf_throughput(void)
@@ -607,9 +691,16 @@ static void zipf_throughput(void)
     double secs = opts.quick ? 0.2 : 1.5;
     static const int pcts[] = {100, 50, 25};
     struct bench_fig zp[3], zr[3], none;
+    /* [0] lz4, [1] zram: fault-ins per op, time per fault-in; lz4's
+     * sampling faults per op */
+    struct bench_fig fpo[2][3], tpf[2][3], spo[3], rsd[2][3];
     memset(zp, 0, sizeof zp);
     memset(zr, 0, sizeof zr);
     memset(&none, 0, sizeof none);
+    memset(fpo, 0, sizeof fpo);
+    memset(tpf, 0, sizeof tpf);
+    memset(spo, 0, sizeof spo);
+    memset(rsd, 0, sizeof rsd);
     const char *zr_why[3] = {zram_why, zram_why, zram_why};
     int oom[3] = {0, 0, 0};
     int reps = opts.reps < 3 ? opts.reps : 3;
@@ -618,19 +709,27 @@ static void zipf_throughput(void)
     if (!kv_image) return;
     make_kv(kv_image, len);
     for (int rep = 0; rep < reps; rep++) {
-        double r = kv_run(0, nrec, 0, 0, secs);
-        if (r > 0) bench_add(&none, r);
+        double unl = kv_run(0, nrec, 0, 0, secs, NULL);
+        if (unl > 0) bench_add(&none, unl);
         for (int b = 0; b < 3; b++) {
             size_t budget = len * (size_t)pcts[b] / 100;
             bench_progress("zipf: %d%% budget, repetition %d", pcts[b], rep + 1);
-            r = kv_run(1, nrec, budget, 0, secs);
-            if (r > 0) bench_add(&zp[b], r);
+            struct kv_result res;
+            double r = kv_run(1, nrec, budget, 0, secs, &res);
+            if (r > 0) {
+                bench_add(&zp[b], r);
+                zipf_faults(&res, unl, &fpo[0][b], &tpf[0][b]);
+                bench_add(&spo[b], res.samples);
+                bench_add(&rsd[0][b], res.resident);
+            }
             /* the heap's budget plus what else the child keeps in memory;
              * a run the OOM killer ends is run again, up to 3 times */
             for (int attempt = 0; !zr_why[b] && attempt < 3; attempt++) {
-                r = kv_run(0, nrec, 0, budget + SLACK, secs);
+                r = kv_run(0, nrec, 0, budget + SLACK, secs, &res);
                 if (r > 0) {
                     bench_add(&zr[b], r);
+                    zipf_faults(&res, unl, &fpo[1][b], &tpf[1][b]);
+                    bench_add(&rsd[1][b], res.resident);
                     break;
                 }
                 if (r == -2) {
@@ -659,6 +758,19 @@ static void zipf_throughput(void)
         else
             bench_emit_ex("zpage/zipf-throughput", "zram", params, "ops_per_s", "ops/s", &zr[b],
                           extra);
+        if (pcts[b] == 100) continue; /* (next to nothing brought back) */
+        static const char *const who[2] = {"lz4", "zram"};
+        for (int w = 0; w < 2; w++) {
+            if (!fpo[w][b].n) continue;
+            bench_emit("zpage/zipf-fault-ins-per-op", who[w], params, "count", "pages", &fpo[w][b]);
+            if (tpf[w][b].n)
+                bench_emit("zpage/zipf-time-per-fault-in", who[w], params, "time", "ns",
+                           &tpf[w][b]);
+            bench_emit("zpage/zipf-resident-pages", who[w], params, "count", "pages", &rsd[w][b]);
+        }
+        if (spo[b].n)
+            bench_emit("zpage/zipf-sampling-faults-per-op", "lz4", params, "count", "faults",
+                       &spo[b]);
     }
     free(kv_image);
 }
