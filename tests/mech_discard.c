@@ -6,8 +6,9 @@
  * mapping) and is noticed on uffd-thread (the pages are protected again);
  * munmap and mremap of a uffd-thread region's memory make later calls fail
  * with -EFAULT.  Each write after a tk_discard reaches the handler once,
- * even with the kernel's removal events handled late.  (On uffd-sigbus and pagemap-scan a plain
- * madvise is not noticed: region.h says so, and nothing here expects it.) */
+ * even with the kernel's removal events handled late.  (On uffd-sigbus and
+ * pagemap-scan a plain madvise is not noticed: region.h says so, and
+ * nothing here expects it.) */
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -83,6 +83,23 @@ static void verify(kv *m)
     free(sorted);
 }
 
+/* One random change in the open transaction, kept in ref: a deletion one
+ * time in del_in, else a put of a new value of random length. */
+static void random_change(kv *m, int del_in)
+{
+    char v[400];
+    int i = rand() % KEYS;
+    if (rand() % del_in == 0) {
+        CHECK(kv_del(m, ref[i].key, KV_KEY) == (ref[i].len >= 0));
+        ref[i].len = -1;
+    } else {
+        ref[i].len = rand() % 300;
+        ref[i].seed = (unsigned)rand();
+        val_of(ref[i].seed, ref[i].len, v);
+        CHECK_OK(kv_put(m, ref[i].key, KV_KEY, v, (size_t)ref[i].len));
+    }
+}
+
 /* Every key put in ascending order into a new store (the splits at the
  * right edge keep the left leaves full), then checked; then random puts and
  * deletions over it, checked again after a reopen. */
@@ -90,6 +107,7 @@ static void ascending(enum tk_mech mech, const char *path)
 {
     char v[400];
     struct ref *sorted = malloc(sizeof ref);
+    CHECK(sorted != NULL);
     for (int i = 0; i < KEYS; i++) {
         ref[i].len = 20 + i % 80;
         ref[i].seed = (unsigned)i;
@@ -115,18 +133,7 @@ static void ascending(enum tk_mech mech, const char *path)
     CHECK(kv_leaves(m) == full);
     for (int op = 0; op < 3000;) {
         CHECK_OK(tk_ph_begin(ph));
-        for (int j = 0; j < 50; j++, op++) {
-            int i = rand() % KEYS;
-            if (rand() % 3 == 0) {
-                CHECK(kv_del(m, ref[i].key, KV_KEY) == (ref[i].len >= 0));
-                ref[i].len = -1;
-            } else {
-                ref[i].len = rand() % 300;
-                ref[i].seed = (unsigned)rand();
-                val_of(ref[i].seed, ref[i].len, v);
-                CHECK_OK(kv_put(m, ref[i].key, KV_KEY, v, (size_t)ref[i].len));
-            }
-        }
+        for (int j = 0; j < 50; j++, op++) random_change(m, 3);
         CHECK_OK(tk_ph_commit(ph));
     }
     verify(m);
@@ -155,7 +162,6 @@ int main(int argc, char **argv)
         ref[i].len = -1;
     }
     srand(7);
-    char v[400];
     for (int round = 0; round < ROUNDS; round++) {
         tk_ph_config c = {.flags = TK_PH_CREATE, .mech = mech, .max_size = 1ull << 30};
         tk_ph *ph;
@@ -167,19 +173,7 @@ int main(int argc, char **argv)
             bool abort_it = rand() % 8 == 0;
             memcpy(saved, ref, sizeof ref);
             CHECK_OK(tk_ph_begin(ph));
-            for (int j = 0; j < 50; j++, op++) {
-                int i = rand() % KEYS;
-                if (rand() % 5 == 0) {
-                    int d = kv_del(m, ref[i].key, KV_KEY);
-                    CHECK(d == (ref[i].len >= 0));
-                    ref[i].len = -1;
-                } else {
-                    ref[i].len = rand() % 300;
-                    ref[i].seed = (unsigned)rand();
-                    val_of(ref[i].seed, ref[i].len, v);
-                    CHECK_OK(kv_put(m, ref[i].key, KV_KEY, v, (size_t)ref[i].len));
-                }
-            }
+            for (int j = 0; j < 50; j++, op++) random_change(m, 5);
             if (abort_it) {
                 CHECK_OK(tk_ph_abort(ph));
                 memcpy(ref, saved, sizeof ref);
