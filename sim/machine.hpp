@@ -69,10 +69,13 @@ class Machine
     int exit_code() const { return exit_code_; }
     uint64_t pc() const { return pc_; }
     uint64_t instret() const { return instret_; }
-    uint64_t reg(unsigned r) const { return r == NOREG ? 0 : regs_[r]; }
-    void set_reg(unsigned r, uint64_t v)
+    // (regs_[NOREG] reads as 0: a write there is undone at once, which
+    // costs less than a test)
+    uint64_t reg(uint8_t r) const { return regs_[r]; }
+    void set_reg(uint8_t r, uint64_t v)
     {
-        if (r != NOREG) regs_[r] = v;
+        regs_[r] = v;
+        regs_[NOREG] = 0;
     }
     void set_pc(uint64_t pc) { pc_ = pc; }
     // A hash of the architectural state: x1-x31, f0-f31, the PC.
@@ -148,7 +151,7 @@ class Machine
     uint8_t *base_ = nullptr;
     std::string exe_path_;           // the program's absolute path (/proc/self/exe)
     std::vector<uint64_t> map_bits_; // one bit per 4 KiB guest page: mapped
-    uint64_t regs_[72] = {};
+    uint64_t regs_[NOREG + 1] = {};  // x, f, k; regs_[NOREG] is always 0
     uint64_t pc_ = 0, instret_ = 0;
     uint32_t fcsr_ = 0;
     uint64_t brk_start_ = 0, brk_ = 0, mmap_next_ = MMAP_BASE;
