@@ -309,6 +309,24 @@ static void case_fork(void)
 
 /* ---- madvise ---- */
 
+/* Pages brought back by a read and by a write leave the thread's signal
+ * mask as it was (the fault path defers the asynchronous signals while it
+ * owns a page). */
+static void check_mask_kept(void)
+{
+    sigset_t want, got;
+    sigemptyset(&want);
+    sigaddset(&want, SIGUSR2);
+    CHECK(pthread_sigmask(SIG_SETMASK, &want, NULL) == 0);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    check_page(0);
+    write_page(1, 3);
+    CHECK(pthread_sigmask(SIG_SETMASK, NULL, &got) == 0);
+    for (int sig = 1; sig < 32; sig++) CHECK(sigismember(&got, sig) == sigismember(&want, sig));
+    sigemptyset(&want);
+    CHECK(pthread_sigmask(SIG_SETMASK, &want, NULL) == 0);
+}
+
 static void case_madvise(void)
 {
     make(BUDGET);
@@ -337,6 +355,7 @@ static void case_madvise(void)
     for (uint32_t i = 0; i < 64; i++) check_page(i);
     close(fds[0]);
     close(fds[1]);
+    check_mask_kept();
     CHECK_OK(tk_zpage_destroy(z));
 }
 

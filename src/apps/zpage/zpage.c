@@ -179,6 +179,16 @@ static void release_owned(struct tk_zpage *z, size_t i, int kind, const uint64_t
     if (z->delivery == TK_ZPAGE_SIGBUS) tk__restore_signals(mask);
 }
 
+/* release_owned() where the page is in place and the fault handler returns
+ * to the faulting code next: under TK_ZPAGE_SIGBUS the signals stay
+ * deferred until then, as the handler's return (trapkit's own, or
+ * rt_sigreturn) gives the thread the interrupted code's mask anyway - one
+ * system call less per fault.  [signal-safe] */
+static void release_resolved(struct tk_zpage *z, size_t i, int kind)
+{
+    release_page(z, i, kind);
+}
+
 /* Pushes a chunk for the pager to free. [signal-safe] */
 static void discard_chunk(struct tk_zpage *z, void *chunk)
 {
@@ -339,7 +349,10 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
             atomic_store(&z->slot[i], NULL);
             int r = tk__uffd_wp(z->uffd, addr, PAGE, false, true);
             atomic_fetch_sub(&z->n_clean, 1);
-            release_owned(z, i, kind, &mask);
+            if (r == 0 || r == -ENOENT)
+                release_resolved(z, i, kind);
+            else
+                release_owned(z, i, kind, &mask);
             if (chunk) discard_chunk(z, copy);
             return r == -ENOENT ? 0 : r;
         }
@@ -385,7 +398,7 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
             return r;
         }
         size_t res = atomic_fetch_add(&z->resident, 1) + 1;
-        release_owned(z, i, Z_RESIDENT | (clean ? Z_CLEAN : 0), &mask);
+        release_resolved(z, i, Z_RESIDENT | (clean ? Z_CLEAN : 0));
         if (old) discard_chunk(z, old);
         size_t high = atomic_load(&z->high);
         if (high && res > high) kick_pager(z);
