@@ -16,9 +16,12 @@
  * Clean pages.  A page brought back by a read keeps its compressed copy
  * and comes back write-protected by the userfaultfd (UFFDIO_COPY_MODE_WP):
  * while it is not written, evicting it again needs no compression, only
- * the drop.  Its first write faults once and frees the copy.  Where the
- * kernel lacks userfaultfd write protection (or TRAPKIT_ZPAGE_NO_CLEAN is
- * set) no copy is kept.
+ * the drop.  Its first write costs the program no fault where the kernel
+ * lifts the protection itself (UFFD_FEATURE_WP_ASYNC, Linux 6.7): the
+ * pager asks PAGEMAP_SCAN, as it evicts the page, whether it was written,
+ * and compresses it anew if so.  On older kernels the first write faults
+ * once and frees the copy.  Where the kernel lacks userfaultfd write
+ * protection (or TRAPKIT_ZPAGE_NO_CLEAN is set) no copy is kept.
  *
  * Coldness.  The kernel offers no cheap way to see which pages were read:
  * PAGEMAP_SCAN reports written pages but has no accessed-bit category, and
@@ -106,8 +109,10 @@ typedef struct tk_zpage_stats {
     uint64_t resident;      /* pages in memory (counted by the area) */
     uint64_t compressed;    /* pages kept compressed */
     uint64_t markers;       /* pages kept as a marker (zeros, or one repeated word) */
-    uint64_t clean;         /* resident pages not written since they came back, whose
-                               compressed copy is kept (evicting one again is free) */
+    uint64_t clean;         /* resident pages brought back by a read whose compressed
+                               copy is kept (evicting one again is free if it was not
+                               written; under WP_ASYNC a write is seen at eviction, so
+                               pages written since may be counted until then) */
     uint64_t stored_bytes;  /* bytes the compressed data takes (allocations included),
                                clean pages' copies too */
     uint64_t fault_ins;     /* dropped pages brought back by a touch */

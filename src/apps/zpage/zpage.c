@@ -17,12 +17,15 @@
  *   WAITERS (bit 4)  someone sleeps on the word: wake it when BUSY clears
  *
  *   CLEAN (bit 5)    with RESIDENT or SAMPLED: the page came back from
- *                    z_slot and has not been written since (the kernel
- *                    holds it write-protected: UFFDIO_COPY_MODE_WP), so
- *                    z_slot still holds its data and evicting it again
- *                    needs no compression; its first write faults and
- *                    drops the copy (Wilson's compression cache keeps clean
- *                    pages' copies the same way)
+ *                    z_slot and came back write-protected by the
+ *                    userfaultfd (UFFDIO_COPY_MODE_WP): while it is not
+ *                    written z_slot holds its data and evicting it again
+ *                    needs no compression (Wilson's compression cache keeps
+ *                    clean pages' copies the same way).  Its first write
+ *                    faults and drops the copy (bring()), or, under
+ *                    UFFD_FEATURE_WP_ASYNC, is let through by the kernel and
+ *                    found by the pager at eviction (PAGEMAP_SCAN), which
+ *                    then drops the copy and compresses the page anew
  *
  * Whoever sets BUSY (by compare-and-swap) owns the page until it clears
  * it; only the owner changes the kind, the slot or the page's memory.
@@ -108,9 +111,11 @@ struct tk_zpage {
     size_t hand;
     size_t *ring; /* sampled runs of RUN pages, oldest first (a circular buffer) */
     size_t ring_cap, ring_head, ring_n;
-    int memfd; /* /proc/self/mem */
-    int pidfd; /* this process, for process_madvise; -1 where it is refused */
-    bool wp;   /* the area is registered for write-protect faults too (CLEAN) */
+    int memfd;     /* /proc/self/mem */
+    int pidfd;     /* this process, for process_madvise; -1 where it is refused */
+    bool wp;       /* the area is registered for write-protect faults too (CLEAN) */
+    bool wp_async; /* ... resolved by the kernel (UFFD_FEATURE_WP_ASYNC): the pager
+                      asks PAGEMAP_SCAN which clean pages were written */
     ZSTD_CCtx *cctx;
     unsigned char *cbuf; /* the pager's compression buffer */
 
@@ -635,6 +640,24 @@ static void drop_stretches(struct tk_zpage *z, const struct iovec *v, int n)
     for (; done < n; done++) madvise(v[done].iov_base, v[done].iov_len, MADV_DONTNEED);
 }
 
+/* Under wp_async: the pages of [a, b) written since they were write-
+ * protected (bit k: page a + k), by PAGEMAP_SCAN; all of them where it
+ * fails (they are compressed anew, which is always right). */
+static uint32_t written_pages(struct tk_zpage *z, size_t a, size_t b)
+{
+    uint32_t all = b - a >= 32 ? UINT32_MAX : (1u << (b - a)) - 1, w = 0;
+    struct page_region v[RUN];
+    int pm = tk__pagemap_fd();
+    if (pm < 0) return all;
+    uintptr_t lo = (uintptr_t)(z->base + a * PAGE), hi = (uintptr_t)(z->base + b * PAGE);
+    long n = tk__pagemap_scan(pm, lo, hi, 0, PAGE_IS_WRITTEN, PAGE_IS_WRITTEN, v, RUN, NULL);
+    if (n < 0) return all;
+    for (long k = 0; k < n; k++)
+        for (uintptr_t q = v[k].start; q < v[k].end && q < hi; q += PAGE)
+            if (q >= lo) w |= 1u << ((q - lo) / PAGE);
+    return w;
+}
+
 /* Evicts the pages of run r still sampled and untouched: each read,
  * compressed and stored, then dropped (drop_stretches) and the run made
  * accessible again (one tk_protect, or one per stretch around pages still
@@ -678,6 +701,19 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
                 atomic_fetch_sub(&z->n_clean, 1);
                 dirty |= 1u << k;
             }
+        /* where the kernel lifts the write protection itself, a clean page
+         * written since it came back is found here: compressed anew */
+        if (z->wp_async && (mask & ~dirty)) {
+            uint32_t w = written_pages(z, base, end);
+            for (unsigned k = 0; k < end - base; k++)
+                if ((mask & ~dirty & w) >> k & 1) {
+                    void *copy = atomic_load(&z->slot[base + k]);
+                    atomic_store(&z->slot[base + k], NULL);
+                    if (copy && z->zlen[base + k]) discard_chunk(z, copy);
+                    atomic_fetch_sub(&z->n_clean, 1);
+                    dirty |= 1u << k;
+                }
+        }
     }
     /* clean pages: their copy is there */
     for (unsigned k = 0; k < RUN; k++)
@@ -1016,7 +1052,15 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
         r = tk__failf(-ENOMEM, "%s: cannot map %zu bytes", who, z->len);
         goto fail;
     }
-    z->uffd = tk__uffd_create(cfg->delivery == TK_ZPAGE_SIGBUS ? UFFD_FEATURE_SIGBUS : 0);
+    /* Clean pages' first writes resolved by the kernel where it can
+     * (Linux 6.7: WP_ASYNC, and PAGEMAP_SCAN to find them), else each
+     * faults once (bring()). */
+    uint64_t feat = cfg->delivery == TK_ZPAGE_SIGBUS ? UFFD_FEATURE_SIGBUS : 0;
+    if (tk_probe_has_uffd(p, UFFD_FEATURE_WP_ASYNC) && p->pagemap_scan && tk__pagemap_fd() >= 0) {
+        z->uffd = tk__uffd_create(feat | UFFD_FEATURE_WP_ASYNC);
+        z->wp_async = z->uffd >= 0;
+    }
+    if (z->uffd < 0) z->uffd = tk__uffd_create(feat);
     if (z->uffd < 0) {
         r = tk__failf(-EOPNOTSUPP, "%s: userfaultfd: %s", who, strerror(-z->uffd));
         z->uffd = -1;
@@ -1028,6 +1072,7 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
     z->wp = ioctl(z->uffd, UFFDIO_REGISTER, &reg) == 0 &&
             (reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) && !getenv("TRAPKIT_ZPAGE_NO_CLEAN");
     if (!z->wp) {
+        z->wp_async = false;
         tk__uffd_unregister(z->uffd, z->base, z->len);
         reg.mode = UFFDIO_REGISTER_MODE_MISSING;
     }
