@@ -353,6 +353,18 @@ static void case_madvise(void)
     CHECK(read(fds[0], base + 7 * PAGE, PAGE) == PAGE);
     atomic_store(&version[7], 77);
     for (uint32_t i = 0; i < 64; i++) check_page(i);
+    /* read(2) into a page brought back by a read (clean, write-protected by
+     * the userfaultfd), made writable first: what it wrote is what comes
+     * back after the next trim */
+    CHECK_OK(tk_zpage_trim(z, 0));
+    check_page(8);
+    gen(8, 88, src);
+    CHECK(write(fds[1], src, PAGE) == PAGE);
+    CHECK_OK(tk_prefault(base + 8 * PAGE, PAGE, TK_ACCESS_WRITE));
+    CHECK(read(fds[0], base + 8 * PAGE, PAGE) == PAGE);
+    atomic_store(&version[8], 88);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 0; i < 64; i++) check_page(i);
     close(fds[0]);
     close(fds[1]);
     check_mask_kept();

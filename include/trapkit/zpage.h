@@ -45,9 +45,11 @@
  * as the interrupted code would).  The other calls are not
  * async-signal-safe.  System calls that read or write the area on the
  * program's behalf (read(2) into it, write(2) from it) fail with EFAULT on
- * a dropped page under TK_ZPAGE_SIGBUS, and on a page of a run the clock
- * hand made inaccessible under either delivery, as the kernel raises no
- * signal for its own accesses: call tk_prefault() on the buffer first.
+ * a dropped page under TK_ZPAGE_SIGBUS, on a page of a run the clock
+ * hand made inaccessible under either delivery, and (a write into it) on a
+ * clean page where the kernel lacks WP_ASYNC, as the kernel raises no
+ * signal for its own accesses: call tk_prefault() on the buffer first
+ * (TK_ACCESS_WRITE for a read(2) into it).
  * (Under TK_ZPAGE_THREAD the kernel waits for trapkit's thread for a
  * dropped page that is not in such a run.)
  *
