@@ -340,18 +340,19 @@ void Core::set_kind(Uop &u, const Inst &in) const
 
 void Core::set_kind_program(Uop &u, const Inst &in)
 {
-    KindMemo &k = kind_memo_[(in.raw * 0x9e3779b1u) >> (32 - KIND_MEMO_BITS)];
-    if (!k.valid || k.raw != in.raw) {
+    KindNote k;
+    if (!in.note_ok) {
         set_kind(u, in);
-        k.raw = in.raw;
-        k.valid = true;
+        memcpy(k.block, &u.op, KIND_BLOCK);
+        k.lat = u.lat;
         k.serial = u.serial;
         k.mem = u.mem;
         k.reads_dcache = u.reads_dcache;
-        k.lat = u.lat;
-        memcpy(k.block, &u.op, KIND_BLOCK);
+        memcpy(in.note, &k, sizeof k);
+        in.note_ok = true;
         return;
     }
+    memcpy(&k, in.note, sizeof k);
     memcpy(&u.op, k.block, KIND_BLOCK);
     u.lat = k.lat;
     u.serial = k.serial;
@@ -362,7 +363,7 @@ void Core::set_kind_program(Uop &u, const Inst &in)
     u.ras_pop = u.ras_drop = NEVER;
 }
 
-Core::Core(Machine &m, const Config &c) : m_(m), c_(c), kind_memo_(1u << KIND_MEMO_BITS)
+Core::Core(Machine &m, const Config &c) : m_(m), c_(c)
 {
     for (int cls = 0; cls < N_CLASSES; cls++) {
         ClassKind &k = class_kind_[cls];
@@ -1103,11 +1104,13 @@ bool Core::seg_replay()
     // (the stream does not move until the end: the program's instructions
     // are seq0 on, and the one fetch reads next is at cursor)
     Uop *const ring = stream_.data();
-    const size_t head = stream_head_, mask = stream_mask_;
-    auto at = [ring, head, mask](uint64_t k) { return ring + ((head + k) & mask); }; // seq0 + k
+    const size_t mask = stream_mask_;
+    auto at = [ring, seq0, mask](uint64_t k) { return ring + ((seq0 + k) & mask); };
     uint64_t cursor = 0;
     auto step_next = [&] { // the machine runs the next one (the one at cursor)
-        if (m_.exited() || seq0 + cursor >= max_insns_ || stream_n_ == stream_.size()) return false;
+        if (m_.exited() || seq0 + cursor >= max_insns_ ||
+            stream_end_ - stream_base_ == stream_.size())
+            return false;
         stream_step();
         return true;
     };
@@ -1118,7 +1121,7 @@ bool Core::seg_replay()
         uint64_t v1 = 0, v2 = 0;
         switch (n->kind()) {
         case SA_FETCH: {
-            if (cursor == stream_n_ && !step_next()) return undo();
+            if (seq0 + cursor == stream_end_ && !step_next()) return undo();
             Uop *u = at(cursor);
             u->ghist = static_cast<uint32_t>(ghist_);
             v1 = u->pc;
@@ -1133,7 +1136,7 @@ bool Core::seg_replay()
             break;
         }
         case SA_ILINE: {
-            if (cursor == stream_n_ && !step_next()) return undo();
+            if (seq0 + cursor == stream_end_ && !step_next()) return undo();
             uint64_t pc = at(cursor)->pc;
             last_iline_ = pc >> l1i_.line_bits;
             v1 = seg_access(l1i_, pc);
@@ -1217,8 +1220,6 @@ bool Core::seg_replay()
             for (size_t i = 0; i < SEG_STATS; i++) stats[i] += e.stats[i];
             memcpy(static_cast<void *>(&st_), stats, sizeof stats);
             st_.commit_hash = hash;
-            stream_head_ = (stream_head_ + e.commits) & stream_mask_;
-            stream_n_ -= e.commits;
             stream_base_ += e.commits;
             fetch_seq_ = resume_seq_ = stream_base_;
             cycle_ += e.cycles;
@@ -1313,10 +1314,8 @@ inline int Core::commit_some()
         st_.user_insns++;
         st_.commit_hash = (st_.commit_hash ^ u->pc) * 0x100000001b3ull; // FNV-1a over the PCs
         rob_.pop_front();
-        stream_head_ = (stream_head_ + 1) & stream_mask_;
-        stream_n_--;
         stream_base_++;
-        if (program_ended_ && stream_n_ == 0) {
+        if (program_ended_ && stream_base_ == stream_end_) {
             done_ = true;
             return n + 1;
         }
@@ -1797,13 +1796,13 @@ void Core::fetch_handler()
     if (waiting_branch_) return;
     int n = std::min(c_.fetch_width, c_.fetch_queue - static_cast<int>(fetchq_size()));
     for (; n > 0; n--) {
-        if (fetch_seq_ - stream_base_ == stream_n_) { // the machine runs the next one
+        if (fetch_seq_ == stream_end_) { // the machine runs the next one
             if (m_.exited()) {
                 program_ended_ = true;
                 events_++;
                 return;
             }
-            if (stream_n_ == stream_.size()) { // (the ring is sized for every uop in flight)
+            if (stream_end_ - stream_base_ == stream_.size()) { // (sized for every uop in flight)
                 dump("the instruction stream overflowed");
                 abort();
             }
@@ -1826,17 +1825,17 @@ void Core::fetch_handler()
 // The functional machine runs the next instruction, into the stream.
 inline void Core::stream_step()
 {
-    Uop &r = stream_[(stream_head_ + stream_n_) & stream_mask_];
+    Uop &r = stream_[stream_end_ & stream_mask_];
     Step s;
     m_.step(&s);
-    r.seq = stream_base_ + stream_n_;
+    r.seq = stream_end_;
     r.pc = s.pc;
     r.next_pc = s.next_pc;
     r.addr = s.addr;
     r.taken = s.taken;
     r.raw = s.inst->raw;
     set_kind_program(r, *s.inst);
-    stream_n_++;
+    stream_end_++;
 }
 
 // Fetch's branch prediction for u, a branch or a jump: true when it ends

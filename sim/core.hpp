@@ -599,35 +599,27 @@ class Core
     uint64_t max_insns_ = NEVER_CYCLE; // run()'s limit (NEVER: none)
 
     // the stream: user instructions run by the functional machine and not
-    // yet committed, in a ring; the oldest, at stream_head_, has sequence
-    // number stream_base_.  The ring never grows, so queues may point into
-    // it: it holds every instruction in flight (at most the ROB's and the
-    // front-end queues' entries for the program) and the one being fetched,
-    // and room for a segment's replay (seg_replay()), which moves the
-    // oldest on only at the run's end (up to SEG_MAX_COMMITS more).
+    // yet committed, sequence numbers [stream_base_, stream_end_), in a ring
+    // where instruction seq is at seq & stream_mask_.  The ring never grows, so queues may point
+    // into it: it holds every instruction in flight (at most the ROB's and the front-end queues'
+    // entries for the program) and the one being fetched, and room for a segment's replay
+    // (seg_replay()), which moves the oldest on only at the run's end (up to SEG_MAX_COMMITS more).
     std::vector<Uop> stream_;
-    size_t stream_head_ = 0, stream_n_ = 0, stream_mask_ = 0;
-    uint64_t stream_base_ = 0, fetch_seq_ = 0;
+    size_t stream_mask_ = 0;
+    uint64_t stream_base_ = 0, stream_end_ = 0, fetch_seq_ = 0;
     bool program_ended_ = false;
-    Uop &stream_at(uint64_t seq)
-    {
-        return stream_[(stream_head_ + (seq - stream_base_)) & stream_mask_];
-    }
-    const Uop &stream_at_const(uint64_t seq) const
-    {
-        return stream_[(stream_head_ + (seq - stream_base_)) & stream_mask_];
-    }
+    Uop &stream_at(uint64_t seq) { return stream_[seq & stream_mask_]; }
+    const Uop &stream_at_const(uint64_t seq) const { return stream_[seq & stream_mask_]; }
     void set_kind(Uop &u, const Inst &in) const;
-    // set_kind() for a program instruction, remembered by its encoding (what
-    // it is depends on nothing else): a direct-mapped table
-    struct KindMemo {
-        uint32_t raw = 0;
-        bool valid = false, serial = false, mem = false, reads_dcache = false;
-        uint16_t lat = 0;
-        alignas(8) unsigned char block[KIND_BLOCK] = {};
+    // set_kind() for a program instruction, remembered in the functional
+    // machine's decoded copy of it (Inst::note: what it is depends on its
+    // encoding alone)
+    struct KindNote {
+        unsigned char block[KIND_BLOCK];
+        uint16_t lat;
+        bool serial, mem, reads_dcache;
     };
-    static constexpr unsigned KIND_MEMO_BITS = 12;
-    std::vector<KindMemo> kind_memo_;
+    static_assert(sizeof(KindNote) <= sizeof(Inst::note), "Inst::note holds a KindNote");
     void set_kind_program(Uop &u, const Inst &in);
     // set_kind's part that depends on the class alone
     struct ClassKind {

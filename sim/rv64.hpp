@@ -241,6 +241,11 @@ struct Inst {
     uint8_t size = 0; // memory access size in bytes
     int64_t imm = 0;
     uint32_t raw = 0;
+    // What the timing model works out once for an instruction, kept with
+    // the functional machine's decoded copy (Core::set_kind_program):
+    // valid when note_ok; a decoding makes a new copy without it.
+    mutable bool note_ok = false;
+    alignas(8) mutable unsigned char note[24] = {};
 };
 
 // Decodes the instruction whose first 16 bits are lo (and next 16 hi).
