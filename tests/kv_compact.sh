@@ -9,8 +9,8 @@
 #  - a crash between the rename and the removal of the incremental images
 #    leaves a chain that loads (they no longer chain onto DIR/NAME)
 #  - a BGSAVE that completes during the compaction stays in the chain; a
-#    full one makes the compaction give up (--compact-delay holds the
-#    compaction before its rename so they do)
+#    full one makes the compaction give up (--compact-hold holds the
+#    compaction before its rename until the test lets it go)
 #  - kill -9 at random instants of compactions leaves the last completed
 #    save, and no temporary file
 # Usage: kv_compact.sh KV_SERVER_BINARY
@@ -155,10 +155,11 @@ grep -q "and 0 incremental images" "$dir/b4.err" || { cat "$dir/b4.err"; echo "t
 kv_kill
 echo "a loaded chain is compacted once verified; a crash before the removals: ok"
 
-# ---- 3. saves during a compaction (--compact-delay: it waits before its
-# rename, so the saves complete meanwhile)
+# ---- 3. saves during a compaction (--compact-hold: it waits before its
+# rename until the file exists, so the saves complete meanwhile however
+# long the disk takes)
 mkdir -p "$dir/c"
-C=(--dir "$dir/c" --memory 128m --compact-after 2 --full-after 3 --compact-delay 4000)
+C=(--dir "$dir/c" --memory 128m --compact-after 2 --full-after 3 --compact-hold "$dir/c-go")
 kv_start c1 "${C[@]}"
 fill
 bgsave
@@ -171,11 +172,13 @@ expect OK SET gen 3
 expect OK SET big:0100 hundred
 bgsave # incremental (seq 4), on the image of seq 3 the compaction writes
 [[ $(info_field trapkit_compact_in_progress) == 1 ]] || { echo "the compaction ended before the save"; exit 1; }
+touch "$dir/c-go"
 wait_compacted 1
 [[ $(files "$dir/c") == "dump.tkimg dump.tkimg.inc.4 " ]] || { echo "after the compaction: $(files "$dir/c")"; exit 1; }
 [[ $(info_field trapkit_chain_incremental_images) == 1 ]] || { echo "INFO: want 1 incremental image"; exit 1; }
 kv_kill
-C=(--dir "$dir/c" --memory 128m --compact-after 2 --full-after 2 --compact-delay 4000)
+C=(--dir "$dir/c" --memory 128m --compact-after 2 --full-after 2 --compact-hold "$dir/c-go")
+rm "$dir/c-go"
 kv_start c2 "${C[@]}"
 expect 3 GET gen
 check_big big:0100=hundred
@@ -191,6 +194,7 @@ expect OK SET gen 6
 bgsave # the third image since the full one: --full-after 2 makes it full
 [[ $(info_field trapkit_last_image_incremental) == 0 ]] || { echo "not a full image"; exit 1; }
 [[ $(info_field trapkit_compact_in_progress) == 1 ]] || { echo "the compaction ended before the save"; exit 1; }
+touch "$dir/c-go"
 wait_until 30 '[[ $(info_field trapkit_compact_in_progress) == 0 ]]'
 grep -q "the compaction is dropped" "$dir/c2.err" || { echo "the compaction was not dropped"; exit 1; }
 [[ $(compactions) == 0 ]] || { echo "INFO: a compaction counted"; exit 1; }

@@ -62,7 +62,8 @@
  *   incremental images or they add up to --compact-percentage P (100) % of
  *   the full image and at least --compact-min-size (64m) (0 and 0: never;
  *   then a full image is saved once they outweigh it).  --compact-delay MS makes a compaction wait
- * that long before it renames its image, for tests (as Redis's rdb-key-save-delay slows its saves).
+ * that long before it renames its image, for tests (as Redis's rdb-key-save-delay slows its saves);
+ * --compact-hold FILE makes it wait there until FILE exists (at most 10 minutes).
  * --compress yes compresses pages with LZ4.
  * - LASTSAVE (INFO rdb_last_save_time) is the time the last successful save
  *   completed; at start, the start time.  rdb_changes_since_last_save counts
@@ -235,6 +236,10 @@ int main(int argc, char **argv)
             if (end == v || *end || n < 0 || n > 600000)
                 return usage("--compact-delay takes milliseconds, 0 to 600000");
             persist.compact_delay_ms = n;
+        } else if (!strcmp(o, "--compact-hold")) {
+            if (!*v || strlen(v) >= sizeof persist.compact_hold)
+                return usage("--compact-hold takes a file name");
+            snprintf(persist.compact_hold, sizeof persist.compact_hold, "%s", v);
         } else if (!strcmp(o, "--mechanism")) {
             server.mech = tk_ckpt_mech_parse(v);
             if (server.mech == TK_CKPT_COUNT_) return usage("unknown --mechanism");
