@@ -689,31 +689,24 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
     }
     int kinds[RUN], err = 0, n = 0;
     if (mask & ~dirty) {
-        /* a clean page the program dropped itself (MADV_DONTNEED) is zeros
-         * now, whatever its copy says */
+        /* a clean page whose copy no longer holds: one the program dropped
+         * itself (MADV_DONTNEED), zeros now whatever its copy says, or,
+         * where the kernel lifts the write protection itself, one written
+         * since it came back; each is compressed anew */
+        uint32_t clean = mask & ~dirty, stale = 0;
         unsigned char vec[RUN];
         if (mincore(z->base + base * PAGE, (end - base) * PAGE, vec) != 0) memset(vec, 0, RUN);
         for (unsigned k = 0; k < end - base; k++)
-            if ((mask & ~dirty) >> k & 1 && !(vec[k] & 1)) {
+            if (!(vec[k] & 1)) stale |= 1u << k;
+        if (z->wp_async && (clean & ~stale)) stale |= written_pages(z, base, end);
+        for (unsigned k = 0; k < end - base; k++)
+            if ((clean & stale) >> k & 1) {
                 void *copy = atomic_load(&z->slot[base + k]);
                 atomic_store(&z->slot[base + k], NULL);
                 if (copy && z->zlen[base + k]) discard_chunk(z, copy);
                 atomic_fetch_sub(&z->n_clean, 1);
                 dirty |= 1u << k;
             }
-        /* where the kernel lifts the write protection itself, a clean page
-         * written since it came back is found here: compressed anew */
-        if (z->wp_async && (mask & ~dirty)) {
-            uint32_t w = written_pages(z, base, end);
-            for (unsigned k = 0; k < end - base; k++)
-                if ((mask & ~dirty & w) >> k & 1) {
-                    void *copy = atomic_load(&z->slot[base + k]);
-                    atomic_store(&z->slot[base + k], NULL);
-                    if (copy && z->zlen[base + k]) discard_chunk(z, copy);
-                    atomic_fetch_sub(&z->n_clean, 1);
-                    dirty |= 1u << k;
-                }
-        }
     }
     /* clean pages: their copy is there */
     for (unsigned k = 0; k < RUN; k++)
