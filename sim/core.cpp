@@ -340,25 +340,17 @@ void Core::set_kind(Uop &u, const Inst &in) const
 
 void Core::set_kind_program(Uop &u, const Inst &in)
 {
-    KindNote k;
-    if (!in.note_ok) {
+    if (in.note[0] == 0 && in.note[1] == 0) { // (op, ILLEGAL: no note yet)
         set_kind(u, in);
-        memcpy(k.block, &u.op, KIND_BLOCK);
-        k.lat = u.lat;
-        k.serial = u.serial;
-        k.mem = u.mem;
-        k.reads_dcache = u.reads_dcache;
-        memcpy(in.note, &k, sizeof k);
-        in.note_ok = true;
+        u.st = Uop::FRONT; // (the second block's other fields as fetch sets them)
+        u.tlbmiss = false;
+        static_assert(ILLEGAL == 0, "a note's first two bytes are 0 until it is written");
+        memcpy(in.note, &u.op, KIND_BLOCK);
+        memcpy(in.note + KIND_BLOCK, &u.dst, KIND_BLOCK);
         return;
     }
-    memcpy(&k, in.note, sizeof k);
-    memcpy(&u.op, k.block, KIND_BLOCK);
-    u.lat = k.lat;
-    u.serial = k.serial;
-    u.mem = k.mem;
-    u.reads_dcache = k.reads_dcache;
-    u.dst = u.old = u.arch_dst = -1;
+    memcpy(&u.op, in.note, KIND_BLOCK);
+    memcpy(&u.dst, in.note + KIND_BLOCK, KIND_BLOCK);
     u.ras_push = false;
     u.ras_pop = u.ras_drop = NEVER;
 }
@@ -1111,7 +1103,7 @@ bool Core::seg_replay()
         if (m_.exited() || seq0 + cursor >= max_insns_ ||
             stream_end_ - stream_base_ == stream_.size())
             return false;
-        stream_step();
+        stream_step_call();
         return true;
     };
     seg_jumps_.clear(); // the jumps fetched, by their k (the return stack's undo)
@@ -1823,19 +1815,20 @@ void Core::fetch_handler()
 }
 
 // The functional machine runs the next instruction, into the stream.
-inline void Core::stream_step()
+[[gnu::always_inline]] inline void Core::stream_step()
 {
     Uop &r = stream_[stream_end_ & stream_mask_];
-    Step s;
-    m_.step(&s);
+    const Inst &in = m_.step_into(&r); // (its pc, next_pc, addr and taken)
     r.seq = stream_end_;
-    r.pc = s.pc;
-    r.next_pc = s.next_pc;
-    r.addr = s.addr;
-    r.taken = s.taken;
-    r.raw = s.inst->raw;
-    set_kind_program(r, *s.inst);
+    r.raw = in.raw;
+    set_kind_program(r, in);
     stream_end_++;
+}
+
+// (the same, as a call: where it is not worth its copy in the caller)
+void Core::stream_step_call()
+{
+    stream_step();
 }
 
 // Fetch's branch prediction for u, a branch or a jump: true when it ends

@@ -316,8 +316,9 @@ class Core
         uint64_t seq = 0; // user: position in the instruction stream
         uint64_t addr = 0;
         uint16_t src[3] = {0, 0, 0}; // the operands' physical registers, set at rename
+        // (from dst to reads_dcache a block of KIND_BLOCK bytes with the
+        // two after it, which fetch copies too: set_kind_program())
         int16_t dst = -1, old = -1, arch_dst = -1;
-        uint32_t iq_stamp = 0;
         uint16_t lat = 1; // cycles to execute (an access: without the D-cache's miss)
         State st = FRONT;
         bool tlbmiss = false;
@@ -325,7 +326,9 @@ class Core
         bool handler = false;
         bool mem = false;          // goes through the TLB and a memory port
         bool reads_dcache = false; // an access that reads the D-cache as it executes (not a store)
-        uint32_t raw = 0;          // user: the instruction's encoding
+        unsigned char unused_[2] = {}; // (the second block's end)
+        uint32_t iq_stamp = 0;
+        uint32_t raw = 0; // user: the instruction's encoding
 
         uint64_t pc = 0, next_pc = 0;
         Uop *next_waiter = nullptr; // (waiters_)
@@ -357,6 +360,8 @@ class Core
     static_assert(offsetof(Uop, mispred) + 1 - offsetof(Uop, op) == KIND_BLOCK &&
                       offsetof(Uop, op) % 8 == 0,
                   "the kind's block is op to mispred");
+    static_assert(offsetof(Uop, unused_) + 2 - offsetof(Uop, dst) == KIND_BLOCK,
+                  "the kind's second block is dst to unused_");
     // Whether issue-queue stamp a came in before b.
     static bool older(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
     // The page a program uop accesses (a handler's: 0, the TLB not asked).
@@ -554,6 +559,7 @@ class Core
     bool seg_access(Cache &c, uint64_t addr); // Cache::access, its way saved
     void undo_ras(const Uop *u);
     void stream_step(); // the functional machine runs the next instruction into the stream
+    [[gnu::noinline]] void stream_step_call();
     void dump(const char *why) const;
     void skip_idle();
     // The cycle a uop's operands are all ready: NEVER while a producer has
@@ -614,12 +620,8 @@ class Core
     // set_kind() for a program instruction, remembered in the functional
     // machine's decoded copy of it (Inst::note: what it is depends on its
     // encoding alone)
-    struct KindNote {
-        unsigned char block[KIND_BLOCK];
-        uint16_t lat;
-        bool serial, mem, reads_dcache;
-    };
-    static_assert(sizeof(KindNote) <= sizeof(Inst::note), "Inst::note holds a KindNote");
+    // (the note: the blocks from op and from dst as set_kind() left them)
+    static_assert(2 * KIND_BLOCK <= sizeof(Inst::note), "Inst::note holds both blocks");
     void set_kind_program(Uop &u, const Inst &in);
     // set_kind's part that depends on the class alone
     struct ClassKind {

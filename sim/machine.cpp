@@ -152,11 +152,6 @@ template <class F> F fmin_rv(F a, F b, bool max)
     return max ? (a > b ? a : b) : (a < b ? a : b);
 }
 
-int64_t sext32(uint64_t v)
-{
-    return static_cast<int32_t>(static_cast<uint32_t>(v));
-}
-
 uint64_t rotl64(uint64_t v, uint64_t n) // n in [0, 63]
 {
     return n ? (v << n) | (v >> (64 - n)) : v;
@@ -338,26 +333,16 @@ bool Machine::load(const std::string &path, const std::vector<std::string> &argv
     return true;
 }
 
-void Machine::step(Step *s)
+// The instructions step() leaves to a call: all but the common integer
+// ones.
+void Machine::step_other(Step *s, const Inst &in)
 {
-    const Inst &in = fetch(pc_);
     uint64_t pc = pc_, next = pc + in.len;
-    s->pc = pc;
-    s->inst = &in;
-    s->addr = 0;
-    s->taken = false;
     uint64_t a = reg(in.rs1), b = reg(in.rs2);
     int64_t imm = in.imm;
     uint64_t r = 0;
     bool wr = true; // writes rd
     auto addr = [&] { return s->addr = a + static_cast<uint64_t>(imm); };
-    auto branch = [&](bool c) {
-        wr = false;
-        if (c) {
-            next = pc + static_cast<uint64_t>(imm);
-            s->taken = true;
-        }
-    };
     auto amo = [&](bool d, auto f) {
         s->addr = a;
         if (d) {
@@ -374,161 +359,6 @@ void Machine::step(Step *s)
     // (the rounding mode, for the conversions that use it)
     auto rm = [&in, this]() -> unsigned { return in.rm == 7 ? (fcsr_ >> 5) & 7 : in.rm; };
     switch (in.op) {
-    case LUI:
-        r = static_cast<uint64_t>(imm);
-        break;
-    case AUIPC:
-        r = pc + static_cast<uint64_t>(imm);
-        break;
-    case JAL:
-        r = next;
-        next = pc + static_cast<uint64_t>(imm);
-        s->taken = true;
-        break;
-    case JALR:
-        r = next;
-        next = (a + static_cast<uint64_t>(imm)) & ~1ull;
-        s->taken = true;
-        break;
-    case BEQ:
-        branch(a == b);
-        break;
-    case BNE:
-        branch(a != b);
-        break;
-    case BLT:
-        branch(static_cast<int64_t>(a) < static_cast<int64_t>(b));
-        break;
-    case BGE:
-        branch(static_cast<int64_t>(a) >= static_cast<int64_t>(b));
-        break;
-    case BLTU:
-        branch(a < b);
-        break;
-    case BGEU:
-        branch(a >= b);
-        break;
-    case LB:
-        r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int8_t>(addr(), pc)));
-        break;
-    case LH:
-        r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int16_t>(addr(), pc)));
-        break;
-    case LW:
-        r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int32_t>(addr(), pc)));
-        break;
-    case LD:
-        r = load_mem<uint64_t>(addr(), pc);
-        break;
-    case LBU:
-        r = load_mem<uint8_t>(addr(), pc);
-        break;
-    case LHU:
-        r = load_mem<uint16_t>(addr(), pc);
-        break;
-    case LWU:
-        r = load_mem<uint32_t>(addr(), pc);
-        break;
-    case SB:
-        store_mem<uint8_t>(addr(), static_cast<uint8_t>(b), pc);
-        wr = false;
-        break;
-    case SH:
-        store_mem<uint16_t>(addr(), static_cast<uint16_t>(b), pc);
-        wr = false;
-        break;
-    case SW:
-        store_mem<uint32_t>(addr(), static_cast<uint32_t>(b), pc);
-        wr = false;
-        break;
-    case SD:
-        store_mem<uint64_t>(addr(), b, pc);
-        wr = false;
-        break;
-    case ADDI:
-        r = a + static_cast<uint64_t>(imm);
-        break;
-    case SLTI:
-        r = static_cast<int64_t>(a) < imm;
-        break;
-    case SLTIU:
-        r = a < static_cast<uint64_t>(imm);
-        break;
-    case XORI:
-        r = a ^ static_cast<uint64_t>(imm);
-        break;
-    case ORI:
-        r = a | static_cast<uint64_t>(imm);
-        break;
-    case ANDI:
-        r = a & static_cast<uint64_t>(imm);
-        break;
-    case SLLI:
-        r = a << (imm & 63);
-        break;
-    case SRLI:
-        r = a >> (imm & 63);
-        break;
-    case SRAI:
-        r = static_cast<uint64_t>(static_cast<int64_t>(a) >> (imm & 63));
-        break;
-    case ADD:
-        r = a + b;
-        break;
-    case SUB:
-        r = a - b;
-        break;
-    case SLL:
-        r = a << (b & 63);
-        break;
-    case SLT:
-        r = static_cast<int64_t>(a) < static_cast<int64_t>(b);
-        break;
-    case SLTU:
-        r = a < b;
-        break;
-    case XOR:
-        r = a ^ b;
-        break;
-    case SRL:
-        r = a >> (b & 63);
-        break;
-    case SRA:
-        r = static_cast<uint64_t>(static_cast<int64_t>(a) >> (b & 63));
-        break;
-    case OR:
-        r = a | b;
-        break;
-    case AND:
-        r = a & b;
-        break;
-    case ADDIW:
-        r = static_cast<uint64_t>(sext32(a + static_cast<uint64_t>(imm)));
-        break;
-    case SLLIW:
-        r = static_cast<uint64_t>(sext32(a << (imm & 31)));
-        break;
-    case SRLIW:
-        r = static_cast<uint64_t>(sext32(static_cast<uint32_t>(a) >> (imm & 31)));
-        break;
-    case SRAIW:
-        r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(a) >> (imm & 31)));
-        break;
-    case ADDW:
-        r = static_cast<uint64_t>(sext32(a + b));
-        break;
-    case SUBW:
-        r = static_cast<uint64_t>(sext32(a - b));
-        break;
-    case SLLW:
-        r = static_cast<uint64_t>(sext32(a << (b & 31)));
-        break;
-    case SRLW:
-        r = static_cast<uint64_t>(sext32(static_cast<uint32_t>(a) >> (b & 31)));
-        break;
-    case SRAW:
-        r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(a) >> (b & 31)));
-        break;
     case FENCE:
         wr = false;
         break;

@@ -24,9 +24,6 @@ namespace tksim
 
 // What one executed instruction did, for the timing model.
 struct Step {
-    // (pc and next_pc apart: step() writes them at different times, and a
-    // copy of both as one 16-byte load would wait for both stores to reach
-    // the cache)
     uint64_t pc = 0;
     const Inst *inst = nullptr;
     uint64_t next_pc = 0;
@@ -62,8 +59,201 @@ class Machine
               const std::vector<std::string> &envp, std::string *err);
 
     // Executes one instruction; throws GuestFault on an illegal
-    // instruction or an access to unmapped memory.
-    void step(Step *s);
+    // instruction or an access to unmapped memory.  (The common integer
+    // instructions here, inline in the timing model's loop, where a call
+    // costs more than most of them; the rest in step_other().)
+    void step(Step *s) { s->inst = &step_into(s); }
+    // step() into any record with Step's fields pc, next_pc, addr and
+    // taken (the timing model's own): the instruction it ran.
+    template <class Out> [[gnu::always_inline]] const Inst &step_into(Out *s)
+    {
+        const Inst &in = fetch(pc_);
+        uint64_t pc = pc_, next = pc + in.len;
+        s->pc = pc;
+        s->addr = 0;
+        s->taken = false;
+        uint64_t a = reg(in.rs1), b = reg(in.rs2);
+        int64_t imm = in.imm;
+        uint64_t r = 0;
+        bool wr = true; // writes rd
+        auto addr = [&] { return s->addr = a + static_cast<uint64_t>(imm); };
+        auto branch = [&](bool c) {
+            wr = false;
+            if (c) {
+                next = pc + static_cast<uint64_t>(imm);
+                s->taken = true;
+            }
+        };
+        switch (in.op) {
+        case LUI:
+            r = static_cast<uint64_t>(imm);
+            break;
+        case AUIPC:
+            r = pc + static_cast<uint64_t>(imm);
+            break;
+        case JAL:
+            r = next;
+            next = pc + static_cast<uint64_t>(imm);
+            s->taken = true;
+            break;
+        case JALR:
+            r = next;
+            next = (a + static_cast<uint64_t>(imm)) & ~1ull;
+            s->taken = true;
+            break;
+        case BEQ:
+            branch(a == b);
+            break;
+        case BNE:
+            branch(a != b);
+            break;
+        case BLT:
+            branch(static_cast<int64_t>(a) < static_cast<int64_t>(b));
+            break;
+        case BGE:
+            branch(static_cast<int64_t>(a) >= static_cast<int64_t>(b));
+            break;
+        case BLTU:
+            branch(a < b);
+            break;
+        case BGEU:
+            branch(a >= b);
+            break;
+        case LB:
+            r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int8_t>(addr(), pc)));
+            break;
+        case LH:
+            r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int16_t>(addr(), pc)));
+            break;
+        case LW:
+            r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int32_t>(addr(), pc)));
+            break;
+        case LD:
+            r = load_mem<uint64_t>(addr(), pc);
+            break;
+        case LBU:
+            r = load_mem<uint8_t>(addr(), pc);
+            break;
+        case LHU:
+            r = load_mem<uint16_t>(addr(), pc);
+            break;
+        case LWU:
+            r = load_mem<uint32_t>(addr(), pc);
+            break;
+        case SB:
+            store_mem<uint8_t>(addr(), static_cast<uint8_t>(b), pc);
+            wr = false;
+            break;
+        case SH:
+            store_mem<uint16_t>(addr(), static_cast<uint16_t>(b), pc);
+            wr = false;
+            break;
+        case SW:
+            store_mem<uint32_t>(addr(), static_cast<uint32_t>(b), pc);
+            wr = false;
+            break;
+        case SD:
+            store_mem<uint64_t>(addr(), b, pc);
+            wr = false;
+            break;
+        case ADDI:
+            r = a + static_cast<uint64_t>(imm);
+            break;
+        case SLTI:
+            r = static_cast<int64_t>(a) < imm;
+            break;
+        case SLTIU:
+            r = a < static_cast<uint64_t>(imm);
+            break;
+        case XORI:
+            r = a ^ static_cast<uint64_t>(imm);
+            break;
+        case ORI:
+            r = a | static_cast<uint64_t>(imm);
+            break;
+        case ANDI:
+            r = a & static_cast<uint64_t>(imm);
+            break;
+        case SLLI:
+            r = a << (imm & 63);
+            break;
+        case SRLI:
+            r = a >> (imm & 63);
+            break;
+        case SRAI:
+            r = static_cast<uint64_t>(static_cast<int64_t>(a) >> (imm & 63));
+            break;
+        case ADD:
+            r = a + b;
+            break;
+        case SUB:
+            r = a - b;
+            break;
+        case SLL:
+            r = a << (b & 63);
+            break;
+        case SLT:
+            r = static_cast<int64_t>(a) < static_cast<int64_t>(b);
+            break;
+        case SLTU:
+            r = a < b;
+            break;
+        case XOR:
+            r = a ^ b;
+            break;
+        case SRL:
+            r = a >> (b & 63);
+            break;
+        case SRA:
+            r = static_cast<uint64_t>(static_cast<int64_t>(a) >> (b & 63));
+            break;
+        case OR:
+            r = a | b;
+            break;
+        case AND:
+            r = a & b;
+            break;
+        case ADDIW:
+            r = static_cast<uint64_t>(sext32(a + static_cast<uint64_t>(imm)));
+            break;
+        case SLLIW:
+            r = static_cast<uint64_t>(sext32(a << (imm & 31)));
+            break;
+        case SRLIW:
+            r = static_cast<uint64_t>(sext32(static_cast<uint32_t>(a) >> (imm & 31)));
+            break;
+        case SRAIW:
+            r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(a) >> (imm & 31)));
+            break;
+        case ADDW:
+            r = static_cast<uint64_t>(sext32(a + b));
+            break;
+        case SUBW:
+            r = static_cast<uint64_t>(sext32(a - b));
+            break;
+        case SLLW:
+            r = static_cast<uint64_t>(sext32(a << (b & 31)));
+            break;
+        case SRLW:
+            r = static_cast<uint64_t>(sext32(static_cast<uint32_t>(a) >> (b & 31)));
+            break;
+        case SRAW:
+            r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(a) >> (b & 31)));
+            break;
+        default: {
+            Step t;
+            step_other(&t, in);
+            s->addr = t.addr;
+            s->next_pc = t.next_pc;
+            return in;
+        }
+        }
+        if (wr) set_reg(in.rd, r);
+        s->next_pc = next;
+        pc_ = next;
+        instret_++;
+        return in;
+    }
 
     bool exited() const { return exited_; }
     int exit_code() const { return exit_code_; }
@@ -126,6 +316,9 @@ class Machine
     uint64_t syscalls = 0;
 
   private:
+    // (the other instructions: into s's addr, 0 before, and next_pc)
+    [[gnu::noinline]] void step_other(Step *s, const Inst &in);
+    static int64_t sext32(uint64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
     uint64_t syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
                      uint64_t a5);
     uint64_t file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,

@@ -239,14 +239,15 @@ struct Inst {
     uint8_t len = 4;  // bytes: 2 for a compressed instruction
     uint8_t rm = 0;   // floating-point rounding mode field
     uint8_t size = 0; // memory access size in bytes
-    int64_t imm = 0;
     uint32_t raw = 0;
+    int64_t imm = 0;
     // What the timing model works out once for an instruction, kept with
     // the functional machine's decoded copy (Core::set_kind_program):
-    // valid when note_ok; a decoding makes a new copy without it.
-    mutable bool note_ok = false;
-    alignas(8) mutable unsigned char note[24] = {};
+    // none while its first two bytes are 0 (no instruction's op is
+    // ILLEGAL there); a decoding makes a new copy without it.
+    alignas(8) mutable unsigned char note[32] = {};
 };
+static_assert(sizeof(Inst) == 56, "a decoded instruction and its tag fill a cache line");
 
 // Decodes the instruction whose first 16 bits are lo (and next 16 hi).
 Inst decode(uint32_t word);
