@@ -1294,7 +1294,7 @@ inline int Core::commit_some()
             if (!hit) st_.l1d_misses++;
             stores_--;
         }
-        if (u->ldq) loads_--;
+        loads_ -= u->ldq;
         if (u->arch_dst >= 0) {
             committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
             (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back_fits(Preg{u->old});
@@ -1397,7 +1397,7 @@ bool Core::fetch_new_line(uint64_t pc)
         exec_[i] = exec_.back();
         exec_.pop_back();
         // the uop must still be executing as this entry started it
-        if (u->st != Uop::ISSUED || u->tlbmiss || u->ready != started_ready) {
+        if (!issued_unheld(u) || u->ready != started_ready) {
             st_.stale_completions++;
             continue;
         }

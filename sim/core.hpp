@@ -362,6 +362,14 @@ class Core
                   "the kind's block is op to mispred");
     static_assert(offsetof(Uop, unused_) + 2 - offsetof(Uop, dst) == KIND_BLOCK,
                   "the kind's second block is dst to unused_");
+    // u->st == ISSUED && !u->tlbmiss, in one test of the two bytes
+    static bool issued_unheld(const Uop *u)
+    {
+        static_assert(offsetof(Uop, tlbmiss) == offsetof(Uop, st) + 1, "st, then tlbmiss");
+        uint16_t v;
+        memcpy(&v, &u->st, sizeof v);
+        return v == Uop::ISSUED; // (little-endian: st is the low byte)
+    }
     // Whether issue-queue stamp a came in before b.
     static bool older(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
     // The page a program uop accesses (a handler's: 0, the TLB not asked).
