@@ -1260,33 +1260,36 @@ inline int Core::commit_some()
     int n = 0;
     for (; n < width && !rob_.empty(); n++) {
         Uop *u = rob_.front();
-        if (u->handler) {
-            if (u->st != Uop::DONE) return n;
-            if (alone_recording_) alone_commit(u->op == TK_ERET && !u->inl);
-            rob_.pop_front();
-            commit_handler(u);
-            continue;
-        }
-        if (u->mem && u->seq != tlb_checked_seq_) {
-            // the access's program-order TLB lookup: one handler at a time,
-            // and the last one wholly in the ROB (a flush keeps only the
-            // handler instructions there)
-            if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0) return n;
-            tlb_checked_seq_ = u->seq;
-            events_++;
-            bool present = tlb_lookup_commit(vpn(u));
-            if (seg_recording_) seg_note(SA_LOOKUP, u->seq - seg_seq0_, present);
-            if (!present) {
-                take_miss(*u);
-                return n;
+        if (handler_or_mem(u)) {
+            if (u->handler) {
+                if (u->st != Uop::DONE) return n;
+                if (alone_recording_) alone_commit(u->op == TK_ERET && !u->inl);
+                rob_.pop_front();
+                commit_handler(u);
+                continue;
             }
-            if (u->tlbmiss) { // flagged by a probe, but present now: access again
-                rearm(u);
-                st_.replays++;
-                return n;
+            if (u->seq != tlb_checked_seq_) {
+                // the access's program-order TLB lookup: one handler at a time,
+                // and the last one wholly in the ROB (a flush keeps only the
+                // handler instructions there)
+                if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0)
+                    return n;
+                tlb_checked_seq_ = u->seq;
+                events_++;
+                bool present = tlb_lookup_commit(vpn(u));
+                if (seg_recording_) seg_note(SA_LOOKUP, u->seq - seg_seq0_, present);
+                if (!present) {
+                    take_miss(*u);
+                    return n;
+                }
+                if (u->tlbmiss) { // flagged by a probe, but present now: access again
+                    rearm(u);
+                    st_.replays++;
+                    return n;
+                }
             }
         }
-        if (u->st != Uop::DONE || u->tlbmiss) return n;
+        if (!done_unheld(u)) return n;
         if (u->stq) { // a store writes the D-cache now
             st_.l1d_accesses++;
             bool hit = l1d_.access(u->addr);
@@ -1299,7 +1302,7 @@ inline int Core::commit_some()
             committed_map_[static_cast<size_t>(u->arch_dst)].p = u->dst;
             (u->old >= n_int_phys_ ? free_fp_ : free_int_).push_back_fits(Preg{u->old});
         }
-        if (u->ctl == Uop::BRANCH || u->ctl == Uop::JALR) {
+        if (u->ctl != Uop::NONE && u->ctl != Uop::JAL) {
             st_.branches++;
             if (u->mispred) st_.mispredicts++;
         }
@@ -1794,7 +1797,7 @@ void Core::fetch_handler()
                 events_++;
                 return;
             }
-            if (stream_end_ - stream_base_ == stream_.size()) { // (sized for every uop in flight)
+            if (stream_end_ - stream_base_ > stream_mask_) { // (sized for every uop in flight)
                 dump("the instruction stream overflowed");
                 abort();
             }

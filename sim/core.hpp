@@ -370,6 +370,21 @@ class Core
         memcpy(&v, &u->st, sizeof v);
         return v == Uop::ISSUED; // (little-endian: st is the low byte)
     }
+    // u->st == DONE && !u->tlbmiss, the same way
+    static bool done_unheld(const Uop *u)
+    {
+        uint16_t v;
+        memcpy(&v, &u->st, sizeof v);
+        return v == Uop::DONE;
+    }
+    // u->handler || u->mem, in one test of the two bytes
+    static bool handler_or_mem(const Uop *u)
+    {
+        static_assert(offsetof(Uop, mem) == offsetof(Uop, handler) + 1, "handler, then mem");
+        uint16_t v;
+        memcpy(&v, &u->handler, sizeof v);
+        return v != 0;
+    }
     // Whether issue-queue stamp a came in before b.
     static bool older(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
     // The page a program uop accesses (a handler's: 0, the TLB not asked).
