@@ -899,6 +899,10 @@ void Core::undo_ras(const Uop *u)
 
 void Core::seg_note(SegAction kind, uint64_t arg, uint64_t v1, uint64_t v2)
 {
+    if (stream_base_ - seg_seq0_ >= SEG_MAX_COMMITS) { // (seg_finish() would not keep it)
+        seg_recording_ = false;
+        return;
+    }
     for (; seg_fetched_ < fetch_seq_; seg_fetched_++) {
         const Uop *u = &stream_at(seg_fetched_);
         if (u->seq != seg_fetched_) { // (committed so long ago that the stream has moved on)
