@@ -1392,17 +1392,20 @@ bool Core::fetch_new_line(uint64_t pc)
     // (the order matters: two branches sharing a counter train it in the
     // order they are found here, so the list keeps its swap-with-last
     // removal; rearm() may append to it meanwhile)
+    // (the list's start and length in locals, written back before rearm()
+    // appends and at the end)
     uint64_t next = NEVER;
-    for (size_t i = 0; i < exec_.size();) {
-        if (exec_[i].ready > cycle_) {
-            next = std::min(next, exec_[i].ready);
+    Exec *ex = exec_.begin();
+    size_t n = exec_.size();
+    for (size_t i = 0; i < n;) {
+        if (ex[i].ready > cycle_) {
+            next = std::min(next, ex[i].ready);
             i++;
             continue;
         }
-        Uop *u = exec_[i].u;
-        uint64_t started_ready = exec_[i].ready;
-        exec_[i] = exec_.back();
-        exec_.pop_back();
+        Uop *u = ex[i].u;
+        uint64_t started_ready = ex[i].ready;
+        ex[i] = ex[--n];
         // the uop must still be executing as this entry started it
         if (!issued_unheld(u) || u->ready != started_ready) {
             st_.stale_completions++;
@@ -1412,6 +1415,7 @@ bool Core::fetch_new_line(uint64_t pc)
         events_++;
         if (u->handler) {
             if (u->op == TK_TLBWR && !c_.inject_lost_fill) {
+                exec_.shrink(n);
                 tlb_fill(miss_vpn_);
                 handler_active_ = false;
                 // rule 3: every access waiting for this page accesses again,
@@ -1426,6 +1430,8 @@ bool Core::fetch_new_line(uint64_t pc)
                         if (w->seq != tlb_checked_seq_) st_.replays++;
                     }
                 }
+                ex = exec_.begin();
+                n = exec_.size();
             } else if (u->op == TK_ERET && !u->inl) {
                 // traditional: back to the program at the instruction that missed
                 mode_ = Mode::USER;
@@ -1446,6 +1452,7 @@ bool Core::fetch_new_line(uint64_t pc)
             fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mispredict_penalty);
         }
     }
+    exec_.shrink(n);
     exec_next_ = next;
 }
 
