@@ -1511,11 +1511,14 @@ inline void Core::iq_place(Uop *u)
         // in order among the ready (it is mostly the youngest)
         size_t at = q.ready.size();
         q.ready.push_back_fits(u);
-        while (at > 0 && older(u->iq_stamp, q.ready[at - 1]->iq_stamp)) {
-            q.ready[at] = q.ready[at - 1];
-            at--;
+        Uop **r = q.ready.begin();
+        const uint32_t stamp = u->iq_stamp;
+        for (; at > 0; at--) {
+            Uop *w = r[at - 1];
+            if (!older(stamp, w->iq_stamp)) break;
+            r[at] = w;
         }
-        q.ready[at] = u;
+        r[at] = u;
     } else {
         q.timed.push_back(u);
         q.next = std::min(q.next, u->iq_ready);
@@ -1847,7 +1850,7 @@ void Core::stream_step_call()
 
 // Fetch's branch prediction for u, a branch or a jump: true when it ends
 // the fetch group (taken, or mispredicted: fetch waits for it to execute).
-bool Core::predict(Uop *u)
+[[gnu::always_inline]] inline bool Core::predict(Uop *u)
 {
     uint64_t pc = u->pc;
     if (u->ctl == Uop::BRANCH) {
