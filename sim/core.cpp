@@ -1104,9 +1104,7 @@ bool Core::seg_replay()
     auto at = [ring, seq0, mask](uint64_t k) { return ring + ((seq0 + k) & mask); };
     uint64_t cursor = 0;
     auto step_next = [&] { // the machine runs the next one (the one at cursor)
-        if (m_.exited() || seq0 + cursor >= max_insns_ ||
-            stream_end_ - stream_base_ == stream_.size())
-            return false;
+        if (m_.exited() || seq0 + cursor >= max_insns_ || stream_full()) return false;
         stream_step_call();
         return true;
     };
@@ -1293,7 +1291,7 @@ inline int Core::commit_some()
                 }
             }
         }
-        if (!done_unheld(u)) return n;
+        if (!in_state_unheld(u, Uop::DONE)) return n;
         if (u->stq) { // a store writes the D-cache now
             st_.l1d_accesses++;
             bool hit = l1d_.access(u->addr);
@@ -1407,7 +1405,7 @@ bool Core::fetch_new_line(uint64_t pc)
         uint64_t started_ready = ex[i].ready;
         ex[i] = ex[--n];
         // the uop must still be executing as this entry started it
-        if (!issued_unheld(u) || u->ready != started_ready) {
+        if (!in_state_unheld(u, Uop::ISSUED) || u->ready != started_ready) {
             st_.stale_completions++;
             continue;
         }
@@ -1811,7 +1809,7 @@ void Core::fetch_handler()
                 events_++;
                 return;
             }
-            if (stream_end_ - stream_base_ > stream_mask_) { // (sized for every uop in flight)
+            if (stream_full()) { // (the ring is sized for every uop in flight)
                 dump("the instruction stream overflowed");
                 abort();
             }
@@ -1834,7 +1832,7 @@ void Core::fetch_handler()
 // The functional machine runs the next instruction, into the stream.
 [[gnu::always_inline]] inline void Core::stream_step()
 {
-    Uop &r = stream_[stream_end_ & stream_mask_];
+    Uop &r = stream_at(stream_end_);
     const Inst &in = m_.step_into(&r); // (its pc, next_pc, addr and taken)
     r.seq = stream_end_;
     r.raw = in.raw;

@@ -362,20 +362,13 @@ class Core
                   "the kind's block is op to mispred");
     static_assert(offsetof(Uop, unused_) + 2 - offsetof(Uop, dst) == KIND_BLOCK,
                   "the kind's second block is dst to unused_");
-    // u->st == ISSUED && !u->tlbmiss, in one test of the two bytes
-    static bool issued_unheld(const Uop *u)
+    // u->st == st && !u->tlbmiss, in one test of the two bytes
+    static bool in_state_unheld(const Uop *u, Uop::State st)
     {
         static_assert(offsetof(Uop, tlbmiss) == offsetof(Uop, st) + 1, "st, then tlbmiss");
         uint16_t v;
         memcpy(&v, &u->st, sizeof v);
-        return v == Uop::ISSUED; // (little-endian: st is the low byte)
-    }
-    // u->st == DONE && !u->tlbmiss, the same way
-    static bool done_unheld(const Uop *u)
-    {
-        uint16_t v;
-        memcpy(&v, &u->st, sizeof v);
-        return v == Uop::DONE;
+        return v == st; // (little-endian: st is the low byte)
     }
     // u->handler || u->mem, in one test of the two bytes
     static bool handler_or_mem(const Uop *u)
@@ -639,11 +632,12 @@ class Core
     bool program_ended_ = false;
     Uop &stream_at(uint64_t seq) { return stream_[seq & stream_mask_]; }
     const Uop &stream_at_const(uint64_t seq) const { return stream_[seq & stream_mask_]; }
+    // every slot of the ring holds an instruction not yet committed
+    bool stream_full() const { return stream_end_ - stream_base_ > stream_mask_; }
     void set_kind(Uop &u, const Inst &in) const;
     // set_kind() for a program instruction, remembered in the functional
     // machine's decoded copy of it (Inst::note: what it is depends on its
-    // encoding alone)
-    // (the note: the blocks from op and from dst as set_kind() left them)
+    // encoding alone) as the blocks from op and from dst that set_kind() left
     static_assert(2 * KIND_BLOCK <= sizeof(Inst::note), "Inst::note holds both blocks");
     void set_kind_program(Uop &u, const Inst &in);
     // set_kind's part that depends on the class alone
