@@ -831,7 +831,7 @@ bool Core::replay_alone(uint64_t stall)
     last_iline_ = end.last_iline;
     cycle_ += end.cycles; // (the eret's commit: the rest of that cycle follows)
     last_commit_cycle_ = cycle_;
-    events_++;
+    moved_ = true;
     return true;
 }
 
@@ -1220,7 +1220,7 @@ bool Core::seg_replay()
             last_commit_cycle_ = cycle_;
             fetch_stall_until_ = cycle_ + static_cast<uint64_t>(e.fetch_stall);
             last_iline_ = e.last_iline;
-            events_++;
+            moved_ = true;
             return true;
         }
         default:
@@ -1242,7 +1242,7 @@ bool Core::seg_replay()
     int committed = commit_some();
     if (committed) {
         last_commit_cycle_ = cycle_;
-        events_++;
+        moved_ = true;
         if (st_.user_insns >= max_insns_) done_ = true; // (the run ends with this cycle)
     }
 }
@@ -1277,7 +1277,7 @@ inline int Core::commit_some()
                 if (handler_active_ || mode_ == Mode::FETCH_HANDLER || handler_frontend_ > 0)
                     return n;
                 tlb_checked_seq_ = u->seq;
-                events_++;
+                moved_ = true;
                 bool present = tlb_lookup_commit(vpn(u));
                 if (seg_recording_) seg_note(SA_LOOKUP, u->seq - seg_seq0_, present);
                 if (!present) {
@@ -1361,7 +1361,7 @@ void Core::rearm(Uop *w)
             wake(w->dst);
     }
     executing(w);
-    events_++;
+    moved_ = true;
 }
 
 // Fetch touches a new I-cache line; false when fetch stops for a miss.
@@ -1379,7 +1379,7 @@ bool Core::fetch_new_line(uint64_t pc)
         alone_note(static_cast<int>(last_iline_ - (HANDLER_PC >> l1i_.line_bits)), hit);
     if (hit) return true;
     st_.l1i_misses++;
-    events_++;
+    moved_ = true;
     fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mem_latency);
     return c_.mem_latency == 0;
 }
@@ -1410,7 +1410,7 @@ bool Core::fetch_new_line(uint64_t pc)
             continue;
         }
         u->st = Uop::DONE;
-        events_++;
+        moved_ = true;
         if (u->handler) {
             if (u->op == TK_TLBWR && !c_.inject_lost_fill) {
                 exec_.shrink(n);
@@ -1458,7 +1458,7 @@ bool Core::fetch_new_line(uint64_t pc)
 // not in the TLB, is held: the miss is found).
 [[gnu::always_inline]] inline void Core::start(Uop *u)
 {
-    events_++;
+    moved_ = true;
     uint64_t lat = u->lat;
     if (u->mem) {
         bool present = u->handler || tlb_probe(vpn(u));
@@ -1705,7 +1705,7 @@ void Core::iq_recompute()
 // Renames u's registers and puts it in its issue queue.
 inline void Core::rename(Uop *u, IssueQueue &q)
 {
-    events_++;
+    moved_ = true;
     // (map_[NOREG] is the always-ready zero_preg_)
     u->src[0] = static_cast<uint16_t>(map_[u->src_arch[0]].p);
     u->src[1] = static_cast<uint16_t>(map_[u->src_arch[1]].p);
@@ -1737,17 +1737,17 @@ inline void Core::rename(Uop *u, IssueQueue &q)
         size_t n = std::min({static_cast<size_t>(c_.decode_width), fetchq_size(), room});
         if (n == 0) return;
         decoded_ += n;
-        events_++;
+        moved_ = true;
         return;
     }
     for (int n = 0; n < c_.decode_width && fetchq_size() > 0; n++) {
         if (hdecoded_ < hfront_.size()) { // a passing handler uop: past a full queue
-            events_++;
+            moved_ = true;
             hdecoded_++;
             continue;
         }
         if (static_cast<int>(decodeq_size()) >= c_.decode_queue) return;
-        events_++;
+        moved_ = true;
         decoded_++;
     }
 }
@@ -1785,7 +1785,7 @@ void Core::fetch_handler()
         queue.push_back_fits(u);
         fq++;
         handler_frontend_++;
-        events_++;
+        moved_ = true;
         if (++handler_next_ == n_handler_) {
             mode_ = inl ? Mode::USER : Mode::WAIT_ERET;
             return;
@@ -1806,7 +1806,7 @@ void Core::fetch_handler()
         if (fetch_seq_ == stream_end_) { // the machine runs the next one
             if (m_.exited()) {
                 program_ended_ = true;
-                events_++;
+                moved_ = true;
                 return;
             }
             if (stream_full()) { // (the ring is sized for every uop in flight)
@@ -1824,7 +1824,7 @@ void Core::fetch_handler()
         u->tlbmiss = false;
         u->ghist = static_cast<uint32_t>(ghist_);
         front_.push_back_fits(u);
-        events_++;
+        moved_ = true;
         if (u->ctl != Uop::NONE && predict(u)) return;
     }
 }
@@ -1890,7 +1890,7 @@ bool Core::run(uint64_t max_insns)
     max_insns_ = max_insns ? max_insns : NEVER;
     bool ok = true;
     while (!done_) {
-        uint64_t events = events_;
+        moved_ = false;
         // The stages run last to first, so a uop moves at most one stage a
         // cycle: what a stage finds in its input queue came in an earlier
         // cycle.  (Each stage is called only when it may have work: the
@@ -1903,7 +1903,7 @@ bool Core::run(uint64_t max_insns)
         if (decodeq_size() > 0) dispatch();
         if (fetchq_size() > 0) decode();
         if (cycle_ >= fetch_stall_until_) fetch();
-        if (events_ == events) skip_idle();
+        if (!moved_) skip_idle();
         cycle_++;
         if (cycle_ - last_commit_cycle_ > c_.stuck_cycles) {
             dump("no instruction committed");

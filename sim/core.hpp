@@ -789,7 +789,7 @@ class Core
     // the gshare counter a branch at pc is predicted by
     size_t bp_index(uint64_t pc, uint64_t ghist) const { return ((pc >> 1) ^ ghist) & bpred_mask_; }
     uint64_t last_commit_cycle_ = 0;
-    uint64_t events_ = 0; // things done: a cycle that adds none is idle
+    bool moved_ = false; // something was done this cycle (none: the cycle is idle)
 };
 
 } // namespace tksim
