@@ -390,10 +390,11 @@ class Machine
     static constexpr size_t DECODE_CACHE_SIZE = 1u << 16; // entries, a power of 2
     static constexpr unsigned EPOCH_SHIFT = 38;
     static_assert(SPACE == 1ull << EPOCH_SHIFT, "a PC fits below the epoch");
-    struct Cached {
+    struct alignas(64) Cached { // (one cache line each: the vector aligns them)
         uint64_t tag = ~0ull;
         Inst inst;
     };
+    static_assert(sizeof(Cached) == 64, "a decoded instruction and its tag: one cache line");
     std::vector<Cached> icache_;
     const Inst &fetch_miss(uint64_t pc); // fetch(), decoding it
     uint64_t decode_epoch_ = 0;
