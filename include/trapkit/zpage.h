@@ -34,7 +34,7 @@
  * faults (that is how the area counts its resident pages): it is answered with a zero page.
  *
  * The budget.  The pager starts when the resident pages exceed the budget
- * and stops at 1/16 below it; a thread about to bring a page back while the
+ * and stops at 1/64 below it; a thread about to bring a page back while the
  * area is 1/8 over its budget waits for the pager first.  So the resident
  * pages never exceed budget + budget/8 + the number of threads faulting at
  * once.  tk_zpage_trim() evicts down to any number at once.

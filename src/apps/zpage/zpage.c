@@ -914,7 +914,7 @@ static void install_atfork(void)
 static void set_marks(struct tk_zpage *z, size_t budget_pages)
 {
     atomic_store(&z->budget, budget_pages);
-    atomic_store(&z->low, budget_pages ? budget_pages - budget_pages / 16 : 0);
+    atomic_store(&z->low, budget_pages ? budget_pages - budget_pages / 64 : 0);
     atomic_store(&z->hard, budget_pages ? budget_pages + budget_pages / 8 : 0);
     atomic_store(&z->high, budget_pages);
 }
