@@ -7,13 +7,14 @@ The page-reference stream is the benchmark's: 262,144 records of 256 bytes
 scattered over the heap by the same multiplicative hash.  The model plays
 it against:
 
-  hand      the pager (src/apps/zpage/zpage.c): runs of 32 pages made
-            inaccessible by the clock hand, a ring of about 64 + 1/16 of the
-            budget of them, the oldest run's untouched pages evicted when the
-            area is over its budget, down to 1/16 below it; a touch of any
-            page of a sampled run is a protection fault (the sampled ones
-            among them are the sampling faults the statistics count)
-  hand-64   the same stopping 1/64 below the budget
+  hand      the pager's clock hand (src/apps/zpage/zpage.c): runs of 32
+            pages made inaccessible, a ring of about 64 + 1/16 of the budget
+            of them, the oldest run's untouched pages evicted when the area
+            is over its budget, down to 1/16 below it (as the pager did
+            before it stopped at 1/64); a touch of any page of a sampled run
+            is a protection fault (the sampled ones among them are the
+            sampling faults the statistics count)
+  hand-64   the same stopping 1/64 below the budget (the pager now)
   blind     the hand's order without sampling: every resident page of the
             run the hand reaches is evicted (no protection, no fault but
             fault-ins)
