@@ -574,7 +574,7 @@ void Core::flush_all(uint64_t resume_seq)
             kept_eret |= u->op == TK_ERET;
             continue;
         }
-        by_state[u->st]++;
+        by_state[done(u) ? Uop::DONE : u->st]++;
         if (u->ctl >= Uop::JAL) undo_ras(u);
         oldest = u;
         if (u->dst >= 0) *(u->dst_fp ? free_fp++ : free_int++) = Preg{u->dst};
@@ -639,8 +639,9 @@ void Core::take_miss(Uop &head)
     if (seg_recording_) seg_note(SA_MISS, head.seq - seg_seq0_);
     handler_next_ = 0;
     handler_active_ = true;
-    // in the executing list: issued, and not held by its probe
-    bool was_executing = head.st == Uop::ISSUED && !head.tlbmiss;
+    // held (an access is no branch: it has no entry in the executing list to
+    // remove), and done as far as flush_all() counts it if its cycle has passed
+    if (done(&head)) head.st = Uop::DONE;
     head.tlbmiss = true;
     const std::vector<Inst> &h = handler();
     bool inlined = false;
@@ -686,13 +687,6 @@ void Core::take_miss(Uop &head)
         // an access still executing (its probe found the page, which has
         // left the TLB since) stops: it waits, flagged, for the handler's
         // TLB write, which starts it again (rearm)
-        if (was_executing) {
-            size_t i = 0;
-            while (i < exec_.size() && exec_[i].u != &head) i++;
-            if (i < exec_.size()) exec_.erase_at(i);
-            exec_next_ = NEVER;
-            for (const Exec &e : exec_) exec_next_ = std::min(exec_next_, e.ready);
-        }
         inline_ = true;
         handler_undispatched_ = static_cast<int>(h.size());
         prepend_at_ = 0;
@@ -1252,7 +1246,7 @@ bool Core::seg_replay()
 inline bool Core::head_may_commit() const
 {
     const Uop *h = rob_.front();
-    return h->st == Uop::DONE || (h->mem && !h->handler && h->seq != tlb_checked_seq_);
+    return done(h) || (h->mem && !h->handler && h->seq != tlb_checked_seq_);
 }
 
 // Commits up to commit_width uops from the head of the ROB; how many.
@@ -1291,7 +1285,7 @@ inline int Core::commit_some()
                 }
             }
         }
-        if (!in_state_unheld(u, Uop::DONE)) return n;
+        if (!done(u)) return n;
         if (u->stq) { // a store writes the D-cache now
             st_.l1d_accesses++;
             bool hit = l1d_.access(u->addr);
@@ -1360,7 +1354,7 @@ void Core::rearm(Uop *w)
         else
             wake(w->dst);
     }
-    executing(w);
+    if (completes_explicitly(w)) executing(w);
     moved_ = true;
 }
 
@@ -1387,25 +1381,23 @@ bool Core::fetch_new_line(uint64_t pc)
 [[gnu::always_inline]] inline void Core::complete()
 {
     if (cycle_ < exec_next_) return;
-    // (the order matters: two branches sharing a counter train it in the
-    // order they are found here, so the list keeps its swap-with-last
-    // removal; rearm() may append to it meanwhile)
+    // (the list keeps the order the uops started in, so that two branches
+    // sharing a counter train it in that order; rearm() may append to it
+    // meanwhile)
     // (the list's start and length in locals, written back before rearm()
-    // appends and at the end)
+    // appends and at the end; kept: the entries still executing, moved down)
     uint64_t next = NEVER;
     Exec *ex = exec_.begin();
-    size_t n = exec_.size();
-    for (size_t i = 0; i < n;) {
+    size_t n = exec_.size(), kept = 0;
+    for (size_t i = 0; i < n; i++) {
         if (ex[i].ready > cycle_) {
             next = std::min(next, ex[i].ready);
-            i++;
+            ex[kept++] = ex[i];
             continue;
         }
         Uop *u = ex[i].u;
-        uint64_t started_ready = ex[i].ready;
-        ex[i] = ex[--n];
         // the uop must still be executing as this entry started it
-        if (!in_state_unheld(u, Uop::ISSUED) || u->ready != started_ready) {
+        if (!in_state_unheld(u, Uop::ISSUED) || u->ready != ex[i].ready) {
             st_.stale_completions++;
             continue;
         }
@@ -1413,6 +1405,11 @@ bool Core::fetch_new_line(uint64_t pc)
         moved_ = true;
         if (u->handler) {
             if (u->op == TK_TLBWR && !c_.inject_lost_fill) {
+                // the entries not looked at yet go down next to the kept ones,
+                // and rearm() appends after them
+                std::memmove(ex + kept, ex + i + 1, (n - i - 1) * sizeof(Exec));
+                n = kept + (n - i - 1);
+                i = kept - 1; // (the loop goes on at kept)
                 exec_.shrink(n);
                 tlb_fill(miss_vpn_);
                 handler_active_ = false;
@@ -1450,7 +1447,7 @@ bool Core::fetch_new_line(uint64_t pc)
             fetch_stall_until_ = cycle_ + static_cast<uint64_t>(c_.mispredict_penalty);
         }
     }
-    exec_.shrink(n);
+    exec_.shrink(kept);
     exec_next_ = next;
 }
 
@@ -1494,7 +1491,7 @@ bool Core::fetch_new_line(uint64_t pc)
         preg_ready_[static_cast<size_t>(u->dst)].at = u->ready;
         wake(u->dst);
     }
-    executing(u);
+    if (completes_explicitly(u)) executing(u);
 }
 
 // ---- the issue queues (IssueQueue) ----
@@ -1927,6 +1924,12 @@ void Core::skip_idle()
     if (!iq_int_.ready.empty() || !iq_fp_.ready.empty()) return;
     uint64_t next = std::min({iq_int_.next, iq_fp_.next, exec_next_});
     if (fetch_stall_until_ > cycle_) next = std::min(next, fetch_stall_until_);
+    // the ROB's head done by its cycle alone: commit may take it the cycle after
+    if (!rob_.empty()) {
+        const Uop *h = rob_.front();
+        if (in_state_unheld(h, Uop::ISSUED) && !completes_explicitly(h) && h->ready >= cycle_)
+            next = std::min(next, h->ready + 1);
+    }
     if (next == NEVER) // stuck: go straight to the check
         next = std::max(cycle_ + 1, last_commit_cycle_ + c_.stuck_cycles + 1);
     if (next > cycle_ + 1) cycle_ = next - 1;
@@ -1935,19 +1938,19 @@ void Core::skip_idle()
 void Core::dump(const char *why) const
 {
     const char *mode[] = {"user", "fetching the handler", "waiting for eret"};
-    fprintf(stderr,
-            "tksim: the pipeline is stuck: %s for %llu cycles (cycle %llu, %llu committed)\n"
-            "  fetch: mode %s, next %llu, stalled until %llu, waiting for a branch: %s\n"
-            "  queues: fetch %zu, decode %zu, ROB %zu, IQ %zu+%zu, executing %zu, loads %d, "
-            "stores %d\n"
-            "  free registers: %zu int, %zu fp; handler active %d, in-lined %d\n",
-            why, static_cast<unsigned long long>(c_.stuck_cycles),
-            static_cast<unsigned long long>(cycle_),
-            static_cast<unsigned long long>(st_.user_insns), mode[static_cast<int>(mode_)],
-            static_cast<unsigned long long>(fetch_seq_),
-            static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
-            fetchq_size(), decodeq_size(), rob_.size(), iq_int_.n, iq_fp_.n, exec_.size(), loads_,
-            stores_, free_int_.size(), free_fp_.size(), handler_active_ ? 1 : 0, inline_ ? 1 : 0);
+    fprintf(
+        stderr,
+        "tksim: the pipeline is stuck: %s for %llu cycles (cycle %llu, %llu committed)\n"
+        "  fetch: mode %s, next %llu, stalled until %llu, waiting for a branch: %s\n"
+        "  queues: fetch %zu, decode %zu, ROB %zu, IQ %zu+%zu, executing %zu, loads %d, "
+        "stores %d\n"
+        "  free registers: %zu int, %zu fp; handler active %d, in-lined %d\n",
+        why, static_cast<unsigned long long>(c_.stuck_cycles),
+        static_cast<unsigned long long>(cycle_), static_cast<unsigned long long>(st_.user_insns),
+        mode[static_cast<int>(mode_)], static_cast<unsigned long long>(fetch_seq_),
+        static_cast<unsigned long long>(fetch_stall_until_), waiting_branch_ ? "yes" : "no",
+        fetchq_size(), decodeq_size(), rob_.size(), iq_int_.n, iq_fp_.n, executing_now(), loads_,
+        stores_, free_int_.size(), free_fp_.size(), handler_active_ ? 1 : 0, inline_ ? 1 : 0);
     if (!rob_.empty())
         fprintf(stderr,
                 "  head: seq %llu (looked up: %llu), page 0x%llx %s the TLB; last handler's page "
@@ -1962,8 +1965,8 @@ void Core::dump(const char *why) const
     for (const Uop *u : rob_) {
         if (k++ >= 12) break;
         fprintf(stderr, "  rob[%zu]: %s%s pc 0x%llx %s%s\n", k - 1, u->handler ? "handler " : "",
-                op_name(u->op), static_cast<unsigned long long>(u->pc), sn[u->st],
-                u->tlbmiss ? " (TLB miss)" : "");
+                op_name(u->op), static_cast<unsigned long long>(u->pc),
+                sn[done(u) ? Uop::DONE : u->st], u->tlbmiss ? " (TLB miss)" : "");
     }
 }
 

@@ -370,6 +370,26 @@ class Core
         memcpy(&v, &u->st, sizeof v);
         return v == st; // (little-endian: st is the low byte)
     }
+    // Whether u's completion is found by complete() in the executing list:
+    // the handler's uops, and branches and indirect jumps (they train the
+    // predictor, in the order they started, and one may be what fetch waits
+    // for).  The program's other uops change nothing when they finish: such
+    // a uop is done once its cycle has passed (done()), without an entry.
+    static bool completes_explicitly(const Uop *u)
+    {
+        static_assert(Uop::BRANCH == 1 && Uop::JALR == 3 && Uop::NONE == 0 && Uop::JAL == 2,
+                      "branches and indirect jumps: the odd kinds of control");
+        return u->handler || (u->ctl & 1);
+    }
+    // Whether u has finished executing and is not held: completed by
+    // complete(), or (completes_explicitly() false) issued with its cycle
+    // passed.  (complete() marks a uop done in the cycle it is ready, after
+    // commit has run: commit sees it done in the next cycle, as here.)
+    bool done(const Uop *u) const
+    {
+        return in_state_unheld(u, Uop::DONE) ||
+               (in_state_unheld(u, Uop::ISSUED) && u->ready < cycle_ && !completes_explicitly(u));
+    }
     // u->handler || u->mem, in one test of the two bytes
     static bool handler_or_mem(const Uop *u)
     {
@@ -577,6 +597,15 @@ class Core
     void stream_step(); // the functional machine runs the next instruction into the stream
     [[gnu::noinline]] void stream_step_call();
     void dump(const char *why) const;
+    // uops executing: the executing list's, and the program's others issued
+    // and not done
+    size_t executing_now() const
+    {
+        size_t n = exec_.size();
+        for (const Uop *u : rob_)
+            n += in_state_unheld(u, Uop::ISSUED) && !completes_explicitly(u) && u->ready >= cycle_;
+        return n;
+    }
     void skip_idle();
     // The cycle a uop's operands are all ready: NEVER while a producer has
     // not issued.  Once known it stays (a register's ready cycle is set
@@ -689,8 +718,9 @@ class Core
     void iq_promote(IssueQueue &q); // timed entries ready now go on the ready list
     void wake(int preg);            // preg's producer has issued
     void iq_recompute();            // a ready cycle changed: every entry looks again
-    // the uops executing, each with the cycle it finishes; exec_next_: none
-    // finishes before
+    // the uops executing whose completion is explicit (completes_explicitly()),
+    // each with the cycle it finishes, in the order they started; exec_next_:
+    // none finishes before
     struct Exec {
         uint64_t ready;
         Uop *u;
