@@ -639,8 +639,9 @@ void Core::take_miss(Uop &head)
     if (seg_recording_) seg_note(SA_MISS, head.seq - seg_seq0_);
     handler_next_ = 0;
     handler_active_ = true;
-    // held (an access is no branch: it has no entry in the executing list to
-    // remove), and done as far as flush_all() counts it if its cycle has passed
+    // held until the handler's TLB write starts it again (rearm), done as far
+    // as flush_all() counts it if its cycle has passed (an access is no
+    // branch: it has no entry in the executing list to remove)
     if (done(&head)) head.st = Uop::DONE;
     head.tlbmiss = true;
     const std::vector<Inst> &h = handler();
@@ -684,9 +685,6 @@ void Core::take_miss(Uop &head)
     }
     if (inlined) {
         st_.inlined++;
-        // an access still executing (its probe found the page, which has
-        // left the TLB since) stops: it waits, flagged, for the handler's
-        // TLB write, which starts it again (rearm)
         inline_ = true;
         handler_undispatched_ = static_cast<int>(h.size());
         prepend_at_ = 0;
@@ -1927,8 +1925,7 @@ void Core::skip_idle()
     // the ROB's head done by its cycle alone: commit may take it the cycle after
     if (!rob_.empty()) {
         const Uop *h = rob_.front();
-        if (in_state_unheld(h, Uop::ISSUED) && !completes_explicitly(h) && h->ready >= cycle_)
-            next = std::min(next, h->ready + 1);
+        if (issued_implicit(h) && h->ready >= cycle_) next = std::min(next, h->ready + 1);
     }
     if (next == NEVER) // stuck: go straight to the check
         next = std::max(cycle_ + 1, last_commit_cycle_ + c_.stuck_cycles + 1);

@@ -381,14 +381,19 @@ class Core
                       "branches and indirect jumps: the odd kinds of control");
         return u->handler || (u->ctl & 1);
     }
+    // Issued, not held, and completing without an entry: done once u->ready
+    // has passed, executing until then.
+    static bool issued_implicit(const Uop *u)
+    {
+        return in_state_unheld(u, Uop::ISSUED) && !completes_explicitly(u);
+    }
     // Whether u has finished executing and is not held: completed by
-    // complete(), or (completes_explicitly() false) issued with its cycle
-    // passed.  (complete() marks a uop done in the cycle it is ready, after
-    // commit has run: commit sees it done in the next cycle, as here.)
+    // complete(), or issued_implicit() with its cycle passed.  (complete()
+    // marks a uop done in the cycle it is ready, after commit has run:
+    // commit sees it done in the next cycle, as here.)
     bool done(const Uop *u) const
     {
-        return in_state_unheld(u, Uop::DONE) ||
-               (in_state_unheld(u, Uop::ISSUED) && u->ready < cycle_ && !completes_explicitly(u));
+        return in_state_unheld(u, Uop::DONE) || (issued_implicit(u) && u->ready < cycle_);
     }
     // u->handler || u->mem, in one test of the two bytes
     static bool handler_or_mem(const Uop *u)
@@ -602,8 +607,7 @@ class Core
     size_t executing_now() const
     {
         size_t n = exec_.size();
-        for (const Uop *u : rob_)
-            n += in_state_unheld(u, Uop::ISSUED) && !completes_explicitly(u) && u->ready >= cycle_;
+        for (const Uop *u : rob_) n += issued_implicit(u) && u->ready >= cycle_;
         return n;
     }
     void skip_idle();
