@@ -136,11 +136,19 @@ int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_
     return set_hw(r, first, n, hw_of(r, from), hw_of(r, to), false);
 }
 
-/* [signal-safe] */
+/* The uffd service thread's changes (a declined fault, removed pages) may
+ * find a region that tk_region_destroy is taking apart: it clears the magic
+ * under the region's lock before it gives the memory back, so a change made
+ * under the lock either ends before that or sees the region dead and does
+ * nothing.  [signal-safe] */
 void tk__decline_wp(struct tk_region *r, size_t page)
 {
     tk_hw_guard g;
     tk__hw_lock(r, &g);
+    if (!tk__region_live(r)) {
+        tk__hw_unlock(r, &g, 0, 0);
+        return;
+    }
     atomic_fetch_or(&r->rg_state[page], PS_DECLINED);
     tk__apply(r, page, 1);
     tk__hw_unlock(r, &g, page, 1);
@@ -276,6 +284,10 @@ void tk__pages_removed(struct tk_region *r, size_t first, size_t n)
 {
     tk_hw_guard g;
     tk__hw_lock(r, &g);
+    if (!tk__region_live(r)) { /* being destroyed: see tk__decline_wp */
+        tk__hw_unlock(r, &g, 0, 0);
+        return;
+    }
     for (size_t i = first; i < first + n; i++) atomic_fetch_or(&r->rg_state[i], PS_MPROT);
     (void)tk__apply(r, first, n);
     if (r->rg_trap_dirty) tk__dirty_mark(r, first, n);

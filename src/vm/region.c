@@ -386,7 +386,13 @@ int tk_region_destroy(tk_region *r)
         return tk__fail(-EINVAL, "tk_region_destroy: not a live region (destroyed already, or "
                                  "never returned by tk_region_create)");
     bool unlisted = listed == 0;
+    /* Under the region's lock: the uffd service thread may have found r
+     * before it left the table and be about to change its pages (see
+     * tk__decline_wp); it checks the magic under the same lock. */
+    tk_hw_guard g;
+    tk__hw_lock(r, &g);
     r->rg_magic = 0;
+    tk__hw_unlock(r, &g, 0, 0);
     /* From here no fault is routed to r.  Give the memory back read-write
      * (unregistering also drops the userfaultfd write protection). */
     release_memory(r, true);
