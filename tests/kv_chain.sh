@@ -13,6 +13,8 @@
 #    kv-server's previous format (KVSTR01) is refused with a clear message
 #  - a rehash of the keyspace puts only the pages whose links change in the
 #    next incremental image
+#  - while a BGSAVE runs a rehash under way makes no steps: GETs made
+#    meanwhile write nothing the snapshot must copy
 # Usage: kv_chain.sh KV_SERVER_BINARY
 server=$1
 source "$(dirname "$0")/kv_lib.sh"
@@ -229,4 +231,45 @@ expect "$(printf '12345%.0s' $(seq 200))" GET r:12345
 [[ $(cli --scan --pattern 'r:*' | sort -u | wc -l) == 32768 ]] || { echo "SCAN after the rehash"; exit 1; }
 kv_kill
 echo "a rehash writes only the links that change: ok ($pages of $full pages in the incremental image)"
+
+# ---- 7. no rehash steps while a save runs (Redis holds its tables so while
+# its save child runs): each step moves a bucket's entries, writes to pages
+# spread over the store that the snapshot must copy first.  GETs, pipelined
+# while a full BGSAVE of a store in the middle of a rehash runs, cause no
+# write fault; once the save is over the rehash goes on.
+mkdir -p "$dir/h"
+kv_start h1 --dir "$dir/h" --memory 256m --incremental no
+KV_PORT=$port PYTHONPATH=$(dirname "$0") python3 - <<'PY'
+from kv_resp import Conn, check, port_from_env
+c = Conn(port_from_env(), timeout=120)
+def info(field):
+    txt = c.cmd("INFO", "all").decode()
+    return next(l.split(":", 1)[1] for l in txt.split("\r\n") if l.startswith(field + ":"))
+n = 131072  # the table grows at the 131072nd key
+for lo in range(0, n, 8192):
+    c.pipeline([("SET", b"h:%06d" % i, b"v" * 900) for i in range(lo, lo + 8192)])
+check(info("kv_keyspace_rehashing") == "1", "no rehash under way after %d keys" % n)
+overlapped = 0
+for attempt in range(5):
+    check(c.cmd("BGSAVE") == "Background saving started", "BGSAVE refused")
+    gets = 0
+    while info("rdb_bgsave_in_progress") == "1":
+        got = c.pipeline([("GET", b"h:%06d" % ((gets + i) * 7919 % n)) for i in range(512)])
+        check(all(g == b"v" * 900 for g in got), "GET during the save: %r" % got[:1])
+        gets += 512
+        if info("rdb_bgsave_in_progress") == "1":
+            overlapped += 512
+    check(info("rdb_last_bgsave_status") == "ok", "BGSAVE failed")
+    faults = int(info("trapkit_last_write_faults"))
+    check(faults == 0, "%d write faults during a save that only GETs (%d) overlapped" % (faults, overlapped))
+    check(info("kv_keyspace_rehashing") == "1", "the rehash went on during the save")
+    if overlapped:
+        break
+check(overlapped > 0, "no GET ran while a save did, in 5 saves")
+print("%d GETs during the save, no write fault" % overlapped)
+PY
+wait_until 60 '[[ $(info_field kv_keyspace_rehashing) == 0 ]]'
+expect 131072 DBSIZE
+kv_kill
+echo "no rehash steps while a save runs: ok"
 echo "kv_chain: ok"

@@ -393,10 +393,17 @@ static void rehash_bucket(struct kv_store *s, struct kv_dict *d, uint64_t j)
     t0[j] = 0;
 }
 
-/* Moves up to n buckets of a rehash (visiting at most 10n empty ones). */
+/* Moves up to n buckets of a rehash (visiting at most 10n empty ones).
+ * While a snapshot runs (hold_resize) a rehash under way waits, as Redis's
+ * does while its save child runs: each step rewrites links in entries on
+ * pages spread over the whole store, each a page the snapshot must copy
+ * before the write goes on; lookups search both tables meanwhile.  It goes
+ * on only if the new table is crowded too (five entries a bucket, where a
+ * held table grows). */
 static void dict_rehash(struct kv_store *s, struct kv_dict *d, int n)
 {
     if (d->rehash < 0 || s->hold_rehash) return;
+    if (s->hold_resize && dict_count(d) < d->size[1] * 5) return;
     int empty = n * 10;
     uint64_t *t0 = buckets(s, d, 0);
     while (n-- > 0 && d->used[0]) {

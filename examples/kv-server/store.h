@@ -63,9 +63,10 @@ struct kv_store *kv_open(void *area, size_t len, const char **why);
 /* The time, in unix ms, that expiry is measured against. */
 void kv_set_now(struct kv_store *s, int64_t now_ms);
 /* While a snapshot runs (hold true), hash tables grow only at five
- * entries per bucket and never shrink, as Redis holds them while its save
- * child runs: a rehash writes every bucket array page and entry, which the
- * snapshot must then copy. */
+ * entries per bucket and never shrink, and a rehash under way makes no
+ * steps (unless its new table holds five entries per bucket too), as Redis
+ * holds them while its save child runs: a rehash writes every bucket array
+ * page and entry, which the snapshot must then copy. */
 void kv_hold_resize(struct kv_store *s, bool hold);
 /* While the store is loaded lazily (hold true), a rehash under way makes no
  * steps and tables resize only as kv_hold_resize holds them: each step
