@@ -1327,12 +1327,17 @@ static void populate_pool(struct tk_ckpt *c)
 /* The helper thread: unprotects the ranges the background thread posts and
  * populates the pool up to its target, until told to stop and every posted
  * range is done. */
+static void lower_priority(const struct tk_ckpt *c);
+
 static void *helper_main(void *arg)
 {
     struct tk_ckpt *c = arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    /* created by the program's thread, at its priority: beside the writers
+     * (following them) it would take their CPU for the pool's page faults */
+    if (c->follow) lower_priority(c);
     struct follow fw = {.init = false};
     for (;;) {
         int word = atomic_load(&c->help_word);
