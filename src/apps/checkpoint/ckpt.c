@@ -1324,11 +1324,11 @@ static void populate_pool(struct tk_ckpt *c)
     atomic_store(&c->pool_ready, to);
 }
 
+static void lower_priority(const struct tk_ckpt *c);
+
 /* The helper thread: unprotects the ranges the background thread posts and
  * populates the pool up to its target, until told to stop and every posted
  * range is done. */
-static void lower_priority(const struct tk_ckpt *c);
-
 static void *helper_main(void *arg)
 {
     struct tk_ckpt *c = arg;
