@@ -136,19 +136,25 @@ int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_
     return set_hw(r, first, n, hw_of(r, from), hw_of(r, to), false);
 }
 
-/* The uffd service thread's changes (a declined fault, removed pages) may
- * find a region that tk_region_destroy is taking apart: it clears the magic
- * under the region's lock before it gives the memory back, so a change made
- * under the lock either ends before that or sees the region dead and does
- * nothing.  [signal-safe] */
+/* Takes r's lock for a change the uffd service thread makes (a declined
+ * fault, removed pages); false, and the lock not held, if r is being
+ * destroyed.  The service thread may have found r before it left the table:
+ * tk_region_destroy clears the magic under the lock before it gives the
+ * memory back, so a change made under the lock either ends before that or
+ * sees the region dead and does nothing.  [signal-safe] */
+static bool lock_live(struct tk_region *r, tk_hw_guard *g)
+{
+    tk__hw_lock(r, g);
+    if (tk__region_live(r)) return true;
+    tk__hw_unlock(r, g, 0, 0);
+    return false;
+}
+
+/* [signal-safe] */
 void tk__decline_wp(struct tk_region *r, size_t page)
 {
     tk_hw_guard g;
-    tk__hw_lock(r, &g);
-    if (!tk__region_live(r)) {
-        tk__hw_unlock(r, &g, 0, 0);
-        return;
-    }
+    if (!lock_live(r, &g)) return;
     atomic_fetch_or(&r->rg_state[page], PS_DECLINED);
     tk__apply(r, page, 1);
     tk__hw_unlock(r, &g, page, 1);
@@ -283,11 +289,7 @@ int tk_protection(tk_region *r, const void *addr)
 void tk__pages_removed(struct tk_region *r, size_t first, size_t n)
 {
     tk_hw_guard g;
-    tk__hw_lock(r, &g);
-    if (!tk__region_live(r)) { /* being destroyed: see tk__decline_wp */
-        tk__hw_unlock(r, &g, 0, 0);
-        return;
-    }
+    if (!lock_live(r, &g)) return;
     for (size_t i = first; i < first + n; i++) atomic_fetch_or(&r->rg_state[i], PS_MPROT);
     (void)tk__apply(r, first, n);
     if (r->rg_trap_dirty) tk__dirty_mark(r, first, n);

@@ -388,7 +388,7 @@ int tk_region_destroy(tk_region *r)
     bool unlisted = listed == 0;
     /* Under the region's lock: the uffd service thread may have found r
      * before it left the table and be about to change its pages (see
-     * tk__decline_wp); it checks the magic under the same lock. */
+     * lock_live in vm/protect.c); it checks the magic under the same lock. */
     tk_hw_guard g;
     tk__hw_lock(r, &g);
     r->rg_magic = 0;
