@@ -83,6 +83,11 @@ class Conn:
         self.s.sendall(b"".join(resp(*c) for c in cmds))
         return [self.reply() for _ in cmds]
 
+    def info(self, field):
+        """The value of an INFO field, as the server writes it (a string)."""
+        txt = self.cmd("INFO", "all").decode()
+        return next(l.split(":", 1)[1] for l in txt.split("\r\n") if l.startswith(field + ":"))
+
     def raw(self, data):
         """Sends raw bytes; returns everything the server sends until it closes
         the connection or is quiet for a second."""

@@ -22,8 +22,7 @@ c = Conn(port_from_env(), timeout=120)
 rng = random.Random(17)
 
 def info(field):
-    txt = c.cmd("INFO", "all").decode()
-    return int(next(l.split(":", 1)[1] for l in txt.split("\r\n") if l.startswith(field + ":")))
+    return int(c.info(field))
 
 base = info("used_memory")
 # ---- many sizes, then nothing, then large values
