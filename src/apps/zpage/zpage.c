@@ -37,7 +37,8 @@
  * again, so that its next touch is a single missing-page fault.  Bringing
  * back (on_missing, in the faulting thread's SIGBUS handler or on the
  * handler thread): the page is made BUSY, decompressed into a buffer on the
- * stack and placed by UFFDIO_COPY.  The old compressed data cannot be
+ * stack and placed by UFFDIO_COPY (a page kept uncompressed is placed from
+ * its slot, with no copy of ours).  The old compressed data cannot be
  * freed there (no free() in a signal handler): it goes on a lock-free list
  * the pager frees.
  */
@@ -382,11 +383,17 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
             if (r == 0) atomic_fetch_add(&z->first_touches, 1);
         } else {
             unsigned char buf[PAGE] __attribute__((aligned(64)));
-            r = decompress(z, i, kind, buf);
             /* a read keeps the copy (the page comes back write-protected);
              * a write drops it */
             clean = z->wp && !write;
-            if (r == 0) r = place(z, addr, buf, clean);
+            if (kind == Z_COMPRESSED && (z->zlen[i] & Z_RAW)) {
+                /* kept as it was: the kernel copies it from its slot
+                 * (ours while the page is BUSY) */
+                r = place(z, addr, atomic_load(&z->slot[i]), clean);
+            } else {
+                r = decompress(z, i, kind, buf);
+                if (r == 0) r = place(z, addr, buf, clean);
+            }
             if (r == 0) {
                 atomic_fetch_sub(kind == Z_COMPRESSED ? &z->n_compressed : &z->n_markers, 1);
                 if (clean) {
