@@ -9,10 +9,14 @@
  *    read at once): computed again on uffd-missing, kept on a region;
  *  - a callback that fails: the reader blocks (never reads wrong data), the
  *    error function is told, tk_lazy_array_retry() computes the page and
- *    wakes the reader; tk_lazy_array_fill() returns the error itself;
- *    without an error function the process aborts with a message;
+ *    wakes the reader; tk_lazy_array_fill() and _retry() return the
+ *    error themselves (with or without an error function); without an
+ *    error function a waiting reader's page aborts the process with a
+ *    message;
  *  - a stack grown past 300 pages by pushes and popped back, trimmed and
- *    grown again;
+ *    grown again; two threads growing one stack at once;
+ *  - a callback that faults on another structure (it grows a lazy stack)
+ *    on the array's helper thread;
  *  - cells filled by 2 producer threads while 4 consumers read them with
  *    plain loads: every value right, nobody left waiting; full cells of a
  *    page that still has empty ones read right; four readers blocked on
@@ -20,9 +24,10 @@
  *    full;
  *  - bad configurations refused with -EINVAL and a message;
  *  - faults that are not the structures' (elsewhere, above the stack's
- *    guard, a store to a cell, an array page not computed in a child of
- *    fork(), which has no thread to compute it) kill a forked child with
- *    SIGSEGV;
+ *    guard, a byte past a full stack's reservation, a store to a cell, an
+ *    array page not computed in a child of fork(), which has no thread to
+ *    compute it, a load of a cell empty at the fork in a child, where put
+ *    and take are refused) kill a forked child with SIGSEGV;
  *  - every structure destroyed while idle. */
 #include <pthread.h>
 #include <sched.h>
@@ -267,7 +272,18 @@ static void test_errors(void)
     CHECK(b[5 * PS / 8] == word_of(5, 0) && b[7 * PS / 8 + 1] == word_of(7, 1));
     CHECK_OK(tk_lazy_array_destroy(a));
 
-    /* no error function: a message and abort() */
+    /* no error function: fill and retry return the error and abort nothing */
+    atomic_store(&fail_left, 2);
+    tk_lazy_array_config c1 = array_cfg(8 * PS, fill_flaky, NULL, NULL);
+    CHECK_OK(tk_lazy_array_create(&c1, &a));
+    CHECK_ERR(tk_lazy_array_fill(a, 4, 2), -EIO);
+    CHECK(tk_lazy_array_failed(a) == 1);
+    CHECK_ERR(tk_lazy_array_retry(a), -EIO);
+    CHECK_OK(tk_lazy_array_retry(a));
+    CHECK(((const uint64_t *)tk_lazy_array_base(a))[5 * PS / 8 + 2] == word_of(5, 2));
+    CHECK_OK(tk_lazy_array_destroy(a));
+
+    /* no error function and a reader waiting: a message and abort() */
     fflush(NULL);
     pid_t pid = fork();
     CHECK(pid >= 0);
@@ -310,6 +326,63 @@ static void test_stack(void)
     }
     CHECK_ERR(tk_lazy_stack_trim(s, (64u << 20) + 1), -EINVAL);
     CHECK_OK(tk_lazy_stack_destroy(s));
+}
+
+/* Two threads grow one stack at once, each touching a page only after the
+ * one below it: the one that finds the guard being opened by the other
+ * waits for it, never takes its page for one above the guard. */
+static tk_lazy_stack *race_stack;
+static atomic_int race_go;
+
+static void *grower(void *arg)
+{
+    volatile char *b = tk_lazy_stack_base(race_stack);
+    while (!atomic_load(&race_go)) sched_yield();
+    for (size_t i = 0; i < 2000; i++) b[i * PS + (uintptr_t)arg] = 1;
+    return NULL;
+}
+
+static void test_stack_race(void)
+{
+    for (int round = 0; round < 10; round++) {
+        tk_lazy_stack_config cfg = {.max_size = 4096 * PS, .mech = mech};
+        CHECK_OK(tk_lazy_stack_create(&cfg, &race_stack));
+        atomic_store(&race_go, 0);
+        pthread_t t[2];
+        for (uintptr_t i = 0; i < 2; i++)
+            CHECK(pthread_create(&t[i], NULL, grower, (void *)i) == 0);
+        atomic_store(&race_go, 1);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        CHECK(tk_lazy_stack_pages(race_stack) == 2000);
+        CHECK_OK(tk_lazy_stack_destroy(race_stack));
+    }
+}
+
+/* A callback that faults on another structure (it grows a lazy stack):
+ * the array's helper thread takes the fault like any thread. */
+static tk_lazy_stack *cb_stack;
+
+static int fill_via_stack(void *page, size_t index, void *arg)
+{
+    (void)arg;
+    uint64_t *st = (uint64_t *)((char *)tk_lazy_stack_base(cb_stack) + index * PS);
+    *st = word_of(index, 3); /* page `index` of the stack is its guard: it grows */
+    return fill_ok(page, index, NULL);
+}
+
+static void test_callback_faults(void)
+{
+    tk_lazy_stack_config sc = {.max_size = 64 * PS, .mech = mech};
+    CHECK_OK(tk_lazy_stack_create(&sc, &cb_stack));
+    tk_lazy_array *a;
+    tk_lazy_array_config cfg = array_cfg(8 * PS, fill_via_stack, NULL, NULL);
+    CHECK_OK(tk_lazy_array_create(&cfg, &a));
+    const volatile uint64_t *b = tk_lazy_array_base(a);
+    for (size_t i = 0; i < 8; i++) CHECK(b[i * PS / 8 + 3] == word_of(i, 3));
+    CHECK(tk_lazy_stack_pages(cb_stack) == 8);
+    CHECK(((uint64_t *)tk_lazy_stack_base(cb_stack))[7 * PS / 8] == word_of(7, 3));
+    CHECK_OK(tk_lazy_array_destroy(a));
+    CHECK_OK(tk_lazy_stack_destroy(cb_stack));
 }
 
 /* ---- the cells --------------------------------------------------------------- */
@@ -488,6 +561,11 @@ static void test_bad_config(void)
     REFUSED(tk_lazy_array_create(&ac, &a), -EOPNOTSUPP, "pkeys");
     REFUSED(tk_lazy_array_create(NULL, &a), -EINVAL, "configuration");
     REFUSED(tk_lazy_array_fill(NULL, 0, 1), -EINVAL, "NULL");
+    ac.backend = TK_LAZY_AUTO;
+    ac.mech = TK_MECH_AUTO;
+    CHECK_OK(tk_lazy_array_create(&ac, &a));
+    REFUSED(tk_lazy_array_fill(a, 3, SIZE_MAX), -EINVAL, "from page 3 lie outside");
+    CHECK_OK(tk_lazy_array_destroy(a));
 
     tk_lazy_cells *c;
     tk_lazy_cells_config cc = {.ncells = 0};
@@ -512,6 +590,8 @@ static void test_bad_config(void)
     REFUSED(tk_lazy_cell_put(c, 0, big, tk_lazy_cells_cell_size(c) + 1), -EINVAL, "do not fit");
     REFUSED(tk_lazy_cell_put(c, 4, big, 8), -EINVAL, "no cell 4");
     REFUSED(tk_lazy_cell_take(c, 9, big, 8), -EINVAL, "no cell 9");
+    REFUSED(tk_lazy_cell_put(c, 0, NULL, 8), -EINVAL, "value is NULL");
+    REFUSED(tk_lazy_cell_take(c, 0, NULL, 8), -EINVAL, "buffer is NULL");
     CHECK_ERR(tk_lazy_cell_full(c, 4), -EINVAL);
     CHECK_OK(tk_lazy_cells_destroy(c));
 
@@ -524,6 +604,8 @@ static void test_bad_config(void)
 }
 
 /* ---- faults that are not ours ------------------------------------------------- */
+
+static tk_lazy_cells *fork_cells; /* (dies_of_segv's case 5) */
 
 static void dies_of_segv(int what)
 {
@@ -549,6 +631,28 @@ static void dies_of_segv(int what)
             if (b[1] != word_of(0, 1)) _exit(4);
             if (tk_lazy_array_fill(arr, 2, 1) != -ECHILD) _exit(5);
             (void)b[3 * PS / 8];
+        } else if (what == 4) {
+            /* one byte past a stack grown to its reservation: nothing of
+             * the program's can be mapped there (the page after it is the
+             * stack's, no-access) */
+            tk_lazy_stack *s;
+            tk_lazy_stack_config cfg = {.max_size = 16 * PS, .mech = mech};
+            if (tk_lazy_stack_create(&cfg, &s)) _exit(3);
+            volatile char *b = tk_lazy_stack_base(s);
+            for (size_t i = 0; i < 16; i++) b[i * PS] = 1;
+            void *after = mmap((char *)b + 16 * PS, PS, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+            if (after != MAP_FAILED) _exit(4);
+            b[16 * PS] = 1;
+        } else if (what == 5) {
+            /* cells in a child of fork(): the memory is the parent's too, so
+             * put and take are refused; a full cell reads; a load of an
+             * empty one is passed on instead of waiting for ever */
+            uint64_t v = 7;
+            if (tk_lazy_cell_put(fork_cells, 1, &v, 8) != -ECHILD) _exit(4);
+            if (tk_lazy_cell_take(fork_cells, 0, &v, 8) != -ECHILD) _exit(5);
+            if (*(volatile uint64_t *)tk_lazy_cell_addr(fork_cells, 0) != 111) _exit(6);
+            (void)*(volatile uint64_t *)tk_lazy_cell_addr(fork_cells, 1);
         } else {
             /* a store to an empty cell */
             tk_lazy_cells *c;
@@ -597,10 +701,24 @@ int main(int argc, char **argv)
     test_dropped();
     test_errors();
     test_stack();
+    test_stack_race();
+    test_callback_faults();
     test_cells();
     test_same_cell();
     test_handoff();
     for (int what = 0; what < 3; what++) dies_of_segv(what);
+    dies_of_segv(4);
+    tk_lazy_cells_config cc = {.ncells = 4, .mech = mech};
+    CHECK_OK(tk_lazy_cells_create(&cc, &fork_cells));
+    uint64_t v = 111;
+    CHECK_OK(tk_lazy_cell_put(fork_cells, 0, &v, 8));
+    dies_of_segv(5);
+    CHECK(*(volatile uint64_t *)tk_lazy_cell_addr(fork_cells, 0) ==
+          111); /* the parent's, as it was */
+    CHECK(tk_lazy_cell_full(fork_cells, 1) == 0);
+    CHECK_OK(tk_lazy_cell_take(fork_cells, 0, &v, 8));
+    CHECK(v == 111);
+    CHECK_OK(tk_lazy_cells_destroy(fork_cells));
     tk_lazy_array_config cfg = array_cfg(8 * PS, fill_ok, NULL, NULL);
     CHECK_OK(tk_lazy_array_create(&cfg, &arr));
     CHECK(((volatile uint64_t *)tk_lazy_array_base(arr))[1] == word_of(0, 1));

@@ -49,16 +49,18 @@
  * tk_lazy_array_retry() runs the callback again for every failed page
  * (on the calling thread) and, when it succeeds, wakes the blocked
  * readers.  Without an error function trapkit writes the message to stderr
- * and aborts the process.  tk_lazy_array_fill() computes pages explicitly
- * and returns the callback's error instead.
+ * and aborts the process.  tk_lazy_array_fill() and _retry() compute pages
+ * explicitly and return the callback's error (the page stays failed; the
+ * error function is called too, and without one nothing aborts).
  *
  * The lazy stack.  A reservation of max_size bytes whose pages start
  * no-access.  A touch of the guard - the first page above the part touched
  * so far - opens it (the kernel gives a zero page), and the next page becomes
  * the guard: the program pushes without a bounds check and the stack grows
  * a page at a time.  A touch further up than the guard, or past the
- * reservation, is not the stack's (it is passed on: the program dies of
- * SIGSEGV, as on an overflowed thread stack).  tk_lazy_stack_trim() gives
+ * reservation (a page after it is kept no-access for that), is not the
+ * stack's (it is passed on: the program dies of SIGSEGV, as on an
+ * overflowed thread stack).  tk_lazy_stack_trim() gives
  * the pages above a point back to the kernel and puts the guard back.
  *
  * Cells (full/empty bits, futures).  An array of ncells cells of cell_size
@@ -83,9 +85,13 @@
  * choose posix for sub-page cells); pagemap-scan, soft-dirty and pkeys are
  * refused (-EOPNOTSUPP).
  *
- * fork().  A child keeps the stacks and cells (trapkit regions, with their
- * protections; a cell is filled there only by the child's own put) and the
- * pages of each array computed before the fork, but not the arrays' helper
+ * fork().  A child keeps the stacks (trapkit regions, with their
+ * protections), the cells, and the pages of each array computed before the
+ * fork.  The cells' memory is a memfd shared with the child (MAP2): the
+ * child may read the cells full at the fork (a value the parent takes or
+ * puts later shows through), tk_lazy_cell_put and _take fail there with
+ * -ECHILD, and a load of a cell empty at the fork is passed on (SIGSEGV)
+ * instead of waiting for ever.  The child does not get the arrays' helper
  * threads: in the child a touch of an array page not computed yet is passed
  * on (SIGSEGV; for an uffd-missing array, whose child copy the kernel does
  * not register with the userfaultfd, trapkit makes those pages inaccessible

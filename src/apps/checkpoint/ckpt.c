@@ -1332,9 +1332,7 @@ static void lower_priority(const struct tk_ckpt *c);
 static void *helper_main(void *arg)
 {
     struct tk_ckpt *c = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    tk__block_async_signals();
     /* created by the program's thread, at its priority: beside the writers
      * (following them) it would take their CPU for the pool's page faults */
     if (c->follow) lower_priority(c);
@@ -1764,9 +1762,7 @@ static void fail_start(struct tk_ckpt *c, int err);
 static void *snapshot_thread(void *arg)
 {
     struct tk_ckpt *c = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    tk__block_async_signals();
     c->cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
     if (c->async_arm) {
         /* at the program's priority: writers wait for the pause's end */

@@ -546,12 +546,7 @@ static void *prefetch_main(void *arg)
 
 static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* no signal of the program lands there */
-    int r = pthread_create(t, NULL, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return -r;
+    return tk__thread_start(t, fn, arg); /* no signal of the program lands there */
 }
 
 /* ---- the API ---------------------------------------------------------------- */

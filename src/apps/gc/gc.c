@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "os/linux/os.h"
 
 #ifndef __x86_64__
 #error "the collector reads x86-64 registers from a signal's context"
@@ -779,8 +780,8 @@ static void start_helpers(void)
         P.pool = p;
     }
     sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    tk__async_signals(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     while (P.started + 1 < P.want) {
         pthread_t t;
         if (pthread_create(&t, NULL, helper_main, &P.m[P.started + 1]) != 0) break;
@@ -1845,8 +1846,8 @@ static int start_marker_locked(void)
     if (!atfork && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) return -ENOMEM;
     atfork = true;
     sigset_t all, old;
-    sigfillset(&all); /* the program's signals go to its own threads */
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    tk__async_signals(&all); /* the program's signals go to its own threads */
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     int e = pthread_create(&G.marker, NULL, marker_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e) return -e;

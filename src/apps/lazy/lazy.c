@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/region_impl.h" /* tk__defer_signals */
 #include "os/linux/os.h"
 #include "trapkit/fast.h"
 
@@ -98,16 +99,11 @@ static void say(const char *a, uint64_t x, const char *b)
     tk__write_stderr(msg);
 }
 
-/* A helper thread with every signal blocked: the program's signals are not
- * for it (a synchronous fault still reaches it). */
+/* A helper thread with the program's (asynchronous) signals blocked; a
+ * fault in a callback it runs reaches trapkit's handler as in any thread. */
 static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int r = pthread_create(t, NULL, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return -r;
+    return tk__thread_start(t, fn, arg);
 }
 
 /* Returns err with the calling thread's last error prefixed by who (the
@@ -179,6 +175,7 @@ static void reg_lock_drop(void)
 }
 
 static tk_lazy_array *reg_head;
+static tk_lazy_cells *reg_cells; /* the live cells, on the same lock */
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void)
@@ -190,8 +187,11 @@ static void fork_parent(void)
     reg_lock_drop();
 }
 
+static void cells_orphan(void);
+
 static void fork_child(void)
 {
+    cells_orphan();
     for (tk_lazy_array *a = reg_head; a; a = a->next) {
         atomic_store(&a->orphan, true);
         a->have_thread = false; /* not the child's to join */
@@ -240,11 +240,15 @@ static void wake_all(atomic_int *w)
     tk__futex_wake(w, INT_MAX);
 }
 
-/* The callback failed on page i: the page is FAILED and the error told. */
-static void array_failed(tk_lazy_array *a, size_t i, int err)
+/* The callback failed on page i: the page is FAILED and the error told to
+ * the error function; without one, the message and abort(), unless the
+ * page was asked for by tk_lazy_array_fill or _retry (`explicit`), which
+ * return the error instead. */
+static void array_failed(tk_lazy_array *a, size_t i, int err, bool explicit)
 {
     atomic_store(&a->state[i], P_FAILED);
     wake_all(&a->state[i]);
+    if (explicit && !a->on_error) return;
     char msg[200];
     snprintf(msg, sizeof msg,
              "trapkit: lazy array %p: computing page %zu failed (%s); its readers wait "
@@ -293,8 +297,9 @@ static int array_place(tk_lazy_array *a, size_t i, const unsigned char *src)
 
 /* Computes page i, which the caller moved to BUSY, into buf (uffd-missing)
  * or through the view (region), and places it.  Returns 0 or the error
- * (the page is FAILED then). */
-static int array_compute(tk_lazy_array *a, size_t i, unsigned char *buf)
+ * (the page is FAILED then; explicit: asked for by fill or retry, see
+ * array_failed). */
+static int array_compute(tk_lazy_array *a, size_t i, unsigned char *buf, bool explicit)
 {
     unsigned char *at = a->missing ? buf : a->view + i * a->ps;
     memset(at, 0, a->ps);
@@ -306,7 +311,7 @@ static int array_compute(tk_lazy_array *a, size_t i, unsigned char *buf)
         if ((err = array_place(a, i, at))) atomic_fetch_sub(&a->computed, 1);
     }
     if (err) {
-        array_failed(a, i, err);
+        array_failed(a, i, err, explicit);
         return err;
     }
     atomic_store(&a->state[i], P_DONE);
@@ -332,7 +337,7 @@ static void on_missing(void *arg, uintptr_t addr, uint64_t flags)
     size_t i = (addr - (uintptr_t)a->base) / a->ps;
     if (addr < (uintptr_t)a->base || i >= a->npages) return;
     if (claim(&a->state[i], 1u << P_EMPTY) >= 0) {
-        array_compute(a, i, a->buf);
+        array_compute(a, i, a->buf, false);
     } else if (atomic_load(&a->state[i]) == P_DONE) {
         /* A computed page the faulting thread found missing.  Either it was
          * placed meanwhile by an explicit fill (wake the thread, should it
@@ -343,7 +348,7 @@ static void on_missing(void *arg, uintptr_t addr, uint64_t flags)
         unsigned char in = 1;
         void *hp = (void *)(addr & ~(uintptr_t)(hw - 1));
         if (mincore(hp, hw, &in) == 0 && !(in & 1) && claim(&a->state[i], 1u << P_DONE) >= 0)
-            array_compute(a, i, a->buf);
+            array_compute(a, i, a->buf, false);
         else
             tk__uffd_wake(a->uffd, (char *)a->base + i * a->ps, a->ps);
     }
@@ -370,7 +375,7 @@ static void *worker_main(void *arg)
             atomic_store(slot, 0);
             a->ring_head++;
             size_t i = v - 1;
-            if (claim(&a->state[i], 1u << P_REQUESTED) >= 0) array_compute(a, i, NULL);
+            if (claim(&a->state[i], 1u << P_REQUESTED) >= 0) array_compute(a, i, NULL, false);
             continue;
         }
         if (atomic_load(&a->stop)) break;
@@ -609,8 +614,8 @@ static int array_run(tk_lazy_array *a, size_t first, size_t n, unsigned from, co
     if (atomic_load(&a->orphan))
         return tk__failf(-ECHILD, "%s: the array belongs to the parent of this fork() child", who);
     if (first > a->npages || n > a->npages - first)
-        return tk__failf(-EINVAL, "%s: pages %zu..%zu lie outside the array's %zu", who, first,
-                         first + n, a->npages);
+        return tk__failf(-EINVAL, "%s: %zu pages from page %zu lie outside the array's %zu", who, n,
+                         first, a->npages);
     unsigned char *buf = NULL;
     if (a->missing && posix_memalign((void **)&buf, hw_page(), a->ps))
         return tk__failf(-ENOMEM, "%s: out of memory", who);
@@ -619,13 +624,13 @@ static int array_run(tk_lazy_array *a, size_t first, size_t n, unsigned from, co
         atomic_int *st = &a->state[i];
         int err = 0;
         if (claim(st, from) >= 0) {
-            err = array_compute(a, i, buf);
+            err = array_compute(a, i, buf, true);
         } else {
             /* another thread's: wait until it is done or failed */
             int s;
             while ((s = atomic_load(st)) == P_BUSY || s == P_REQUESTED) {
                 if (s == P_REQUESTED && claim(st, 1u << P_REQUESTED) >= 0) {
-                    err = array_compute(a, i, buf);
+                    err = array_compute(a, i, buf, true);
                     break;
                 }
                 tk__futex_wait(st, s);
@@ -668,28 +673,52 @@ struct tk_lazy_stack {
     tk_region *region;
     unsigned char *base;
     size_t max, npages;
-    atomic_size_t top; /* pages open; page `top` is the guard */
+    atomic_size_t top;  /* pages open; page `top` is the guard */
+    atomic_int opening; /* a thread is opening the guard (top moves next) */
 };
 
 /* A fault in the stack's reservation: the guard opens, a page below it was
  * opened meanwhile, anything above is passed on.  Runs in the faulting
  * thread's signal handler (or on uffd-thread's service thread):
- * async-signal-safe (tk_protect and atomics). */
+ * async-signal-safe (tk_protect, atomics, the signal mask).
+ *
+ * One thread at a time opens the guard, and moves top past it before it
+ * lets go: a thread that uses the page it opened and touches the next one
+ * finds that page to be the guard, or the guard being opened (it waits for
+ * top to move), never "above the guard".  The opener's asynchronous
+ * signals are deferred while it holds `opening`, so a handler of the
+ * program that grows the stack in the same thread cannot wait for it. */
 static tk_action stack_fault(const tk_fault *f, void *arg)
 {
     tk_lazy_stack *s = arg;
     size_t p = ((uintptr_t)f->page - (uintptr_t)s->base) / hw_page();
-    size_t top = atomic_load(&s->top);
-    if (p < top) return TK_RESUME;
-    if (p > top || p >= s->npages) {
-        say(p >= s->npages ? "lazy stack: a touch past its reservation, at byte "
-                           : "lazy stack: a touch above its guard page, at byte ",
-            (uintptr_t)f->addr - (uintptr_t)s->base, "; passed on");
-        return TK_DECLINE;
+    for (;;) {
+        size_t top = atomic_load(&s->top);
+        if (p < top) return TK_RESUME;
+        if (p > top || p >= s->npages) {
+            if (p < s->npages && atomic_load(&s->opening)) { /* top is about to move */
+                sched_yield();
+                continue;
+            }
+            if (atomic_load(&s->top) != top) continue; /* moved meanwhile */
+            say(p >= s->npages ? "lazy stack: a touch past its reservation, at byte "
+                               : "lazy stack: a touch above its guard page, at byte ",
+                (uintptr_t)f->addr - (uintptr_t)s->base, "; passed on");
+            return TK_DECLINE;
+        }
+        uint64_t mask;
+        tk__defer_signals(&mask);
+        if (atomic_exchange(&s->opening, 1)) { /* another thread opens it */
+            tk__restore_signals(&mask);
+            sched_yield();
+            continue;
+        }
+        bool ok = atomic_load(&s->top) != top || tk_unprot(s->region, f->page, hw_page()) == 0;
+        if (ok) atomic_compare_exchange_strong(&s->top, &top, top + 1);
+        atomic_store(&s->opening, 0);
+        tk__restore_signals(&mask);
+        if (!ok) return TK_DECLINE;
     }
-    if (tk_unprot(s->region, f->page, hw_page())) return TK_DECLINE;
-    atomic_compare_exchange_strong(&s->top, &top, top + 1);
-    return TK_RESUME;
 }
 
 int tk_lazy_stack_create(const tk_lazy_stack_config *cfg, tk_lazy_stack **out)
@@ -708,7 +737,10 @@ int tk_lazy_stack_create(const tk_lazy_stack_config *cfg, tk_lazy_stack **out)
     max = (max + hw - 1) / hw * hw;
     tk_lazy_stack *s = calloc(1, sizeof *s);
     if (!s) return tk__failf(-ENOMEM, "%s: out of memory", who);
-    tk_region_config rc = {.len = max,
+    /* a page more than max, never opened: a touch just past the stack's
+     * end faults (it is passed on, as a touch of a thread stack's guard)
+     * instead of reaching whatever is mapped after it */
+    tk_region_config rc = {.len = max + hw,
                            .handler = stack_fault,
                            .arg = s,
                            .mech = cfg->mech,
@@ -780,7 +812,18 @@ struct tk_lazy_cells {
     size_t n, size;
     atomic_int *state;   /* per cell, C_* */
     atomic_int *waiting; /* per cell: readers blocked */
+    /* in a child of fork(): the memory is the parent's too (MAP2 shares
+     * its memfd), so the child neither puts nor takes, and a load of a cell
+     * empty at the fork is passed on instead of waiting for ever */
+    atomic_bool orphan;
+    tk_lazy_cells *next; /* the registry (reg_cells) */
 };
+
+/* fork_child's part for the cells (the registry's lock is held). */
+static void cells_orphan(void)
+{
+    for (tk_lazy_cells *c = reg_cells; c; c = c->next) atomic_store(&c->orphan, true);
+}
 
 /* A fault on a cell: a load from an empty cell waits until it is full; a
  * store is passed on (cells are filled by tk_lazy_cell_put).  Runs in the
@@ -800,6 +843,11 @@ static tk_action cells_fault(const tk_fault *f, void *arg)
     atomic_int *st = &c->state[i];
     int s;
     if ((s = atomic_load(st)) == C_FULL) return TK_RESUME;
+    if (atomic_load(&c->orphan)) {
+        say("lazy cells: a load of cell ", i,
+            ", empty when this process was forked: nothing can fill it here; passed on");
+        return TK_DECLINE;
+    }
     atomic_fetch_add(&c->waiting[i], 1);
     while ((s = atomic_load(st)) != C_FULL) tk__futex_wait(st, s);
     atomic_fetch_sub(&c->waiting[i], 1);
@@ -877,6 +925,11 @@ int tk_lazy_cells_create(const tk_lazy_cells_config *cfg, tk_lazy_cells **out)
         tk_lazy_cells_destroy(c);
         return err;
     }
+    pthread_once(&reg_once, reg_init);
+    reg_lock_take();
+    c->next = reg_cells;
+    reg_cells = c;
+    reg_lock_drop();
     *out = c;
     return 0;
 }
@@ -884,6 +937,13 @@ int tk_lazy_cells_create(const tk_lazy_cells_config *cfg, tk_lazy_cells **out)
 int tk_lazy_cells_destroy(tk_lazy_cells *c)
 {
     if (!c) return tk__fail(-EINVAL, "tk_lazy_cells_destroy: the cells are NULL");
+    reg_lock_take();
+    for (tk_lazy_cells **p = &reg_cells; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    reg_lock_drop();
     if (c->view) tk_unmap2(c->region, c->view);
     if (c->region) tk_region_destroy(c->region);
     free((void *)c->state);
@@ -930,7 +990,13 @@ int tk_lazy_cell_put(tk_lazy_cells *c, size_t i, const void *val, size_t len)
 {
     static const char who[] = "tk_lazy_cell_put";
     if (!c || i >= c->n) return tk__failf(-EINVAL, "%s: no cell %zu", who, i);
-    if (len > c->size || (len && !val))
+    if (atomic_load(&c->orphan))
+        return tk__failf(-ECHILD,
+                         "%s: the cells belong to the parent of this fork() child (their memory "
+                         "is shared with it)",
+                         who);
+    if (len && !val) return tk__failf(-EINVAL, "%s: the value is NULL", who);
+    if (len > c->size)
         return tk__failf(-EINVAL, "%s: %zu bytes do not fit a cell of %zu", who, len, c->size);
     cell_move(c, i, C_EMPTY, C_FILLING);
     unsigned char *v = c->view + i * c->size;
@@ -949,7 +1015,13 @@ int tk_lazy_cell_take(tk_lazy_cells *c, size_t i, void *out, size_t len)
 {
     static const char who[] = "tk_lazy_cell_take";
     if (!c || i >= c->n) return tk__failf(-EINVAL, "%s: no cell %zu", who, i);
-    if (len > c->size || (len && !out))
+    if (atomic_load(&c->orphan))
+        return tk__failf(-ECHILD,
+                         "%s: the cells belong to the parent of this fork() child (their memory "
+                         "is shared with it)",
+                         who);
+    if (len && !out) return tk__failf(-EINVAL, "%s: the buffer is NULL", who);
+    if (len > c->size)
         return tk__failf(-EINVAL, "%s: %zu bytes do not fit a cell of %zu", who, len, c->size);
     cell_move(c, i, C_FULL, C_EMPTYING);
     int err = tk_protect(c->region, c->base + i * c->size, c->size, TK_PROT_NONE);

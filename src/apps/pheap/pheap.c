@@ -57,6 +57,7 @@
 #include "arch/x86_64/insn.h"
 #include "core/internal.h"
 #include "core/region_impl.h" /* tk__defer_signals */
+#include "os/linux/os.h"
 #include "trapkit/error.h"
 
 enum {
@@ -1579,9 +1580,7 @@ static void write_ahead(tk_ph *ph)
 static void *applier_main(void *arg)
 {
     tk_ph *ph = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL); /* (the program's signals are not for it) */
+    tk__block_async_signals(); /* (the program's signals are not for it) */
     pthread_mutex_lock(&ph->lk);
     for (;;) {
         while (!ph->stop && !ahead_wanted(ph) &&

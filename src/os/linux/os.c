@@ -334,16 +334,31 @@ int tk__sigmask(int how, const void *set, void *old)
     RETURN(0);
 }
 
+void tk__async_signals(sigset_t *s)
+{
+    sigfillset(s);
+    sigdelset(s, SIGSEGV);
+    sigdelset(s, SIGBUS);
+    sigdelset(s, SIGILL);
+    sigdelset(s, SIGFPE);
+    sigdelset(s, SIGTRAP);
+}
+
 void tk__block_async_signals(void)
 {
     sigset_t s;
-    sigfillset(&s);
-    sigdelset(&s, SIGSEGV);
-    sigdelset(&s, SIGBUS);
-    sigdelset(&s, SIGILL);
-    sigdelset(&s, SIGFPE);
-    sigdelset(&s, SIGTRAP);
+    tk__async_signals(&s);
     pthread_sigmask(SIG_BLOCK, &s, NULL);
+}
+
+int tk__thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    sigset_t s, old;
+    tk__async_signals(&s);
+    pthread_sigmask(SIG_BLOCK, &s, &old);
+    int r = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -r;
 }
 
 int tk__arch_prctl(int code, unsigned long *arg)

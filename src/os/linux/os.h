@@ -108,6 +108,17 @@ int tk__sigmask(int how, const void *set, void *old);
  * setuid() in another thread does not wait for it for ever. */
 void tk__block_async_signals(void);
 
+/* The asynchronous signals tk__block_async_signals blocks, in *s. */
+void tk__async_signals(sigset_t *s);
+
+/* pthread_create of a thread of trapkit's own that starts with the
+ * asynchronous signals blocked (and the caller's mask as it was after).
+ * Its synchronous signals stay open: blocked, a fault there would not reach
+ * trapkit's handler (the kernel resets the signal to its default action and
+ * the process dies), so code it runs (a program's callback, a read of a
+ * protected page) could not be handled.  Returns 0 or a negative errno. */
+int tk__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
 /* arch_prctl(code, arg).  Returns 0 or a negative errno. */
 int tk__arch_prctl(int code, unsigned long *arg);
 
