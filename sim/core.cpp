@@ -2,9 +2,11 @@
 #include "core.hpp"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -199,8 +201,11 @@ bool Config::set(const std::string &key, const std::string &value, std::string *
     }
     if (key == "stuck_cycles") {
         char *end;
+        errno = 0;
         unsigned long long v = strtoull(value.c_str(), &end, 10);
-        if (*end || value.empty() || v < 100) {
+        // (strtoull takes "-1" as 2^64 - 1: only digits are a count)
+        if (*end || value.empty() || value[0] < '0' || value[0] > '9' || errno == ERANGE ||
+            v < 100) {
             *err = "stuck_cycles = " + value + ": wants a whole number of at least 100";
             return false;
         }
@@ -213,6 +218,11 @@ bool Config::set(const std::string &key, const std::string &value, std::string *
 
 bool Config::read(const std::string &path, std::string *err)
 {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        *err = path + ": a directory, not a configuration file";
+        return false;
+    }
     std::ifstream f(path);
     if (!f) {
         *err = path + ": cannot be read";
@@ -253,6 +263,26 @@ bool Config::line_ok() const
                ((size / (assoc * line)) & (size / (assoc * line) - 1)) == 0;
     };
     return ok(l1i_size, l1i_assoc) && ok(l1d_size, l1d_assoc);
+}
+
+bool Config::check(std::string *err) const
+{
+    if (!line_ok()) {
+        *err = "the caches' sizes, ways and line size do not make whole sets";
+        return false;
+    }
+    // a correct run may go this long without a commit: an instruction-cache
+    // miss, then the handler's loads and the access each missing the
+    // D-cache, behind the longest divide
+    uint64_t quiet = 16ull * static_cast<uint64_t>(mem_latency + std::max(lat_div, lat_fdiv));
+    if (stuck_cycles < quiet) {
+        *err = "stuck_cycles = " + std::to_string(stuck_cycles) +
+               " is shorter than a correct run may go without a commit with these latencies "
+               "(16 x (mem_latency + the longest divide) = " +
+               std::to_string(quiet) + ")";
+        return false;
+    }
+    return true;
 }
 
 std::string Config::describe() const
@@ -1799,7 +1829,10 @@ void Core::fetch_handler()
     int n = std::min(c_.fetch_width, c_.fetch_queue - static_cast<int>(fetchq_size()));
     for (; n > 0; n--) {
         if (fetch_seq_ == stream_end_) { // the machine runs the next one
-            if (m_.exited()) {
+            // (none past run()'s limit: the run stops with exactly that
+            // many committed, and no instruction after them has run - its
+            // system calls included - as with --functional)
+            if (m_.exited() || stream_end_ >= max_insns_) {
                 program_ended_ = true;
                 moved_ = true;
                 return;

@@ -103,6 +103,10 @@ struct Config {
     bool set(const std::string &key, const std::string &value, std::string *err);
     std::string describe() const;
     bool line_ok() const; // the caches' sizes make whole, power-of-two sets
+    // line_ok(), and a stuck_cycles no correct run reaches with these
+    // latencies: the whole configuration's check, once every value is set.
+    // False with a message.
+    bool check(std::string *err) const;
 };
 
 struct Stats {

@@ -224,21 +224,43 @@ bool Machine::load(const std::string &path, const std::vector<std::string> &argv
         *err = path + ": " + strerror(errno);
         return false;
     }
+    // The file is read a part at a time (the header, the program headers,
+    // each segment straight into guest memory): its size is no limit, and
+    // every offset and length in it is checked against it without overflow.
+    struct FdCloser {
+        int fd;
+        ~FdCloser() { close(fd); }
+    } closer{fd};
     struct stat st;
-    fstat(fd, &st);
-    std::vector<uint8_t> f(static_cast<size_t>(st.st_size));
-    ssize_t got = st.st_size > 0 ? pread(fd, f.data(), f.size(), 0) : 0;
-    close(fd);
-    if (got != st.st_size || f.size() < SELFMAG || memcmp(f.data(), ELFMAG, SELFMAG) != 0) {
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        *err = path + (S_ISDIR(st.st_mode) ? ": a directory" : ": cannot be read");
+        return false;
+    }
+    const uint64_t fsize = static_cast<uint64_t>(st.st_size);
+    auto read_at = [fd](void *buf, uint64_t len, uint64_t off) {
+        uint64_t done = 0;
+        while (done < len) {
+            ssize_t n = pread(fd, static_cast<char *>(buf) + done, len - done,
+                              static_cast<off_t>(off + done));
+            if (n <= 0) return false;
+            done += static_cast<uint64_t>(n);
+        }
+        return true;
+    };
+    unsigned char magic[SELFMAG];
+    if (fsize < SELFMAG || !read_at(magic, SELFMAG, 0) || memcmp(magic, ELFMAG, SELFMAG) != 0) {
         *err = path + ": not an ELF file";
         return false;
     }
-    if (f.size() < sizeof(Elf64_Ehdr)) {
-        *err = path + ": a truncated ELF file (" + std::to_string(f.size()) + " bytes)";
+    if (fsize < sizeof(Elf64_Ehdr)) {
+        *err = path + ": a truncated ELF file (" + std::to_string(fsize) + " bytes)";
         return false;
     }
     Elf64_Ehdr eh;
-    memcpy(&eh, f.data(), sizeof eh);
+    if (!read_at(&eh, sizeof eh, 0)) {
+        *err = path + ": cannot be read: " + strerror(errno);
+        return false;
+    }
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
         eh.e_ident[EI_DATA] != ELFDATA2LSB) {
         *err = path + ": not a 64-bit little-endian ELF file";
@@ -252,21 +274,26 @@ bool Machine::load(const std::string &path, const std::vector<std::string> &argv
         *err = path + ": not a static executable (build it with -static, without -pie)";
         return false;
     }
-    if (eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > f.size()) {
+    const uint64_t ph_bytes = uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr);
+    if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > fsize ||
+        ph_bytes > fsize - eh.e_phoff) {
         *err = path + ": program headers outside the file";
         return false;
     }
+    std::vector<Elf64_Phdr> phs(eh.e_phnum);
+    if (ph_bytes && !read_at(phs.data(), ph_bytes, eh.e_phoff)) {
+        *err = path + ": cannot be read: " + strerror(errno);
+        return false;
+    }
     uint64_t end = 0, phdr_addr = 0;
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        Elf64_Phdr ph;
-        memcpy(&ph, f.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    for (const Elf64_Phdr &ph : phs) {
         if (ph.p_type == PT_INTERP) {
             *err = path + ": dynamically linked (tksim runs static programs: link with -static)";
             return false;
         }
         if (ph.p_type != PT_LOAD) continue;
-        if (ph.p_offset + ph.p_filesz > f.size() || ph.p_filesz > ph.p_memsz ||
-            ph.p_vaddr + ph.p_memsz > MMAP_BASE) {
+        if (ph.p_offset > fsize || ph.p_filesz > fsize - ph.p_offset || ph.p_filesz > ph.p_memsz ||
+            ph.p_vaddr > MMAP_BASE || ph.p_memsz > MMAP_BASE - ph.p_vaddr) {
             *err = path + ": a loadable segment outside the file or the address space";
             return false;
         }
@@ -274,7 +301,10 @@ bool Machine::load(const std::string &path, const std::vector<std::string> &argv
             *err = path + ": cannot map a segment";
             return false;
         }
-        memcpy(base_ + ph.p_vaddr, f.data() + ph.p_offset, ph.p_filesz);
+        if (ph.p_filesz && !read_at(base_ + ph.p_vaddr, ph.p_filesz, ph.p_offset)) {
+            *err = path + ": cannot be read: " + strerror(errno);
+            return false;
+        }
         if (eh.e_phoff >= ph.p_offset && eh.e_phoff < ph.p_offset + ph.p_filesz)
             phdr_addr = ph.p_vaddr + (eh.e_phoff - ph.p_offset);
         end = std::max(end, ph.p_vaddr + ph.p_memsz);
@@ -284,12 +314,22 @@ bool Machine::load(const std::string &path, const std::vector<std::string> &argv
         return false;
     }
     brk_start_ = brk_ = page_up(end);
+    std::string base = path.substr(path.rfind('/') + 1); // (as Linux names the task)
+    memcpy(thread_name_, base.c_str(), std::min(base.size(), sizeof thread_name_ - 1));
     char *real = realpath(path.c_str(), nullptr);
     exe_path_ = real ? real : path;
     free(real);
 
     // The initial stack, as Linux builds it: strings at the top, 16
     // random bytes, then (16-byte aligned) argc, argv, envp, auxv.
+    size_t strings = path.size() + 1;
+    for (const std::string &s : argv) strings += s.size() + 1 + 8;
+    for (const std::string &s : envp) strings += s.size() + 1 + 8;
+    if (strings > STACK_SIZE / 4) { // (Linux: E2BIG past a quarter of the stack's limit)
+        *err = path + ": the arguments and environment take " + std::to_string(strings) +
+               " bytes, more than a quarter of the stack";
+        return false;
+    }
     map(STACK_TOP - STACK_SIZE, STACK_SIZE);
     uint64_t sp = STACK_TOP;
     auto push_str = [&](const std::string &s) {

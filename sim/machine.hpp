@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -348,6 +349,10 @@ class Machine
     uint64_t pc_ = 0, instret_ = 0;
     uint32_t fcsr_ = 0;
     uint64_t brk_start_ = 0, brk_ = 0, mmap_next_ = MMAP_BASE;
+    // The first page address from `from` where len bytes are free below the
+    // stack, or NO_ROOM.
+    static constexpr uint64_t NO_ROOM = ~0ull;
+    uint64_t find_free(uint64_t from, uint64_t len) const;
     uint64_t reservation_ = ~0ull;
     bool exited_ = false;
     int exit_code_ = 0;
@@ -379,7 +384,8 @@ class Machine
     uint64_t sigmask_ = 0;
     uint64_t altstack_[3] = {0, 2, 0}; // sp, flags (SS_DISABLE), size
     uint64_t slept_ns_ = 0;            // the clocks run on by the program's sleeps
-    std::vector<bool> reported_;       // unsupported system calls already reported
+    char thread_name_[16] = {};        // prctl(PR_SET_NAME): the program's name at the start
+    std::set<uint64_t> reported_;      // unsupported system calls already reported
 
     // The decoded-instruction cache: direct-mapped by PC.  An entry's tag
     // is its PC (below SPACE, 2^38) with the epoch it was decoded in above

@@ -30,9 +30,12 @@
 // -ENOSYS: glibc tries newer calls and falls back on ENOSYS, as it must on
 // older kernels.
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/uio.h>
@@ -183,6 +186,26 @@ bool Machine::range_mapped(uint64_t addr, uint64_t len) const
     return true;
 }
 
+uint64_t Machine::find_free(uint64_t from, uint64_t len) const
+{
+    const uint64_t limit = STACK_TOP - STACK_SIZE; // (the stack's reservation is below its top)
+    uint64_t need = len / PAGE, run = 0, start = from / PAGE;
+    for (uint64_t p = from / PAGE; p < limit / PAGE;) {
+        if (run >= need) break;
+        if (p % 64 == 0 && p + 64 <= limit / PAGE && map_bits_[p / 64] == 0) {
+            run += 64; // a whole free word
+            p += 64;
+        } else if (mapped(p)) {
+            run = 0;
+            start = ++p;
+        } else {
+            run++;
+            p++;
+        }
+    }
+    return run >= need && start * PAGE + len < limit ? start * PAGE : NO_ROOM;
+}
+
 bool Machine::range_free(uint64_t addr, uint64_t len) const
 {
     if (addr >= SPACE || len > SPACE - addr) return false;
@@ -230,13 +253,20 @@ uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int 
             return err(EEXIST);
         at = addr;
     } else {
-        at = mmap_next_;
-        while (at + len < STACK_TOP - STACK_SIZE && !range_free(at, len)) at += PAGE;
+        // first fit from where the last one went, then from the start
+        // again (space unmapped since is used again)
+        at = find_free(mmap_next_, len);
+        if (at == NO_ROOM) at = find_free(MMAP_BASE, len);
+        if (at == NO_ROOM) return err(ENOMEM);
         mmap_next_ = at + len + PAGE; // a hole between mappings
     }
     if (at + len >= STACK_TOP - STACK_SIZE && !(flags & MAP_FIXED)) return err(ENOMEM);
+    // What is not mapped reads as zeros (unmap() leaves fresh pages), so
+    // only a fixed mapping over mapped pages has contents to drop; the
+    // pages are not written, so a large reservation costs the host
+    // nothing until the program touches it.
+    if (flags & MAP_FIXED) unmap(at, len);
     if (!map(at, len)) return err(ENOMEM);
-    memset(base_ + at, 0, len);
     if (hfd >= 0) {
         ssize_t got = pread(hfd, base_ + at, len, static_cast<off_t>(off)); // private: a copy
         if (got < 0) return err(errno);
@@ -261,9 +291,8 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
             (to < old + old_len && old < to + len))
             return err(EINVAL);
     } else if (range_free(old + old_len, len - old_len) &&
-               old + len < STACK_TOP - STACK_SIZE) { // grows in place
-        if (!map(old + old_len, len - old_len)) return err(ENOMEM);
-        memset(base_ + old + old_len, 0, len - old_len);
+               old + len < STACK_TOP - STACK_SIZE) {                // grows in place
+        if (!map(old + old_len, len - old_len)) return err(ENOMEM); // (free: zeros)
         flush_decoded();
         return old;
     } else if (!(flags & MREMAP_MAYMOVE)) {
@@ -272,9 +301,8 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
     uint64_t at =
         flags & MREMAP_FIXED ? to : do_mmap(0, len, 3, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (flags & MREMAP_FIXED) {
-        unmap(to, len);
+        unmap(to, len); // (zeros from here)
         if (!map(to, len)) return err(ENOMEM);
-        memset(base_ + to, 0, len);
     } else if (static_cast<int64_t>(at) < 0) {
         return at;
     }
@@ -290,6 +318,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
     try {
         switch (n) {
         case 17 ... 83:
+        case 88:
         case 166:
         case 276:
         case 291:
@@ -456,6 +485,73 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
             if (old_at) memcpy(user(old_at, 16), old, 16);
             return 0;
         }
+        case 153: { // times: the program's CPU time is its instructions (a nanosecond each)
+            const uint64_t tick = NS / 100;
+            if (a0) {
+                uint64_t t[4] = {instret_ / tick, 0, 0, 0}; // utime, stime, cutime, cstime
+                memcpy(user(a0, sizeof t), t, sizeof t);
+            }
+            return (instret_ + slept_ns_) / tick; // (ticks since the program started)
+        }
+        case 165: { // getrusage(who, usage): self or thread (the one thread), or children (none)
+            int64_t who = static_cast<int32_t>(a0);
+            if (who != 0 && who != 1 && who != -1) return err(EINVAL);
+            uint64_t ru[18] = {}; // struct rusage: two timevals, then 14 longs
+            if (who != -1) {
+                ru[0] = instret_ / NS;
+                ru[1] = instret_ % NS / 1000;
+                ru[4] = 4096; // ru_maxrss (KiB): a token figure, never 0
+            }
+            memcpy(user(a1, sizeof ru), ru, sizeof ru);
+            return 0;
+        }
+        case 122: // sched_setaffinity: the one hart
+            return 0;
+        case 123: { // sched_getaffinity(pid, len, mask): CPU 0; the bytes written
+            if (a1 < 8 || (a1 & 7)) return err(EINVAL);
+            uint64_t one = 1;
+            memset(user(a2, a1), 0, a1);
+            memcpy(user(a2, 8), &one, 8);
+            return 8;
+        }
+        case 140: // setpriority
+            return 0;
+        case 141: // getpriority: 20 - nice, nice 0
+            return 20;
+        case 154: // setpgid
+            return 0;
+        case 155: // getpgid
+        case 156: // getsid
+            return PID;
+        case 157: // setsid: already a group leader
+            return err(EPERM);
+        case 158: // getgroups: no supplementary groups
+            return 0;
+        case 167: {         // prctl: the thread's name, and dumpability; the rest refused
+            if (a0 == 15) { // PR_SET_NAME
+                memset(thread_name_, 0, sizeof thread_name_);
+                const uint8_t *p = user(a1, 1);
+                for (size_t k = 0; k + 1 < sizeof thread_name_; k++) {
+                    p = user(a1 + k, 1);
+                    if (!*p) break;
+                    thread_name_[k] = static_cast<char>(*p);
+                }
+                return 0;
+            }
+            if (a0 == 16) { // PR_GET_NAME
+                memcpy(user(a1, sizeof thread_name_), thread_name_, sizeof thread_name_);
+                return 0;
+            }
+            if (a0 == 3) return 1;                         // PR_GET_DUMPABLE
+            if (a0 == 4) return a1 <= 1 ? 0 : err(EINVAL); // PR_SET_DUMPABLE
+            return err(EINVAL);
+        }
+        case 228: // mlock
+        case 229: // munlock
+            return range_mapped(a0 & ~(PAGE - 1), a1 + (a0 & (PAGE - 1))) ? 0 : err(ENOMEM);
+        case 230: // mlockall
+        case 231: // munlockall
+            return 0;
         case 179: { // sysinfo: the host's (qsort sizes its buffer by the memory size)
             struct sysinfo si;
             if (::sysinfo(&si) != 0) return err(errno);
@@ -669,6 +765,122 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
     case 46: // ftruncate
         if (fd < 0) return err(EBADF);
         return ret(ftruncate(fd, static_cast<off_t>(a1)));
+    case 45: { // truncate(path, length)
+        PATH_ARG(a0);
+        HostFd f(fs_.open(GuestFs::CWD, path, O_PATH, 0));
+        if (f.fd < 0) return neg(f.fd);
+        if (!fs_.writable()) return err(EROFS);
+        HostFd w(fs_.open(GuestFs::CWD, path, O_WRONLY, 0));
+        if (w.fd < 0) return neg(w.fd);
+        return ret(ftruncate(w.fd, static_cast<off_t>(a1)));
+    }
+    case 43:   // statfs(path, buf)
+    case 44: { // fstatfs(fd, buf): the host's, of the file system that holds it
+        struct statfs sf;
+        int h = fd;
+        HostFd f(-1);
+        if (n == 43) {
+            PATH_ARG(a0);
+            f.fd = fs_.open(GuestFs::CWD, path, O_PATH, 0);
+            if (f.fd < 0) return neg(f.fd);
+            h = f.fd;
+        } else if (fd < 0) {
+            return err(EBADF);
+        }
+        if (fstatfs(h, &sf) != 0) return err(errno);
+        if (!fs_.writable()) sf.f_flags |= ST_RDONLY;
+        static_assert(sizeof sf == 120, "struct statfs: asm-generic's 64-bit layout, as riscv64's");
+        memcpy(user(a1, sizeof sf), &sf, sizeof sf);
+        return 0;
+    }
+    case 37: { // linkat(olddirfd, oldpath, newdirfd, newpath, flags)
+        if (a4 & ~static_cast<uint64_t>(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) return err(EINVAL);
+        std::string to, to_last;
+        PATH_ARG(a1);
+        if (!guest_path(a3, &to)) return err(ENAMETOOLONG);
+        HostFd from_dir(fs_.parent(dirfd_arg(a0), path, &last));
+        if (from_dir.fd < 0) return neg(from_dir.fd);
+        HostFd to_dir(fs_.parent(dirfd_arg(a2), to, &to_last));
+        if (to_dir.fd < 0) return neg(to_dir.fd);
+        if (last_kind(to_last) != NAME) return err(EEXIST);
+        if (!fs_.writable()) return err(EROFS);
+        return ret(linkat(from_dir.fd, last.c_str(), to_dir.fd, to_last.c_str(),
+                          static_cast<int>(a4 & AT_SYMLINK_FOLLOW)));
+    }
+    case 52: // fchmod
+        if (fd < 0) return err(EBADF);
+        if (!fs_.writable()) return err(EROFS);
+        return ret(fchmod(fd, static_cast<mode_t>(a1 & 07777)));
+    case 53: { // fchmodat(dirfd, path, mode)
+        PATH_ARG(a1);
+        HostFd dir(fs_.parent(dirfd_arg(a0), path, &last));
+        if (dir.fd < 0) return neg(dir.fd);
+        struct stat st;
+        if (last_kind(last) == NAME && fstatat(dir.fd, last.c_str(), &st, 0) != 0)
+            return err(errno);
+        if (!fs_.writable()) return err(EROFS);
+        if (last_kind(last) != NAME) { // ".", "..", "/": the directory itself
+            HostFd d(fs_.open(dirfd_arg(a0), path, O_RDONLY | O_DIRECTORY, 0));
+            if (d.fd < 0) return neg(d.fd);
+            return ret(fchmod(d.fd, static_cast<mode_t>(a2 & 07777)));
+        }
+        return ret(fchmodat(dir.fd, last.c_str(), static_cast<mode_t>(a2 & 07777), 0));
+    }
+    case 88: { // utimensat(dirfd, path, times, flags): path NULL is dirfd itself
+        if (a3 & ~static_cast<uint64_t>(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) return err(EINVAL);
+        struct timespec ts[2], *tp = nullptr;
+        if (a2) {
+            memcpy(ts, user(a2, sizeof ts), sizeof ts);
+            tp = ts;
+        }
+        if (a1 == 0) {
+            if (fd < 0) return err(EBADF);
+            if (!fs_.writable()) return err(EROFS);
+            return ret(futimens(fd, tp));
+        }
+        PATH_ARG(a1);
+        HostFd f(
+            fs_.open(dirfd_arg(a0), path, O_PATH | (a3 & AT_SYMLINK_NOFOLLOW ? O_NOFOLLOW : 0), 0));
+        if (f.fd < 0) return neg(f.fd);
+        if (!fs_.writable()) return err(EROFS);
+        HostFd dir(fs_.parent(dirfd_arg(a0), path, &last));
+        if (dir.fd < 0) return neg(dir.fd);
+        if (last_kind(last) != NAME) return ret(utimensat(f.fd, "", tp, AT_EMPTY_PATH));
+        return ret(utimensat(dir.fd, last.c_str(), tp, static_cast<int>(a3 & AT_SYMLINK_NOFOLLOW)));
+    }
+    case 73: { // ppoll(fds, nfds, timeout, sigmask, size): the real descriptors, waited on
+        if (a1 > fs_.max_fds) return err(EINVAL);
+        std::vector<struct pollfd> p(a1);
+        if (a1) memcpy(p.data(), user(a0, a1 * sizeof(struct pollfd)), a1 * sizeof(struct pollfd));
+        std::vector<int> guest_fd(a1);
+        for (size_t k = 0; k < p.size(); k++) {
+            guest_fd[k] = p[k].fd;
+            if (p[k].fd >= 0 && (p[k].fd = fs_.host(p[k].fd)) < 0) p[k].fd = -2; // (POLLNVAL)
+        }
+        struct timespec t, *tp = nullptr;
+        if (a2) {
+            memcpy(&t, user(a2, sizeof t), sizeof t);
+            if (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= NS) return err(EINVAL);
+            tp = &t;
+        }
+        // a descriptor that is not open answers POLLNVAL at once
+        int64_t nval = 0;
+        for (struct pollfd &q : p)
+            if (q.fd == -2) {
+                q.fd = -1; // (the host passes it over)
+                nval++;
+            }
+        struct timespec zero = {0, 0};
+        int64_t r = ::ppoll(p.data(), p.size(), nval ? &zero : tp, nullptr);
+        if (r < 0) return err(errno);
+        for (size_t k = 0; k < p.size(); k++) {
+            if (guest_fd[k] >= 0 && p[k].fd == -1) p[k].revents = POLLNVAL;
+            p[k].fd = guest_fd[k];
+        }
+        r += nval;
+        if (a1) memcpy(user(a0, a1 * sizeof(struct pollfd)), p.data(), a1 * sizeof(struct pollfd));
+        return static_cast<uint64_t>(r);
+    }
     case 48:    // faccessat(dirfd, path, mode)
     case 439: { // faccessat2(dirfd, path, mode, flags)
         int flags = n == 439 ? static_cast<int>(a3) : 0;
@@ -874,9 +1086,7 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
 
 uint64_t Machine::unsupported(uint64_t n)
 {
-    if (reported_.size() <= n) reported_.resize(n + 1);
-    if (!reported_[n]) {
-        reported_[n] = true;
+    if (reported_.insert(n).second) { // (any 64-bit number: a set, not a table by number)
         fprintf(stderr,
                 "tksim: unsupported system call %llu (%s) at pc 0x%llx: the program gets -ENOSYS "
                 "(reported once)\n",

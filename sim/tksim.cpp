@@ -12,6 +12,7 @@
 // line that ends "(exit status N)"; a program that exits with 100-103
 // itself is told apart by that line, or by --stats-json's "exited".
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdarg>
@@ -52,12 +53,34 @@ void usage(FILE *f)
                "  --fs-root DIR      the program sees DIR as / and may create and write files\n"
                "                     there; without it, it reads the host's files and writes\n"
                "                     fail with EROFS\n"
+               "  -E, --env NAME=VALUE  a variable of the program's environment (repeatable;\n"
+               "                     the environment is empty otherwise, so runs repeat)\n"
+               "  --host-env         the program's environment starts as tksim's own\n"
                "  --quiet            no summary on stderr\n"
                "A system call tksim does not answer gets -ENOSYS, reported once on stderr.\n"
                "Exit status: the program's (128 + N if signal N ended it), or tksim's own:\n"
                "  100 usage (bad option, configuration or output file), 101 not a program\n"
                "  tksim runs, 102 the program faulted, 103 the timing model's pipeline stuck;\n"
                "  tksim says so on stderr, in a line ending \"(exit status N)\".\n");
+}
+
+// s as a JSON string's contents.
+std::string json_escape(const std::string &s)
+{
+    std::string o;
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            o += '\\';
+            o += static_cast<char>(c);
+        } else if (c < 0x20) {
+            char b[8];
+            snprintf(b, sizeof b, "\\u%04x", c);
+            o += b;
+        } else {
+            o += static_cast<char>(c);
+        }
+    }
+    return o;
 }
 
 // Ends tksim with one of its own statuses, saying why on stderr.
@@ -86,7 +109,8 @@ int main(int argc, char **argv)
 {
     const char *trace_path = nullptr, *json_path = nullptr, *fs_root = nullptr;
     uint64_t max_insns = 0; // 0: no limit
-    bool quiet = false, functional = false, tlb_model = false;
+    bool quiet = false, functional = false, tlb_model = false, host_env = false;
+    std::vector<std::string> env_set; // -E NAME=VALUE, in order
     Config cfg;
     std::string cerr;
     int i = 1;
@@ -108,10 +132,14 @@ int main(int argc, char **argv)
             if (eq == std::string::npos || !cfg.set(kv.substr(0, eq), kv.substr(eq + 1), &cerr))
                 fail(TK_EXIT_USAGE, "--set %s: %s", kv.c_str(),
                      eq == std::string::npos ? "wants KEY=VALUE" : cerr.c_str());
-            if (!cfg.line_ok())
-                fail(TK_EXIT_USAGE,
-                     "--set %s: the caches' sizes, ways and line size do not make whole sets",
-                     kv.c_str());
+        } else if (a == "-E" || a == "--env") {
+            std::string kv = value();
+            size_t eq = kv.find('=');
+            if (eq == 0 || eq == std::string::npos)
+                fail(TK_EXIT_USAGE, "%s %s: wants NAME=VALUE", a.c_str(), kv.c_str());
+            env_set.push_back(kv);
+        } else if (a == "--host-env") {
+            host_env = true;
         } else if (a == "--trace-pc")
             trace_path = value();
         else if (a == "--max-insns") {
@@ -145,17 +173,31 @@ int main(int argc, char **argv)
         fail(TK_EXIT_USAGE, "no program given");
     }
     if (!functional && trace_path) fail(TK_EXIT_USAGE, "--trace-pc goes with --functional");
+    if (!functional && tlb_model) fail(TK_EXIT_USAGE, "--tlb-model goes with --functional");
+    // (the whole configuration, once every --set is in: their order does not matter)
+    if (!functional && !cfg.check(&cerr)) fail(TK_EXIT_USAGE, "%s", cerr.c_str());
     // the output files are opened before the run, so a bad one stops it now
+    // (the statistics file takes a first byte now: a full device says so)
     FILE *trace = nullptr, *json = nullptr;
     if (trace_path && !(trace = fopen(trace_path, "w")))
         fail(TK_EXIT_USAGE, "--trace-pc %s: %s", trace_path, strerror(errno));
-    if (json_path && !(json = fopen(json_path, "w")))
+    if (json_path && (!(json = fopen(json_path, "w")) || fputc(' ', json) == EOF || fflush(json)))
         fail(TK_EXIT_USAGE, "--stats-json %s: %s", json_path, strerror(errno));
     std::vector<std::string> args(argv + i, argv + argc);
+    std::vector<std::string> envp;
+    if (host_env)
+        for (char **e = environ; *e; e++) envp.emplace_back(*e);
+    for (const std::string &kv : env_set) { // (replacing the variable if there)
+        std::string name = kv.substr(0, kv.find('=') + 1);
+        for (auto it = envp.begin(); it != envp.end();)
+            it = it->compare(0, name.size(), name) == 0 ? envp.erase(it) : it + 1;
+        envp.push_back(kv);
+    }
     Machine m;
     std::string err;
     if (fs_root && !m.set_fs_root(fs_root, &err)) fail(TK_EXIT_USAGE, "%s", err.c_str());
-    if (!m.load(args[0], args, {}, &err)) fail(TK_EXIT_LOAD, "%s", err.c_str());
+    if (!m.load(args[0], args, envp, &err)) fail(TK_EXIT_LOAD, "%s", err.c_str());
+    const std::string program = json_escape(args[0]);
     if (!functional) {
         Core core(m, cfg);
         int rc = 0;
@@ -164,6 +206,16 @@ int main(int argc, char **argv)
             ok = core.run(max_insns);
             rc = m.exited() ? m.exit_code() : 0;
         } catch (const GuestFault &f) {
+            if (json) { // what is known: the fault, and the instructions before it
+                fprintf(json,
+                        "{\"program\": \"%s\", \"instructions\": %llu, \"exited\": false, "
+                        "\"fault\": \"%s at pc 0x%llx (0x%llx)\", \"state_hash\": \"%016llx\"}\n",
+                        program.c_str(), static_cast<unsigned long long>(core.stats().user_insns),
+                        json_escape(f.what).c_str(), static_cast<unsigned long long>(f.pc),
+                        static_cast<unsigned long long>(f.addr),
+                        static_cast<unsigned long long>(m.state_hash()));
+                fclose(json);
+            }
             fail(TK_EXIT_FAULT, "guest fault at pc 0x%llx: %s (0x%llx)",
                  static_cast<unsigned long long>(f.pc), f.what,
                  static_cast<unsigned long long>(f.addr));
@@ -176,7 +228,7 @@ int main(int argc, char **argv)
             fprintf(json,
                     "%s, \"program\": \"%s\", \"exit_code\": %d, \"exited\": %s, "
                     "\"state_hash\": \"%016llx\"}\n",
-                    js.c_str(), args[0].c_str(), m.exit_code(), m.exited() ? "true" : "false",
+                    js.c_str(), program.c_str(), m.exit_code(), m.exited() ? "true" : "false",
                     static_cast<unsigned long long>(m.state_hash()));
             if (fclose(json) != 0)
                 fail(TK_EXIT_USAGE, "--stats-json %s: %s", json_path, strerror(errno));
@@ -211,6 +263,7 @@ int main(int argc, char **argv)
     };
     double t0 = now();
     int rc = 0;
+    std::string fault; // (the JSON's "fault": what stopped the program, if it faulted)
     Step s;
     try {
         while (!m.exited() && (max_insns == 0 || m.instret() < max_insns)) {
@@ -230,6 +283,10 @@ int main(int argc, char **argv)
                 static_cast<unsigned long long>(f.addr),
                 static_cast<unsigned long long>(m.instret()), TK_EXIT_FAULT);
         rc = TK_EXIT_FAULT;
+        char b[256];
+        snprintf(b, sizeof b, "%s at pc 0x%llx (0x%llx)", f.what,
+                 static_cast<unsigned long long>(f.pc), static_cast<unsigned long long>(f.addr));
+        fault = b;
     }
     double secs = now() - t0;
     if (trace) fclose(trace);
@@ -243,12 +300,14 @@ int main(int argc, char **argv)
     if (json) {
         fprintf(json,
                 "{\"program\": \"%s\", \"instructions\": %llu, \"syscalls\": %llu, "
-                "\"exit_code\": %d, \"exited\": %s, \"state_hash\": \"%016llx\", "
+                "\"exit_code\": %d, \"exited\": %s, %s\"state_hash\": \"%016llx\", "
                 "\"tlb_accesses\": %llu, \"tlb_misses\": %llu, \"seconds\": %.6f, "
                 "\"ips\": %.1f}\n",
-                args[0].c_str(), static_cast<unsigned long long>(m.instret()),
+                program.c_str(), static_cast<unsigned long long>(m.instret()),
                 static_cast<unsigned long long>(m.syscalls), m.exit_code(),
-                m.exited() ? "true" : "false", static_cast<unsigned long long>(m.state_hash()),
+                m.exited() ? "true" : "false",
+                fault.empty() ? "" : ("\"fault\": \"" + json_escape(fault) + "\", ").c_str(),
+                static_cast<unsigned long long>(m.state_hash()),
                 static_cast<unsigned long long>(tlb_accesses),
                 static_cast<unsigned long long>(tlb_misses), secs, mips * 1e6);
         if (fclose(json) != 0)

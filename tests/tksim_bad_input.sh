@@ -3,7 +3,9 @@
 # status (100 usage, 101 not a program it runs, 102 a guest fault), which it
 # names on stderr, and stops a guest that faults at the faulting
 # instruction; a program's own exit status (3, 4, 5...) is told apart from
-# tksim's; an unsupported system call is reported and answered -ENOSYS.
+# tksim's; an unsupported system call (any number) is reported and answered
+# -ENOSYS; hostile ELF headers, large mappings, the program's environment,
+# --max-insns and the statistics file of a fault.
 # Usage: tksim_bad_input.sh TKSIM WORKLOAD_DIR
 set -euo pipefail
 tksim=$1 wdir=$2
@@ -104,4 +106,130 @@ expect 100 "wants a whole number from 8" --set rob_size=2 "$dir/illegal"
 expect 100 "wants traditional, append or prepend" --set scheme=sideways "$dir/illegal"
 expect 100 "do not make whole sets" --set l1d_size=3000 "$dir/illegal"
 expect 100 "cannot be read" --config "$dir/nothere.cfg" "$dir/illegal"
+expect 100 "a directory, not a configuration file" --config "$dir" "$dir/illegal"
+expect 100 "stuck_cycles = -1: wants a whole number" --set stuck_cycles=-1 "$dir/illegal"
+expect 100 "shorter than a correct run may go without a commit" --set stuck_cycles=100 --set mem_latency=10000 "$dir/illegal"
+expect 100 "tlb-model goes with --functional" --tlb-model "$dir/illegal"
+# the caches' check sees every --set: their order does not matter
+expect 102 "illegal instruction" --set line=4096 --set l1d_size=4096 --set l1d_assoc=1 "$dir/illegal"
+expect 102 "illegal instruction" --set line=4096 --set l1d_assoc=1 --set l1d_size=4096 "$dir/illegal"
+# a statistics file that cannot take a byte stops the run before it starts
+[[ -w /dev/full ]] && expect 100 "stats-json /dev/full: No space left on device" --stats-json /dev/full "$wdir/qsort" 10000000
+# ELF files whose offsets and sizes would overflow, a directory
+python3 - "$wdir/qsort" "$dir" <<'PY'
+import struct, sys
+src, d = open(sys.argv[1], 'rb').read(), sys.argv[2]
+phoff = struct.unpack_from('<Q', src, 32)[0]
+phnum = struct.unpack_from('<H', src, 56)[0]
+load = next(phoff + 56 * i for i in range(phnum) if struct.unpack_from('<I', src, phoff + 56 * i)[0] == 1)
+def bad(name, *fields):
+    b = bytearray(src)
+    for fmt, off, v in fields: struct.pack_into(fmt, b, off, v)
+    open(f"{d}/{name}", 'wb').write(b)
+bad('bad_off', ('<Q', load + 8, 0xffffffffffffff00), ('<Q', load + 32, 0x100))   # p_offset + p_filesz wraps
+bad('bad_phoff', ('<Q', 32, (1 << 64) - 56), ('<H', 56, 1))                       # e_phoff + the headers wrap
+bad('bad_vaddr', ('<Q', load + 16, 0xfffffffffffff000), ('<Q', load + 40, 0x2000))  # p_vaddr + p_memsz wraps
+PY
+expect 101 "a loadable segment outside the file" "$dir/bad_off"
+expect 101 "program headers outside the file" "$dir/bad_phoff"
+expect 101 "a loadable segment outside the file or the address space" "$dir/bad_vaddr"
+expect 101 "a directory" "$dir"
+# a system call number of any size is answered -ENOSYS, reported once
+cat >"$dir/bigsys.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <errno.h>
+int main(int argc, char **argv)
+{
+    long r = syscall(strtol(argv[1], 0, 0));
+    return r == -1 && errno == ENOSYS ? 0 : 1;
+}
+C
+riscv64-linux-gnu-gcc -O2 -static -o "$dir/bigsys" "$dir/bigsys.c"
+expect 0 "unsupported system call 18446744073709551615 (unknown)" "$dir/bigsys" -1
+expect 0 "unsupported system call 9223372036854775807 (unknown)" "$dir/bigsys" 0x7fffffffffffffff
+# mappings: a large reservation takes no host memory until touched, and
+# address space unmapped is used again (200 GiB mapped and unmapped, 1 GiB
+# at a time, in a 256 GiB guest space)
+cat >"$dir/mm.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+int main(int argc, char **argv)
+{
+    unsigned long size = strtoul(argv[1], 0, 0);
+    int n = atoi(argv[2]);
+    for (int i = 0; i < n; i++) {
+        char *r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (r == MAP_FAILED) return 1;
+        if (r[size / 2] != 0) return 2; /* fresh: zeros */
+        r[size / 2] = 1;
+        if (i + 1 < n) munmap(r, size);
+    }
+    return 0;
+}
+C
+riscv64-linux-gnu-gcc -O2 -static -o "$dir/mm" "$dir/mm.c"
+rss=$( { /usr/bin/time -f "%M" "$tksim" --quiet --functional "$dir/mm" 0x1000000000 1 >/dev/null; } 2>&1 | tail -1)
+if (( rss > 200000 )); then echo "FAIL: a 64 GiB reservation took $rss KiB of host memory"; fail=1; else echo "tksim mm: 64 GiB reserved, $rss KiB resident"; fi
+rc=0
+"$tksim" --quiet --functional "$dir/mm" 0x40000000 200 || rc=$?
+if [[ $rc != 0 ]]; then echo "FAIL: 200 mappings of 1 GiB, each unmapped before the next: exit $rc"; fail=1; else echo "tksim mm: 200 GiB mapped and unmapped, 1 GiB at a time"; fi
+# the program's environment: empty unless given (-E, --host-env)
+cat >"$dir/env.c" <<'C'
+#include <stdio.h>
+extern char **environ;
+int main(void)
+{
+    for (char **e = environ; *e; e++) puts(*e);
+    return 0;
+}
+C
+riscv64-linux-gnu-gcc -O2 -static -o "$dir/env" "$dir/env.c"
+got=$(TK_PROBE_VAR=host "$tksim" --quiet --functional "$dir/env")
+[[ -z $got ]] || { echo "FAIL: the environment is not empty: $got"; fail=1; }
+got=$(TK_PROBE_VAR=host "$tksim" --quiet -E A=1 --env B=2=3 -E A=4 "$dir/env" | tr '\n' ' ')
+[[ $got == "B=2=3 A=4 " ]] || { echo "FAIL: -E gave '$got'"; fail=1; }
+got=$(TK_PROBE_VAR=host "$tksim" --quiet --host-env -E TK_PROBE_VAR=given "$dir/env" | grep TK_PROBE_VAR)
+[[ $got == "TK_PROBE_VAR=given" ]] || { echo "FAIL: --host-env with -E gave '$got'"; fail=1; }
+expect 100 "wants NAME=VALUE" -E =x "$dir/env"
+# --max-insns in the timing model stops as --functional does: exactly N
+# committed, no instruction past them run (their writes included)
+cat >"$dir/wloop.c" <<'C'
+#include <unistd.h>
+int main(void)
+{
+    for (int i = 0; i < 100000; i++) {
+        char c = (char)('a' + i % 26);
+        if (write(1, &c, 1) != 1) return 1;
+    }
+    return 0;
+}
+C
+riscv64-linux-gnu-gcc -O2 -static -o "$dir/wloop" "$dir/wloop.c"
+for n in 5000 7777; do
+    f=$("$tksim" --quiet --functional --max-insns $n --stats-json "$dir/f.json" "$dir/wloop" | wc -c)
+    t=$("$tksim" --quiet --max-insns $n --stats-json "$dir/t.json" "$dir/wloop" | wc -c)
+    fi=$(jq -r '.instructions, .state_hash' "$dir/f.json" | tr '\n' ' ')
+    ti=$(jq -r '.instructions, .state_hash' "$dir/t.json" | tr '\n' ' ')
+    if [[ $f != "$t" || $fi != "$ti" || $ti != "$n "* ]]; then
+        echo "FAIL: --max-insns $n: functional wrote $f bytes ($fi), timing $t ($ti)"; fail=1
+    else
+        echo "tksim --max-insns $n: $t bytes written, state $ti, as --functional"
+    fi
+done
+# the statistics file: the program's name escaped; a fault recorded
+cp "$dir/illegal" "$dir/we\"ird\\name"
+for mode in --quiet --functional; do
+    rc=0
+    "$tksim" --quiet $mode --stats-json "$dir/s.json" "$dir/we\"ird\\name" 2>/dev/null || rc=$?
+    if [[ $rc != 102 ]] || ! jq -e '.fault | test("illegal instruction")' "$dir/s.json" >/dev/null ||
+        [[ $(jq -r .program "$dir/s.json") != "$dir/we\"ird\\name" ]]; then
+        echo "FAIL: $mode: a fault's statistics file: $(cat "$dir/s.json")"; fail=1
+    else
+        echo "tksim $mode: a fault's statistics file names it: $(jq -c .fault "$dir/s.json")"
+    fi
+done
 exit $fail

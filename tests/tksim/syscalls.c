@@ -16,13 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/statfs.h>
 #include <sys/sysinfo.h>
+#include <sys/times.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
@@ -455,6 +459,81 @@ static void process(void)
         E(kill(getpid(), 0)));
 }
 
+/* the calls a benchmark or a tool makes besides: times and usage, file
+ * modes, links and times, file systems, polling, the process's group and
+ * name, locked memory */
+static void more(void)
+{
+    int fd = open("m.txt", O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    out("truncate: m.txt to 1000 = %s",
+        E(write(fd, "12345", 5) == 5 ? truncate("m.txt", 1000) : -1));
+    struct stat st;
+    fstat(fd, &st);
+    out(", size %lld, missing = %s\n", (long long)st.st_size, E(truncate("nope", 5)));
+    out("fchmod: 0600 = %s", E(fchmod(fd, 0600)));
+    fstat(fd, &st);
+    out(", mode %o; fchmodat 0640 = %s", (unsigned)(st.st_mode & 0777),
+        E(fchmodat(AT_FDCWD, "m.txt", 0640, 0)));
+    stat("m.txt", &st);
+    out(", mode %o, missing = %s\n", (unsigned)(st.st_mode & 0777),
+        E(fchmodat(AT_FDCWD, "nope", 0640, 0)));
+    out("linkat: m.txt -> n.txt = %s", E(linkat(AT_FDCWD, "m.txt", AT_FDCWD, "n.txt", 0)));
+    stat("m.txt", &st);
+    out(", nlink %lu, again = %s, missing = %s\n", (unsigned long)st.st_nlink,
+        E(linkat(AT_FDCWD, "m.txt", AT_FDCWD, "n.txt", 0)),
+        E(linkat(AT_FDCWD, "nope", AT_FDCWD, "x.txt", 0)));
+    struct timespec ts[2] = {{1000000000, 5}, {1200000000, 7}};
+    out("utimensat: n.txt = %s", E(utimensat(AT_FDCWD, "n.txt", ts, 0)));
+    stat("m.txt", &st);
+    out(", mtime %lld.%ld (the link's file)", (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    ts[1].tv_sec = 1300000000;
+    out(", futimens = %s", E(futimens(fd, ts)));
+    fstat(fd, &st);
+    out(", mtime %lld, missing = %s\n", (long long)st.st_mtim.tv_sec,
+        E(utimensat(AT_FDCWD, "nope", ts, 0)));
+    close(fd);
+    unlink("m.txt");
+    unlink("n.txt");
+    struct statfs sf;
+    out("statfs: . = %s", E(statfs(".", &sf)));
+    out(", a block size %d, missing = %s", sf.f_bsize > 0, E(statfs("nope", &sf)));
+    out(", fstatfs of stdout = %s\n", E(fstatfs(1, &sf)));
+
+    int p[2];
+    if (pipe(p) != 0) _exit(98);
+    struct pollfd pf[3] = {{p[0], POLLIN, 0}, {p[1], POLLOUT, 0}, {77, POLLIN, 0}};
+    struct timespec zero = {0, 0};
+    out("ppoll: empty pipe = %d (read end %x, write end %x, closed %x)", ppoll(pf, 3, &zero, NULL),
+        pf[0].revents, pf[1].revents, pf[2].revents);
+    if (write(p[1], "x", 1) != 1) _exit(98);
+    pf[2].fd = -1;
+    struct timespec second = {1, 0};
+    out(", after a write = %d (read end %x)\n", ppoll(pf, 1, &second, NULL), pf[0].revents);
+    close(p[0]);
+    close(p[1]);
+
+    struct tms t;
+    clock_t c = times(&t);
+    out("times: %s\n", c == (clock_t)-1 ? res(-errno) : "ok");
+    struct rusage ru;
+    out("getrusage: self = %s", E(getrusage(RUSAGE_SELF, &ru)));
+    out(", children = %s, thread = %s, who 5 = %s\n", E(getrusage(RUSAGE_CHILDREN, &ru)),
+        E(getrusage(RUSAGE_THREAD, &ru)), E(getrusage(5, &ru)));
+    cpu_set_t cs;
+    CPU_ZERO(&cs);
+    out("sched_getaffinity: %s, a CPU %d\n", E(sched_getaffinity(0, sizeof cs, &cs)),
+        CPU_COUNT(&cs) > 0);
+    out("getpgid: %s, getsid: %s, getpriority: %s, getgroups: %s\n", E(getpgid(0)), E(getsid(0)),
+        res(sys(SYS_getpriority, PRIO_PROCESS, 0, 0, 0, 0)), E(getgroups(0, NULL)));
+    char name[16] = {0};
+    out("prctl: PR_SET_NAME = %s", E(prctl(PR_SET_NAME, "tk-named", 0, 0, 0)));
+    out(", PR_GET_NAME = %s", E(prctl(PR_GET_NAME, name, 0, 0, 0)));
+    out(" '%s'\n", name);
+    static char locked[8192];
+    out("mlock: %s, munlock: %s\n", E(mlock(locked, sizeof locked)),
+        E(munlock(locked, sizeof locked)));
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "exit") == 0) /* exit (not exit_group) with a status */
@@ -463,6 +542,7 @@ int main(int argc, char **argv)
     descriptors();
     memory();
     process();
+    more();
     out("exit_group: 0\n");
     return 0;
 }
