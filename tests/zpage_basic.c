@@ -11,10 +11,15 @@
  *   signal   a timer signal's handler reads (and checks) dropped pages while
  *            the main thread writes and trims
  *   fork     a child of fork() sees every page, dropped ones included, and
- *            the parent's area goes on working after
- *   madvise  a page the program drops itself reads as zeros; read(2) into a
+ *            the parent's area goes on working after; a fork handler of the
+ *            program's that reads the whole area while the pager is paused
+ *            goes on past the budget instead of waiting for it
+ *   madvise  a page the program drops itself reads as zeros; tk_zpage_discard
+ *            zeroes pages in every state, dropped ones too; read(2) into a
  *            dropped page after tk_prefault
  *   bad      bad configurations refused with -EINVAL and a message
+ *   swap     pages the kernel swapped out (MADV_PAGEOUT to a swap file of
+ *            the test's) are evicted with their data, not as zeros (root)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/swap.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,8 +311,21 @@ static void case_signal(void)
 
 /* ---- fork ---- */
 
+/* A fork handler of the program's that reads the whole area (registered
+ * before the area, so it runs with the pager paused for the fork): its
+ * fault-ins go on past the budget instead of waiting for the pager. */
+static atomic_bool prepare_reads;
+static uint64_t prepare_sum;
+
+static void prepare_read_all(void)
+{
+    if (!atomic_load(&prepare_reads)) return;
+    for (uint32_t i = 0; i < NPAGES; i++) prepare_sum += base[(size_t)i * PAGE + 9];
+}
+
 static void case_fork(void)
 {
+    pthread_atfork(prepare_read_all, NULL, NULL);
     make(BUDGET);
     for (uint32_t i = 0; i < NPAGES; i++) write_page(i, 1);
     CHECK_OK(tk_zpage_trim(z, 100 * PAGE));
@@ -327,6 +346,16 @@ static void case_fork(void)
     for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
     for (uint32_t i = 0; i < NPAGES; i += 2) write_page(i, 5);
     CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
+    /* the prepare handler brings back every page (4 times the budget)
+     * while the pager is paused */
+    atomic_store(&prepare_reads, true);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) _exit(0);
+    atomic_store(&prepare_reads, false);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
     CHECK_OK(tk_zpage_destroy(z));
 }
@@ -392,7 +421,87 @@ static void case_madvise(void)
     close(fds[0]);
     close(fds[1]);
     check_mask_kept();
+
+    /* tk_zpage_discard: dropped pages (madvise cannot reach them: their
+     * data would come back), pages in memory, clean ones, never touched
+     * ones: all read as zeros, and the counts agree */
+    for (uint32_t i = 0; i < 64; i++) write_page(i, 4);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 20; i < 24; i++) check_page(i); /* back by a read: clean */
+    for (uint32_t i = 24; i < 28; i++) write_page(i, 6);
+    CHECK_OK(tk_zpage_discard(z, base + 16 * PAGE, 16 * PAGE));
+    CHECK_OK(tk_zpage_discard(z, base + 200 * PAGE, 2 * PAGE)); /* never touched */
+    for (uint32_t i = 16; i < 32; i++) atomic_store(&version[i], 0);
+    tk_zpage_stats st;
+    CHECK_OK(tk_zpage_trim(z, 0));
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    CHECK(st.resident == 0 && st.compressed + st.markers == 64 - 16);
+    for (uint32_t i = 0; i < 64; i++) check_page(i);
+    for (uint32_t i = 16; i < 32; i++) write_page(i, 7); /* and used again */
+    CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 0; i < 64; i++) check_page(i);
+    CHECK_ERR(tk_zpage_discard(z, base + 1, PAGE), -EINVAL);
+    CHECK_ERR(tk_zpage_discard(z, base, PAGE + 1), -EINVAL);
+    CHECK_ERR(tk_zpage_discard(z, base + (size_t)NPAGES * PAGE, PAGE), -EINVAL);
+    CHECK_ERR(tk_zpage_discard(z, base - PAGE, PAGE), -EINVAL);
+    CHECK_ERR(tk_zpage_discard(NULL, base, PAGE), -EINVAL);
     CHECK_OK(tk_zpage_destroy(z));
+}
+
+/* ---- swap ---- */
+
+/* Pages the kernel swaps out are the area's all along: the pager reads
+ * them back to compress them (mincore() calls them "not resident", as it
+ * does a page the program dropped).  Needs root (a swap file of its own;
+ * skipped elsewhere, and where the kernel swaps none of them out). */
+static char swapfile[64];
+
+static void swap_off(void)
+{
+    if (!swapfile[0]) return;
+    swapoff(swapfile);
+    unlink(swapfile);
+    swapfile[0] = 0;
+}
+
+static void case_swap(void)
+{
+    if (geteuid() != 0) {
+        printf("skip: a swap file needs root\n");
+        exit(TK_SKIP);
+    }
+    snprintf(swapfile, sizeof swapfile, "/var/tmp/tk-zpage-swap.%d", (int)getpid());
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "dd if=/dev/zero of=%s bs=1M count=64 status=none && chmod 600 %s && mkswap %s "
+             ">/dev/null 2>&1",
+             swapfile, swapfile, swapfile);
+    atexit(swap_off);
+    if (system(cmd) != 0 || swapon(swapfile, 0) != 0) {
+        printf("skip: no swap file here (%s)\n", strerror(errno));
+        unlink(swapfile);
+        swapfile[0] = 0;
+        exit(TK_SKIP);
+    }
+    make(BUDGET);
+    for (uint32_t i = 0; i < 256; i++) write_page(i, 3);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 0; i < 128; i++) check_page(i); /* back by a read: clean */
+    for (uint32_t i = 128; i < 256; i++) write_page(i, 8);
+    CHECK(madvise(base, 256 * PAGE, MADV_PAGEOUT) == 0);
+    unsigned char vec[256];
+    CHECK(mincore(base, 256 * PAGE, vec) == 0);
+    unsigned out = 0;
+    for (unsigned i = 0; i < 256; i++) out += !(vec[i] & 1);
+    printf("%u of 256 pages swapped out\n", out);
+    if (out == 0) {
+        printf("skip: the kernel swapped none of them out\n");
+        exit(TK_SKIP);
+    }
+    CHECK_OK(tk_zpage_trim(z, 0));
+    for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
+    CHECK_OK(tk_zpage_destroy(z));
+    swap_off();
 }
 
 /* ---- bad ---- */
@@ -452,6 +561,8 @@ int main(int argc, char **argv)
         case_madvise();
     else if (!strcmp(c, "bad"))
         case_bad();
+    else if (!strcmp(c, "swap"))
+        case_swap();
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;

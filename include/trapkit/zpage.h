@@ -45,18 +45,22 @@
  * as the interrupted code would).  The other calls are not
  * async-signal-safe.  System calls that read or write the area on the
  * program's behalf (read(2) into it, write(2) from it) fail with EFAULT on
- * a dropped page under TK_ZPAGE_SIGBUS, on a page of a run the clock
+ * a page not in memory under TK_ZPAGE_SIGBUS (a dropped page, one never
+ * touched, one the program dropped itself), on a page of a run the clock
  * hand made inaccessible under either delivery, and (a write into it) on a
  * clean page where the kernel lacks WP_ASYNC, as the kernel raises no
  * signal for its own accesses: call tk_prefault() on the buffer first
  * (TK_ACCESS_WRITE for a read(2) into it).
- * (Under TK_ZPAGE_THREAD the kernel waits for trapkit's thread for a
- * dropped page that is not in such a run.)
+ * (Under TK_ZPAGE_THREAD the kernel waits for trapkit's thread for a page
+ * not in memory that is not in such a run.)
  *
- * Memory changed behind trapkit's back.  A page the program drops itself
- * (madvise MADV_DONTNEED) reads as zeros after, as anywhere; it keeps
- * counting as resident until the pager next looks at it.  mprotect,
- * mremap and munmap of the area are not allowed.
+ * Memory changed behind trapkit's back.  Drop pages with tk_zpage_discard():
+ * madvise(MADV_DONTNEED) of the area zeroes the pages in memory (they keep
+ * counting as resident until the pager next looks at them) but cannot
+ * reach those the pager has dropped already, whose data comes back on their
+ * next touch.  Pages the kernel swaps out are the area's as before (the
+ * pager reads them back to compress them).  mprotect, mremap and munmap of
+ * the area are not allowed.
  *
  * fork().  The child gets a copy of every page: before fork() returns in
  * the child, trapkit puts back every dropped page there (decompressing),
@@ -118,7 +122,8 @@ typedef struct tk_zpage_stats {
     uint64_t stored_bytes;  /* bytes the compressed data takes (allocations included),
                                clean pages' copies too */
     uint64_t fault_ins;     /* dropped pages brought back by a touch */
-    uint64_t first_touches; /* pages touched for the first time (zero-filled) */
+    uint64_t first_touches; /* pages touched for the first time, or the first time since
+                               tk_zpage_discard (zero-filled) */
     uint64_t evictions;     /* pages compressed and dropped */
     uint64_t sample_faults; /* touches of pages the clock hand was sampling */
     uint64_t waits;         /* fault-ins that waited for the pager (budget) */
@@ -147,6 +152,14 @@ int tk_zpage_trim(tk_zpage *z, size_t resident);
 /* Changes the budget (the same rules as tk_zpage_config.budget).  Returns 0
  * or -EINVAL. */
 int tk_zpage_set_budget(tk_zpage *z, size_t budget);
+
+/* Drops the pages of [addr, addr + len) (whole pages of the area) and
+ * their data: they read as zeros after, as memory does after
+ * madvise(MADV_DONTNEED).  Use it instead of that madvise on an area, which
+ * does not reach the pages the pager has dropped already (their data would
+ * come back on the next touch).  Returns 0 or -EINVAL (a range that is not
+ * whole pages of the area). */
+int tk_zpage_discard(tk_zpage *z, void *addr, size_t len);
 
 /* Fills *st.  Returns 0 or -EINVAL. */
 int tk_zpage_stats_get(const tk_zpage *z, tk_zpage_stats *st);

@@ -362,11 +362,12 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
             if (chunk) discard_chunk(z, copy);
             return r == -ENOENT ? 0 : r;
         }
-        /* The budget: wait for the pager while well over it. */
+        /* The budget: wait for the pager while well over it (not while a
+         * fork() pauses it: pager_main) */
         size_t hard = atomic_load(&z->hard);
         if (hard && atomic_load(&z->resident) >= hard) {
             int seq = atomic_load(&z->evict_seq);
-            if (atomic_load(&z->resident) >= hard) {
+            if (atomic_load(&z->resident) >= hard && !atomic_load(&z->pause_req)) {
                 atomic_fetch_add(&z->waits, 1);
                 kick_pager(z);
                 tk__futex_wait(&z->evict_seq, seq);
@@ -591,16 +592,38 @@ static bool sample_run(struct tk_zpage *z)
     return false;
 }
 
-/* Whether page i (inaccessible, BUSY) is in memory. */
+/* Which of pages [a, b) (b - a <= RUN) hold data: in memory, or swapped
+ * out by the kernel (bit 0 of vec[k] for page a + k).  A page that holds
+ * none the program dropped itself (MADV_DONTNEED): it reads as zeros.
+ * mincore() cannot tell the two apart (a swapped page is "not resident"
+ * to it); /proc/self/pagemap can (bits 63 present, 62 swapped).  The area
+ * installs no userfaultfd marker in a dropped page's entry (no
+ * UFFD_FEATURE_WP_UNPOPULATED), so "swapped" is a real swap entry.
+ * 0 or a negative errno. */
+static int populated(struct tk_zpage *z, size_t a, size_t b, unsigned char *vec)
+{
+    uint64_t e[RUN];
+    size_t n = b - a;
+    int pm = tk__pagemap_fd();
+    if (pm < 0) return pm;
+    off_t at = (off_t)((uintptr_t)(z->base + a * PAGE) / PAGE * sizeof e[0]);
+    if (pread(pm, e, n * sizeof e[0], at) != (ssize_t)(n * sizeof e[0]))
+        return errno ? -errno : -EIO;
+    for (size_t k = 0; k < n; k++) vec[k] = (e[k] >> 62 & 3) != 0;
+    return 0;
+}
+
+/* Whether page i (inaccessible, BUSY) holds data (populated()). */
 static bool present(struct tk_zpage *z, size_t i)
 {
     unsigned char v = 0;
-    return mincore(z->base + i * PAGE, PAGE, &v) == 0 && (v & 1);
+    return populated(z, i, i + 1, &v) == 0 && v;
 }
 
 /* Reads pages [a, b) (inaccessible, BUSY) into buf, one pread of
- * /proc/self/mem per stretch of them in memory; a page missing (the
- * program dropped it itself) reads as zeros.  The pread must not touch a
+ * /proc/self/mem per stretch of them populated (in memory or swapped out:
+ * the read brings a swapped page back, with no userfaultfd fault); a page
+ * missing (the program dropped it itself) reads as zeros.  The pread must not touch a
  * missing page: under TK_ZPAGE_THREAD the kernel would wait for the
  * handler thread, which waits for this BUSY page.  (A page the program
  * drops while the pager reads it is still such a wait: do not drop pages
@@ -609,7 +632,8 @@ static bool present(struct tk_zpage *z, size_t i)
 static int read_span(struct tk_zpage *z, size_t a, size_t b, unsigned char *buf)
 {
     unsigned char vec[RUN];
-    if (mincore(z->base + a * PAGE, (b - a) * PAGE, vec) != 0) return -errno;
+    int err = populated(z, a, b, vec);
+    if (err) return err;
     for (size_t i = a; i < b;) {
         size_t j = i;
         while (j < b && (vec[j - a] & 1)) j++;
@@ -702,7 +726,7 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
          * since it came back; each is compressed anew */
         uint32_t clean = mask & ~dirty, stale = 0;
         unsigned char vec[RUN];
-        if (mincore(z->base + base * PAGE, (end - base) * PAGE, vec) != 0) memset(vec, 0, RUN);
+        if (populated(z, base, end, vec) != 0) memset(vec, 0, RUN); /* (all compressed anew) */
         for (unsigned k = 0; k < end - base; k++)
             if (!(vec[k] & 1)) stale |= 1u << k;
         if (z->wp_async && (clean & ~stale)) stale |= written_pages(z, base, end);
@@ -817,6 +841,13 @@ static void *pager_main(void *arg)
         if (atomic_load(&z->pause_req)) {
             atomic_store(&z->paused, 1);
             tk__futex_wake(&z->paused, INT_MAX);
+            /* threads waiting for room go on over the budget meanwhile
+             * (bring() does not wait while a pause is asked for): one may be
+             * the thread that forks, touching the area in a fork handler or
+             * a signal handler, which the pause would otherwise hold for
+             * ever */
+            atomic_fetch_add(&z->evict_seq, 1);
+            tk__futex_wake(&z->evict_seq, INT_MAX);
             while (atomic_load(&z->pause_req)) tk__futex_wait(&z->pause_req, 1);
             atomic_store(&z->paused, 0);
             continue;
@@ -1006,7 +1037,7 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
                          who);
 
     struct tk_zpage *z = calloc(1, sizeof *z);
-    if (!z) return -ENOMEM;
+    if (!z) return tk__failf(-ENOMEM, "%s: out of memory", who);
     z->len = cfg->len;
     z->npages = cfg->len / PAGE;
     z->codec = cfg->codec;
@@ -1018,7 +1049,7 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
     set_marks(z, cfg->budget / PAGE);
     if (cfg->budget / PAGE >= z->npages) set_marks(z, 0); /* the budget holds it all */
 
-    r = -ENOMEM;
+    r = tk__failf(-ENOMEM, "%s: no memory for the bookkeeping of %zu pages", who, z->npages);
     z->state = mmap(NULL, z->npages * sizeof *z->state, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (z->state == MAP_FAILED) {
@@ -1108,11 +1139,17 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
             goto fail;
         }
         r = -pthread_create(&z->handler, NULL, handler_main, z);
-        if (r) goto fail;
+        if (r) {
+            r = tk__failf(r, "%s: the handler thread: %s", who, strerror(-r));
+            goto fail;
+        }
         z->handler_started = true;
     }
     r = -pthread_create(&z->pager, NULL, pager_main, z);
-    if (r) goto fail;
+    if (r) {
+        r = tk__failf(r, "%s: the pager thread: %s", who, strerror(-r));
+        goto fail;
+    }
     z->pager_started = true;
 
     pthread_once(&atfork_once, install_atfork);
@@ -1176,6 +1213,54 @@ int tk_zpage_set_budget(tk_zpage *z, size_t budget)
     if (z->detached) return 0;
     set_marks(z, budget / PAGE >= z->npages ? 0 : budget / PAGE);
     kick_pager(z);
+    return 0;
+}
+
+int tk_zpage_discard(tk_zpage *z, void *addr, size_t len)
+{
+    static const char who[] = "tk_zpage_discard";
+    if (!z) return tk__failf(-EINVAL, "%s: NULL area", who);
+    uintptr_t a = (uintptr_t)addr, lo = (uintptr_t)z->base;
+    if (a % PAGE || len % PAGE || a < lo || a - lo > z->len || len > z->len - (a - lo))
+        return tk__failf(-EINVAL, "%s: [%p, +%zu) is not whole pages of the area [%p, +%zu)", who,
+                         addr, len, (void *)z->base, z->len);
+    if (z->detached) /* plain memory now */
+        return len && madvise(addr, len, MADV_DONTNEED)
+                   ? tk__failf(-errno, "%s: madvise: %s", who, strerror(errno))
+                   : 0;
+    for (size_t i = (a - lo) / PAGE; i < (a - lo + len) / PAGE; i++) {
+        for (;;) {
+            int s = atomic_load(&z->state[i]);
+            if (s & Z_BUSY) {
+                wait_page(z, i, s);
+                continue;
+            }
+            uint64_t mask;
+            if (!own_page(z, i, s, &mask)) continue;
+            int kind = s & Z_KIND;
+            void *copy = atomic_load(&z->slot[i]);
+            bool chunk = copy && z->zlen[i] != 0; /* (a marker's slot is its word) */
+            atomic_store(&z->slot[i], NULL);
+            if (kind == Z_COMPRESSED || kind == Z_MARKER) {
+                /* its data goes; its next touch is a first one (zeros) */
+                atomic_fetch_sub(kind == Z_COMPRESSED ? &z->n_compressed : &z->n_markers, 1);
+                kind = Z_UNTOUCHED;
+            } else if (kind != Z_UNTOUCHED) {
+                /* in memory (or in a run the clock hand samples): dropped as
+                 * a madvise of the program's own drops it, and its clean
+                 * copy with it */
+                if (s & Z_CLEAN) atomic_fetch_sub(&z->n_clean, 1);
+                madvise(z->base + i * PAGE, PAGE, MADV_DONTNEED);
+                if (kind == Z_RESIDENT) {
+                    atomic_fetch_sub(&z->resident, 1);
+                    kind = Z_UNTOUCHED;
+                }
+            }
+            release_owned(z, i, kind, &mask);
+            if (chunk) discard_chunk(z, copy);
+            break;
+        }
+    }
     return 0;
 }
 
