@@ -78,7 +78,14 @@
  * from 64 bytes (sub-pages, mechanism posix only; needs TK_FAST_SUBPAGE on,
  * since without the emulation trapkit opens a hardware page while it
  * single-steps a load, and another thread could then read an empty cell as
- * zeros) or a multiple of the hardware page (any mechanism).
+ * zeros) or a multiple of the hardware page (any mechanism).  Sub-page
+ * cells are read by emulation, which covers scalar and SSE loads, not AVX
+ * or AVX-512 ones (glibc's memcpy, memcmp and strlen use those on machines
+ * that have them): such a load from a sub-page cell whose hardware page
+ * holds an empty cell is passed on (SIGSEGV, with a message), never
+ * stepped with the page open.  Read sub-page cells with plain loads (a
+ * volatile pointer, or -fno-builtin copies of up to 16 bytes at a time),
+ * or use cells of a hardware page.
  *
  * Mechanisms.  The stack and the cells are trapkit regions on posix,
  * uffd-sigbus or uffd-thread (TK_MECH_AUTO lets trapkit choose; the cells

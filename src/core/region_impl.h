@@ -70,6 +70,10 @@ struct tk_region {
     bool rg_subpage;               /* logical page smaller than the hardware page (vm/subpage.c) */
     unsigned char *rg_alias;       /* sub-page regions: a read-write view of the memfd */
     atomic_int rg_sub_inflight;    /* sub-page regions: emulations under way */
+    bool rg_sub_strict;            /* sub-page regions: never open a hardware page to step an
+                                      instruction trapkit cannot emulate (passed on instead):
+                                      set by modules whose sub-pages must never be seen open
+                                      by another thread (lazy cells) */
     int rg_uffd;                   /* the userfaultfd the range is registered with, -1, or
                                       TK_UFFD_LOST_IN_FORK: in a child of fork() that could
                                       not register it again, served by mprotect (posix) */

@@ -202,6 +202,12 @@ static tk_action open_for_step(struct tk_region *r, uintptr_t addr, void *uc,
 {
     size_t hw = hw_size();
     uintptr_t page = addr & ~(uintptr_t)(hw - 1);
+    if (r->rg_sub_strict) {
+        tk__write_stderr("trapkit: an instruction trapkit does not emulate (an AVX or AVX-512 "
+                         "access, as glibc's memcpy makes) touched a sub-page that no other "
+                         "thread may see opened (a lazy cell smaller than a page): passed on\n");
+        return TK_DECLINE;
+    }
     if (step.n && step.r != r) return TK_DECLINE; /* one region per instruction */
     bool known = false;
     for (int i = 0; i < step.n; i++) known |= step.pages[i] == page;

@@ -914,6 +914,10 @@ int tk_lazy_cells_create(const tk_lazy_cells_config *cfg, tk_lazy_cells **out)
     }
     if (!err) {
         c->base = tk_region_base(c->region);
+        /* an access trapkit cannot emulate is passed on rather than stepped
+         * with the hardware page open: another thread could read an empty
+         * cell of it as zeros meanwhile */
+        if (size < hw) c->region->rg_sub_strict = true;
         /* sub-page regions cannot start no-access in one step */
         if (size < hw && (err = tk_protect(c->region, c->base, len, TK_PROT_NONE)))
             err = wrap(err, who);
