@@ -197,8 +197,9 @@ struct tk_arena {
 
 /* Reserves max_size + TK_ARENA_INLINE_MAX bytes of address space and
  * commits the first chunk.  Returns 0 or -EINVAL (sizes not multiples of
- * the page size, chunk > max_size; tk_last_error() says which), -ENOMEM.
- * Not async-signal-safe. */
+ * the page size, chunk > max_size; tk_last_error() says which), -ENOMEM
+ * (also past 4,096 arenas and uffd sandboxes live at once, which share a
+ * table the fault handler reads).  Not async-signal-safe. */
 int tk_arena_create(const tk_arena_config *cfg, tk_arena **out);
 /* Unmaps the arena; 0 or -EINVAL (NULL). */
 int tk_arena_destroy(tk_arena *a);
@@ -300,7 +301,8 @@ typedef struct tk_sandbox_trap {
  * first size bytes read-write (zero).  Returns 0, or -EINVAL (a size not a
  * multiple of the page size, size > max_size, max_size > 4 GiB, flags, an
  * unknown path; tk_last_error() says which), -EOPNOTSUPP (the forced path
- * needs what this kernel lacks: tk_last_error() names it), -ENOMEM.  Not
+ * needs what this kernel lacks: tk_last_error() names it), -ENOMEM (also
+ * past 4,096 arenas and uffd sandboxes live at once).  Not
  * async-signal-safe. */
 int tk_sandbox_create(const tk_sandbox_config *cfg, tk_sandbox **out);
 /* Unmaps the sandbox.  No call on it may be under way.  0 or -EINVAL. */
