@@ -117,7 +117,8 @@
  * Threads.  Every call may be made from any thread; none is
  * async-signal-safe.  A thread blocked reading an empty cell or an
  * uncomputed page waits in a signal handler or in the kernel, where
- * pthread_cancel does not reach it: it is cancelled once the value comes.
+ * pthread_cancel does not reach it: the cancellation acts at the thread's
+ * next cancellation point after the value comes.
  * The destroy functions need the structure idle: no thread blocked on it
  * or using its memory.  Functions return 0 or a
  * negative errno, with tk_last_error() saying why.
