@@ -11,6 +11,9 @@
 #    reported apart
 #  - SHUTDOWN [SAVE|NOSAVE], SIGTERM with and without save points, a save
 #    that fails at shutdown keeps the server running; save points save
+#  - a missing --dir, a bad --port and a FIFO for an image refuse the start;
+#    a save point while the image loads without prefetch saves; clients past
+#    the descriptors get redis-server's error; active expiry keeps up
 # Usage: kv_persist.sh KV_SERVER_BINARY
 server=$1
 source "$(dirname "$0")/kv_lib.sh"
@@ -226,5 +229,71 @@ kv_kill
 kv_start sp2 --dir "$dir/p"
 expect 2 DBSIZE
 kv_kill
+# ---- start-up checks: a missing --dir, a bad --port, a FIFO for an image
+kv_start_fails nodir --dir "$dir/no/such/dir"
+refused nodir "--dir $dir/no/such/dir: No such file or directory"
+kv_start_fails badport --port 17024x
+refused badport "--port takes a port number"
+mkdir -p "$dir/fifo"
+mkfifo "$dir/fifo/dump.tkimg"
+kv_start_fails fifo --dir "$dir/fifo"
+refused fifo "is not a regular file"
+echo "start-up checks: ok"
+
+# ---- a save point while the image loads without prefetch: the rest of the
+# image is read in, the save runs, and a write made meanwhile survives kill -9
+mkdir -p "$dir/np"
+kv_start np1 --dir "$dir/np" --mechanism posix
+for i in $(seq 1 300); do echo "SET k$i v$i"; done | cli >/dev/null
+expect OK SAVE
+kv_kill
+kv_start np2 --dir "$dir/np" --restore-prefetch no --save "1 1"
+expect OK SET written-while-loading 1
+wait_until 30 '[[ $(info_field rdb_saves) -ge 1 ]]'
+grep -q "the rest of it is read in now" "$dir/np2.err" || { cat "$dir/np2.err"; echo "no word of reading the rest"; exit 1; }
+kv_kill
+kv_start np3 --dir "$dir/np"
+expect 1 GET written-while-loading
+expect v300 GET k300
+kv_kill
+echo "save points under --restore-prefetch no: ok"
+
+# ---- clients past the descriptors the server may open: told so, as
+# redis-server tells them, while the others are served
+mkdir -p "$dir/mc"
+(ulimit -n 64 && kv_start mc --dir "$dir/mc" && echo "$pid $port" >"$dir/mc.pid" && wait "$pid") &
+wait_until 30 '[[ -s $dir/mc.pid ]]'
+read -r mc_pid mc_port <"$dir/mc.pid"
+python3 - "$mc_port" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(100)]
+time.sleep(0.5)
+last = conns[-1]
+last.settimeout(10)
+last.sendall(b"PING\r\n")
+got = last.recv(100)
+assert got == b"-ERR max number of clients reached\r\n", got
+first = conns[0]
+first.settimeout(10)
+first.sendall(b"PING\r\n")
+assert first.recv(100) == b"+PONG\r\n"
+PY
+[[ $(redis-cli -p "$mc_port" INFO stats | tr -d '\r' | sed -n 's/^rejected_connections://p') -gt 0 ]] || { echo "no rejected_connections"; exit 1; }
+kill -9 "$mc_pid"
+echo "maxclients: ok"
+
+# ---- active expiry keeps up with keys written with a short expiry: 32 MiB
+# hold ~100,000 such keys at once, 300,000 are written
+mkdir -p "$dir/ex"
+kv_start ex --dir "$dir/ex" --memory 32m
+python3 -c '
+v = "x" * 200
+for i in range(300000):
+    print(f"SET e{i} {v} PX 300")' | cli --pipe >"$dir/ex.pipe" 2>&1
+grep -q "errors: 0" "$dir/ex.pipe" || { cat "$dir/ex.pipe"; cli INFO memory | head; echo "writes failed (OOM): expired keys not removed in time"; exit 1; }
+kv_kill
+echo "active expiry: ok"
+
 kv_check_log
 echo "kv_persist: ok"

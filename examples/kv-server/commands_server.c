@@ -52,7 +52,7 @@ void cmd_bgsave(struct conn *c, struct arg *a, size_t argc)
         if (!schedule)
             return out_err(c, "ERR Background save not possible while the dataset is still "
                               "loading (INFO persistence: loading:1); use BGSAVE SCHEDULE");
-        persist.bgsave_scheduled = true;
+        persist_schedule_save("BGSAVE SCHEDULE");
         return out_str(c, "+Background saving scheduled\r\n");
     }
     if (persist.bgsave) return out_err(c, "ERR Background save already in progress");
@@ -120,7 +120,8 @@ void cmd_config(struct conn *c, struct arg *a, size_t argc)
         return out_err(c, "ERR unknown subcommand '%s'. Try CONFIG HELP.",
                        resp_escape(sub, sizeof sub, a[1].p, a[1].n, 128));
     }
-    char save[512], port[16], mem[24];
+    char save[512], port[16], mem[24], maxc[24];
+    snprintf(maxc, sizeof maxc, "%llu", (unsigned long long)net.maxclients);
     persist_save_points_str(save, sizeof save);
     snprintf(port, sizeof port, "%d", server.port);
     snprintf(mem, sizeof mem, "%zu", server.mem);
@@ -132,7 +133,8 @@ void cmd_config(struct conn *c, struct arg *a, size_t argc)
                                {"maxmemory", mem},
                                {"maxmemory-policy", "noeviction"},
                                {"databases", "1"},
-                               {"proto-max-bulk-len", "67108864"}};
+                               {"proto-max-bulk-len", "67108864"},
+                               {"maxclients", maxc}};
     enum { NP = sizeof params / sizeof params[0] };
     bool want[NP] = {false};
     size_t count = 0;
@@ -249,9 +251,11 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
     }
     if (want[4])
         ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"
-            "expired_keys:%lu\r\nclient_output_limit_disconnections:%lu\r\n\r\n",
+            "rejected_connections:%lu\r\nexpired_keys:%lu\r\n"
+            "client_output_limit_disconnections:%lu\r\n\r\n",
             (unsigned long)net.total_conns, (unsigned long)server.total_commands,
-            (unsigned long)kv_expired_total(server.kv), (unsigned long)net.out_limit_closed);
+            (unsigned long)net.rejected_conns, (unsigned long)kv_expired_total(server.kv),
+            (unsigned long)net.out_limit_closed);
     if (want[5]) {
         ADD("# Keyspace\r\n");
         if (kv_count(server.kv))

@@ -212,9 +212,10 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
     cmd->fn(c, a, argc);
 }
 
-/* Background work for the store, every 100 ms: expired keys (for at most
- * about a millisecond, more while a quarter of those looked at had
- * expired, as Redis's active expiry does) and a millisecond of rehashing
+/* Background work for the store, every 100 ms: expired keys (rounds of 200
+ * looked at while at least a quarter of them had expired, for at most 25
+ * ms: a quarter of the period, as Redis's active expiry may take) and a
+ * millisecond of rehashing
  * (as Redis's activerehashing: a table of a million keys is rehashed in
  * seconds, not the quarter of an hour 100 buckets a turn would take; each
  * moved entry whose link changes is a page an incremental image holds, so
@@ -223,8 +224,8 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
 void store_cron(void)
 {
     set_now();
-    for (int k = 0; k < 16 && kv_expires(server.kv); k++)
-        if (kv_expire_cycle(server.kv, 200) < 50 || wall_ms() - now_ms >= 1) break;
+    while (kv_expires(server.kv))
+        if (kv_expire_cycle(server.kv, 200) < 50 || wall_ms() - now_ms >= 25) break;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int steps = persist.bgsave ? 1 : 1000;

@@ -101,6 +101,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -108,6 +109,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <trapkit/checkpoint.h>
 #include <trapkit/trapkit.h>
@@ -177,8 +179,11 @@ int main(int argc, char **argv)
         if (!v) return usage("every option takes a value");
         i++;
         if (!strcmp(o, "--port")) {
-            port = atoi(v);
-            if (port < 0 || port > 65535) return usage("bad --port");
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (end == v || *end || n < 0 || n > 65535)
+                return usage("--port takes a port number, 0 to 65535 (0: any free one)");
+            port = (int)n;
         } else if (!strcmp(o, "--bind")) {
             bind_addr = v;
         } else if (!strcmp(o, "--dir")) {
@@ -247,6 +252,14 @@ int main(int argc, char **argv)
             return usage("unknown option");
         }
     }
+    /* as redis-server, which cannot chdir there: a mistyped --dir would
+     * otherwise start an empty store beside the data */
+    struct stat dst;
+    if (stat(persist.dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+        fprintf(stderr, "kv-server: --dir %s: %s\n", persist.dir,
+                S_ISDIR(dst.st_mode) || errno != 0 ? strerror(errno) : "not a directory");
+        return 1;
+    }
     snprintf(persist.path, sizeof persist.path, "%s/%s", persist.dir, persist.dbfile);
     snprintf(persist.tmp_path, sizeof persist.tmp_path, "%s/%s.tmp", persist.dir, persist.dbfile);
     snprintf(persist.compact_path, sizeof persist.compact_path, "%s/%s.tmp-compact", persist.dir,
@@ -265,20 +278,31 @@ int main(int argc, char **argv)
     if (persist_load_image(&ar) < 0) return 1;
     if (persist_create_ckpt(&ar) < 0) return 1;
 
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    /* --bind: an IPv4 or IPv6 address, or a host name (localhost) */
+    char port_s[8];
+    snprintf(port_s, sizeof port_s, "%d", port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
+    int gai = getaddrinfo(bind_addr, port_s, &hints, &ai);
+    if (gai != 0) {
+        fprintf(stderr, "kv-server: --bind %s: %s\n", bind_addr, gai_strerror(gai));
+        return 2;
+    }
+    int ls = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     net.listen_fd = ls;
     int one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) return usage("bad --bind address");
-    if (bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 511) < 0) {
+    if (ls < 0 || bind(ls, ai->ai_addr, ai->ai_addrlen) < 0 || listen(ls, 511) < 0) {
         fprintf(stderr, "kv-server: cannot listen on %s:%d: %s\n", bind_addr, port,
                 strerror(errno));
         return 1;
     }
+    freeaddrinfo(ai);
+    struct sockaddr_storage sa;
     socklen_t sl = sizeof sa;
     getsockname(ls, (struct sockaddr *)&sa, &sl);
-    server.port = ntohs(sa.sin_port);
+    server.port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                 : ((struct sockaddr_in *)&sa)->sin_port);
+    net_init_limits();
     signal(SIGPIPE, SIG_IGN);
     struct sigaction st = {.sa_handler = on_signal};
     sigaction(SIGINT, &st, NULL);

@@ -8,12 +8,14 @@
  * output grows without bound.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,7 +26,7 @@
 #include "server.h"
 #include "store.h"
 
-struct net_state net = {.listen_fd = -1, .ep = -1, .out_hard = OUT_HARD_DEFAULT};
+struct net_state net = {.listen_fd = -1, .ep = -1, .out_hard = OUT_HARD_DEFAULT, .spare_fd = -1};
 
 /* ---- output ------------------------------------------------------------ */
 /* Appends to the client's replies.  A client whose unsent replies would
@@ -198,11 +200,48 @@ static void run_commands(struct conn *c)
     if (c->mb_left == 0 && c->scan == c->in_len) c->scan = c->in_len = c->cmd_start = 0;
 }
 
+void net_init_limits(void)
+{
+    struct rlimit rl;
+    uint64_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    net.maxclients = n > 64 ? n - 32 : n / 2; /* (the rest: images, the epoll, logs) */
+    net.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* A connection past maxclients: told so, as redis-server tells it, and
+ * closed. */
+static void turn_away(int fd)
+{
+    static const char msg[] = "-ERR max number of clients reached\r\n";
+    ssize_t w = write(fd, msg, sizeof msg - 1);
+    (void)w;
+    close(fd);
+    if (net.rejected_conns++ % 1000 == 0)
+        fprintf(stderr, "kv-server: max number of clients reached (%llu): connection refused\n",
+                (unsigned long long)net.maxclients);
+}
+
 static void accept_clients(void)
 {
     for (int k = 0; k < 1000; k++) {
         int fd = accept4(net.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
+        if (fd < 0) {
+            /* Out of descriptors: the connection stays queued, and the
+             * listener would wake the loop again at once, for ever.  The
+             * spare descriptor makes room to take it out and turn it away. */
+            if ((errno == EMFILE || errno == ENFILE) && net.spare_fd >= 0) {
+                close(net.spare_fd);
+                fd = accept4(net.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd >= 0) turn_away(fd);
+                net.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) continue;
+            }
+            return;
+        }
+        if (net.maxclients && net.nconns >= net.maxclients) {
+            turn_away(fd);
+            continue;
+        }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct conn *c = calloc(1, sizeof *c);

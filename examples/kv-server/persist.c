@@ -94,10 +94,40 @@ static void lazy_error(int err, uint64_t page, const char *msg, void *arg)
     _exit(70);
 }
 
+/* --restore-prefetch no, and a save due: a thread reads the rest of the
+ * image in (tk_ckpt_lazy_wait brings the missing pages in itself), the
+ * server serving meanwhile. */
+static pthread_t rest_thread;
+static bool rest_reading;
+
+static void *read_rest(void *arg)
+{
+    (void)arg;
+    tk_ckpt_lazy_stats st;
+    tk_ckpt_lazy_wait(persist.lazy_restore, &st);
+    return NULL;
+}
+
+void persist_schedule_save(const char *why)
+{
+    if (!persist.bgsave_scheduled)
+        fprintf(stderr,
+                "kv-server: %s while the image is still loading: the save starts once it "
+                "has loaded%s\n",
+                why, persist.prefetch ? "" : " (the rest of it is read in now)");
+    persist.bgsave_scheduled = true;
+    if (persist.lazy && !persist.prefetch && !rest_reading)
+        rest_reading = pthread_create(&rest_thread, NULL, read_rest, NULL) == 0;
+}
+
 /* The lazy restore is done: every page is in place and verified.  The
  * images may now be replaced, so the checkpointer is made. */
 static void finish_lazy(void)
 {
+    if (rest_reading) {
+        pthread_join(rest_thread, NULL);
+        rest_reading = false;
+    }
     tk_ckpt_lazy_stats st;
     tk_ckpt_lazy_poll(persist.lazy_restore, &st);
     int err = tk_ckpt_lazy_destroy(persist.lazy_restore);
@@ -159,7 +189,10 @@ static const char *const why_stop =
  * why the server must not start. */
 static int open_image(const char *path, bool missing_ok, tk_ckpt_image_info *info)
 {
-    int img = open(path, O_RDONLY | O_CLOEXEC);
+    /* (O_NONBLOCK: a FIFO in the image's place would block the open; it is
+     * refused below as not a regular file) */
+    int img = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (img >= 0) fcntl(img, F_SETFL, fcntl(img, F_GETFL) & ~O_NONBLOCK);
     if (img < 0) {
         int e = errno;
         struct stat lst;
@@ -597,12 +630,19 @@ static void finish_bgsave(void)
  * after a failed one, not before 5 seconds (as Redis does). */
 void persist_check_save_points(void)
 {
-    if (persist.bgsave || persist.lazy || server.stop) return;
+    if (persist.bgsave || server.stop || (persist.lazy && persist.bgsave_scheduled)) return;
     time_t now = time(NULL);
     for (int i = 0; i < persist.nsave_points; i++) {
         const struct save_point *sp = &persist.save_points[i];
         if (server.changes >= (uint64_t)sp->changes && now - persist.lastsave > sp->seconds &&
             (strcmp(persist.last_status, "ok") == 0 || now - persist.last_bgsave_try >= 5)) {
+            if (persist.lazy) {
+                char why[96];
+                snprintf(why, sizeof why, "%ld changes in %ld seconds", (long)server.changes,
+                         (long)sp->seconds);
+                persist_schedule_save(why);
+                return;
+            }
             fprintf(stderr, "kv-server: %ld changes in %ld seconds: saving\n", (long)server.changes,
                     (long)sp->seconds);
             persist_start_bgsave();

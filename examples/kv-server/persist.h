@@ -95,6 +95,10 @@ void persist_poll_loading(void);
 void persist_finish_loading(void);
 /* The lazy restore's progress so far (INFO persistence); false if none runs. */
 bool persist_loading_stats(tk_ckpt_lazy_stats *st);
+/* A save is due while the image is still loading (why: what asked for it):
+ * it starts once the image has loaded.  Under --restore-prefetch no nothing
+ * else would read the rest of the image in, so a thread does it now. */
+void persist_schedule_save(const char *why);
 
 /* BGSAVE: 0 once the snapshot is taken and the image being written, -1
  * with persist.save_error. */
