@@ -224,7 +224,8 @@ script = [
     # the server
     ("PING",), ("PING", "hi"), ("PING", "a", "b"), ("ECHO", "x"), ("ECHO",), ("SELECT", "0"),
     ("SELECT", "x"), ("DBSIZE",), ("GET",), ("GET", "a", "b"), ("NOSUCHCOMMAND", "a", "b"),
-    ("CONFIG", "GET", "appendonly"), ("FLUSHALL",), ("DBSIZE",), ("KEYS", "*"),
+    ("CONFIG", "GET", "appendonly"), ("CONFIG", "GET"), ("SET", "notz", "x"),
+    ("ZPOPMIN", "notz", "0"), ("ZPOPMAX", "notz", "0"), ("FLUSHALL",), ("DBSIZE",), ("KEYS", "*"),
     ("FLUSHALL", "x"),
 ]
 

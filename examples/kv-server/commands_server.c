@@ -115,7 +115,9 @@ void cmd_command(struct conn *c, struct arg *a, size_t argc)
 void cmd_config(struct conn *c, struct arg *a, size_t argc)
 {
     if (arg_is(&a[1], "RESETSTAT") && argc == 2) return out_ok(c);
-    if (!arg_is(&a[1], "GET") || argc < 3) {
+    if (arg_is(&a[1], "GET") && argc < 3)
+        return out_err(c, "ERR wrong number of arguments for 'config|get' command");
+    if (!arg_is(&a[1], "GET")) {
         char sub[600];
         return out_err(c, "ERR unknown subcommand '%s'. Try CONFIG HELP.",
                        resp_escape(sub, sizeof sub, a[1].p, a[1].n, 128));

@@ -316,10 +316,9 @@ static void zpop_generic(struct conn *c, struct arg *a, size_t argc, bool max)
     long long count = 1;
     if (argc > 3) return out_syntax(c);
     if (argc == 3 && !get_count(c, &a[2], &count)) return;
-    if (count == 0) return out_array(c, 0);
     kv_obj *o;
-    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
-    if (!o) return out_array(c, 0);
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return; /* (WRONGTYPE before a count of 0) */
+    if (!o || count == 0) return out_array(c, 0);
     size_t card = kv_zset_card(server.kv, o);
     if ((unsigned long long)count > card) count = (long long)card;
     out_array(c, (size_t)count * 2);
