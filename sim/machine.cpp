@@ -11,10 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 namespace tksim
 {
@@ -74,6 +78,251 @@ uint64_t raw_s(float f) // for sign injection and moves: no canonicalisation
     return BOX | b;
 }
 
+// ---- rounding modes and exception flags ----
+// Each arithmetic instruction runs on the host's SSE unit, in the guest's
+// rounding mode, and adds the flags MXCSR has after it to fflags.  x86 has
+// RISC-V's flags (and detects tininess after rounding, raising underflow
+// only for a tiny inexact result, as RISC-V does) and four of its rounding
+// modes; round-to-nearest-max-magnitude (RMM) it has not: those
+// instructions round to nearest-even, and a result that was a tie moves one
+// step away from zero (tie_away).  The comparisons, fmin/fmax and the
+// conversions to integers work out their flags themselves.
+//
+// Loading MXCSR costs more than most instructions the simulator runs (some
+// 15 ns on an x86 server, where reading it costs 1): it waits for the
+// floating point in flight.  So MXCSR is read before and after each
+// operation, and loaded only when it must be: it stays in
+// round-to-nearest-even with its flags as they are while every flag set
+// there is one fflags has already, since the operation's flags are then
+// MXCSR's after it, give or take flags fflags has (which raising again
+// changes nothing), whatever set them (the simulator's own floating point
+// too).  It is loaded before an operation that finds a flag fflags has not
+// (the guest cleared it, or the simulator's floating point set it) or that
+// has another rounding mode, and after one in another rounding mode, to set
+// round-to-nearest-even back.
+// the rounding modes (rm: RNE 0, RTZ 1, RDN 2, RUP 3, RMM 4) and fflags' bits
+constexpr unsigned RMM = 4;
+constexpr unsigned NX = 1, UF = 2, OF = 4, DZ = 8, NV = 16;
+constexpr unsigned MXCSR_BASE = 0x1f80; // every exception masked, RNE, no flag set
+constexpr unsigned MXCSR_FLAGS = 0x3f;
+constexpr unsigned MXCSR_RC[5] = {0, 0x6000, 0x2000, 0x4000, 0}; // by rm (RMM: RNE)
+// fflags by MXCSR's flags (bits 0-5: invalid, denormal operand, divide by
+// zero, overflow, underflow, precision); the denormal operand has none
+constexpr std::array<uint8_t, 64> FFLAGS = [] {
+    std::array<uint8_t, 64> t{};
+    for (unsigned i = 0; i < 64; i++)
+        t[i] = static_cast<uint8_t>((i & 1 ? NV : 0u) | (i & 4 ? DZ : 0u) | (i & 8 ? OF : 0u) |
+                                    (i & 16 ? UF : 0u) | (i & 32 ? NX : 0u));
+    return t;
+}();
+
+// MXCSR, read and loaded by volatile asm statements, which the compiler
+// keeps in order (its _mm_getcsr may be merged with an earlier one when no
+// _mm_setcsr comes between)
+unsigned get_mxcsr()
+{
+    unsigned v;
+    asm volatile("stmxcsr %0" : "=m"(v));
+    return v;
+}
+void set_mxcsr(unsigned v)
+{
+    asm volatile("ldmxcsr %0" : : "m"(v));
+}
+// (nor may it move a host operation across an MXCSR access: its operands
+// pass through this after the load, its result before the read)
+template <class T> void opaque(T &v)
+{
+    if constexpr (std::is_floating_point_v<T>)
+        asm volatile("" : "+x"(v));
+    else
+        asm volatile("" : "+r"(v));
+}
+
+// f(args...) on the host's SSE unit in rounding mode rm: its flags go to fcsr's
+// fflags, and to fl (with some fflags has already, but for RMM, whose
+// correction needs the operation's own inexact)
+template <class F, class... A> auto sse(unsigned rm, uint32_t &fcsr, unsigned &fl, F f, A... args)
+{
+    unsigned want = MXCSR_BASE | MXCSR_RC[rm];
+    unsigned have = rm == RMM ? 0 : fcsr & 0x1f;
+    unsigned st = get_mxcsr();
+    if ((st & ~MXCSR_FLAGS) != want || (FFLAGS[st & MXCSR_FLAGS] & ~have) != 0) set_mxcsr(want);
+    (opaque(args), ...);
+    auto v = f(args...);
+    opaque(v);
+    st = get_mxcsr();
+    if (want != MXCSR_BASE) set_mxcsr(MXCSR_BASE | (st & MXCSR_FLAGS));
+    fl = FFLAGS[st & MXCSR_FLAGS];
+    if (fl & ~have) fcsr |= fl; // (a store only when fflags changes)
+    return v;
+}
+
+// An exact value n * 2^e, for RMM's test of a tie.
+struct Term {
+    __int128 n;
+    int e;
+};
+int ctz128(__int128 v) // v != 0
+{
+    auto u = static_cast<unsigned __int128>(v);
+    uint64_t lo = static_cast<uint64_t>(u);
+    return lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll(static_cast<uint64_t>(u >> 64));
+}
+template <class T> uint64_t bits_of(T x)
+{
+    if constexpr (sizeof(T) == 4) {
+        uint32_t b;
+        memcpy(&b, &x, 4);
+        return b;
+    } else {
+        uint64_t b;
+        memcpy(&b, &x, 8);
+        return b;
+    }
+}
+// finite x as n * 2^e
+template <class T> Term split(T x)
+{
+    constexpr int FRAC = std::numeric_limits<T>::digits - 1;              // 23, 52
+    constexpr int EMIN = std::numeric_limits<T>::min_exponent - 1 - FRAC; // -149, -1074
+    uint64_t b = bits_of(x);
+    uint64_t frac = b & ((1ull << FRAC) - 1);
+    int ex = static_cast<int>((b >> FRAC) & ((1u << (sizeof(T) * 8 - 1 - FRAC)) - 1));
+    __int128 n = ex ? frac | (1ull << FRAC) : frac;
+    Term t{std::signbit(x) ? -n : n, ex ? EMIN + ex - 1 : EMIN};
+    return t;
+}
+Term operator*(Term a, Term b)
+{
+    return {a.n * b.n, a.e + b.e};
+}
+// whether terms t[0..k) sum to 0 (|n| below 2^125)
+bool zero_sum(Term *t, int k)
+{
+    int m = 0;
+    for (int i = 0; i < k; i++) // without the zeros, each n odd
+        if (t[i].n != 0) {
+            int z = ctz128(t[i].n);
+            t[m++] = {t[i].n >> z, t[i].e + z};
+        }
+    for (int i = 1; i < m; i++) // by exponent
+        for (int j = i; j > 0 && t[j].e < t[j - 1].e; j--) std::swap(t[j], t[j - 1]);
+    if (m == 0) return true;
+    // the lowest bit set needs another term's to cancel it
+    if (m == 1 || t[0].e != t[1].e) return false;
+    __int128 s = t[0].n + t[1].n;
+    if (m == 2) return s == 0;
+    if (t[2].e == t[0].e) return s + t[2].n == 0;
+    if (s == 0) return false;
+    int z = ctz128(s);
+    return (s >> z) == -t[2].n && t[0].e + z == t[2].e;
+}
+// r (finite, rounded to nearest-even from an inexact exact value, the sum
+// of `exact` divided by `div`) rounded to nearest-max-magnitude instead: its
+// neighbour away from zero when the exact value was the midpoint between
+// them.  (The flags are those of nearest-even: the two modes differ only at
+// a tie, never between a tiny result and a normal one, or a finite one and
+// an overflow, since the largest finite value and the one below the least
+// normal are odd.)
+template <class T>
+[[gnu::noinline]] T tie_away(T r, std::initializer_list<Term> exact, Term div = {1, 0})
+{
+    Term t[4];
+    int k = 0;
+    for (Term x : exact) t[k++] = x;
+    Term mid = split(r); // r's magnitude plus half its step away from zero
+    __int128 m = (mid.n < 0 ? -mid.n : mid.n) * 2 + 1;
+    t[k++] = Term{std::signbit(r) ? m : -m, mid.e - 1} * div;
+    if (!zero_sum(t, k)) return r;
+    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t> b;
+    memcpy(&b, &r, sizeof b);
+    b++; // (the encoding's magnitude is monotonic)
+    memcpy(&r, &b, sizeof b);
+    return r;
+}
+
+// The arithmetic instructions, in rounding mode rm, their flags into fcsr
+// (out of line: the instructions' switch stays small enough for the
+// compiler to inline the memory accesses in it)
+template <class T> [[gnu::noinline]] T fp_add(unsigned rm, uint32_t &fcsr, T x, T y)
+{
+    unsigned fl;
+    auto op = [](T p, T q) { return p + q; };
+    T v = sse(rm, fcsr, fl, op, x, y);
+    if (rm == RMM && (fl & NX) && std::isfinite(v)) v = tie_away(v, {split(x), split(y)});
+    return v;
+}
+template <class T> [[gnu::noinline]] T fp_sub(unsigned rm, uint32_t &fcsr, T x, T y)
+{
+    unsigned fl;
+    auto op = [](T p, T q) { return p - q; };
+    T v = sse(rm, fcsr, fl, op, x, y);
+    if (rm == RMM && (fl & NX) && std::isfinite(v)) v = tie_away(v, {split(x), split(-y)});
+    return v;
+}
+template <class T> [[gnu::noinline]] T fp_mul(unsigned rm, uint32_t &fcsr, T x, T y)
+{
+    unsigned fl;
+    auto op = [](T p, T q) { return p * q; };
+    T v = sse(rm, fcsr, fl, op, x, y);
+    if (rm == RMM && (fl & NX) && std::isfinite(v)) v = tie_away(v, {split(x) * split(y)});
+    return v;
+}
+template <class T> [[gnu::noinline]] T fp_div(unsigned rm, uint32_t &fcsr, T x, T y)
+{
+    unsigned fl;
+    auto op = [](T p, T q) { return p / q; };
+    T v = sse(rm, fcsr, fl, op, x, y);
+    if (rm == RMM && (fl & NX) && std::isfinite(v)) v = tie_away(v, {split(x)}, split(y));
+    return v;
+}
+// (a square root is never a tie: the midpoint's square has more digits)
+template <class T> [[gnu::noinline]] T fp_sqrt(unsigned rm, uint32_t &fcsr, T x)
+{
+    unsigned fl;
+    auto op = [](T p) { return std::sqrt(p); };
+    return sse(rm, fcsr, fl, op, x);
+}
+// x * y + z, rounded once
+template <class T> [[gnu::noinline]] T fp_fma(unsigned rm, uint32_t &fcsr, T x, T y, T z)
+{
+    unsigned fl;
+    auto op = [](T p, T q, T s) { return std::fma(p, q, s); };
+    T v = sse(rm, fcsr, fl, op, x, y, z);
+    // (RISC-V's invalid for infinity times zero even with a quiet NaN to
+    // add, which x86 does not raise)
+    if (std::isnan(v) && ((std::isinf(x) && y == 0) || (x == 0 && std::isinf(y)))) fcsr |= NV;
+    if (rm == RMM && (fl & NX) && std::isfinite(v))
+        v = tie_away(v, {split(x) * split(y), split(z)});
+    return v;
+}
+[[gnu::noinline]] float fp_cvt_s_d(unsigned rm, uint32_t &fcsr, double x)
+{
+    unsigned fl;
+    auto op = [](double p) { return static_cast<float>(p); };
+    float v = sse(rm, fcsr, fl, op, x);
+    if (rm == RMM && (fl & NX) && std::isfinite(v)) v = tie_away(v, {split(x)});
+    return v;
+}
+// an integer to T
+template <class T, class I> [[gnu::noinline]] T fp_from_int(unsigned rm, uint32_t &fcsr, I x)
+{
+    unsigned fl;
+    auto op = [](I p) { return static_cast<T>(p); };
+    T v = sse(rm, fcsr, fl, op, x);
+    if (rm == RMM && (fl & NX)) v = tie_away(v, {Term{static_cast<__int128>(x), 0}});
+    return v;
+}
+bool snan_s(uint64_t v) // a boxed signalling NaN
+{
+    return (v & BOX) == BOX && (v & 0x7fffffffu) > 0x7f800000u && !(v & 0x00400000u);
+}
+bool snan_d(uint64_t v)
+{
+    return (v & ~(1ull << 63)) > 0x7ff0000000000000ull && !(v & 0x0008000000000000ull);
+}
+
 double round_to(double v, unsigned rm)
 {
     switch (rm) {
@@ -91,24 +340,46 @@ double round_to(double v, unsigned rm)
 }
 
 // fcvt to a signed integer of `bits` bits: NaN and too large give the
-// largest value, too small the smallest (the ISA's saturation)
-int64_t to_signed(double v, unsigned rm, int bits)
+// largest value, too small the smallest (the ISA's saturation), and raise
+// invalid; a value that converts but was not an integer raises inexact
+int64_t to_signed(double v, unsigned rm, int bits, uint32_t *fcsr)
 {
     double lim = std::ldexp(1.0, bits - 1); // 2^(bits-1)
-    if (std::isnan(v)) return bits == 64 ? INT64_MAX : static_cast<int64_t>(lim) - 1;
+    int64_t max = bits == 64 ? INT64_MAX : static_cast<int64_t>(lim) - 1;
+    if (std::isnan(v)) {
+        *fcsr |= NV;
+        return max;
+    }
     double r = round_to(v, rm);
-    if (r >= lim) return bits == 64 ? INT64_MAX : static_cast<int64_t>(lim) - 1;
-    if (r < -lim) return bits == 64 ? INT64_MIN : -static_cast<int64_t>(lim);
+    if (r >= lim) {
+        *fcsr |= NV;
+        return max;
+    }
+    if (r < -lim) {
+        *fcsr |= NV;
+        return bits == 64 ? INT64_MIN : -static_cast<int64_t>(lim);
+    }
+    if (r != v) *fcsr |= NX;
     return static_cast<int64_t>(r);
 }
-uint64_t to_unsigned(double v, unsigned rm, int bits)
+uint64_t to_unsigned(double v, unsigned rm, int bits, uint32_t *fcsr)
 {
     double lim = std::ldexp(1.0, bits); // 2^bits
     uint64_t max = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
-    if (std::isnan(v)) return max;
+    if (std::isnan(v)) {
+        *fcsr |= NV;
+        return max;
+    }
     double r = round_to(v, rm);
-    if (r >= lim) return max;
-    if (r < 0) return 0; // (a negative value rounding to -0 converts to 0 too)
+    if (r >= lim) {
+        *fcsr |= NV;
+        return max;
+    }
+    if (r < 0) { // (but -0, from a negative value rounded up: 0, inexact)
+        *fcsr |= NV;
+        return 0;
+    }
+    if (r != v) *fcsr |= NX;
     return static_cast<uint64_t>(r);
 }
 
@@ -190,6 +461,11 @@ bool Machine::map(uint64_t addr, uint64_t len)
 void Machine::unmapped(uint64_t addr, uint64_t pc)
 {
     throw GuestFault(pc, addr, "access to unmapped memory");
+}
+
+void Machine::illegal(uint64_t pc, uint32_t raw)
+{
+    throw GuestFault(pc, raw, "illegal instruction");
 }
 
 void Machine::flush_decoded()
@@ -396,8 +672,15 @@ void Machine::step_other(Step *s, const Inst &in)
             r = static_cast<uint64_t>(sext32(old));
         }
     };
-    // (the rounding mode, for the conversions that use it)
-    auto rm = [&in, this]() -> unsigned { return in.rm == 7 ? (fcsr_ >> 5) & 7 : in.rm; };
+    // The rounding mode of an instruction that has one: the instruction's,
+    // or frm's for 7 (dynamic); 5 and 6, and 7 with frm above 4, are
+    // reserved (an illegal instruction).  (The instructions' exception
+    // flags go straight to fcsr_.)
+    auto rm = [&in, pc, this]() -> unsigned {
+        unsigned m = in.rm == 7 ? (fcsr_ >> 5) & 7 : in.rm;
+        if (m > RMM) illegal(pc, in.raw);
+        return m;
+    };
     switch (in.op) {
     case FENCE:
         wr = false;
@@ -625,7 +908,7 @@ void Machine::step_other(Step *s, const Inst &in)
         float x = as_s(a), y = as_s(b), z = as_s(reg(in.rs3));
         if (in.op == FMSUB_S || in.op == FNMADD_S) z = -z;
         if (in.op == FNMSUB_S || in.op == FNMADD_S) x = -x;
-        r = box_s(std::fma(x, y, z));
+        r = box_s(fp_fma(rm(), fcsr_, x, y, z));
         break;
     }
     case FMADD_D:
@@ -635,38 +918,38 @@ void Machine::step_other(Step *s, const Inst &in)
         double x = as_d(a), y = as_d(b), z = as_d(reg(in.rs3));
         if (in.op == FMSUB_D || in.op == FNMADD_D) z = -z;
         if (in.op == FNMSUB_D || in.op == FNMADD_D) x = -x;
-        r = bits_d(std::fma(x, y, z));
+        r = bits_d(fp_fma(rm(), fcsr_, x, y, z));
         break;
     }
     case FADD_S:
-        r = box_s(as_s(a) + as_s(b));
+        r = box_s(fp_add(rm(), fcsr_, as_s(a), as_s(b)));
         break;
     case FSUB_S:
-        r = box_s(as_s(a) - as_s(b));
+        r = box_s(fp_sub(rm(), fcsr_, as_s(a), as_s(b)));
         break;
     case FMUL_S:
-        r = box_s(as_s(a) * as_s(b));
+        r = box_s(fp_mul(rm(), fcsr_, as_s(a), as_s(b)));
         break;
     case FDIV_S:
-        r = box_s(as_s(a) / as_s(b));
+        r = box_s(fp_div(rm(), fcsr_, as_s(a), as_s(b)));
         break;
     case FSQRT_S:
-        r = box_s(std::sqrt(as_s(a)));
+        r = box_s(fp_sqrt(rm(), fcsr_, as_s(a)));
         break;
     case FADD_D:
-        r = bits_d(as_d(a) + as_d(b));
+        r = bits_d(fp_add(rm(), fcsr_, as_d(a), as_d(b)));
         break;
     case FSUB_D:
-        r = bits_d(as_d(a) - as_d(b));
+        r = bits_d(fp_sub(rm(), fcsr_, as_d(a), as_d(b)));
         break;
     case FMUL_D:
-        r = bits_d(as_d(a) * as_d(b));
+        r = bits_d(fp_mul(rm(), fcsr_, as_d(a), as_d(b)));
         break;
     case FDIV_D:
-        r = bits_d(as_d(a) / as_d(b));
+        r = bits_d(fp_div(rm(), fcsr_, as_d(a), as_d(b)));
         break;
     case FSQRT_D:
-        r = bits_d(std::sqrt(as_d(a)));
+        r = bits_d(fp_sqrt(rm(), fcsr_, as_d(a)));
         break;
     case FSGNJ_S:
     case FSGNJN_S:
@@ -688,38 +971,48 @@ void Machine::step_other(Step *s, const Inst &in)
     case FSGNJX_D:
         r = a ^ (b & (1ull << 63));
         break;
+    // (the comparisons and fmin/fmax: invalid for a signalling NaN, and
+    // flt/fle for any NaN)
     case FMIN_S:
     case FMAX_S:
+        if (snan_s(a) || snan_s(b)) fcsr_ |= NV;
         r = box_s(fmin_rv(as_s(a), as_s(b), in.op == FMAX_S));
         break;
     case FMIN_D:
     case FMAX_D:
+        if (snan_d(a) || snan_d(b)) fcsr_ |= NV;
         r = bits_d(fmin_rv(as_d(a), as_d(b), in.op == FMAX_D));
         break;
     case FCVT_S_D:
-        r = box_s(static_cast<float>(as_d(a)));
+        r = box_s(fp_cvt_s_d(rm(), fcsr_, as_d(a)));
         break;
-    case FCVT_D_S:
+    case FCVT_D_S: // (exact; the rounding mode must be a valid one all the same)
+        rm();
+        if (snan_s(a)) fcsr_ |= NV;
         r = bits_d(static_cast<double>(as_s(a)));
         break;
     case FEQ_S:
+        if (snan_s(a) || snan_s(b)) fcsr_ |= NV;
         r = as_s(a) == as_s(b);
         break;
     case FLT_S:
-        r = as_s(a) < as_s(b);
+    case FLE_S: {
+        float x = as_s(a), y = as_s(b);
+        if (std::isnan(x) || std::isnan(y)) fcsr_ |= NV;
+        r = in.op == FLT_S ? x < y : x <= y;
         break;
-    case FLE_S:
-        r = as_s(a) <= as_s(b);
-        break;
+    }
     case FEQ_D:
+        if (snan_d(a) || snan_d(b)) fcsr_ |= NV;
         r = as_d(a) == as_d(b);
         break;
     case FLT_D:
-        r = as_d(a) < as_d(b);
+    case FLE_D: {
+        double x = as_d(a), y = as_d(b);
+        if (std::isnan(x) || std::isnan(y)) fcsr_ |= NV;
+        r = in.op == FLT_D ? x < y : x <= y;
         break;
-    case FLE_D:
-        r = as_d(a) <= as_d(b);
-        break;
+    }
     case FCLASS_S:
         r = fclass(as_s(a));
         break;
@@ -727,52 +1020,54 @@ void Machine::step_other(Step *s, const Inst &in)
         r = fclass(as_d(a));
         break;
     case FCVT_W_S:
-        r = static_cast<uint64_t>(to_signed(as_s(a), rm(), 32));
+        r = static_cast<uint64_t>(to_signed(as_s(a), rm(), 32, &fcsr_));
         break;
     case FCVT_WU_S:
-        r = static_cast<uint64_t>(sext32(to_unsigned(as_s(a), rm(), 32)));
+        r = static_cast<uint64_t>(sext32(to_unsigned(as_s(a), rm(), 32, &fcsr_)));
         break;
     case FCVT_L_S:
-        r = static_cast<uint64_t>(to_signed(as_s(a), rm(), 64));
+        r = static_cast<uint64_t>(to_signed(as_s(a), rm(), 64, &fcsr_));
         break;
     case FCVT_LU_S:
-        r = to_unsigned(as_s(a), rm(), 64);
+        r = to_unsigned(as_s(a), rm(), 64, &fcsr_);
         break;
     case FCVT_W_D:
-        r = static_cast<uint64_t>(to_signed(as_d(a), rm(), 32));
+        r = static_cast<uint64_t>(to_signed(as_d(a), rm(), 32, &fcsr_));
         break;
     case FCVT_WU_D:
-        r = static_cast<uint64_t>(sext32(to_unsigned(as_d(a), rm(), 32)));
+        r = static_cast<uint64_t>(sext32(to_unsigned(as_d(a), rm(), 32, &fcsr_)));
         break;
     case FCVT_L_D:
-        r = static_cast<uint64_t>(to_signed(as_d(a), rm(), 64));
+        r = static_cast<uint64_t>(to_signed(as_d(a), rm(), 64, &fcsr_));
         break;
     case FCVT_LU_D:
-        r = to_unsigned(as_d(a), rm(), 64);
+        r = to_unsigned(as_d(a), rm(), 64, &fcsr_);
         break;
     case FCVT_S_W:
-        r = box_s(static_cast<float>(static_cast<int32_t>(a)));
+        r = box_s(fp_from_int<float>(rm(), fcsr_, static_cast<int32_t>(a)));
         break;
     case FCVT_S_WU:
-        r = box_s(static_cast<float>(static_cast<uint32_t>(a)));
+        r = box_s(fp_from_int<float>(rm(), fcsr_, static_cast<uint32_t>(a)));
         break;
     case FCVT_S_L:
-        r = box_s(static_cast<float>(static_cast<int64_t>(a)));
+        r = box_s(fp_from_int<float>(rm(), fcsr_, static_cast<int64_t>(a)));
         break;
     case FCVT_S_LU:
-        r = box_s(static_cast<float>(a));
+        r = box_s(fp_from_int<float>(rm(), fcsr_, a));
         break;
-    case FCVT_D_W:
+    case FCVT_D_W: // (exact)
+        rm();
         r = bits_d(static_cast<double>(static_cast<int32_t>(a)));
         break;
     case FCVT_D_WU:
+        rm();
         r = bits_d(static_cast<double>(static_cast<uint32_t>(a)));
         break;
     case FCVT_D_L:
-        r = bits_d(static_cast<double>(static_cast<int64_t>(a)));
+        r = bits_d(fp_from_int<double>(rm(), fcsr_, static_cast<int64_t>(a)));
         break;
     case FCVT_D_LU:
-        r = bits_d(static_cast<double>(a));
+        r = bits_d(fp_from_int<double>(rm(), fcsr_, a));
         break;
     case FMV_X_W:
         r = static_cast<uint64_t>(sext32(a));

@@ -337,6 +337,7 @@ class Machine
     uint64_t do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int flags, uint64_t to);
     bool mapped(uint64_t page) const { return (map_bits_[page / 64] >> (page % 64)) & 1; }
     [[noreturn, gnu::cold]] static void unmapped(uint64_t addr, uint64_t pc); // throws GuestFault
+    [[noreturn, gnu::cold]] static void illegal(uint64_t pc, uint32_t raw);   // throws GuestFault
     bool range_mapped(uint64_t addr, uint64_t len) const;
     bool range_free(uint64_t addr, uint64_t len) const;
     void unmap(uint64_t addr, uint64_t len); // page-rounded; the contents are dropped
