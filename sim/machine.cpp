@@ -659,8 +659,14 @@ void Machine::step_other(Step *s, const Inst &in)
     uint64_t r = 0;
     bool wr = true; // writes rd
     auto addr = [&] { return s->addr = a + static_cast<uint64_t>(imm); };
+    // LR, SC and the AMOs need their natural alignment (this machine does
+    // not emulate misaligned atomics: a fault, as qemu-riscv64's SIGBUS)
+    auto aligned = [&](uint64_t size) {
+        if (a & (size - 1)) throw GuestFault(pc, a, "misaligned atomic access");
+    };
     auto amo = [&](bool d, auto f) {
         s->addr = a;
+        aligned(d ? 8 : 4);
         if (d) {
             uint64_t old = load_mem<uint64_t>(a, pc);
             store_mem<uint64_t>(a, f(old, b), pc);
@@ -805,17 +811,20 @@ void Machine::step_other(Step *s, const Inst &in)
     }
     case LR_W:
         s->addr = a;
+        aligned(4);
         r = static_cast<uint64_t>(static_cast<int64_t>(load_mem<int32_t>(a, pc)));
         reservation_ = a;
         break;
     case LR_D:
         s->addr = a;
+        aligned(8);
         r = load_mem<uint64_t>(a, pc);
         reservation_ = a;
         break;
     case SC_W:
     case SC_D:
         s->addr = a;
+        aligned(in.op == SC_D ? 8 : 4);
         if (reservation_ == a) {
             if (in.op == SC_W)
                 store_mem<uint32_t>(a, static_cast<uint32_t>(b), pc);

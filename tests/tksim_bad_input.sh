@@ -95,6 +95,24 @@ riscv64-linux-gnu-gcc -nostdlib -static -DWHICH=1 -o "$dir/unmapped" -x assemble
 expect 102 "illegal instruction" "$dir/illegal"
 expect 102 "access to unmapped memory (0x100000000)" "$dir/unmapped"
 expect 102 "illegal instruction" --functional "$dir/illegal"
+# an atomic access off its natural alignment faults (qemu-riscv64: SIGBUS)
+cat >"$dir/misaligned.c" <<'C'
+#include <stdint.h>
+int main(int argc, char **argv)
+{
+    static uint64_t words[2];
+    uintptr_t p = (uintptr_t)words + (uintptr_t)argc; /* 1 past a word */
+    long old;
+    if (argv[1][0] == 'a')
+        __asm__ volatile("amoadd.w %0, %2, (%1)" : "=r"(old) : "r"(p), "r"(1L) : "memory");
+    else
+        __asm__ volatile("lr.d %0, (%1)" : "=r"(old) : "r"(p) : "memory");
+    return (int)old;
+}
+C
+riscv64-linux-gnu-gcc -O2 -static -o "$dir/misaligned" "$dir/misaligned.c"
+expect 102 "misaligned atomic access" "$dir/misaligned" amo
+expect 102 "misaligned atomic access" --functional "$dir/misaligned" lr
 # configuration: the shipped file reads; bad files and values are refused
 cfg=$(dirname "$0")/../sim/configs/alpha21264.cfg
 expect 102 "illegal instruction" --config "$cfg" "$dir/illegal"
