@@ -562,8 +562,11 @@ void persist_poll_bgsave(void)
  * fork, here. */
 int persist_start_bgsave(void)
 {
-    if (open_tmp() < 0) return -1;
     persist.last_bgsave_try = time(NULL);
+    if (open_tmp() < 0) { /* (a failed save: the save points wait 5 s to try again) */
+        persist.last_status = "err";
+        return -1;
+    }
     persist.changes_at_save = server.changes;
     int err = tk_ckpt_start(persist.ckpt, persist.save_fd,
                             save_flags() | TK_CKPT_ASYNC_START | TK_CKPT_CALLER_INSTANT);
@@ -645,7 +648,9 @@ void persist_check_save_points(void)
             }
             fprintf(stderr, "kv-server: %ld changes in %ld seconds: saving\n", (long)server.changes,
                     (long)sp->seconds);
-            persist_start_bgsave();
+            if (persist_start_bgsave() < 0) /* (BGSAVE's caller hears why; here the log) */
+                fprintf(stderr, "kv-server: the background save could not start: %s\n",
+                        persist.save_error);
             return;
         }
     }
