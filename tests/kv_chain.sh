@@ -92,6 +92,7 @@ grep -q "and 1 incremental images" "$dir/a3.err" || { cat "$dir/a3.err"; echo "w
 expect three GET s3
 expect two GET s2
 [[ $(files "$dir/a") == "dump.tkimg dump.tkimg.inc.2 " ]] || { echo "the earlier chain's file stays: $(files "$dir/a")"; exit 1; }
+grep -q "removing $dir/a/dump.tkimg.inc.3: not an incremental image of the chain loaded" "$dir/a3.err" || { cat "$dir/a3.err"; echo "no word of the file removed"; exit 1; }
 kv_kill
 echo "a new chain replaces the old; an earlier chain's image is ignored: ok"
 

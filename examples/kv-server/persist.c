@@ -57,13 +57,20 @@ static uint64_t inc_seq(const char *name)
 /* Removes the incremental images that are not part of the chain from
  * from_seq to to_seq (all of them if from_seq > to_seq).  Touches only the
  * file system: the helper thread that publishes a save runs it. */
-static void remove_incs_except(uint64_t from_seq, uint64_t to_seq)
+static void remove_incs_except(uint64_t from_seq, uint64_t to_seq, bool say)
 {
     DIR *d = opendir(persist.dir);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d));) {
         uint64_t seq = inc_seq(e->d_name);
-        if (seq && (seq < from_seq || seq > to_seq)) unlinkat(dirfd(d), e->d_name, 0);
+        if (seq && (seq < from_seq || seq > to_seq)) {
+            if (say) /* (at start: what the chain loaded did not take) */
+                fprintf(stderr,
+                        "kv-server: removing %s/%s: not an incremental image of the chain "
+                        "loaded (left by an earlier one, or after a gap in the chain)\n",
+                        persist.dir, e->d_name);
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
     }
     closedir(d);
 }
@@ -237,7 +244,7 @@ int persist_load_image(const struct tk_ckpt_area *ar)
     int img = open_image(persist.path, true, &info);
     if (img == -1) {
         server.kv = kv_format(ar->addr, ar->len);
-        remove_incs_except(1, 0);
+        remove_incs_except(1, 0, true);
         return server.kv ? 0 : -1;
     }
     if (img < 0) return -1;
@@ -310,7 +317,7 @@ int persist_load_image(const struct tk_ckpt_area *ar)
         goto out;
     }
     kv_hold_rehash(server.kv, persist.lazy);
-    remove_incs_except(persist.chain.base_seq + 1, persist.chain.last_seq);
+    remove_incs_except(persist.chain.base_seq + 1, persist.chain.last_seq, true);
     persist.last_instant_ms = (int64_t)(created_ns / 1000000u);
     fprintf(stderr,
             "kv-server: %s %lu keys from %s and %d incremental images (the snapshot instant "
@@ -434,7 +441,7 @@ static int publish_image(int err, int fd, const char *target, bool full)
             sync_dir();
             if (full) {
                 full_generation++;
-                remove_incs_except(1, 0);
+                remove_incs_except(1, 0, false);
             }
         }
         pthread_mutex_unlock(&publish_lock);
