@@ -241,6 +241,9 @@ uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int 
         struct stat st;
         if (fstat(hfd, &st) != 0 || !S_ISREG(st.st_mode)) return err(ENODEV);
         if ((flags & 3) != MAP_PRIVATE && (prot & PROT_WRITE)) {
+            // as Linux: a descriptor not open for writing first
+            int fl = fcntl(hfd, F_GETFL);
+            if (fl >= 0 && (fl & O_ACCMODE) != O_RDWR) return err(EACCES);
             // the copy below would not write back to the file
             fprintf(stderr, "tksim: a shared writable file mapping is not supported: -ENODEV\n");
             return err(ENODEV);

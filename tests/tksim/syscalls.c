@@ -532,6 +532,15 @@ static void more(void)
     static char locked[8192];
     out("mlock: %s, munlock: %s\n", E(mlock(locked, sizeof locked)),
         E(munlock(locked, sizeof locked)));
+    int ro = open("ro.txt", O_CREAT | O_RDWR | O_TRUNC, 0644);
+    if (ro < 0 || write(ro, "data", 4) != 4) _exit(98);
+    close(ro);
+    ro = open("ro.txt", O_RDONLY);
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro, 0);
+    out("mmap: shared and writable, of a descriptor open read-only = %s\n",
+        m == MAP_FAILED ? res(-errno) : "ok");
+    close(ro);
+    unlink("ro.txt");
 }
 
 int main(int argc, char **argv)
