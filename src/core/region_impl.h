@@ -132,6 +132,8 @@ void tk__table_fork_end(bool child);
 void tk__fork_init(void);
 /* Writers (not signal-safe, serialised internally). */
 int tk__table_insert(struct tk_region *r);
+/* Whether [start, end) overlaps a region in the table. */
+bool tk__table_overlaps(uintptr_t start, uintptr_t end);
 /* Unlists r: 0, -EINVAL if r is not listed (destroyed already, or not a
  * region), or -ENOMEM if it could not (r then stays listed with an empty
  * range and must never be freed). */

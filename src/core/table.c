@@ -135,6 +135,17 @@ static void publish(struct table *t)
     }
 }
 
+bool tk__table_overlaps(uintptr_t start, uintptr_t end)
+{
+    pthread_mutex_lock(&writer_lock);
+    struct table *t = atomic_load(&current);
+    bool hit = false;
+    for (size_t i = 0; i < t->n && !hit; i++)
+        hit = t->r[i]->rg_start < end && start < t->r[i]->rg_end;
+    pthread_mutex_unlock(&writer_lock);
+    return hit;
+}
+
 int tk__table_insert(struct tk_region *r)
 {
     pthread_mutex_lock(&writer_lock);

@@ -84,7 +84,9 @@ static void reestablish(struct tk_region *r)
     }
     r->rg_uffd = fd;
     if (r->rg_mech == TK_MECH_PAGEMAP_SCAN) {
-        tk__dirty_mark(r, 0, r->rg_npages); /* the first interval: every page */
+        /* the first interval: every page (a region without DIRTY keeps no
+         * such record) */
+        if (r->rg_flags & TK_REGION_DIRTY) tk__dirty_mark(r, 0, r->rg_npages);
         if (tk__uffd_wp(fd, (void *)r->rg_start, r->rg_len, true, false) < 0) serve_by_mprotect(r);
         return;
     }

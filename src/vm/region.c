@@ -232,6 +232,13 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     int err = validate(cfg, &page, &shift);
     if (err) return err;
     if (!out) return tk__fail(-EINVAL, "tk_region_create: out is NULL");
+    /* Memory the caller gives that a region already watches is refused
+     * before anything is done to it: mapping a memfd over it, registering
+     * or unregistering its userfaultfd, or making it no-access would undo
+     * the other region.  (tk__table_insert checks again, for a region
+     * made meanwhile by another thread on the same memory.) */
+    if (cfg->addr && tk__table_overlaps((uintptr_t)cfg->addr, (uintptr_t)cfg->addr + cfg->len))
+        return tk__fail(-EEXIST, "tk_region_create: the range overlaps a region trapkit watches");
     enum tk_mech mech = TK_MECH_POSIX;
     bool forced = false;
     bool subpage = page < hw_page();
