@@ -303,9 +303,12 @@ int tk_protection(tk_region *r, const void *addr);
  * tests/mech_dirty_race.c with writers racing collections): every write is
  * reported, by a collection no earlier than the one under way when the write
  * began and at the latest by the first one that began after it completed;
- * never lost.  On posix and uffd-sigbus a page written once is reported
- * once: trapkit completes the faulting write itself under the region's lock
- * (emulating the instruction; one it does not emulate, such as an AVX or x87
+ * never lost (but for pages the kernel changed behind trapkit's back: on
+ * uffd-sigbus a write after the program's own madvise(MADV_DONTNEED) of a
+ * protected page is not seen, see "Memory changed behind trapkit's back"
+ * above; tk_discard keeps DIRTY).  On posix and uffd-sigbus a page written
+ * once is reported once: trapkit completes the faulting write itself under
+ * the region's lock (emulating the instruction; one it does not emulate, such as an AVX or x87
  * store, is single-stepped and the collection holds the page back until the
  * step is done, for at most a second).  On uffd-thread and pagemap-scan
  * nothing in user space sees the faulting thread's retry: a page whose write
