@@ -680,7 +680,8 @@ struct tk_lazy_stack {
 /* A fault in the stack's reservation: the guard opens, a page below it was
  * opened meanwhile, anything above is passed on.  Runs in the faulting
  * thread's signal handler (or on uffd-thread's service thread):
- * async-signal-safe (tk_protect, atomics, the signal mask).
+ * async-signal-safe (tk_protect, atomics, the signal mask, sched_yield:
+ * system calls).
  *
  * One thread at a time opens the guard, and moves top past it before it
  * lets go: a thread that uses the page it opened and touches the next one
