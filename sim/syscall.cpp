@@ -635,6 +635,16 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
     do {                                                                                           \
         if (!guest_path((a), &path)) return err(ENAMETOOLONG);                                     \
     } while (0)
+    // linkat's and renameat2's two paths (a1 from directory a0, a3 from a2):
+    // the directories that hold their last components (in path and last,
+    // *to_last); 0 or -errno
+    auto two_parents = [&](HostFd &from, HostFd &to, std::string *to_last) -> int64_t {
+        std::string to_path;
+        if (!guest_path(a1, &path) || !guest_path(a3, &to_path)) return -ENAMETOOLONG;
+        if ((from.fd = fs_.parent(dirfd_arg(a0), path, &last)) < 0) return from.fd;
+        if ((to.fd = fs_.parent(dirfd_arg(a2), to_path, to_last)) < 0) return to.fd;
+        return 0;
+    };
     switch (n) {
     case 17: { // getcwd: the length, with the NUL
         std::string cwd;
@@ -798,13 +808,9 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
     }
     case 37: { // linkat(olddirfd, oldpath, newdirfd, newpath, flags)
         if (a4 & ~static_cast<uint64_t>(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) return err(EINVAL);
-        std::string to, to_last;
-        PATH_ARG(a1);
-        if (!guest_path(a3, &to)) return err(ENAMETOOLONG);
-        HostFd from_dir(fs_.parent(dirfd_arg(a0), path, &last));
-        if (from_dir.fd < 0) return neg(from_dir.fd);
-        HostFd to_dir(fs_.parent(dirfd_arg(a2), to, &to_last));
-        if (to_dir.fd < 0) return neg(to_dir.fd);
+        std::string to_last;
+        HostFd from_dir(-1), to_dir(-1);
+        if (int64_t e = two_parents(from_dir, to_dir, &to_last)) return neg(e);
         if (last_kind(to_last) != NAME) return err(EEXIST);
         if (!fs_.writable()) return err(EROFS);
         return ret(linkat(from_dir.fd, last.c_str(), to_dir.fd, to_last.c_str(),
@@ -1070,13 +1076,9 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
         return umask(static_cast<mode_t>(a0 & 0777));
     case 276: { // renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
         if ((a4 & ~7ull) || ((a4 & 1) && (a4 & 2))) return err(EINVAL);
-        std::string to, to_last;
-        PATH_ARG(a1);
-        if (!guest_path(a3, &to)) return err(ENAMETOOLONG);
-        HostFd from_dir(fs_.parent(dirfd_arg(a0), path, &last));
-        if (from_dir.fd < 0) return neg(from_dir.fd);
-        HostFd to_dir(fs_.parent(dirfd_arg(a2), to, &to_last));
-        if (to_dir.fd < 0) return neg(to_dir.fd);
+        std::string to_last;
+        HostFd from_dir(-1), to_dir(-1);
+        if (int64_t e = two_parents(from_dir, to_dir, &to_last)) return neg(e);
         if (last_kind(last) != NAME || last_kind(to_last) != NAME) return err(EBUSY);
         if (!fs_.writable()) return err(EROFS); // (before the names are looked up, as Linux)
         return ret(::syscall(SYS_renameat2, from_dir.fd, last.c_str(), to_dir.fd, to_last.c_str(),

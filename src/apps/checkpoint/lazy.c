@@ -544,11 +544,6 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
-static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-    return tk__thread_start(t, fn, arg); /* no signal of the program lands there */
-}
-
 /* ---- the API ---------------------------------------------------------------- */
 
 /* Whether any page of the area is populated (present or swapped): one
@@ -725,9 +720,10 @@ int tk_ckpt_restore_lazy(const tk_ckpt_lazy_config *cfg, tk_ckpt_lazy **out)
         return tk__failf(err, "%s: setting up failed: %s", who, strerror(-err));
     }
     if (l->npages == 0) set_done(l);
-    if ((err = start_thread(&l->handler, handler_main, l)) == 0) l->have_handler = true;
+    if ((err = tk__thread_start(&l->handler, handler_main, l)) == 0) l->have_handler = true;
     if (!err && !(l->flags & TK_CKPT_LAZY_NO_PREFETCH)) {
-        if ((err = start_thread(&l->prefetcher, prefetch_main, l)) == 0) l->have_prefetcher = true;
+        if ((err = tk__thread_start(&l->prefetcher, prefetch_main, l)) == 0)
+            l->have_prefetcher = true;
     }
     if (err) {
         atomic_store(&l->stop, true);

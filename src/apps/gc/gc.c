@@ -779,16 +779,12 @@ static void start_helpers(void)
         if (p == MAP_FAILED) return;
         P.pool = p;
     }
-    sigset_t all, old;
-    tk__async_signals(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
     while (P.started + 1 < P.want) {
         pthread_t t;
-        if (pthread_create(&t, NULL, helper_main, &P.m[P.started + 1]) != 0) break;
+        if (tk__thread_start(&t, helper_main, &P.m[P.started + 1]) != 0) break;
         pthread_detach(t);
         P.started++;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Marks everything reachable from what M0 holds, with the helpers; the
@@ -1845,12 +1841,9 @@ static int start_marker_locked(void)
     static bool atfork;
     if (!atfork && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) return -ENOMEM;
     atfork = true;
-    sigset_t all, old;
-    tk__async_signals(&all); /* the program's signals go to its own threads */
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int e = pthread_create(&G.marker, NULL, marker_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e) return -e;
+    /* (the program's signals go to its own threads) */
+    int e = tk__thread_start(&G.marker, marker_main, NULL);
+    if (e) return e;
     pthread_detach(G.marker);
     G.marker_started = true;
     return 0;

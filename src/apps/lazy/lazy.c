@@ -99,13 +99,6 @@ static void say(const char *a, uint64_t x, const char *b)
     tk__write_stderr(msg);
 }
 
-/* A helper thread with the program's (asynchronous) signals blocked; a
- * fault in a callback it runs reaches trapkit's handler as in any thread. */
-static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-    return tk__thread_start(t, fn, arg);
-}
-
 /* Returns err with the calling thread's last error prefixed by who (the
  * error of the trapkit call that failed under ours). */
 static int wrap(int err, const char *who)
@@ -479,7 +472,7 @@ static int array_missing_init(tk_lazy_array *a)
     if (a->stop_fd < 0) return tk__failf(-errno, "%s: eventfd failed", who);
     if (posix_memalign((void **)&a->buf, hw_page(), a->ps))
         return tk__failf(-ENOMEM, "%s: out of memory", who);
-    int err = start_thread(&a->thread, missing_main, a);
+    int err = tk__thread_start(&a->thread, missing_main, a); /* (a callback's fault is handled) */
     if (err) return tk__failf(err, "%s: cannot start the handler thread", who);
     a->have_thread = true;
     return 0;
@@ -507,7 +500,7 @@ static int array_region_init(tk_lazy_array *a, enum tk_mech mech)
     while (a->ring_cap < a->npages) a->ring_cap <<= 1;
     a->ring = calloc(a->ring_cap, sizeof *a->ring);
     if (!a->ring) return tk__failf(-ENOMEM, "%s: out of memory", who);
-    if ((err = start_thread(&a->thread, worker_main, a)))
+    if ((err = tk__thread_start(&a->thread, worker_main, a)))
         return tk__failf(err, "%s: cannot start the worker thread", who);
     a->have_thread = true;
     return 0;
@@ -991,18 +984,27 @@ static void cell_set(tk_lazy_cells *c, size_t i, int to)
     wake_all(&c->state[i]);
 }
 
-int tk_lazy_cell_put(tk_lazy_cells *c, size_t i, const void *val, size_t len)
+/* put's and take's arguments: 0, or the error (with its message). */
+static int cell_args(const tk_lazy_cells *c, size_t i, const void *buf, size_t len, const char *who,
+                     const char *buf_name)
 {
-    static const char who[] = "tk_lazy_cell_put";
     if (!c || i >= c->n) return tk__failf(-EINVAL, "%s: no cell %zu", who, i);
     if (atomic_load(&c->orphan))
         return tk__failf(-ECHILD,
                          "%s: the cells belong to the parent of this fork() child (their memory "
                          "is shared with it)",
                          who);
-    if (len && !val) return tk__failf(-EINVAL, "%s: the value is NULL", who);
+    if (len && !buf) return tk__failf(-EINVAL, "%s: the %s is NULL", who, buf_name);
     if (len > c->size)
         return tk__failf(-EINVAL, "%s: %zu bytes do not fit a cell of %zu", who, len, c->size);
+    return 0;
+}
+
+int tk_lazy_cell_put(tk_lazy_cells *c, size_t i, const void *val, size_t len)
+{
+    static const char who[] = "tk_lazy_cell_put";
+    int bad = cell_args(c, i, val, len, who, "value");
+    if (bad) return bad;
     cell_move(c, i, C_EMPTY, C_FILLING);
     unsigned char *v = c->view + i * c->size;
     if (len) memcpy(v, val, len);
@@ -1019,15 +1021,8 @@ int tk_lazy_cell_put(tk_lazy_cells *c, size_t i, const void *val, size_t len)
 int tk_lazy_cell_take(tk_lazy_cells *c, size_t i, void *out, size_t len)
 {
     static const char who[] = "tk_lazy_cell_take";
-    if (!c || i >= c->n) return tk__failf(-EINVAL, "%s: no cell %zu", who, i);
-    if (atomic_load(&c->orphan))
-        return tk__failf(-ECHILD,
-                         "%s: the cells belong to the parent of this fork() child (their memory "
-                         "is shared with it)",
-                         who);
-    if (len && !out) return tk__failf(-EINVAL, "%s: the buffer is NULL", who);
-    if (len > c->size)
-        return tk__failf(-EINVAL, "%s: %zu bytes do not fit a cell of %zu", who, len, c->size);
+    int bad = cell_args(c, i, out, len, who, "buffer");
+    if (bad) return bad;
     cell_move(c, i, C_FULL, C_EMPTYING);
     int err = tk_protect(c->region, c->base + i * c->size, c->size, TK_PROT_NONE);
     if (err) {

@@ -334,7 +334,9 @@ int tk__sigmask(int how, const void *set, void *old)
     RETURN(0);
 }
 
-void tk__async_signals(sigset_t *s)
+/* The asynchronous signals: every one but SIGSEGV, SIGBUS, SIGILL, SIGFPE
+ * and SIGTRAP. */
+static void async_signals(sigset_t *s)
 {
     sigfillset(s);
     sigdelset(s, SIGSEGV);
@@ -347,14 +349,14 @@ void tk__async_signals(sigset_t *s)
 void tk__block_async_signals(void)
 {
     sigset_t s;
-    tk__async_signals(&s);
+    async_signals(&s);
     pthread_sigmask(SIG_BLOCK, &s, NULL);
 }
 
 int tk__thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 {
     sigset_t s, old;
-    tk__async_signals(&s);
+    async_signals(&s);
     pthread_sigmask(SIG_BLOCK, &s, &old);
     int r = pthread_create(t, NULL, fn, arg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

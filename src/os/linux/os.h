@@ -108,9 +108,6 @@ int tk__sigmask(int how, const void *set, void *old);
  * setuid() in another thread does not wait for it for ever. */
 void tk__block_async_signals(void);
 
-/* The asynchronous signals tk__block_async_signals blocks, in *s. */
-void tk__async_signals(sigset_t *s);
-
 /* pthread_create of a thread of trapkit's own that starts with the
  * asynchronous signals blocked (and the caller's mask as it was after).
  * Its synchronous signals stay open: blocked, a fault there would not reach
