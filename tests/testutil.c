@@ -1,7 +1,9 @@
 #include "testutil.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/swap.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,4 +120,35 @@ bool tk_test_dirty_is(tk_region *r, enum tk_mech m, uint64_t want)
         fprintf(stderr, "tk_dirty: %ld pages, %#llx; want %#llx\n", n, (unsigned long long)bm[0],
                 (unsigned long long)want);
     return ok;
+}
+
+static char swapfile[64];
+
+void tk_test_swap_off(void)
+{
+    if (!swapfile[0]) return;
+    swapoff(swapfile);
+    unlink(swapfile);
+    swapfile[0] = 0;
+}
+
+void tk_test_swap_on(const char *name)
+{
+    if (geteuid() != 0) {
+        printf("skip: a swap file needs root\n");
+        exit(TK_SKIP);
+    }
+    snprintf(swapfile, sizeof swapfile, "/var/tmp/tk-%s-swap.%d", name, (int)getpid());
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "dd if=/dev/zero of=%s bs=1M count=64 status=none && chmod 600 %s && mkswap %s "
+             ">/dev/null 2>&1",
+             swapfile, swapfile, swapfile);
+    atexit(tk_test_swap_off);
+    if (system(cmd) != 0 || swapon(swapfile, 0) != 0) {
+        printf("skip: no swap file here (%s)\n", strerror(errno));
+        unlink(swapfile);
+        swapfile[0] = 0;
+        exit(TK_SKIP);
+    }
 }

@@ -91,4 +91,12 @@ uint64_t tk_test_rand(uint64_t *state);
 /* Runs fn(arg) in a forked child and returns its wait status. */
 int tk_test_in_child(void (*fn)(void *), void *arg);
 
+/* Turns on a 64 MiB swap file of this process's (named after `name`, in
+ * /var/tmp), taken off again by tk_test_swap_off or at exit; exits 77
+ * without root or where swapon fails.  Other tests running meanwhile see
+ * the swap: such tests take RESOURCE_LOCK report, so never beside the
+ * report's zram measurements. */
+void tk_test_swap_on(const char *name);
+void tk_test_swap_off(void);
+
 #endif

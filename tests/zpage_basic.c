@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/swap.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -454,35 +453,9 @@ static void case_madvise(void)
  * them back to compress them (mincore() calls them "not resident", as it
  * does a page the program dropped).  Needs root (a swap file of its own;
  * skipped elsewhere, and where the kernel swaps none of them out). */
-static char swapfile[64];
-
-static void swap_off(void)
-{
-    if (!swapfile[0]) return;
-    swapoff(swapfile);
-    unlink(swapfile);
-    swapfile[0] = 0;
-}
-
 static void case_swap(void)
 {
-    if (geteuid() != 0) {
-        printf("skip: a swap file needs root\n");
-        exit(TK_SKIP);
-    }
-    snprintf(swapfile, sizeof swapfile, "/var/tmp/tk-zpage-swap.%d", (int)getpid());
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "dd if=/dev/zero of=%s bs=1M count=64 status=none && chmod 600 %s && mkswap %s "
-             ">/dev/null 2>&1",
-             swapfile, swapfile, swapfile);
-    atexit(swap_off);
-    if (system(cmd) != 0 || swapon(swapfile, 0) != 0) {
-        printf("skip: no swap file here (%s)\n", strerror(errno));
-        unlink(swapfile);
-        swapfile[0] = 0;
-        exit(TK_SKIP);
-    }
+    tk_test_swap_on("zpage");
     make(BUDGET);
     for (uint32_t i = 0; i < 256; i++) write_page(i, 3);
     CHECK_OK(tk_zpage_trim(z, 0));
@@ -501,7 +474,7 @@ static void case_swap(void)
     CHECK_OK(tk_zpage_trim(z, 0));
     for (uint32_t i = 0; i < NPAGES; i++) check_page(i);
     CHECK_OK(tk_zpage_destroy(z));
-    swap_off();
+    tk_test_swap_off();
 }
 
 /* ---- bad ---- */

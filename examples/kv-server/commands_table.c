@@ -195,6 +195,20 @@ static void unknown_command(struct conn *c, struct arg *a, size_t argc)
             resp_escape(name, sizeof name, a[0].p, a[0].n, 128), args);
 }
 
+/* Removes expired keys until `need` bytes are free, for at most a
+ * millisecond: a write is refused only when keys that have not expired
+ * fill the memory, even when active expiry (store_cron) is behind, as on a
+ * machine where the server gets little CPU.  Whether there is room now. */
+static bool reclaim_expired(uint64_t need)
+{
+    int64_t start = wall_ms();
+    while (need > kv_free(server.kv)) {
+        if (!kv_expires(server.kv) || kv_expire_cycle(server.kv, 200) == 0) return false;
+        if (wall_ms() - start >= 1) return need <= kv_free(server.kv);
+    }
+    return true;
+}
+
 void commands_execute(struct conn *c, struct arg *a, size_t argc)
 {
     server.total_commands++;
@@ -207,7 +221,7 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
     if (cmd->flags & CMD_DENYOOM) {
         uint64_t need = 0;
         for (size_t i = 1; i < argc; i++) need += a[i].n + 64;
-        if (need > kv_free(server.kv)) return out_oom(c);
+        if (need > kv_free(server.kv) && !reclaim_expired(need)) return out_oom(c);
     }
     cmd->fn(c, a, argc);
 }

@@ -1393,13 +1393,43 @@ static void prefault_pool(struct tk_ckpt *c)
 
 /* ---- arming ------------------------------------------------------------- */
 
+/* The swap type /proc/self/pagemap shows for a PTE marker (SWP_PTE_MARKER:
+ * the last of the 5-bit swap types, after the swap files, the migration,
+ * device and poison entries). */
+#define PM_SWAP_TYPE_MARKER 31
+
+/* Marks in `data` (bit i - from, logical pages) those system pages of
+ * [vs, ve) that are really swapped out, not PTE markers; [vs, ve) was
+ * reported swapped by PAGEMAP_SCAN.  /proc/self/pagemap shows a swap
+ * entry's type only to CAP_SYS_ADMIN; where it shows none (frame 0: swap
+ * offset 0 is the swap header, never a page), the page counts as data. */
+static void mark_swapped(struct tk_ckpt *c, size_t from, uintptr_t vs, uintptr_t ve, uint64_t *data)
+{
+    size_t sps = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t base = (uintptr_t)page_addr(c, from);
+    uint64_t ent[64];
+    for (uintptr_t a = vs; a < ve;) {
+        size_t n = (ve - a) / sps < 64 ? (ve - a) / sps : 64;
+        bool known = tk__pagemap_read(a, n, ent) == 0;
+        for (size_t k = 0; k < n; k++, a += sps) {
+            uint64_t frame = ent[k] & ((1ull << 55) - 1);
+            bool marker =
+                known && (ent[k] >> 62 & 1) && frame != 0 && (frame & 31) == PM_SWAP_TYPE_MARKER;
+            if (marker) continue;
+            size_t i = (size_t)((a - base) >> c->shift);
+            data[i / 64] |= 1ull << (i % 64);
+        }
+    }
+}
+
 /* Sets in `data` (bit i - from) the pages of [from, to) (one area's) that
  * may hold data: present and not the shared zero page, or swapped out.  A
  * page write-protected with UFFD_FEATURE_WP_UNPOPULATED before it was ever
- * populated shows as swapped (a PTE marker): so swapped pages count as data
- * unless the system has no swap at all.  Returns 0, or -EOPNOTSUPP to
- * count every page as data.  Called right after the pages were protected:
- * a page without data cannot get any without a write fault. */
+ * populated shows as swapped too (a PTE marker): where the system has swap,
+ * /proc/self/pagemap tells the two apart (mark_swapped), and without swap
+ * every swapped page is a marker.  Returns 0, or -EOPNOTSUPP to count every
+ * page as data.  Called right after the pages were protected: a page
+ * without data cannot get any without a write fault. */
 static int scan_data(struct tk_ckpt *c, size_t from, size_t to, uint64_t *data)
 {
     if (!c->scan) return -EOPNOTSUPP;
@@ -1418,8 +1448,11 @@ static int scan_data(struct tk_ckpt *c, size_t from, size_t to, uint64_t *data)
         if (n < 0) return -EOPNOTSUPP;
         for (long k = 0; k < n; k++) {
             uint64_t cat = vec[k].categories;
-            bool has = (cat & PAGE_IS_PRESENT) ? !(cat & PAGE_IS_PFNZERO) : swap;
-            if (!has) continue;
+            if (!(cat & PAGE_IS_PRESENT)) {
+                if (swap) mark_swapped(c, from, vec[k].start, vec[k].end, data);
+                continue;
+            }
+            if (cat & PAGE_IS_PFNZERO) continue;
             size_t i = (size_t)((vec[k].start - (uintptr_t)page_addr(c, from)) >> c->shift);
             size_t j = (size_t)((vec[k].end - (uintptr_t)page_addr(c, from)) >> c->shift);
             for (; i < j && i < to - from; i++) data[i / 64] |= 1ull << (i % 64);
