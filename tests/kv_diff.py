@@ -3,25 +3,35 @@ and to a real redis-server; their replies must be equal.
 
 First a written script (every command kv-server offers, its options, its
 errors: wrong types, wrong argument counts, bad numbers, overflows), then
-random sequences over a few keys of every type.  Replies whose order Redis
-does not define (SMEMBERS, KEYS, HGETALL, ...) are compared as sets; TTLs
-and expiry times within a second (each server took the command at its own
-instant); SCAN, SSCAN and HSCAN by iterating to the end and comparing
-what was returned.
+transactions (MULTI/EXEC/DISCARD, WATCH with a second connection to each
+server changing keys, keys expiring), then random sequences over a few
+keys of every type, some inside MULTI, some watched.  Replies whose order
+Redis does not define (SMEMBERS, KEYS, HGETALL, SUNION, ...) are compared
+as sets, inside EXEC's reply too; TTLs and expiry times within a second
+(each server took the command at its own instant); SCAN, SSCAN and HSCAN
+from cursor 0 by iterating to the end and comparing what was returned;
+CLIENT ID by its type (each server numbers its clients).
 """
 import random
 import sys
+import time
 
 from kv_resp import Conn, Err
 
 kv_port, redis_port = int(sys.argv[1]), int(sys.argv[2])
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else 11
 kv, rd = Conn(kv_port), Conn(redis_port)
+# second connections, for what other clients do between WATCH and EXEC;
+# third ones that read the change counters
+kv2, rd2 = Conn(kv_port), Conn(redis_port)
+kv3, rd3 = Conn(kv_port), Conn(redis_port)
+count_changes = False  # compare each command's count of changes too
 compared = {"commands": 0, "errors": 0}
 history = []
 mismatches = []
+queued = {}  # a connection in MULTI: the commands it queued
 
-UNORDERED = {"SMEMBERS", "KEYS", "HKEYS", "HVALS"}
+UNORDERED = {"SMEMBERS", "KEYS", "HKEYS", "HVALS", "SINTER", "SUNION", "SDIFF"}
 PAIRS = {"HGETALL"}
 TTLS = {"TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"}  # times: within a second
 SCANS = {"SCAN": 1, "SSCAN": 2, "HSCAN": 2}
@@ -33,40 +43,80 @@ def norm(cmd, r):
         return sorted(r, key=repr)
     if isinstance(r, list) and name in PAIRS:
         return sorted(zip(r[::2], r[1::2]), key=repr)
+    if isinstance(r, int) and name == "CLIENT" and str(cmd[1]).upper() == "ID":
+        return "an id"
     return r
 
 
 def scan_all(conn, cmd):
-    """Iterates SCAN/SSCAN/HSCAN to cursor 0; returns the sorted elements."""
+    """Iterates SCAN/SSCAN/HSCAN from cursor 0 to cursor 0; returns the
+    sorted elements.  Another cursor is only taken or refused: where it
+    lands depends on each server's table."""
     pos = SCANS[cmd[0].upper()]
     cmd = list(cmd)
-    cmd[pos] = "0"
+    r = conn.cmd(*cmd)
+    if not isinstance(r, list) or cmd[pos] != "0":
+        return r if isinstance(r, Err) else "a cursor taken"
     out = []
     while True:
-        r = conn.cmd(*cmd)
-        if not isinstance(r, list):
-            return r
         out += r[1]
         cmd[pos] = r[0]
         if r[0] == b"0":
             break
+        r = conn.cmd(*cmd)
     if cmd[0].upper() == "HSCAN":
         return sorted(set(zip(out[::2], out[1::2])))
     return sorted(set(out))
 
 
-def same(cmd):
+def equal(cmd, a, b):
     name = cmd[0].upper()
-    if name in SCANS:
-        a, b = scan_all(kv, cmd), scan_all(rd, cmd)
+    if name in TTLS and isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0:
+        return abs(a - b) <= (1000 if name.startswith("P") else 1)
+    return a == b and type(a) is type(b)
+
+
+def changes(conn):
+    """INFO's rdb_changes_since_last_save: Redis's dirty counter."""
+    txt = conn.cmd("INFO", "persistence").decode()
+    return int(next(l.split(":")[1] for l in txt.split("\r\n") if l.startswith("rdb_changes_since_last_save:")))
+
+
+def same(cmd, who=0):
+    """cmd to both servers, on the first connection to each (who 0) or the
+    second (who 1); EXEC's reply is compared command by command.  With
+    count_changes, the writes each counted (as Redis counts them in
+    rdb_changes_since_last_save) must be equal too."""
+    if count_changes:
+        before = changes(kv3), changes(rd3)
+        same_reply(cmd, who)
+        counted = changes(kv3) - before[0], changes(rd3) - before[1]
+        if counted[0] != counted[1]:
+            mismatches.append((("changes counted by",) + tuple(cmd), counted[0], counted[1]))
+        return
+    same_reply(cmd, who)
+
+
+def same_reply(cmd, who):
+    name = cmd[0].upper()
+    kc, rc = (kv, rd) if who == 0 else (kv2, rd2)
+    if name in SCANS and who not in queued:
+        a, b = scan_all(kc, cmd), scan_all(rc, cmd)
     else:
-        a, b = norm(cmd, kv.cmd(*cmd)), norm(cmd, rd.cmd(*cmd))
+        a, b = norm(cmd, kc.cmd(*cmd)), norm(cmd, rc.cmd(*cmd))
     compared["commands"] += 1
     compared["errors"] += isinstance(b, Err)
-    if name in TTLS and isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0:
-        ok = abs(a - b) <= (1000 if name.startswith("P") else 1)
+    if name == "EXEC" and isinstance(a, list) and isinstance(b, list) and \
+            len(queued.get(who, ())) == len(a) == len(b):
+        ok = all(equal(q, norm(q, x), norm(q, y)) for q, x, y in zip(queued[who], a, b))
     else:
-        ok = a == b and type(a) is type(b)
+        ok = equal(cmd, a, b)
+    if name == "MULTI" and b == "OK":
+        queued[who] = []
+    elif name in ("EXEC", "DISCARD") or (isinstance(b, Err) and b.startswith("EXECABORT")):
+        queued.pop(who, None)
+    elif who in queued and b == "QUEUED":
+        queued[who].append(cmd)
     history.append((cmd, b))
     if not ok:
         if not mismatches:  # what led to the first: the commands on its key before it
@@ -81,6 +131,15 @@ def same(cmd):
 def run(cmds):
     for cmd in cmds:
         same(cmd)
+
+
+def run2(steps):
+    """Steps of (who, command): who 0 or 1 the connection, or ("sleep", s)."""
+    for who, cmd in steps:
+        if who == "sleep":
+            time.sleep(cmd)
+        else:
+            same(cmd, who)
 
 
 big = "9223372036854775807"
@@ -230,10 +289,268 @@ script = [
 ]
 
 
+# the commands added with transactions: GETEX, the list, set and sorted-set
+# commands that move, combine and trim, lexicographic ranges, CLIENT
+script2 = [
+    # GETEX
+    ("SET", "g", "v"), ("GETEX", "g"), ("TTL", "g"), ("GETEX", "g", "EX", "100"), ("TTL", "g"),
+    ("GETEX", "g", "PX", "200000"), ("PTTL", "g"), ("GETEX", "g", "PERSIST"), ("TTL", "g"),
+    ("GETEX", "g", "PERSIST"), ("GETEX", "g", "EXAT", "99999999999"), ("EXPIRETIME", "g"),
+    ("GETEX", "g", "PXAT", "99999999999999"), ("PEXPIRETIME", "g"), ("GETEX", "g", "EX", "1", "EX", "50"),
+    ("TTL", "g"), ("GETEX", "g", "EX", "0"), ("GETEX", "g", "EX", "-1"), ("GETEX", "g", "EX", "x"),
+    ("GETEX", "g", "PX", big), ("GETEX", "g", "EX", big), ("GETEX", "g", "EXAT", big),
+    ("GETEX", "g", "PERSIST", "EX", "1"), ("GETEX", "g", "EX", "10", "PERSIST"),
+    ("GETEX", "g", "EX", "10", "PX", "10"), ("GETEX", "g", "KEEPTTL"), ("GETEX", "g", "NX"),
+    ("GETEX", "g", "EX"), ("GETEX", "g", "FOO"), ("GETEX", "nothere", "EX", "x"),
+    ("GETEX", "nothere", "FOO"), ("GETEX", "nothere"), ("GETEX",), ("ex", "g"), ("GETEX", "g", "ex", "30"),
+    ("TTL", "g"), ("GETEX", "g", "EXAT", "1"), ("EXISTS", "g"), ("SET", "g", "v"),
+    ("GETEX", "g", "PXAT", "1"), ("EXISTS", "g"), ("LPUSH", "gl", "a"), ("GETEX", "gl"),
+    ("GETEX", "gl", "EX", "x"), ("GETEX", "gl", "FOO"),
+    # LSET LTRIM LREM LINSERT LPOS
+    ("RPUSH", "l", "a", "b", "c", "a", "b", "a"), ("LSET", "l", "0", "A"), ("LSET", "l", "-1", "Z"),
+    ("LSET", "l", "-6", "first"), ("LSET", "l", "6", "x"), ("LSET", "l", "-7", "x"),
+    ("LSET", "l", "x", "x"), ("LSET", "nothere", "0", "x"), ("LSET", "nothere", "x", "x"),
+    ("LSET", "g", "0", "x"), ("LSET", "gl", "0", "x" * 300), ("LRANGE", "gl", "0", "-1"),
+    ("LSET", "gl", "0", ""), ("LRANGE", "l", "0", "-1"), ("LSET", "l"),
+    ("RPUSH", "l", "a", "b", "a"), ("LPOS", "l", "a"), ("LPOS", "l", "b"), ("LPOS", "l", "zz"),
+    ("LPOS", "l", "a", "RANK", "2"), ("LPOS", "l", "a", "RANK", "-1"), ("LPOS", "l", "a", "RANK", "-3"),
+    ("LPOS", "l", "a", "RANK", "9"), ("LPOS", "l", "a", "COUNT", "0"), ("LPOS", "l", "a", "COUNT", "2"),
+    ("LPOS", "l", "a", "COUNT", "0", "RANK", "-1"), ("LPOS", "l", "a", "COUNT", "1", "RANK", "-2"),
+    ("LPOS", "l", "a", "MAXLEN", "3"), ("LPOS", "l", "a", "MAXLEN", "3", "COUNT", "0"),
+    ("LPOS", "l", "a", "RANK", "-1", "MAXLEN", "2", "COUNT", "0"), ("LPOS", "l", "zz", "COUNT", "3"),
+    ("LPOS", "l", "a", "RANK", "0"), ("LPOS", "l", "a", "RANK", "x"), ("LPOS", "l", "a", "COUNT", "-1"),
+    ("LPOS", "l", "a", "COUNT", "x"), ("LPOS", "l", "a", "MAXLEN", "-1"), ("LPOS", "l", "a", "MAXLEN", "x"),
+    ("LPOS", "l", "a", "RANK"), ("LPOS", "l", "a", "FOO"), ("LPOS", "l", "a", "COUNT", "2", "COUNT", "1"),
+    ("LPOS", "l", "a", "RANK", "-9223372036854775808"),
+    ("LPOS", "l", "a", "RANK", "-9223372036854775808", "COUNT", "2"),
+    ("LPOS", "l", "a", "RANK", "9223372036854775807", "COUNT", "0"), ("LPOS", "l", "a", "RANK", "-" + big),
+    ("LPOS", "nothere", "a"), ("LPOS", "nothere", "a", "COUNT", "1"), ("LPOS", "g", "a"),
+    ("LPOS", "gl", "a", "RANK", "0"), ("LPOS", "l"),
+    ("LINSERT", "l", "BEFORE", "a", "new"), ("LINSERT", "l", "after", "Z", "last"),
+    ("LINSERT", "l", "AFTER", "first", "second"), ("LINSERT", "l", "BEFORE", "zz", "x"),
+    ("LINSERT", "l", "MIDDLE", "a", "x"), ("LINSERT", "nothere", "BEFORE", "a", "x"),
+    ("LINSERT", "nothere", "MIDDLE", "a", "x"), ("LINSERT", "g", "BEFORE", "a", "x"),
+    ("LRANGE", "l", "0", "-1"), ("LINSERT", "l", "BEFORE", "a"),
+    ("LREM", "l", "1", "a"), ("LREM", "l", "-1", "a"), ("LRANGE", "l", "0", "-1"), ("LREM", "l", "0", "b"),
+    ("LREM", "l", "5", "zz"), ("LREM", "l", "x", "a"), ("LREM", "nothere", "1", "a"),
+    ("LREM", "nothere", "x", "a"), ("LREM", "g", "1", "a"), ("LRANGE", "l", "0", "-1"),
+    ("LREM", "l", "-" + big, "a"), ("RPUSH", "lr", "x", "x", "y", "x"), ("LREM", "lr", "-2", "x"),
+    ("LRANGE", "lr", "0", "-1"), ("LREM", "lr", "0", "x"), ("LREM", "lr", "0", "y"), ("EXISTS", "lr"),
+    ("RPUSH", "lt", *"abcdefgh"), ("LTRIM", "lt", "1", "-2"), ("LRANGE", "lt", "0", "-1"),
+    ("LTRIM", "lt", "-3", "100"), ("LRANGE", "lt", "0", "-1"), ("LTRIM", "lt", "0", "-1"),
+    ("LTRIM", "lt", "-100", "0"), ("LRANGE", "lt", "0", "-1"), ("LTRIM", "lt", "x", "1"),
+    ("LTRIM", "lt", "0", "x"), ("LTRIM", "nothere", "0", "1"), ("LTRIM", "nothere", "x", "1"),
+    ("LTRIM", "g", "0", "1"), ("LTRIM", "lt", "5", "1"), ("EXISTS", "lt"), ("RPUSH", "lt", "a", "b"),
+    ("LTRIM", "lt", "2", "5"), ("EXISTS", "lt"), ("RPUSH", "lt", "a"), ("LTRIM", "lt", "0", "-2"),
+    ("EXISTS", "lt"), ("LTRIM", "lt", "0"),
+    # LMOVE RPOPLPUSH
+    ("RPUSH", "src", "1", "2", "3"), ("LMOVE", "src", "dst", "LEFT", "RIGHT"),
+    ("LMOVE", "src", "dst", "right", "left"), ("LRANGE", "src", "0", "-1"), ("LRANGE", "dst", "0", "-1"),
+    ("LMOVE", "dst", "dst", "LEFT", "RIGHT"), ("LRANGE", "dst", "0", "-1"),
+    ("LMOVE", "dst", "dst", "RIGHT", "LEFT"), ("LMOVE", "dst", "dst", "LEFT", "LEFT"),
+    ("LMOVE", "dst", "dst", "RIGHT", "RIGHT"), ("LRANGE", "dst", "0", "-1"),
+    ("LMOVE", "src", "dst", "LEFT", "LEFT"), ("EXISTS", "src"), ("LMOVE", "src", "dst", "LEFT", "LEFT"),
+    ("LMOVE", "nothere", "g", "LEFT", "LEFT"), ("LMOVE", "dst", "g", "LEFT", "LEFT"),
+    ("LMOVE", "g", "dst", "LEFT", "LEFT"), ("LMOVE", "dst", "x", "UP", "LEFT"),
+    ("LMOVE", "dst", "x", "LEFT", "DOWN"), ("LMOVE", "nothere", "x", "UP", "LEFT"), ("LMOVE", "dst", "x"),
+    ("RPOPLPUSH", "dst", "src"), ("RPOPLPUSH", "dst", "src"), ("RPOPLPUSH", "dst", "dst"),
+    ("LRANGE", "src", "0", "-1"), ("LRANGE", "dst", "0", "-1"), ("RPOPLPUSH", "nothere", "src"),
+    ("RPOPLPUSH", "src", "g"), ("RPOPLPUSH", "g", "src"), ("RPOPLPUSH", "src"),
+    ("RPUSH", "one", "x"), ("RPOPLPUSH", "one", "one"), ("LRANGE", "one", "0", "-1"),
+    ("LMOVE", "one", "one", "LEFT", "RIGHT"), ("RPOPLPUSH", "one", "two"), ("EXISTS", "one"),
+    # set algebra, SMOVE, SINTERCARD
+    ("SADD", "s1", "a", "b", "c", "d"), ("SADD", "s2", "c", "d", "e"), ("SADD", "s3", "a", "c", "e", "f"),
+    ("SINTER", "s1", "s2"), ("SINTER", "s1", "s2", "s3"), ("SINTER", "s1"), ("SINTER", "s1", "nothere"),
+    ("SINTER", "nothere", "g"), ("SINTER", "s1", "nothere", "g"), ("SINTER", "g"), ("SINTER",),
+    ("SUNION", "s1", "s2"), ("SUNION", "s1", "s2", "s3", "nothere"), ("SUNION", "nothere"),
+    ("SUNION", "s1", "g"), ("SUNION", "nothere", "g"), ("SDIFF", "s1", "s2"), ("SDIFF", "s1", "s2", "s3"),
+    ("SDIFF", "s3", "s1"), ("SDIFF", "s1", "nothere"), ("SDIFF", "nothere", "s1"), ("SDIFF", "s1", "s1"),
+    ("SDIFF", "nothere", "g"), ("SDIFF", "s1", "g"),
+    ("SINTERSTORE", "d1", "s1", "s2"), ("SMEMBERS", "d1"), ("SINTERSTORE", "d1", "s1", "nothere"),
+    ("EXISTS", "d1"), ("SINTERSTORE", "d1", "s1", "nothere"), ("SET", "d1", "str"), ("EXPIRE", "d1", "100"),
+    ("SINTERSTORE", "d1", "s1", "s3"), ("TYPE", "d1"), ("TTL", "d1"), ("SMEMBERS", "d1"),
+    ("SINTERSTORE", "s1", "s1", "s2"), ("SMEMBERS", "s1"), ("SINTERSTORE", "d1", "g", "s1"),
+    ("SINTERSTORE", "d1"), ("SADD", "s1", "a", "b"),
+    ("SUNIONSTORE", "d2", "s1", "s2", "s3"), ("SMEMBERS", "d2"), ("SUNIONSTORE", "d2", "nothere"),
+    ("EXISTS", "d2"), ("SUNIONSTORE", "g", "s2"), ("TYPE", "g"), ("SMEMBERS", "g"),
+    ("SUNIONSTORE", "d2", "s1", "gl"), ("SUNIONSTORE", "s2", "s2", "s1"), ("SMEMBERS", "s2"),
+    ("SDIFFSTORE", "d3", "s2", "s1"), ("SMEMBERS", "d3"), ("SDIFFSTORE", "d3", "s1", "s1"),
+    ("EXISTS", "d3"), ("SDIFFSTORE", "d3", "nothere", "s1"), ("SDIFFSTORE", "d3", "s3", "nothere"),
+    ("SMEMBERS", "d3"), ("SDIFFSTORE", "d3", "s3", "gl"), ("SDIFFSTORE", "s3", "s3", "s1"), ("SMEMBERS", "s3"),
+    ("SMOVE", "s1", "s4", "a"), ("SMEMBERS", "s1"), ("SMEMBERS", "s4"), ("SMOVE", "s1", "s4", "zz"),
+    ("SMOVE", "s1", "s2", "b"), ("SMOVE", "s1", "s1", "c"), ("SMOVE", "s1", "s1", "zz"),
+    ("SMOVE", "nothere", "gl", "a"), ("SMOVE", "s1", "gl", "c"), ("SMOVE", "gl", "s1", "c"),
+    ("SMOVE", "s4", "s5", "a"), ("EXISTS", "s4"), ("SMEMBERS", "s5"), ("SMOVE", "s1", "s2"),
+    ("SADD", "s6", "x", "y", "z"), ("SADD", "s7", "x", "y", "w"),
+    ("SINTERCARD", "2", "s6", "s7"), ("SINTERCARD", "2", "s6", "s7", "LIMIT", "1"),
+    ("SINTERCARD", "2", "s6", "s7", "limit", "0"), ("SINTERCARD", "1", "s6"), ("SINTERCARD", "1", "nothere"),
+    ("SINTERCARD", "2", "s6", "nothere"), ("SINTERCARD", "2", "nothere", "gl"), ("SINTERCARD", "1", "gl"),
+    ("SINTERCARD", "0", "s6"), ("SINTERCARD", "x", "s6"), ("SINTERCARD", "-1", "s6"),
+    ("SINTERCARD", "9223372036854775808", "s6"), ("SINTERCARD", "3", "s6", "s7"),
+    ("SINTERCARD", "1", "s6", "LIMIT", "-1"), ("SINTERCARD", "1", "s6", "LIMIT", "x"),
+    ("SINTERCARD", "1", "s6", "FOO"), ("SINTERCARD", "1", "s6", "LIMIT"), ("SINTERCARD", "1", "s6", "s7"),
+    ("SINTERCARD", "1"),
+    # ZREMRANGEBY*, lexicographic ranges
+    ("ZADD", "zr", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"), ("ZREMRANGEBYSCORE", "zr", "2", "(4"),
+    ("ZRANGE", "zr", "0", "-1", "WITHSCORES"), ("ZREMRANGEBYSCORE", "zr", "10", "20"),
+    ("ZREMRANGEBYSCORE", "zr", "5", "1"), ("ZREMRANGEBYSCORE", "zr", "x", "1"),
+    ("ZREMRANGEBYSCORE", "zr", "(1", "(1"), ("ZREMRANGEBYSCORE", "nothere", "x", "1"),
+    ("ZREMRANGEBYSCORE", "nothere", "1", "2"), ("ZREMRANGEBYSCORE", "g", "1", "2"),
+    ("ZREMRANGEBYSCORE", "zr", "-inf", "+inf"), ("EXISTS", "zr"),
+    ("ZADD", "zr", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"), ("ZREMRANGEBYRANK", "zr", "0", "0"),
+    ("ZREMRANGEBYRANK", "zr", "-1", "-1"), ("ZRANGE", "zr", "0", "-1"), ("ZREMRANGEBYRANK", "zr", "5", "10"),
+    ("ZREMRANGEBYRANK", "zr", "2", "1"), ("ZREMRANGEBYRANK", "zr", "x", "1"),
+    ("ZREMRANGEBYRANK", "nothere", "0", "1"), ("ZREMRANGEBYRANK", "nothere", "x", "1"),
+    ("ZREMRANGEBYRANK", "g", "0", "1"), ("ZREMRANGEBYRANK", "zr", "-100", "100"), ("EXISTS", "zr"),
+    ("ZREMRANGEBYRANK", "zr", "0"),
+    ("ZADD", "zl", "0", "a", "0", "b", "0", "c", "0", "d", "0", "e", "0", "ab", "0", "", "0", "B"),
+    ("ZRANGEBYLEX", "zl", "-", "+"), ("ZRANGEBYLEX", "zl", "[a", "[c"), ("ZRANGEBYLEX", "zl", "(a", "(c"),
+    ("ZRANGEBYLEX", "zl", "[ab", "+"), ("ZRANGEBYLEX", "zl", "-", "(b"), ("ZRANGEBYLEX", "zl", "[", "[a"),
+    ("ZRANGEBYLEX", "zl", "(", "[a"), ("ZRANGEBYLEX", "zl", "[c", "[a"), ("ZRANGEBYLEX", "zl", "+", "-"),
+    ("ZRANGEBYLEX", "zl", "-", "-"), ("ZRANGEBYLEX", "zl", "+", "+"), ("ZRANGEBYLEX", "zl", "[a", "[a"),
+    ("ZRANGEBYLEX", "zl", "(a", "[a"), ("ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "2", "3"),
+    ("ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "0", "-1"), ("ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "-1", "2"),
+    ("ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "100", "2"), ("ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "1", "0"),
+    ("ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "x", "1"), ("ZRANGEBYLEX", "zl", "-", "+", "LIMIT", "1"),
+    ("ZRANGEBYLEX", "zl", "-", "+", "WITHSCORES"), ("ZRANGEBYLEX", "zl", "a", "+"),
+    ("ZRANGEBYLEX", "zl", "", "+"), ("ZRANGEBYLEX", "zl", "+x", "+"), ("ZRANGEBYLEX", "zl", "-", "-x"),
+    ("ZRANGEBYLEX", "zl", "-", "+", "REV"), ("ZRANGEBYLEX", "zl", "-", "+", "BYLEX"),
+    ("ZRANGEBYLEX", "nothere", "-", "+"), ("ZRANGEBYLEX", "nothere", "x", "+"), ("ZRANGEBYLEX", "g", "-", "+"),
+    ("ZRANGEBYLEX", "zl", "-"),
+    ("ZREVRANGEBYLEX", "zl", "+", "-"), ("ZREVRANGEBYLEX", "zl", "[c", "[a"), ("ZREVRANGEBYLEX", "zl", "(c", "(a"),
+    ("ZREVRANGEBYLEX", "zl", "+", "[d"), ("ZREVRANGEBYLEX", "zl", "(b", "-"), ("ZREVRANGEBYLEX", "zl", "-", "+"),
+    ("ZREVRANGEBYLEX", "zl", "+", "-", "LIMIT", "1", "2"), ("ZREVRANGEBYLEX", "zl", "[zz", "[b"),
+    ("ZREVRANGEBYLEX", "zl", "[", "-"), ("ZREVRANGEBYLEX", "zl", "x", "-"),
+    ("ZRANGE", "zl", "[a", "[c", "BYLEX"), ("ZRANGE", "zl", "[c", "[a", "BYLEX", "REV"),
+    ("ZRANGE", "zl", "-", "+", "BYLEX", "LIMIT", "1", "2"), ("ZRANGE", "zl", "+", "-", "REV", "BYLEX", "LIMIT", "0", "3"),
+    ("ZRANGE", "zl", "-", "+", "BYLEX", "WITHSCORES"), ("ZRANGE", "zl", "0", "1", "BYLEX"),
+    ("ZRANGE", "zl", "[a", "[b", "BYSCORE", "BYLEX"), ("ZRANGE", "zl", "0", "1", "BYLEX", "BYSCORE"),
+    ("ZRANGE", "zl", "0", "1", "REV", "REV"), ("ZRANGE", "zl", "0", "1", "BYSCORE", "BYSCORE"),
+    ("ZRANGE", "zl", "-", "+", "BYLEX", "BYLEX"), ("ZRANGE", "zl", "0", "1", "WITHSCORES", "WITHSCORES"),
+    ("ZRANGEBYSCORE", "zl", "0", "1", "LIMIT", "0", "1", "LIMIT", "0", "2"),
+    ("ZLEXCOUNT", "zl", "-", "+"), ("ZLEXCOUNT", "zl", "[a", "(c"), ("ZLEXCOUNT", "zl", "[c", "[a"),
+    ("ZLEXCOUNT", "zl", "x", "+"), ("ZLEXCOUNT", "nothere", "-", "+"), ("ZLEXCOUNT", "nothere", "x", "+"),
+    ("ZLEXCOUNT", "g", "-", "+"), ("ZLEXCOUNT", "zl", "-"),
+    ("ZREMRANGEBYLEX", "zl", "[a", "(b"), ("ZRANGE", "zl", "0", "-1"), ("ZREMRANGEBYLEX", "zl", "(d", "+"),
+    ("ZRANGE", "zl", "0", "-1"), ("ZREMRANGEBYLEX", "zl", "x", "+"), ("ZREMRANGEBYLEX", "nothere", "-", "+"),
+    ("ZREMRANGEBYLEX", "nothere", "x", "+"), ("ZREMRANGEBYLEX", "g", "-", "+"), ("ZREMRANGEBYLEX", "zl", "-", "+"),
+    ("EXISTS", "zl"), ("ZREMRANGEBYLEX", "zl", "-"),
+    # CLIENT, SCAN's cursor
+    ("CLIENT", "GETNAME"), ("CLIENT", "SETNAME", "conn-1"), ("CLIENT", "GETNAME"), ("CLIENT", "ID"),
+    ("CLIENT", "SETNAME", "a b"), ("CLIENT", "SETNAME", "a\nb"), ("CLIENT", "SETNAME", "\xc3\xa9"),
+    ("CLIENT", "SETNAME", "~!"), ("CLIENT", "GETNAME"), ("CLIENT", "SETNAME", ""), ("CLIENT", "GETNAME"),
+    ("client", "setname", "x"), ("CLIENT", "getName"), ("CLIENT", "SETNAME"), ("CLIENT", "SETNAME", "a", "b"),
+    ("CLIENT", "GETNAME", "x"), ("CLIENT", "ID", "x"), ("CLIENT",), ("CLIENT", "FOO"), ("CLIENT", "FOO", "bar"),
+    ("CLIENT", "SETINFO", "LIB-NAME", "redis-py"), ("CLIENT", "SETINFO", "lib-ver", "5.0.1"),
+    ("CONFIG", "RESETSTAT"), ("CONFIG", "RESETSTAT", "x"), ("CONFIG", "FOO"), ("CONFIG",),
+    ("SCAN", "-1"), ("SCAN", "x"), ("SCAN", "1.5"), ("SCAN", " 1"), ("SCAN", "18446744073709551616"),
+    ("SCAN", "18446744073709551615"), ("SSCAN", "s6", "-1"), ("SSCAN", "s6", "x"), ("HSCAN", "nothere", "x"),
+    ("FLUSHALL",),
+]
+
+# Transactions: (who, command), who 0 or 1 the connection (each server's
+# first or second), or ("sleep", seconds).
+tx_script = [
+    (0, ("MULTI",)), (0, ("SET", "t", "1")), (0, ("INCR", "t")), (0, ("LPUSH", "t", "x")), (0, ("GET", "t")),
+    (0, ("GETEX", "t", "EX", "100")), (0, ("RPUSH", "tl", "a", "b")), (0, ("LMOVE", "tl", "tl2", "LEFT", "LEFT")),
+    (0, ("SADD", "ts", "a", "b")), (0, ("SMEMBERS", "ts")), (0, ("ZADD", "tz", "1", "a")), (0, ("EXEC",)),
+    (0, ("TTL", "t")), (0, ("MULTI",)), (0, ("EXEC",)), (0, ("MULTI",)), (0, ("MULTI",)), (0, ("SET", "t", "2")),
+    (0, ("EXEC",)), (0, ("GET", "t")), (0, ("EXEC",)), (0, ("DISCARD",)),
+    # refused while queuing: EXECABORT, nothing runs
+    (0, ("MULTI",)), (0, ("SET", "t", "3")), (0, ("NOSUCHCOMMAND", "a")), (0, ("SET", "t", "4")), (0, ("EXEC",)),
+    (0, ("GET", "t")), (0, ("MULTI",)), (0, ("SET", "t")), (0, ("EXEC",)), (0, ("EXEC",)),
+    (0, ("MULTI",)), (0, ("SAVE",)), (0, ("SET", "t", "5")), (0, ("EXEC",)), (0, ("MULTI",)),
+    (0, ("SHUTDOWN", "NOSAVE")), (0, ("EXEC",)), (0, ("MULTI",)), (0, ("CLIENT", "NOSUCH")), (0, ("EXEC",)),
+    (0, ("MULTI",)), (0, ("CLIENT", "GETNAME", "x")), (0, ("EXEC",)), (0, ("MULTI",)), (0, ("DISCARD", "x")),
+    (0, ("EXEC",)), (0, ("MULTI",)), (0, ("MULTI", "x")), (0, ("EXEC",)), (0, ("MULTI",)), (0, ("WATCH",)),
+    (0, ("EXEC",)), (0, ("MULTI",)), (0, ("SET", "t", "6")), (0, ("EXEC", "x")), (0, ("EXEC",)),
+    (0, ("GET", "t")), (0, ("EXEC", "x")), (0, ("DISCARD", "x")), (0, ("MULTI", "x")), (0, ("UNWATCH", "x")),
+    # refused at once but not queued, the transaction goes on
+    (0, ("MULTI",)), (0, ("WATCH", "t")), (0, ("MULTI",)), (0, ("SET", "t", "7")), (0, ("EXEC",)), (0, ("GET", "t")),
+    # errors as the queue runs: in EXEC's reply, the rest done
+    (0, ("SET", "str", "x")), (0, ("MULTI",)), (0, ("INCR", "str")), (0, ("LPUSH", "str", "1")),
+    (0, ("SET", "str2", "y")), (0, ("PING", "a", "b")), (0, ("LSET", "nothere", "0", "x")),
+    (0, ("GETEX", "str", "EX", "x")), (0, ("ZADD", "tz", "x", "a")), (0, ("SELECT", "0")),
+    (0, ("CLIENT", "SETNAME", "in-tx")), (0, ("CLIENT", "GETNAME")), (0, ("UNWATCH",)), (0, ("EXEC",)),
+    (0, ("GET", "str2")), (0, ("CLIENT", "GETNAME")),
+    # DISCARD
+    (0, ("MULTI",)), (0, ("SET", "t", "8")), (0, ("DISCARD",)), (0, ("GET", "t")), (0, ("DISCARD",)),
+    # WATCH: another client's write makes EXEC fail
+    (0, ("SET", "w", "1")), (0, ("WATCH", "w")), (1, ("SET", "w", "2")), (0, ("MULTI",)), (0, ("INCR", "w")),
+    (0, ("EXEC",)), (0, ("GET", "w")),
+    (0, ("WATCH", "w")), (1, ("SET", "w", "2")), (0, ("MULTI",)), (0, ("INCR", "w")), (0, ("EXEC",)),
+    # ... made in MULTI, before EXEC
+    (0, ("WATCH", "w")), (0, ("MULTI",)), (0, ("INCR", "w")), (1, ("INCR", "w")), (0, ("EXEC",)), (0, ("GET", "w")),
+    # a key not changed: EXEC runs
+    (0, ("WATCH", "w")), (1, ("GET", "w")), (1, ("SET", "other", "x")), (0, ("MULTI",)), (0, ("INCR", "w")),
+    (0, ("EXEC",)), (0, ("GET", "w")), (0, ("EXEC",)),
+    # its own write counts too; so do several keys, one changed
+    (0, ("WATCH", "w")), (0, ("SET", "w", "9")), (0, ("MULTI",)), (0, ("INCR", "w")), (0, ("EXEC",)),
+    (0, ("WATCH", "w", "w2", "w3")), (1, ("LPUSH", "w3", "a")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    # changes that change nothing, and ones that do
+    (0, ("SADD", "ws", "a")), (0, ("WATCH", "ws", "nokey")), (1, ("SADD", "ws", "a")), (1, ("DEL", "nokey")),
+    (1, ("SREM", "ws", "zz")), (1, ("PERSIST", "ws")), (1, ("EXPIRE", "nokey", "10")), (0, ("MULTI",)),
+    (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "nokey")), (1, ("SET", "nokey", "x")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "ws")), (1, ("EXPIRE", "ws", "100")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "ws")), (1, ("SMOVE", "ws", "ws2", "a")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "ws2")), (1, ("SINTERSTORE", "ws2", "ws2")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("RPUSH", "wl", "a", "b")), (0, ("WATCH", "wl")), (1, ("LTRIM", "wl", "0", "-1")), (0, ("MULTI",)),
+    (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "wl")), (1, ("LREM", "wl", "0", "zz")), (1, ("LINSERT", "wl", "BEFORE", "zz", "x")),
+    (1, ("LPOS", "wl", "a")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "wl")), (1, ("LMOVE", "wl", "wl", "LEFT", "LEFT")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "wl")), (1, ("LSET", "wl", "0", "a")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("ZADD", "wz", "0", "a", "0", "b")), (0, ("WATCH", "wz")), (1, ("ZREMRANGEBYLEX", "wz", "(b", "+")),
+    (1, ("ZADD", "wz", "XX", "1", "zz")), (1, ("ZREMRANGEBYSCORE", "wz", "5", "6")), (0, ("MULTI",)),
+    (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "wz")), (1, ("ZREMRANGEBYRANK", "wz", "0", "0")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("SET", "wg", "v")), (0, ("WATCH", "wg")), (1, ("GETEX", "wg")), (1, ("GETEX", "wg", "PERSIST")),
+    (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "wg")), (1, ("GETEX", "wg", "EX", "100")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    # another client's transaction changes it
+    (0, ("WATCH", "w")), (1, ("MULTI",)), (1, ("INCR", "w")), (1, ("EXEC",)), (0, ("MULTI",)), (0, ("PING",)),
+    (0, ("EXEC",)),
+    # UNWATCH, DISCARD and a failed EXEC forget the keys
+    (0, ("WATCH", "w")), (0, ("UNWATCH",)), (1, ("INCR", "w")), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("WATCH", "w")), (0, ("MULTI",)), (0, ("DISCARD",)), (1, ("INCR", "w")), (0, ("MULTI",)), (0, ("PING",)),
+    (0, ("EXEC",)),
+    (0, ("WATCH", "w")), (1, ("INCR", "w")), (0, ("MULTI",)), (0, ("EXEC",)), (1, ("INCR", "w")), (0, ("MULTI",)),
+    (0, ("PING",)), (0, ("EXEC",)),
+    # both clients watching the same key
+    (0, ("WATCH", "w")), (1, ("WATCH", "w")), (1, ("MULTI",)), (1, ("INCR", "w")), (1, ("EXEC",)),
+    (0, ("MULTI",)), (0, ("INCR", "w")), (0, ("EXEC",)), (0, ("GET", "w")),
+    # a watched key that expires: EXEC fails; one already expired when
+    # watched is a missing key, and its deletion no change
+    (0, ("SET", "we", "1", "PX", "100")), (0, ("WATCH", "we")), ("sleep", 0.25), (0, ("MULTI",)), (0, ("PING",)),
+    (0, ("EXEC",)),
+    (0, ("SET", "we", "1", "PX", "100")), (0, ("WATCH", "we")), ("sleep", 0.25), (1, ("GET", "we")),
+    (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("SET", "we", "1", "PX", "50")), ("sleep", 0.15), (0, ("WATCH", "we")), (0, ("MULTI",)), (0, ("PING",)),
+    (0, ("EXEC",)),
+    (0, ("SET", "we", "1", "PX", "50")), ("sleep", 0.15), (0, ("WATCH", "we")), (1, ("SET", "we", "2")),
+    (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("SET", "we", "1", "EX", "100")), (0, ("WATCH", "we")), (1, ("PEXPIRE", "we", "1")), ("sleep", 0.05),
+    (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    # FLUSHALL changes the watched keys that exist (the expired key gone
+    # first: FLUSHALL counts the keys it deletes, and whether active expiry
+    # already took it is each server's timing)
+    (0, ("DEL", "we")), (0, ("WATCH", "nokey2")), (1, ("FLUSHALL",)), (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    (0, ("SET", "fk", "1")), (0, ("WATCH", "fk")), (1, ("FLUSHALL",)), (0, ("MULTI",)), (0, ("PING",)),
+    (0, ("EXEC",)),
+    (0, ("SET", "fk", "1")), (0, ("WATCH", "fk", "nokey2")), (0, ("MULTI",)), (0, ("FLUSHALL",)),
+    (0, ("SET", "fk", "2")), (0, ("EXEC",)), (0, ("GET", "fk")),
+    # SAVE and SHUTDOWN are refused in MULTI; BGSAVE is scheduled after EXEC
+    (0, ("MULTI",)), (0, ("BGSAVE",)), (0, ("EXEC",)), ("sleep", 0.5),
+]
+
+
 def random_commands(rng, n):
     """n commands over keys k0..k6; four in five use a key of the command's own
-    type (k0, k1 strings, k2 a list, k3 a set, k4 a hash, k5 a sorted set)."""
-    own = {"s": ["k0", "k1"], "l": ["k2"], "S": ["k3"], "h": ["k4"], "z": ["k5"], "*": None}
+    type (k0, k1 strings, k2 a list, k3 a set, k4 a hash, k5 a sorted set).
+    k7 is a sorted set whose scores are all 0, for lexicographic ranges
+    (with scores that differ their result is unspecified)."""
+    own = {"s": ["k0", "k1"], "l": ["k2"], "S": ["k3"], "h": ["k4"], "z": ["k5"], "Z": ["k7"], "*": None}
     # one value in ten is one of the malformed or extreme ones
     vals = ["0", "1", "-5", "10", "3.5", "abc", "", "1e3", "xyz" * 5]
     ints = ["0", "1", "2", "-1", "-2", "5", "3", "-3", "10"]
@@ -244,6 +561,11 @@ def random_commands(rng, n):
     i = lambda: pick(ints)
     f = lambda: pick(floats)
     m = lambda: "m%d" % rng.randrange(40)
+    lm = lambda: "m%d" % rng.randrange(8)  # list elements: few, so that they repeat
+    key = lambda: "k%d" % rng.randrange(7)
+    end = lambda: rng.choice(["LEFT", "RIGHT", "left", "right"] + ["UP"] * (rng.random() < 0.05))
+    lex = lambda: pick(["-", "+", "[m1", "(m1", "[m2", "(m25", "[m3", "[m", "(m39", "[", "[m10"]
+                       if rng.random() > 0.1 else ["x", "", "+x", "-1"])
     gens = {
         "s": [lambda k: ("SET", k, v()), lambda k: ("SET", k, v(), rng.choice(["NX", "XX", "GET"])),
               lambda k: ("GET", k), lambda k: ("INCR", k), lambda k: ("INCRBY", k, i()),
@@ -252,14 +574,28 @@ def random_commands(rng, n):
               lambda k: ("GETRANGE", k, i(), i()), lambda k: ("SETRANGE", k, rng.choice(["0", "3", "-1", "x"]), v()),
               lambda k: ("MSET", k, v(), "k1", v()), lambda k: ("MGET", k, "k1", "k2"),
               lambda k: ("GETSET", k, v()), lambda k: ("GETDEL", k), lambda k: ("SETNX", k, v()),
-              lambda k: ("MSETNX", k, v(), "k9", v())],
+              lambda k: ("MSETNX", k, v(), "k9", v()),
+              lambda k: ("GETEX", k, *rng.choice([(), ("EX", "1000"), ("PX", "2000000"), ("PERSIST",),
+                                                  ("EXAT", "1"), ("PXAT", big), ("EX", i()), ("EXAT", "99999999999")]))],
         "l": [lambda k: ("LPUSH", k, m(), m()), lambda k: ("RPUSH", k, m(), m(), m()),
               lambda k: ("LPUSHX", k, m()), lambda k: ("RPUSHX", k, m()), lambda k: ("LPOP", k),
               lambda k: ("RPOP", k, i()), lambda k: ("LPOP", k, i()), lambda k: ("LRANGE", k, i(), i()),
-              lambda k: ("LLEN", k), lambda k: ("LINDEX", k, i())],
+              lambda k: ("LLEN", k), lambda k: ("LINDEX", k, i()),
+              lambda k: ("RPUSH", k, lm(), lm(), lm()), lambda k: ("LSET", k, i(), lm()),
+              lambda k: ("LTRIM", k, rng.choice(["0", "1", "-3", "-5"]), rng.choice(["-1", "-2", "5", "8"])),
+              lambda k: ("LREM", k, i(), lm()), lambda k: ("LINSERT", k, rng.choice(["BEFORE", "AFTER"]), lm(), lm()),
+              lambda k: ("LPOS", k, lm(), *rng.choice([(), ("RANK", i()), ("COUNT", i()), ("RANK", "-1", "COUNT", "0"),
+                                                       ("RANK", "2", "COUNT", "2", "MAXLEN", "4"), ("MAXLEN", i())])),
+              lambda k: ("LMOVE", k, rng.choice([k, "k2", key()]), end(), end()),
+              lambda k: ("RPOPLPUSH", k, rng.choice([k, "k2", key()]))],
         "S": [lambda k: ("SADD", k, m(), m(), m()), lambda k: ("SREM", k, m(), m()),
               lambda k: ("SISMEMBER", k, m()), lambda k: ("SMEMBERS", k), lambda k: ("SCARD", k),
-              lambda k: ("SMISMEMBER", k, m(), m())],
+              lambda k: ("SMISMEMBER", k, m(), m()),
+              lambda k: (rng.choice(["SINTER", "SUNION", "SDIFF"]), k, *rng.sample(["k3", "k6", key()], rng.randrange(3))),
+              lambda k: (rng.choice(["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), rng.choice(["k6", key()]), k,
+                         *rng.sample(["k3", "k6", key()], rng.randrange(3))),
+              lambda k: ("SMOVE", k, rng.choice(["k3", "k6", key()]), m()),
+              lambda k: ("SINTERCARD", "2", k, rng.choice(["k3", "k6", key()]), *rng.choice([(), ("LIMIT", i())]))],
         "h": [lambda k: ("HSET", k, m(), v(), m(), v()), lambda k: ("HGET", k, m()),
               lambda k: ("HDEL", k, m(), m()), lambda k: ("HGETALL", k), lambda k: ("HLEN", k),
               lambda k: ("HINCRBY", k, m(), i()), lambda k: ("HINCRBYFLOAT", k, m(), f()),
@@ -275,27 +611,57 @@ def random_commands(rng, n):
               lambda k: ("ZREVRANGEBYSCORE", k, f(), f(), *rng.choice([(), ("WITHSCORES",), ("LIMIT", "2", "3")])),
               lambda k: ("ZREVRANGE", k, i(), i()), lambda k: ("ZCOUNT", k, f(), f()),
               lambda k: ("ZPOPMIN", k, *rng.choice([(), ("2",)])), lambda k: ("ZPOPMAX", k, *rng.choice([(), ("3",)])),
-              lambda k: ("ZRANK", k, m()), lambda k: ("ZREVRANK", k, m()), lambda k: ("ZMSCORE", k, m(), m())],
+              lambda k: ("ZRANK", k, m()), lambda k: ("ZREVRANK", k, m()), lambda k: ("ZMSCORE", k, m(), m()),
+              lambda k: ("ZREMRANGEBYSCORE", k, f(), f()), lambda k: ("ZREMRANGEBYRANK", k, i(), i())],
+        "Z": [lambda k: ("ZADD", k, "0", m(), "0", m(), "0", m()), lambda k: ("ZREM", k, m()),
+              lambda k: ("ZRANGEBYLEX", k, lex(), lex(), *rng.choice([(), ("LIMIT", "1", "3"), ("LIMIT", "0", "-1")])),
+              lambda k: ("ZREVRANGEBYLEX", k, lex(), lex(), *rng.choice([(), ("LIMIT", "2", "2")])),
+              lambda k: ("ZRANGE", k, lex(), lex(), "BYLEX", *rng.choice([(), ("REV",), ("LIMIT", "1", "2")])),
+              lambda k: ("ZLEXCOUNT", k, lex(), lex()), lambda k: ("ZREMRANGEBYLEX", k, lex(), lex()),
+              lambda k: ("ZRANGE", k, "0", "-1")],
         "*": [lambda k: ("DEL", k, "k1"), lambda k: ("EXISTS", k, "k1"), lambda k: ("TYPE", k),
               lambda k: ("RENAME", k, "k%d" % rng.randrange(7)), lambda k: ("RENAMENX", k, "k%d" % rng.randrange(7)),
               lambda k: ("EXPIRE", k, rng.choice(["1000", "2000", "-1"]), *rng.choice([(), ("NX",), ("XX",), ("GT",), ("LT",)])),
               lambda k: ("PERSIST", k), lambda k: ("TTL", k), lambda k: ("EXPIRETIME", k),
               lambda k: ("DBSIZE",), lambda k: ("KEYS", rng.choice(["*", "k[0-2]", "k?", "*3"]))],
     }
-    weights = {"s": 4, "l": 3, "S": 2, "h": 3, "z": 4, "*": 1}
+    weights = {"s": 4, "l": 4, "S": 3, "h": 3, "z": 4, "Z": 2, "*": 1}
     kinds = list(weights)
     type_of = {"s": "string", "l": "list", "S": "set", "h": "hash", "z": "zset"}
     for _ in range(n):
         kind = rng.choices(kinds, [weights[x] for x in kinds])[0]
-        if own[kind] and rng.random() < 0.8:
-            key = rng.choice(own[kind])
+        if kind == "Z":
+            k = "k7"
+        elif own[kind] and rng.random() < 0.8:
+            k = rng.choice(own[kind])
             # a key of another type now (RENAME, SET ... made it so): mostly
             # deleted first, so that most commands take their normal path
-            if rd.cmd("TYPE", key) not in ("none", type_of[kind]) and rng.random() < 0.7:
-                yield ("DEL", key)
+            # (asked on the second connection: the first may be in MULTI)
+            if rd2.cmd("TYPE", k) not in ("none", type_of[kind]) and rng.random() < 0.7:
+                yield ("DEL", k)
         else:
-            key = "k%d" % rng.randrange(7)
-        yield rng.choice(gens[kind])(key)
+            k = key()
+        yield rng.choice(gens[kind])(k)
+
+
+def with_transactions(rng, cmds):
+    """The commands, a few of them at a time inside MULTI ... EXEC (or
+    DISCARD), some of those with keys WATCHed first (the commands between
+    may change them)."""
+    cmds = iter(cmds)
+    for cmd in cmds:
+        if rng.random() < 0.03:
+            if rng.random() < 0.5:
+                yield ("WATCH", *rng.sample(["k%d" % i for i in range(8)], rng.randrange(1, 4)))
+                for _ in range(rng.randrange(3)):
+                    yield next(cmds, ("PING",))
+            yield ("MULTI",)
+            yield cmd
+            for _ in range(rng.randrange(6)):
+                yield next(cmds, ("PING",))
+            yield ("DISCARD",) if rng.random() < 0.1 else ("EXEC",)
+        else:
+            yield cmd
 
 
 def bulk_script(rng):
@@ -326,14 +692,20 @@ def bulk_script(rng):
 kv.cmd("FLUSHALL")
 rd.cmd("FLUSHALL")
 run(script)
+count_changes = True  # (for the commands added with transactions, and one random round)
+run(script2)
+run2(tx_script)
+count_changes = False
 run(bulk_script(random.Random(seed)))
 scripted = compared["commands"]
 rng = random.Random(seed)
 for rnd in range(10):
-    run(random_commands(rng, 1000))
-    run([("KEYS", "*")] + [(c, "k%d" % i) for i in range(7) for c in ("TYPE", "TTL")])
+    count_changes = rnd == 0
+    run(with_transactions(rng, random_commands(rng, 1000)))
+    count_changes = False
+    run([("KEYS", "*")] + [(c, "k%d" % i) for i in range(8) for c in ("TYPE", "TTL")])
     # the whole state, type by type
-    for i in range(7):
+    for i in range(8):
         key = "k%d" % i
         t = rd.cmd("TYPE", key)
         run([{"string": ("GET", key), "list": ("LRANGE", key, "0", "-1"),
@@ -341,9 +713,9 @@ for rnd in range(10):
               "zset": ("ZRANGE", key, "0", "-1", "WITHSCORES"), "none": ("EXISTS", key)}[t]])
 shown = set()
 for cmd, a, b in mismatches:  # the first of each command's
-    if cmd[0] in shown or len(shown) >= 40:
+    if cmd[:2] in shown or len(shown) >= 40:
         continue
-    shown.add(cmd[0])
+    shown.add(cmd[:2])
     print("MISMATCH %r\n   kv-server:    %r\n   redis-server: %r" % (cmd, a, b))
 print("%d commands compared (%d scripted, the rest random with seed %d), %d of them errors; "
       "%d replies differ" % (compared["commands"], scripted, seed, compared["errors"],

@@ -7,6 +7,10 @@
 #  - replies held back that way all arrive, in order, once the client reads
 #  - a client whose unsent replies would pass --client-output-buffer-limit
 #    is disconnected; the others go on
+#  - a transaction's queued commands are bounded as the replies are: a
+#    client queuing past the limit is told, disconnected and nothing of its
+#    transaction runs; clients that disconnect inside MULTI have their
+#    queues freed (the server does not grow by their sum)
 # Usage: kv_flood.sh KV_SERVER_BINARY
 server=$1
 source "$(dirname "$0")/kv_lib.sh"
@@ -99,6 +103,45 @@ check(other.cmd("PING") == "PONG", "another client after the disconnection")
 info = other.cmd("INFO", "stats").decode()
 check("client_output_limit_disconnections:1" in info, info)
 print("a client above the output limit disconnected; the others go on")
+
+# MULTI's queue: 3.5 MiB of SETs queued and run by EXEC, within the limit
+val = b"q" * (64 << 10)
+c = Conn(port)
+check(c.cmd("MULTI") == "OK", "MULTI")
+n = 56
+got = c.pipeline([("SET", "q%d" % i, val) for i in range(n)])
+check(got == ["QUEUED"] * n, "queued: %r" % set(got))
+r = c.cmd("EXEC")
+check(r == ["OK"] * n and other.cmd("STRLEN", "q%d" % (n - 1)) == len(val), "EXEC of 3.5 MiB: %r" % r[:3])
+other.cmd("DEL", *["q%d" % i for i in range(n)])
+# past the limit: told, disconnected, nothing run
+check(c.cmd("MULTI") == "OK", "MULTI")
+c.send(b"".join(resp("SET", "q%d" % i, val) for i in range(80)) + resp("EXEC"))
+replies = []
+try:
+    while True:
+        replies.append(c.reply())
+except (EOFError, ConnectionResetError):
+    pass
+check(len(replies) < 80 and replies[:-1] == ["QUEUED"] * (len(replies) - 1) and
+      isinstance(replies[-1], Err) and "queued commands passed" in replies[-1],
+      "a transaction past the limit: %d replies, the last %r" % (len(replies), replies[-1:]))
+check(other.cmd("EXISTS", "q0") == 0, "a transaction past the limit ran")
+print("a transaction queuing past the limit: told after %d commands, disconnected, nothing run"
+      % (len(replies) - 1))
+# clients gone inside MULTI: their queues freed
+base = rss_kib(pid)
+for k in range(24):
+    q = Conn(port)
+    q.cmd("MULTI")
+    got = q.pipeline([("SET", "q%d" % i, val) for i in range(50)])
+    check(got == ["QUEUED"] * 50, "queued: %r" % set(got))
+    q.close()
+    other.cmd("PING")
+grown = rss_kib(pid) - base
+check(grown < 32 << 10, "24 clients gone with 3 MiB queued each: the server grew by %d KiB" % grown)
+check(other.cmd("EXISTS", "q0") == 0, "a transaction of a client gone ran")
+print("24 clients gone inside MULTI with 3 MiB queued each: the server grew by %d KiB" % grown)
 PY
 kv_kill
 kv_check_log

@@ -1,7 +1,9 @@
 /* examples/kv-server/commands_server.c - the server's commands: PING, ECHO,
- * TIME, INFO, CONFIG, the saves and SHUTDOWN, and those that tools expect. */
+ * TIME, INFO, CONFIG, CLIENT, the saves and SHUTDOWN, and those that tools
+ * and client libraries expect. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,13 +45,21 @@ void cmd_time(struct conn *c, struct arg *a, size_t argc)
  * (a lazy restore: INFO persistence loading:1) no save may replace it -
  * every page of it must have been verified first: BGSAVE replies an error,
  * BGSAVE SCHEDULE starts one once it has loaded (as Redis schedules one
- * behind an AOF rewrite).  SAVE waits until it has loaded. */
+ * behind an AOF rewrite).  SAVE waits until it has loaded.  Inside EXEC a
+ * BGSAVE is scheduled, as Redis's is, to start once EXEC is done: its
+ * snapshot must not fall inside the transaction (with --mechanism fork the
+ * fork is the instant). */
 void cmd_bgsave(struct conn *c, struct arg *a, size_t argc)
 {
     bool schedule = argc == 2 && arg_is(&a[1], "SCHEDULE");
     if (argc > 2 || (argc == 2 && !schedule)) return out_syntax(c);
+    if (in_exec && !persist.lazy) {
+        if (persist.bgsave) return out_err(c, "ERR Background save already in progress");
+        persist.bgsave_scheduled = true; /* persist_poll_loading starts it after this turn */
+        return out_str(c, "+Background saving scheduled\r\n");
+    }
     if (persist.lazy) {
-        if (!schedule)
+        if (!schedule && !in_exec)
             return out_err(c, "ERR Background save not possible while the dataset is still "
                               "loading (INFO persistence: loading:1); use BGSAVE SCHEDULE");
         persist_schedule_save("BGSAVE SCHEDULE");
@@ -104,24 +114,55 @@ void cmd_quit(struct conn *c, struct arg *a, size_t argc)
     c->closing = true;
 }
 
+/* CLIENT SETNAME: a name of printable ASCII without spaces (CLIENT LIST's
+ * fields are split at spaces in Redis); "" removes it. */
+void cmd_client_setname(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    for (size_t i = 0; i < a[2].n; i++)
+        if ((unsigned char)a[2].p[i] < '!' || (unsigned char)a[2].p[i] > '~')
+            return out_err(c, "ERR Client names cannot contain spaces, newlines or special "
+                              "characters.");
+    char *name = NULL;
+    if (a[2].n) {
+        if (!(name = malloc(a[2].n + 1))) return out_oom(c);
+        memcpy(name, a[2].p, a[2].n);
+        name[a[2].n] = 0;
+    }
+    free(c->name);
+    c->name = name;
+    out_ok(c);
+}
+
+void cmd_client_getname(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    if (!c->name) return out_nil(c);
+    out_cstr(c, c->name);
+}
+
+void cmd_client_id(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)c->id);
+}
+
 void cmd_command(struct conn *c, struct arg *a, size_t argc)
 {
     (void)a, (void)argc;
     out_array(c, 0);
 }
 
+void cmd_config_resetstat(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_ok(c);
+}
+
 /* CONFIG GET pattern...: the parameters tools ask for (redis-benchmark:
  * save, appendonly), matched as globs */
-void cmd_config(struct conn *c, struct arg *a, size_t argc)
+void cmd_config_get(struct conn *c, struct arg *a, size_t argc)
 {
-    if (arg_is(&a[1], "RESETSTAT") && argc == 2) return out_ok(c);
-    if (arg_is(&a[1], "GET") && argc < 3)
-        return out_err(c, "ERR wrong number of arguments for 'config|get' command");
-    if (!arg_is(&a[1], "GET")) {
-        char sub[600];
-        return out_err(c, "ERR unknown subcommand '%s'. Try CONFIG HELP.",
-                       resp_escape(sub, sizeof sub, a[1].p, a[1].n, 128));
-    }
     char save[512], port[16], mem[24], maxc[24];
     snprintf(maxc, sizeof maxc, "%llu", (unsigned long long)net.maxclients);
     persist_save_points_str(save, sizeof save);

@@ -154,6 +154,67 @@ void cmd_getdel(struct conn *c, struct arg *a, size_t argc)
     server.changes++;
 }
 
+/* GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]: the options parsed first
+ * (a syntax error before anything), then the key (nil if missing, whatever
+ * the time says), then the time (an invalid one after WRONGTYPE).  A time
+ * of EXAT or PXAT already past deletes the key after the reply. */
+void cmd_getex(struct conn *c, struct arg *a, size_t argc)
+{
+    int flags = 0;
+    bool persist = false;
+    const struct arg *exp = NULL;
+    for (size_t j = 2; j < argc; j++) {
+        const struct arg *o = &a[j];
+        bool next = j + 1 < argc;
+        int ttl = flags & (SET_EX | SET_PX | SET_EXAT | SET_PXAT);
+        if (arg_is(o, "PERSIST") && !ttl) {
+            persist = true;
+        } else if (next && !persist &&
+                   ((arg_is(o, "EX") && !(ttl & ~SET_EX)) ||
+                    (arg_is(o, "PX") && !(ttl & ~SET_PX)) ||
+                    (arg_is(o, "EXAT") && !(ttl & ~SET_EXAT)) ||
+                    (arg_is(o, "PXAT") && !(ttl & ~SET_PXAT)))) {
+            flags |= arg_is(o, "EX")     ? SET_EX
+                     : arg_is(o, "PX")   ? SET_PX
+                     : arg_is(o, "EXAT") ? SET_EXAT
+                                         : SET_PXAT;
+            exp = &a[++j];
+        } else {
+            return out_syntax(c);
+        }
+    }
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_STRING, &o)) return;
+    if (!o) return out_nil(c);
+    long long when = 0;
+    if (exp) {
+        if (!get_ll(c, exp, &when)) return;
+        bool secs = flags & (SET_EX | SET_EXAT);
+        if (when <= 0 || (secs && when > LLONG_MAX / 1000))
+            return out_err(c, "ERR invalid expire time in 'getex' command");
+        if (secs) when *= 1000;
+        if (flags & (SET_EX | SET_PX)) {
+            if (when > LLONG_MAX - now_ms)
+                return out_err(c, "ERR invalid expire time in 'getex' command");
+            when += now_ms;
+        }
+    }
+    const char *v;
+    size_t vn;
+    kv_str_get(o, &v, &vn);
+    out_bulk(c, v, vn);
+    if (exp && (flags & (SET_EXAT | SET_PXAT)) && when <= now_ms) {
+        kv_delete_obj(server.kv, o);
+        server.changes++;
+    } else if (exp) {
+        kv_set_expire(server.kv, o, when);
+        server.changes++;
+    } else if (persist && kv_obj_expire(o)) {
+        kv_set_expire(server.kv, o, 0);
+        server.changes++;
+    }
+}
+
 void cmd_mget(struct conn *c, struct arg *a, size_t argc)
 {
     out_array(c, argc - 1);

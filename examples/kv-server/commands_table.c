@@ -1,30 +1,38 @@
 /* examples/kv-server/commands_table.c - the commands kv-server knows, and
- * running one: the name looked up, the arity checked, the memory a write
- * needs checked, the store's clock set.
+ * running one: the name (and a container's subcommand) looked up, the
+ * arity checked, inside MULTI queued, the memory a write needs checked,
+ * the store's clock set.
  *
  * Commands, answered as redis-server 7.0 answers them:
  *   strings   GET SET [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] SETNX SETEX PSETEX
- *             GETSET GETDEL MGET MSET MSETNX INCR DECR INCRBY DECRBY INCRBYFLOAT APPEND
- *             STRLEN GETRANGE SUBSTR SETRANGE
+ *             GETSET GETDEL GETEX [EX s|PX ms|EXAT t|PXAT t|PERSIST] MGET MSET MSETNX INCR
+ *             DECR INCRBY DECRBY INCRBYFLOAT APPEND STRLEN GETRANGE SUBSTR SETRANGE
  *   keys      DEL UNLINK EXISTS TYPE RENAME RENAMENX KEYS SCAN [MATCH] [COUNT] [TYPE]
  *             DBSIZE FLUSHALL FLUSHDB EXPIRE PEXPIRE EXPIREAT PEXPIREAT [NX|XX|GT|LT]
  *             TTL PTTL EXPIRETIME PEXPIRETIME PERSIST
- *   lists     LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP [count] LRANGE LLEN LINDEX
- *   sets      SADD SREM SISMEMBER SMISMEMBER SMEMBERS SCARD SPOP SRANDMEMBER SSCAN
+ *   lists     LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP [count] LRANGE LLEN LINDEX LSET LTRIM
+ *             LREM LINSERT BEFORE|AFTER LPOS [RANK r] [COUNT n] [MAXLEN m]
+ *             LMOVE LEFT|RIGHT LEFT|RIGHT RPOPLPUSH
+ *   sets      SADD SREM SISMEMBER SMISMEMBER SMEMBERS SCARD SPOP SRANDMEMBER SSCAN SINTER
+ *             SUNION SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE SMOVE SINTERCARD [LIMIT n]
  *   hashes    HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL HKEYS HVALS
  *             HINCRBY HINCRBYFLOAT HSCAN
  *   zsets     ZADD [NX|XX] [GT|LT] [CH] [INCR] ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
- *             ZREVRANK ZCOUNT ZRANGE [BYSCORE] [REV] [LIMIT o c] [WITHSCORES] ZREVRANGE
- *             ZRANGEBYSCORE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX
+ *             ZREVRANK ZCOUNT ZRANGE [BYSCORE|BYLEX] [REV] [LIMIT o c] [WITHSCORES]
+ *             ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT
+ *             ZPOPMIN ZPOPMAX ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX
+ *   transactions  MULTI EXEC DISCARD WATCH UNWATCH
  *   server    PING ECHO TIME INFO [server|clients|memory|persistence|stats|keyspace]
  *             CONFIG GET (save appendonly dir dbfilename port maxmemory maxmemory-policy
  *             databases proto-max-bulk-len) CONFIG RESETSTAT COMMAND (an empty list)
- *             SELECT 0 QUIT SAVE BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE]
+ *             CLIENT SETNAME|GETNAME|ID SELECT 0 QUIT SAVE BGSAVE LASTSAVE
+ *             SHUTDOWN [SAVE|NOSAVE]
  *
  * Each is in commands_TYPE.c (strings, keys, lists, sets, hashes, zsets,
- * server) as cmd_NAME, or as the cmd_ of the command it shares an
- * implementation with (DECR: cmd_incr, PSETEX: cmd_setex, UNLINK: cmd_del,
- * FLUSHDB: cmd_flushall, SUBSTR: cmd_getrange, ZREVRANK: cmd_zrank).
+ * multi, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or as the
+ * cmd_ of the command it shares an implementation with (DECR: cmd_incr,
+ * PSETEX: cmd_setex, UNLINK: cmd_del, FLUSHDB: cmd_flushall, SUBSTR:
+ * cmd_getrange, ZREVRANK: cmd_zrank).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +40,28 @@
 #include <time.h>
 
 #include "commands.h"
+#include "net.h"
 #include "persist.h"
 #include "server.h"
 
 int64_t now_ms;
+bool in_exec;
 
 #define W CMD_WRITE
 #define WM (CMD_WRITE | CMD_DENYOOM)
+#define Q CMD_NOQUEUE
+/* the containers' subcommands (Redis's CONFIG has more: SET, REWRITE, HELP) */
+static const struct command config_subs[] = {
+    {"config|get", -3, 0, cmd_config_get},
+    {"config|resetstat", 2, 0, cmd_config_resetstat},
+    {NULL},
+};
+static const struct command client_subs[] = {
+    {"client|setname", 3, 0, cmd_client_setname},
+    {"client|getname", 2, 0, cmd_client_getname},
+    {"client|id", 2, 0, cmd_client_id},
+    {NULL},
+};
 static struct command commands[] = {
     /* strings */
     {"get", 2, 0, cmd_get},
@@ -48,6 +71,7 @@ static struct command commands[] = {
     {"psetex", 4, WM, cmd_setex},
     {"getset", 3, WM, cmd_getset},
     {"getdel", 2, W, cmd_getdel},
+    {"getex", -2, W, cmd_getex},
     {"mget", -2, 0, cmd_mget},
     {"mset", -3, WM, cmd_mset},
     {"msetnx", -3, WM, cmd_msetnx},
@@ -92,6 +116,13 @@ static struct command commands[] = {
     {"lrange", 4, 0, cmd_lrange},
     {"llen", 2, 0, cmd_llen},
     {"lindex", 3, 0, cmd_lindex},
+    {"lset", 4, WM, cmd_lset},
+    {"ltrim", 4, W, cmd_ltrim},
+    {"lrem", 4, W, cmd_lrem},
+    {"linsert", 5, WM, cmd_linsert},
+    {"lpos", -3, 0, cmd_lpos},
+    {"lmove", 5, WM, cmd_lmove},
+    {"rpoplpush", 3, WM, cmd_rpoplpush},
     /* sets */
     {"sadd", -3, WM, cmd_sadd},
     {"srem", -3, W, cmd_srem},
@@ -102,6 +133,14 @@ static struct command commands[] = {
     {"spop", -2, W, cmd_spop},
     {"srandmember", -2, 0, cmd_srandmember},
     {"sscan", -3, 0, cmd_sscan},
+    {"sinter", -2, 0, cmd_sinter},
+    {"sunion", -2, 0, cmd_sunion},
+    {"sdiff", -2, 0, cmd_sdiff},
+    {"sinterstore", -3, WM, cmd_sinterstore},
+    {"sunionstore", -3, WM, cmd_sunionstore},
+    {"sdiffstore", -3, WM, cmd_sdiffstore},
+    {"smove", 4, W, cmd_smove},
+    {"sintercard", -3, 0, cmd_sintercard},
     /* hashes */
     {"hset", -4, WM, cmd_hset},
     {"hmset", -4, WM, cmd_hmset},
@@ -134,22 +173,36 @@ static struct command commands[] = {
     {"zrevrangebyscore", -4, 0, cmd_zrevrangebyscore},
     {"zpopmin", -2, W, cmd_zpopmin},
     {"zpopmax", -2, W, cmd_zpopmax},
+    {"zremrangebyscore", 4, W, cmd_zremrangebyscore},
+    {"zremrangebyrank", 4, W, cmd_zremrangebyrank},
+    {"zrangebylex", -4, 0, cmd_zrangebylex},
+    {"zrevrangebylex", -4, 0, cmd_zrevrangebylex},
+    {"zlexcount", 4, 0, cmd_zlexcount},
+    {"zremrangebylex", 4, W, cmd_zremrangebylex},
+    /* transactions */
+    {"multi", 1, Q, cmd_multi},
+    {"exec", 1, Q, cmd_exec},
+    {"discard", 1, Q, cmd_discard},
+    {"watch", -2, Q, cmd_watch},
+    {"unwatch", 1, 0, cmd_unwatch},
     /* the server */
     {"ping", -1, 0, cmd_ping},
     {"echo", 2, 0, cmd_echo},
     {"time", 1, 0, cmd_time},
     {"info", -1, 0, cmd_info},
-    {"config", -2, 0, cmd_config},
+    {"config", -2, 0, NULL, config_subs},
+    {"client", -2, 0, NULL, client_subs},
     {"command", -1, 0, cmd_command},
     {"select", 2, 0, cmd_select},
-    {"quit", -1, 0, cmd_quit},
+    {"quit", -1, Q, cmd_quit},
     {"bgsave", -1, 0, cmd_bgsave},
-    {"save", 1, 0, cmd_save},
+    {"save", 1, CMD_NO_MULTI, cmd_save},
     {"lastsave", 1, 0, cmd_lastsave},
-    {"shutdown", -1, 0, cmd_shutdown},
+    {"shutdown", -1, CMD_NO_MULTI, cmd_shutdown},
 };
 #undef W
 #undef WM
+#undef Q
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
 static int command_cmp(const void *a, const void *b)
@@ -173,6 +226,15 @@ static const struct command *lookup_command(const struct arg *name)
     low[name->n] = 0;
     struct command key = {.name = low};
     return bsearch(&key, commands, NCOMMANDS, sizeof commands[0], command_cmp);
+}
+
+/* A container's subcommand named by a: "container|a", NULL if none. */
+static const struct command *lookup_sub(const struct command *cmd, const struct arg *a)
+{
+    size_t pre = strlen(cmd->name) + 1;
+    for (const struct command *s = cmd->subs; s->name; s++)
+        if (arg_is(a, s->name + pre)) return s;
+    return NULL;
 }
 
 /* The command's time: the store's too, so that what expired is gone. */
@@ -209,19 +271,70 @@ static bool reclaim_expired(uint64_t need)
     return true;
 }
 
+uint64_t command_needs(const struct arg *a, size_t argc)
+{
+    uint64_t need = 0;
+    for (size_t i = 1; i < argc; i++) need += a[i].n + 64;
+    return need;
+}
+
+bool memory_for(uint64_t need)
+{
+    return need <= kv_free(server.kv) || reclaim_expired(need);
+}
+
+static bool arity_ok(const struct command *cmd, size_t argc)
+{
+    return cmd->arity > 0 ? argc == (size_t)cmd->arity : argc >= (size_t)-cmd->arity;
+}
+
+/* As Redis's processCommand: a command refused (unknown, its arity, not
+ * allowed in MULTI, no memory) while a client is in MULTI makes its EXEC
+ * fail; EXEC's own arity error ends the transaction there. */
 void commands_execute(struct conn *c, struct arg *a, size_t argc)
 {
     server.total_commands++;
     const struct command *cmd = lookup_command(&a[0]);
-    if (!cmd) return unknown_command(c, a, argc);
-    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
-        (cmd->arity < 0 && argc < (size_t)-cmd->arity))
+    if (!cmd) {
+        multi_flag_error(c);
+        return unknown_command(c, a, argc);
+    }
+    if (cmd->subs && argc >= 2) {
+        const struct command *sub = lookup_sub(cmd, &a[1]);
+        if (!sub) {
+            char name[600], up[32];
+            size_t i = 0;
+            for (; cmd->name[i] && i < sizeof up - 1; i++)
+                up[i] = (char)(cmd->name[i] >= 'a' && cmd->name[i] <= 'z' ? cmd->name[i] - 32
+                                                                          : cmd->name[i]);
+            up[i] = 0;
+            multi_flag_error(c);
+            return out_err(c, "ERR unknown subcommand '%s'. Try %s HELP.",
+                           resp_escape(name, sizeof name, a[1].p, a[1].n, 128), up);
+        }
+        cmd = sub;
+    }
+    if (!arity_ok(cmd, argc)) {
+        if (cmd->fn == cmd_exec) {
+            multi_discard(c);
+            return out_err(c, "EXECABORT Transaction discarded because of: wrong number of "
+                              "arguments for 'exec' command");
+        }
+        multi_flag_error(c);
         return out_arity_error(c, cmd->name);
+    }
+    if (c->in_multi && (cmd->flags & CMD_NO_MULTI)) {
+        multi_flag_error(c);
+        return out_err(c, "ERR Command not allowed inside a transaction");
+    }
     set_now();
-    if (cmd->flags & CMD_DENYOOM) {
-        uint64_t need = 0;
-        for (size_t i = 1; i < argc; i++) need += a[i].n + 64;
-        if (need > kv_free(server.kv) && !reclaim_expired(need)) return out_oom(c);
+    if ((cmd->flags & CMD_DENYOOM) && !memory_for(command_needs(a, argc))) {
+        multi_flag_error(c);
+        return out_oom(c);
+    }
+    if (c->in_multi && !(cmd->flags & CMD_NOQUEUE)) {
+        if (multi_queue(c, cmd, a, argc)) out_str(c, "+QUEUED\r\n");
+        return;
     }
     cmd->fn(c, a, argc);
 }

@@ -192,11 +192,120 @@ static bool below_max(double s, double max, bool maxex)
     return maxex ? s < max : s <= max;
 }
 
-/* ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES],
- * ZREVRANGE, ZRANGEBYSCORE, ZREVRANGEBYSCORE */
-static void zrange_generic(struct conn *c, struct arg *a, size_t argc, bool byscore, bool rev)
+/* A lexicographic range's end as ZRANGEBYLEX takes it (Redis's
+ * zslParseLexRangeItem): "-" below every member, "+" above, "[m" m
+ * included, "(m" excluded; anything else is not one. */
+struct lex_bound {
+    const char *p;
+    size_t n;
+    int inf; /* -1: "-", 1: "+", 0: p */
+    bool ex;
+};
+
+static bool parse_lex_bound(const struct arg *a, struct lex_bound *b)
 {
-    bool scores = false, limit = false;
+    *b = (struct lex_bound){0};
+    if (a->n == 0) return false;
+    switch (a->p[0]) {
+    case '+':
+    case '-': /* (a NUL after it ends it, as in Redis's C string) */
+        if (a->n > 1 && a->p[1]) return false;
+        b->inf = a->p[0] == '+' ? 1 : -1;
+        b->ex = true;
+        return true;
+    case '(':
+    case '[':
+        b->ex = a->p[0] == '(';
+        b->p = a->p + 1;
+        b->n = a->n - 1;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool parse_lex_range(const struct arg *min, const struct arg *max, struct lex_bound *lo,
+                            struct lex_bound *hi)
+{
+    return parse_lex_bound(min, lo) && parse_lex_bound(max, hi);
+}
+
+/* The member's bytes against the bound's: <0, 0, >0 (memcmp, then the
+ * shorter first) */
+static int lex_cmp(const char *m, size_t n, const struct lex_bound *b)
+{
+    if (b->inf) return -b->inf;
+    int c = memcmp(m, b->p, n < b->n ? n : b->n);
+    return c ? c : n < b->n ? -1 : n > b->n;
+}
+
+static bool lex_above_min(const char *m, size_t n, const struct lex_bound *min)
+{
+    int c = lex_cmp(m, n, min);
+    return min->ex ? c > 0 : c >= 0;
+}
+
+static bool lex_below_max(const char *m, size_t n, const struct lex_bound *max)
+{
+    int c = lex_cmp(m, n, max);
+    return max->ex ? c < 0 : c <= 0;
+}
+
+/* A range of a sorted set by score or by member bytes, and where it
+ * starts: the first member in the range, or (last) its last. */
+enum { BY_RANK, BY_SCORE, BY_LEX };
+struct zrange {
+    int by;
+    double min, max;
+    bool minex, maxex;
+    struct lex_bound lo, hi;
+};
+
+static bool zrange_above_min(const struct zrange *r, kv_znode *z)
+{
+    const char *m;
+    size_t n;
+    double d;
+    kv_znode_get(z, &m, &n, &d);
+    return r->by == BY_SCORE ? above_min(d, r->min, r->minex) : lex_above_min(m, n, &r->lo);
+}
+
+static bool zrange_below_max(const struct zrange *r, kv_znode *z)
+{
+    const char *m;
+    size_t n;
+    double d;
+    kv_znode_get(z, &m, &n, &d);
+    return r->by == BY_SCORE ? below_max(d, r->max, r->maxex) : lex_below_max(m, n, &r->hi);
+}
+
+static kv_znode *zrange_first(const struct zrange *r, kv_obj *o)
+{
+    if (r->by == BY_SCORE) return kv_zset_first_from(server.kv, o, r->min, r->minex);
+    if (r->lo.inf) return r->lo.inf < 0 ? kv_zset_at(server.kv, o, 0) : NULL;
+    return kv_zset_first_lex(server.kv, o, r->lo.p, r->lo.n, r->lo.ex);
+}
+
+static kv_znode *zrange_last(const struct zrange *r, kv_obj *o)
+{
+    size_t card = kv_zset_card(server.kv, o);
+    kv_znode *z; /* the first member past the range's end */
+    if (r->by == BY_SCORE)
+        z = kv_zset_first_from(server.kv, o, r->max, !r->maxex);
+    else if (r->hi.inf)
+        z = r->hi.inf > 0 ? NULL : kv_zset_at(server.kv, o, 0);
+    else
+        z = kv_zset_first_lex(server.kv, o, r->hi.p, r->hi.n, !r->hi.ex);
+    return z ? kv_zset_prev(server.kv, z) : kv_zset_at(server.kv, o, card - 1);
+}
+
+/* ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+ * [WITHSCORES], ZREVRANGE, ZRANGEBYSCORE, ZREVRANGEBYSCORE, ZRANGEBYLEX,
+ * ZREVRANGEBYLEX: options, then their conflicts, then the range, then the
+ * key, as Redis's zrangeGenericCommand checks them. */
+static void zrange_generic(struct conn *c, struct arg *a, size_t argc, int by, bool rev)
+{
+    bool scores = false, limit = false, zrange = arg_is(&a[0], "zrange");
     long long offset = 0, count = -1;
     for (size_t j = 4; j < argc; j++) {
         if (arg_is(&a[j], "WITHSCORES")) {
@@ -205,18 +314,22 @@ static void zrange_generic(struct conn *c, struct arg *a, size_t argc, bool bysc
             if (!get_ll(c, &a[j + 1], &offset) || !get_ll(c, &a[j + 2], &count)) return;
             limit = true;
             j += 2;
-        } else if (arg_is(&a[0], "zrange") && arg_is(&a[j], "BYSCORE")) {
-            byscore = true;
-        } else if (arg_is(&a[0], "zrange") && arg_is(&a[j], "REV")) {
+        } else if (zrange && by == BY_RANK && arg_is(&a[j], "BYSCORE")) { /* (once) */
+            by = BY_SCORE;
+        } else if (zrange && by == BY_RANK && arg_is(&a[j], "BYLEX")) {
+            by = BY_LEX;
+        } else if (zrange && !rev && arg_is(&a[j], "REV")) {
             rev = true;
         } else {
             return out_syntax(c);
         }
     }
-    if (limit && !byscore)
+    if (limit && by == BY_RANK)
         return out_err(c, "ERR syntax error, LIMIT is only supported in combination with "
                           "either BYSCORE or BYLEX");
-    if (!byscore) {
+    if (scores && by == BY_LEX)
+        return out_err(c, "ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    if (by == BY_RANK) {
         long long start, end;
         if (!get_ll(c, &a[2], &start) || !get_ll(c, &a[3], &end)) return;
         kv_obj *o;
@@ -232,34 +345,25 @@ static void zrange_generic(struct conn *c, struct arg *a, size_t argc, bool bysc
         }
         return;
     }
-    double min, max;
-    bool minex, maxex;
+    struct zrange r = {.by = by};
     const struct arg *lo = rev ? &a[3] : &a[2], *hi = rev ? &a[2] : &a[3];
-    if (!parse_score_bound(lo, &min, &minex) || !parse_score_bound(hi, &max, &maxex))
+    if (by == BY_SCORE &&
+        (!parse_score_bound(lo, &r.min, &r.minex) || !parse_score_bound(hi, &r.max, &r.maxex)))
         return out_err(c, "ERR min or max is not a float");
+    if (by == BY_LEX && !parse_lex_range(lo, hi, &r.lo, &r.hi))
+        return out_err(c, "ERR min or max not valid string range item");
     kv_obj *o;
     if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
     if (!o || offset < 0 || count == 0) return out_array(c, 0);
     /* the range's first member in the order of the reply */
-    kv_znode *z;
-    if (!rev) {
-        z = kv_zset_first_from(server.kv, o, min, minex);
-    } else { /* the last member with a score within max */
-        z = kv_zset_first_from(server.kv, o, max, !maxex);
-        z = z ? kv_zset_prev(server.kv, z)
-              : kv_zset_at(server.kv, o, kv_zset_card(server.kv, o) - 1);
-    }
+    kv_znode *z = rev ? zrange_last(&r, o) : zrange_first(&r, o);
     for (; z && offset > 0; offset--)
         z = rev ? kv_zset_prev(server.kv, z) : kv_zset_next(server.kv, z);
     /* count first, then reply */
     size_t n = 0;
     for (kv_znode *x = z; x && (count < 0 || (long long)n < count);
          x = rev ? kv_zset_prev(server.kv, x) : kv_zset_next(server.kv, x)) {
-        const char *m;
-        size_t mn;
-        double d;
-        kv_znode_get(x, &m, &mn, &d);
-        if (rev ? !above_min(d, min, minex) : !below_max(d, max, maxex)) break;
+        if (rev ? !zrange_above_min(&r, x) : !zrange_below_max(&r, x)) break;
         n++;
     }
     out_array(c, n * (scores ? 2 : 1));
@@ -271,22 +375,107 @@ static void zrange_generic(struct conn *c, struct arg *a, size_t argc, bool bysc
 
 void cmd_zrange(struct conn *c, struct arg *a, size_t argc)
 {
-    zrange_generic(c, a, argc, false, false);
+    zrange_generic(c, a, argc, BY_RANK, false);
 }
 
 void cmd_zrevrange(struct conn *c, struct arg *a, size_t argc)
 {
-    zrange_generic(c, a, argc, false, true);
+    zrange_generic(c, a, argc, BY_RANK, true);
 }
 
 void cmd_zrangebyscore(struct conn *c, struct arg *a, size_t argc)
 {
-    zrange_generic(c, a, argc, true, false);
+    zrange_generic(c, a, argc, BY_SCORE, false);
 }
 
 void cmd_zrevrangebyscore(struct conn *c, struct arg *a, size_t argc)
 {
-    zrange_generic(c, a, argc, true, true);
+    zrange_generic(c, a, argc, BY_SCORE, true);
+}
+
+void cmd_zrangebylex(struct conn *c, struct arg *a, size_t argc)
+{
+    zrange_generic(c, a, argc, BY_LEX, false);
+}
+
+void cmd_zrevrangebylex(struct conn *c, struct arg *a, size_t argc)
+{
+    zrange_generic(c, a, argc, BY_LEX, true);
+}
+
+void cmd_zlexcount(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    struct zrange r = {.by = BY_LEX};
+    if (!parse_lex_range(&a[2], &a[3], &r.lo, &r.hi))
+        return out_err(c, "ERR min or max not valid string range item");
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    long long n = 0;
+    for (kv_znode *z = o ? zrange_first(&r, o) : NULL; z && zrange_below_max(&r, z);
+         z = kv_zset_next(server.kv, z))
+        n++;
+    out_int(c, n);
+}
+
+/* ZREMRANGEBYSCORE, ZREMRANGEBYRANK, ZREMRANGEBYLEX: the range parsed
+ * first, then the key (0 if missing); a change for each member removed,
+ * the key deleted with its last. */
+static void zremrange_generic(struct conn *c, struct arg *a, int by)
+{
+    struct zrange r = {.by = by};
+    long long start = 0, end = 0;
+    if (by == BY_RANK && (!get_ll(c, &a[2], &start) || !get_ll(c, &a[3], &end))) return;
+    if (by == BY_SCORE && (!parse_score_bound(&a[2], &r.min, &r.minex) ||
+                           !parse_score_bound(&a[3], &r.max, &r.maxex)))
+        return out_err(c, "ERR min or max is not a float");
+    if (by == BY_LEX && !parse_lex_range(&a[2], &a[3], &r.lo, &r.hi))
+        return out_err(c, "ERR min or max not valid string range item");
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_ZSET, &o)) return;
+    if (!o) return out_int(c, 0);
+    long long removed = 0;
+    if (by == BY_RANK) {
+        if (!clamp_range((long long)kv_zset_card(server.kv, o), &start, &end)) return out_int(c, 0);
+        for (; removed <= end - start; removed++) {
+            const char *m;
+            size_t n;
+            double d;
+            kv_znode_get(kv_zset_at(server.kv, o, (size_t)start), &m, &n, &d);
+            kv_zset_rem(server.kv, o, m, n);
+        }
+    } else {
+        for (kv_znode *z = zrange_first(&r, o), *next; z && zrange_below_max(&r, z); z = next) {
+            next = kv_zset_next(server.kv, z); /* (another node: removing z moves nothing) */
+            const char *m;
+            size_t n;
+            double d;
+            kv_znode_get(z, &m, &n, &d);
+            kv_zset_rem(server.kv, o, m, n);
+            removed++;
+        }
+    }
+    server.changes += (uint64_t)removed;
+    drop_if_empty(o, kv_zset_card(server.kv, o));
+    out_int(c, removed);
+}
+
+void cmd_zremrangebyscore(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    zremrange_generic(c, a, BY_SCORE);
+}
+
+void cmd_zremrangebyrank(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    zremrange_generic(c, a, BY_RANK);
+}
+
+void cmd_zremrangebylex(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    zremrange_generic(c, a, BY_LEX);
 }
 
 void cmd_zcount(struct conn *c, struct arg *a, size_t argc)

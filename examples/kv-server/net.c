@@ -81,6 +81,7 @@ static void set_events(struct conn *c)
 static void conn_close(struct conn *c)
 {
     if (c->fd < 0) return;
+    multi_discard(c); /* its queue freed, its watched keys forgotten */
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -103,6 +104,7 @@ static void free_closed(void)
         free(c->out);
         free(c->args);
         free(c->scratch);
+        free(c->name);
         free(c);
     }
 }

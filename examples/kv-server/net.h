@@ -42,6 +42,16 @@ struct conn {
     bool closing; /* close once the output is sent */
     bool dead;    /* close now: the output limit was passed */
     uint64_t id;
+    char *name; /* CLIENT SETNAME's, NUL-terminated; NULL if none */
+    /* A transaction (commands_multi.c): after MULTI the commands queued,
+     * their arguments copied, until EXEC or DISCARD; the keys WATCHed. */
+    bool in_multi;
+    bool multi_error;     /* a command was refused while queuing: EXEC aborts */
+    bool watch_dirty;     /* a watched key changed: EXEC fails */
+    struct queued *queue; /* queue_n commands, in order */
+    size_t queue_n, queue_cap;
+    size_t queue_bytes;    /* their memory, bounded as the output is (net.out_hard) */
+    struct watch *watches; /* this client's watched keys */
 };
 
 struct net_state {

@@ -165,7 +165,7 @@ void persist_poll_loading(void)
     }
     if (persist.bgsave_scheduled && !persist.bgsave) {
         persist.bgsave_scheduled = false;
-        fprintf(stderr, "kv-server: loaded: the scheduled background save starts\n");
+        fprintf(stderr, "kv-server: the scheduled background save starts\n");
         if (persist_start_bgsave() < 0)
             fprintf(stderr, "kv-server: the scheduled background save failed: %s\n",
                     persist.save_error);

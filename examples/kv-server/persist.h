@@ -37,7 +37,8 @@ struct persist_state {
     bool eager_restore;    /* --eager-restore yes: the chain is loaded before the server listens */
     bool lazy;             /* the chain loaded at start is being restored lazily */
     bool prefetch;         /* --restore-prefetch yes (the default): pages not touched come too */
-    bool bgsave_scheduled; /* BGSAVE SCHEDULE during loading: once loaded */
+    bool bgsave_scheduled; /* BGSAVE SCHEDULE during loading: once loaded; BGSAVE in EXEC: after it
+                            */
     tk_ckpt_lazy *lazy_restore; /* while persist.lazy */
     int chain_fds[MAX_CHAIN + 1], nchain_fds;
     struct tk_ckpt_area area; /* the data set's */

@@ -93,8 +93,10 @@ struct kv_store {
     struct kv_hdr *h;
     int64_t now;
     uint64_t rng, expired;
-    bool hold_resize; /* a snapshot runs: resize tables only when they must */
-    bool hold_rehash; /* the store is being loaded lazily: no rehash steps */
+    bool hold_resize;   /* a snapshot runs: resize tables only when they must */
+    bool hold_rehash;   /* the store is being loaded lazily: no rehash steps */
+    kv_touch_fn *touch; /* kv_set_touch_hook's */
+    void *touch_arg;
 };
 
 #define AT(s, off) ((void *)((s)->base + (off)))
@@ -498,6 +500,12 @@ static void rec_set_key(struct kv_rec *r, uint64_t hv, const char *key, size_t k
     memcpy((char *)r + koff, key, klen);
 }
 
+/* Tells the touch hook of a change to the key of the keyspace entry r. */
+static void touched(struct kv_store *s, const struct kv_rec *r, bool deleted)
+{
+    if (s->touch) s->touch(s->touch_arg, rec_key(r), r->klen, deleted);
+}
+
 static uint64_t rev64(uint64_t v)
 {
     v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
@@ -653,6 +661,12 @@ void kv_hold_rehash(struct kv_store *s, bool hold)
     s->hold_rehash = hold;
 }
 
+void kv_set_touch_hook(struct kv_store *s, kv_touch_fn *fn, void *arg)
+{
+    s->touch = fn;
+    s->touch_arg = arg;
+}
+
 void kv_set_now(struct kv_store *s, int64_t now_ms)
 {
     s->now = now_ms;
@@ -713,6 +727,7 @@ void kv_set_expire(struct kv_store *s, kv_obj *o, int64_t when_ms)
 {
     if (!o->expire && when_ms) s->h->expires++;
     if (o->expire && !when_ms) s->h->expires--;
+    if (o->expire != when_ms) touched(s, &o->r, false);
     o->expire = when_ms;
 }
 
@@ -755,6 +770,7 @@ static void delete_at(struct kv_store *s, uint64_t *link, int t)
 {
     kv_obj *o = (kv_obj *)AT(s, *link);
     uint64_t off = *link;
+    touched(s, &o->r, true);
     dict_unlink(&s->h->keys, link, &o->r, t);
     if (o->expire) s->h->expires--;
     free_value(s, o);
@@ -774,6 +790,12 @@ kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen)
         return NULL;
     }
     return o;
+}
+
+kv_obj *kv_peek(struct kv_store *s, const char *key, size_t klen)
+{
+    uint64_t *link = dict_link(s, &s->h->keys, key, klen, hash_key(s, key, klen), NULL);
+    return link ? (kv_obj *)AT(s, *link) : NULL;
 }
 
 bool kv_delete(struct kv_store *s, const char *key, size_t klen)
@@ -844,6 +866,7 @@ kv_obj *kv_create(struct kv_store *s, const char *key, size_t klen, enum kv_type
         heap_free(s, off);
         return NULL;
     }
+    touched(s, &o->r, false);
     return o;
 }
 
@@ -862,6 +885,8 @@ kv_obj *kv_rename(struct kv_store *s, kv_obj *o, const char *newkey, size_t nkle
         return NULL;
     }
     n->expire = o->expire; /* the count of expiring keys stays: one moves */
+    touched(s, &o->r, false);
+    touched(s, &n->r, false);
     int t;
     uint64_t *link = dict_link(s, &s->h->keys, rec_key(&o->r), o->r.klen, o->r.hash, &t);
     uint64_t old = *link;
@@ -966,6 +991,7 @@ kv_obj *kv_str_set(struct kv_store *s, const char *key, size_t klen, const char 
             o = no;
         }
         kv_set_expire(s, o, expire);
+        touched(s, &o->r, false);
         return o;
     }
     uint64_t n = new_obj(s, key, klen, hv, KV_STRING, vlen);
@@ -977,6 +1003,7 @@ kv_obj *kv_str_set(struct kv_store *s, const char *key, size_t klen, const char 
         heap_free(s, n);
         return NULL;
     }
+    touched(s, &o->r, false);
     return o;
 }
 
@@ -1005,6 +1032,7 @@ kv_obj *kv_str_resize(struct kv_store *s, kv_obj *o, size_t len, char **data)
     if (len > o->v) memset(str_data(o) + o->v, 0, len - o->v);
     o->v = len;
     *data = str_data(o);
+    touched(s, &o->r, false);
     return o;
 }
 
@@ -1045,6 +1073,7 @@ int kv_list_push(struct kv_store *s, kv_obj *o, bool tail, const char *v, size_t
         l->head = off;
     }
     l->len++;
+    touched(s, &o->r, false);
     return 0;
 }
 
@@ -1069,6 +1098,11 @@ kv_lnode *kv_list_next(struct kv_store *s, kv_lnode *n)
     return lnode(s, n->next);
 }
 
+kv_lnode *kv_list_prev(struct kv_store *s, kv_lnode *n)
+{
+    return lnode(s, n->prev);
+}
+
 void kv_lnode_get(const kv_lnode *n, const char **v, size_t *len)
 {
     *v = n->data;
@@ -1088,6 +1122,69 @@ void kv_list_remove(struct kv_store *s, kv_obj *o, kv_lnode *n)
         l->tail = n->prev;
     l->len--;
     heap_free(s, OFF(s, n));
+    touched(s, &o->r, false);
+}
+
+int kv_list_set(struct kv_store *s, kv_obj *o, kv_lnode *n, const char *v, size_t len)
+{
+    uint64_t off = OFF(s, n);
+    if (heap_usable(s, off) >= sizeof *n + len) { /* in place */
+        memmove(n->data, v, len);
+        n->len = len;
+        touched(s, &o->r, false);
+        return 0;
+    }
+    uint64_t noff = heap_alloc(s, sizeof *n + len);
+    if (!noff) return -1;
+    struct kv_list *l = list_of(s, o);
+    struct kv_lnode *e = lnode(s, noff);
+    e->prev = n->prev;
+    e->next = n->next;
+    e->len = len;
+    memcpy(e->data, v, len);
+    if (n->prev)
+        lnode(s, n->prev)->next = noff;
+    else
+        l->head = noff;
+    if (n->next)
+        lnode(s, n->next)->prev = noff;
+    else
+        l->tail = noff;
+    heap_free(s, off);
+    touched(s, &o->r, false);
+    return 0;
+}
+
+int kv_list_insert(struct kv_store *s, kv_obj *o, kv_lnode *n, bool after, const char *v,
+                   size_t len)
+{
+    uint64_t off = heap_alloc(s, sizeof(struct kv_lnode) + len);
+    if (!off) return -1;
+    struct kv_list *l = list_of(s, o);
+    struct kv_lnode *e = lnode(s, off);
+    uint64_t noff = OFF(s, n);
+    e->len = len;
+    memcpy(e->data, v, len);
+    if (after) {
+        e->prev = noff;
+        e->next = n->next;
+        if (n->next)
+            lnode(s, n->next)->prev = off;
+        else
+            l->tail = off;
+        n->next = off;
+    } else {
+        e->next = noff;
+        e->prev = n->prev;
+        if (n->prev)
+            lnode(s, n->prev)->next = off;
+        else
+            l->head = off;
+        n->prev = off;
+    }
+    l->len++;
+    touched(s, &o->r, false);
+    return 0;
 }
 
 /* ---- sets ------------------------------------------------------------- */
@@ -1114,6 +1211,7 @@ int kv_set_add(struct kv_store *s, kv_obj *o, const char *m, size_t n)
         heap_free(s, off);
         return -1;
     }
+    touched(s, &o->r, false);
     return 1;
 }
 
@@ -1131,7 +1229,9 @@ static bool dict_remove(struct kv_store *s, struct kv_dict *d, const char *m, si
 
 bool kv_set_rem(struct kv_store *s, kv_obj *o, const char *m, size_t n)
 {
-    return dict_remove(s, dict_of(s, o), m, n);
+    if (!dict_remove(s, dict_of(s, o), m, n)) return false;
+    touched(s, &o->r, false);
+    return true;
 }
 
 bool kv_set_has(struct kv_store *s, kv_obj *o, const char *m, size_t n)
@@ -1189,6 +1289,7 @@ int kv_hash_set(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const c
         struct kv_field *e = (struct kv_field *)AT(s, *link);
         memmove(field_value(e), v, vn);
         e->vlen = vn;
+        touched(s, &o->r, false);
         return 0;
     }
     if (fn > UINT32_MAX) return -1;
@@ -1203,12 +1304,14 @@ int kv_hash_set(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const c
         e->r.next = rec(s, old)->next;
         *link = off;
         heap_free(s, old);
+        touched(s, &o->r, false);
         return 0;
     }
     if (dict_insert(s, d, off, DICT_MIN) < 0) {
         heap_free(s, off);
         return -1;
     }
+    touched(s, &o->r, false);
     return 1;
 }
 
@@ -1225,7 +1328,9 @@ bool kv_hash_get(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const 
 
 bool kv_hash_del(struct kv_store *s, kv_obj *o, const char *f, size_t fn)
 {
-    return dict_remove(s, dict_of(s, o), f, fn);
+    if (!dict_remove(s, dict_of(s, o), f, fn)) return false;
+    touched(s, &o->r, false);
+    return true;
 }
 
 struct field_ctx {
@@ -1393,6 +1498,7 @@ int kv_zset_add(struct kv_store *s, kv_obj *o, const char *m, size_t n, double s
         zsl_delete(s, z, znode(s, old));
         heap_free(s, old);
         zsl_insert(s, z, off);
+        touched(s, &o->r, false);
         return 0;
     }
     if (dict_insert(s, &z->d, off, DICT_MIN) < 0) {
@@ -1400,6 +1506,7 @@ int kv_zset_add(struct kv_store *s, kv_obj *o, const char *m, size_t n, double s
         return -1;
     }
     zsl_insert(s, z, off);
+    touched(s, &o->r, false);
     return 1;
 }
 
@@ -1414,6 +1521,7 @@ bool kv_zset_rem(struct kv_store *s, kv_obj *o, const char *m, size_t n)
     zsl_delete(s, z, znode(s, off));
     heap_free(s, off);
     dict_maybe_shrink(s, &z->d, DICT_MIN);
+    touched(s, &o->r, false);
     return true;
 }
 
@@ -1461,6 +1569,21 @@ kv_znode *kv_zset_first_from(struct kv_store *s, kv_obj *o, double min, bool exc
         while (p->lv[i].fwd) {
             double sc = znode(s, p->lv[i].fwd)->score;
             if (exclusive ? sc > min : sc >= min) break;
+            p = znode(s, p->lv[i].fwd);
+        }
+    return znode(s, p->lv[0].fwd);
+}
+
+/* As kv_zset_first_from, by the members' bytes (Redis's zslFirstInLexRange
+ * descends the same way). */
+kv_znode *kv_zset_first_lex(struct kv_store *s, kv_obj *o, const char *m, size_t n, bool exclusive)
+{
+    struct kv_zset *z = zset_of(s, o);
+    struct kv_znode *p = znode(s, z->header);
+    for (int i = (int)z->level - 1; i >= 0; i--)
+        while (p->lv[i].fwd) {
+            int c = member_cmp(znode(s, p->lv[i].fwd), m, n);
+            if (exclusive ? c > 0 : c >= 0) break;
             p = znode(s, p->lv[i].fwd);
         }
     return znode(s, p->lv[0].fwd);

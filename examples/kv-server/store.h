@@ -38,6 +38,11 @@
  * Errors: -1 (or NULL) from a function that allocates means the heap had no
  * block for it; nothing was changed.  Pointers into the area (values,
  * members, nodes) are valid until the next change to the store.
+ *
+ * A touch hook (kv_set_touch_hook), when set, is told of every change to a
+ * key: its value or expiry time changed, or the key deleted (by a command
+ * or because it expired) - for WATCH.  kv_flush tells it nothing: its
+ * caller knows every key goes.
  */
 #ifndef KV_STORE_H
 #define KV_STORE_H
@@ -76,10 +81,18 @@ void kv_hold_resize(struct kv_store *s, bool hold);
 void kv_hold_rehash(struct kv_store *s, bool hold);
 /* Keys deleted because they expired, since kv_format/kv_open. */
 uint64_t kv_expired_total(const struct kv_store *s);
+/* The touch hook: fn(arg, key, klen, deleted) after a key's value or
+ * expiry time changed or was created (deleted false), or as it is deleted
+ * (deleted true); NULL: none. */
+typedef void kv_touch_fn(void *arg, const char *key, size_t klen, bool deleted);
+void kv_set_touch_hook(struct kv_store *s, kv_touch_fn *fn, void *arg);
 
 /* ---- keys */
 /* The key's object; NULL if there is none (an expired key is deleted). */
 kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen);
+/* The key's object even if it has expired (nothing is deleted): WATCH
+ * tells an expired key from a missing one, as Redis does. */
+kv_obj *kv_peek(struct kv_store *s, const char *key, size_t klen);
 enum kv_type kv_obj_type(const kv_obj *o);
 void kv_obj_key(const kv_obj *o, const char **key, size_t *klen);
 /* The expiry time in unix ms, 0 if none. */
@@ -128,8 +141,15 @@ int kv_list_push(struct kv_store *s, kv_obj *o, bool tail, const char *v, size_t
 /* The element at index (0 first, -1 last), NULL if out of range. */
 kv_lnode *kv_list_at(struct kv_store *s, kv_obj *o, long long index);
 kv_lnode *kv_list_next(struct kv_store *s, kv_lnode *n);
+kv_lnode *kv_list_prev(struct kv_store *s, kv_lnode *n);
 void kv_lnode_get(const kv_lnode *n, const char **v, size_t *len);
 void kv_list_remove(struct kv_store *s, kv_obj *o, kv_lnode *n);
+/* Gives the element n the value v (moving it if it must grow): 0, -1 no
+ * memory (n unchanged). */
+int kv_list_set(struct kv_store *s, kv_obj *o, kv_lnode *n, const char *v, size_t len);
+/* Inserts v before (after: after) the element n: 0, -1 no memory. */
+int kv_list_insert(struct kv_store *s, kv_obj *o, kv_lnode *n, bool after, const char *v,
+                   size_t len);
 
 /* ---- sets */
 size_t kv_set_card(struct kv_store *s, const kv_obj *o);
@@ -166,6 +186,11 @@ long long kv_zset_rank(struct kv_store *s, kv_obj *o, const char *m, size_t n);
 kv_znode *kv_zset_at(struct kv_store *s, kv_obj *o, size_t rank);
 /* The first member whose score is >= min (> min if exclusive). */
 kv_znode *kv_zset_first_from(struct kv_store *s, kv_obj *o, double min, bool exclusive);
+/* The first member whose bytes are >= m (> m if exclusive), searched as if
+ * the members were ordered by their bytes: they are when every score is
+ * the same, as lexicographic ranges require (with scores that differ the
+ * member found is one near the place, as Redis's is unspecified then). */
+kv_znode *kv_zset_first_lex(struct kv_store *s, kv_obj *o, const char *m, size_t n, bool exclusive);
 kv_znode *kv_zset_next(struct kv_store *s, kv_znode *z);
 kv_znode *kv_zset_prev(struct kv_store *s, kv_znode *z);
 void kv_znode_get(const kv_znode *z, const char **m, size_t *n, double *score);
