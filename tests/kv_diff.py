@@ -134,10 +134,20 @@ def run(cmds):
 
 
 def run2(steps):
-    """Steps of (who, command): who 0 or 1 the connection, or ("sleep", s)."""
+    """Steps of (who, command): who 0 or 1 the connection, ("sleep", s), or
+    ("pipe", commands): sent at once on the first connections, so that each
+    server runs them one after the other with nothing between (no active
+    expiry: a key that expires among them stays until something looks)."""
     for who, cmd in steps:
         if who == "sleep":
             time.sleep(cmd)
+        elif who == "pipe":
+            a, b = kv.pipeline(cmd), rd.pipeline(cmd)
+            for c, x, y in zip(cmd, a, b):
+                compared["commands"] += 1
+                history.append((c, y))
+                if not equal(c, x, y):
+                    mismatches.append((c, x, y))
         else:
             same(cmd, who)
 
@@ -532,6 +542,18 @@ tx_script = [
     (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
     (0, ("SET", "we", "1", "EX", "100")), (0, ("WATCH", "we")), (1, ("PEXPIRE", "we", "1")), ("sleep", 0.05),
     (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
+    # ... the same with nothing between that would delete the key (the
+    # SUNIONSTOREs take the millisecond it needs to expire): EXEC sees it
+    # expired; watched once expired, it is still missing to EXEC
+    (0, ("SADD", "burn", *range(30000))),
+    ("pipe", [("SET", "we", "1", "PX", "1"), ("WATCH", "we"), ("SUNIONSTORE", "burn2", "burn"),
+              ("SUNIONSTORE", "burn2", "burn"), ("MULTI",), ("PING",), ("EXEC",)]),
+    ("pipe", [("SET", "we", "1", "PX", "1"), ("SUNIONSTORE", "burn2", "burn"),
+              ("SUNIONSTORE", "burn2", "burn"), ("WATCH", "we"), ("MULTI",), ("PING",), ("EXEC",)]),
+    ("pipe", [("SET", "we", "1", "PX", "1"), ("SUNIONSTORE", "burn2", "burn"),
+              ("SUNIONSTORE", "burn2", "burn"), ("WATCH", "we"), ("GET", "we"), ("MULTI",), ("PING",),
+              ("EXEC",)]),
+    (0, ("DEL", "burn", "burn2")),
     # FLUSHALL changes the watched keys that exist (the expired key gone
     # first: FLUSHALL counts the keys it deletes, and whether active expiry
     # already took it is each server's timing)

@@ -11,6 +11,9 @@
 #    (kill -9), in a store restored at another address; a key whose time
 #    passed while the server was down is gone; active expiry deletes keys
 #    nobody touches
+#  - a transaction's writes are checked against the free memory as they are
+#    queued (one too large: -OOM, and EXEC fails) and together at EXEC (too
+#    large together: EXECABORT, none of them done), as Redis checks them
 # Usage: kv_store.sh KV_SERVER_BINARY [MECHANISM]
 server=$1 mech=${2:-uffd-thread}
 source "$(dirname "$0")/kv_lib.sh"
@@ -48,6 +51,20 @@ for rnd in range(3):
           "(%d at the start)" % (rnd, used, base))
 print("memory freed by DEL serves other sizes: ok (3 rounds of 6,000 values of 1 B-20 KB "
       "deleted in random order, then 1 and 8 MiB values in a 16 MiB store)")
+
+# ---- transactions and the memory
+OOM = "OOM command not allowed when used memory > 'maxmemory'."
+got = c.pipeline([("MULTI",), ("SET", "t1", b"t" * (12 << 20)), ("SET", "t2", b"t" * (12 << 20)), ("EXEC",)])
+check(got == ["OK", "QUEUED", "QUEUED", "EXECABORT Transaction discarded because of: " + OOM],
+      "two 12 MiB SETs in one transaction in a 16 MiB store: %r" % [g[:80] for g in got])
+got = c.pipeline([("MULTI",), ("SET", "t1", "x"), ("SET", "t2", b"t" * (20 << 20)), ("EXEC",)])
+check(got == ["OK", "QUEUED", OOM, "EXECABORT Transaction discarded because of previous errors."],
+      "a 20 MiB SET queued in a 16 MiB store: %r" % [g[:80] for g in got])
+check(c.cmd("EXISTS", "t1", "t2") == 0, "a transaction refused for memory wrote")
+got = c.pipeline([("MULTI",), ("SET", "t1", b"t" * (6 << 20)), ("SET", "t2", b"t" * (6 << 20)), ("EXEC",)])
+check(got == ["OK", "QUEUED", "QUEUED", ["OK", "OK"]], "two 6 MiB SETs in one transaction: %r" % got[-1:])
+check(c.cmd("DEL", "t1", "t2") == 2, "the transaction's keys")
+print("transactions: writes too large alone refused as queued, too large together at EXEC: ok")
 
 # ---- 1,000,000 SET/DEL pairs of distinct keys
 N, BATCH = 1_000_000, 20_000

@@ -11,9 +11,9 @@
  *             [--compact-after N] [--compact-percentage P] [--compact-min-size SIZE]
  *             [--eager-restore yes|no] [--restore-prefetch yes|no]
  *
- * Commands: the strings, keys, lists, sets, hashes, sorted sets and server
- * commands of redis-server 7.0, answered as it answers them; the list is
- * in commands_table.c.
+ * Commands: the strings, keys, lists, sets, hashes, sorted sets,
+ * transactions (MULTI/EXEC/WATCH) and server commands of redis-server 7.0,
+ * answered as it answers them; the list is in commands_table.c.
  *
  * Every value lives in the area (examples/kv-server/store.h), addressed by
  * offsets, so an image holds it and restores it at any address.  Expiry
