@@ -23,6 +23,7 @@ PKGS=(
     chromium               # the report test opens index.html headless
     redis-tools            # redis-cli and redis-benchmark against examples/kv-server
     redis-server           # the real redis-server the checkpoint benchmark compares with
+    python3-redis          # redis-py, a client library run against examples/kv-server as its users run it
     qpdf                   # a C++ program that throws, run under trapkit's throw runtime
     gcc-riscv64-linux-gnu g++-riscv64-linux-gnu  # tksim's workloads (static RV64GC programs)
     qemu-user              # qemu-riscv64: the reference tksim is checked against

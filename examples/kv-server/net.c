@@ -70,7 +70,7 @@ static void set_events(struct conn *c)
     if (c->fd < 0) return;
     size_t unsent = conn_unsent(c);
     uint32_t ev = 0;
-    if (!c->pending && !c->closing && unsent < OUT_SOFT) ev |= EPOLLIN;
+    if ((!c->pending && !c->closing && unsent < OUT_SOFT) || c->linger_until) ev |= EPOLLIN;
     if (unsent) ev |= EPOLLOUT;
     if (ev == c->events) return;
     struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -93,6 +93,15 @@ static void conn_close(struct conn *c)
     net.nconns--;
     c->next = net.closed;
     net.closed = c;
+}
+
+/* Closes the closing clients whose time to send the rest has passed. */
+static void close_lingering(int64_t now)
+{
+    for (struct conn *c = net.conns, *next; c; c = next) {
+        next = c->next;
+        if (c->linger_until && now >= c->linger_until) conn_close(c);
+    }
 }
 
 static void free_closed(void)
@@ -136,9 +145,32 @@ static bool flush_out(struct conn *c)
             c->out = NULL;
             c->out_cap = 0;
         }
-        if (c->closing) return false;
+        if (c->closing && !c->linger_until) {
+            /* The last reply sent: the end of the stream follows it
+             * (shutdown), and what the client still sends is read and
+             * dropped until it closes too.  Closed at once, the socket
+             * would answer that input with a reset, and a reset can
+             * discard the last reply before the client reads it (a client
+             * told why it is disconnected while it still pipelines). */
+            shutdown(c->fd, SHUT_WR);
+            c->linger_until = mono_ms() + LINGER_MS;
+        }
     }
     return true;
+}
+
+/* Reads and drops what a closing client still sends, at most READ_CHUNK
+ * a turn as from any client; returns false at its end (or an error): the
+ * connection is then closed. */
+static bool drain_closing(struct conn *c)
+{
+    char buf[READ_CHUNK];
+    for (;;) {
+        ssize_t r = read(c->fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) return true;
+        return r > 0;
+    }
 }
 
 /* One read of at most READ_CHUNK (or of the rest of a large argument, up
@@ -269,6 +301,10 @@ static void on_event(struct conn *c, uint32_t events)
 {
     if (c->fd < 0) return;
     if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) return conn_close(c);
+    if (c->linger_until) {
+        if (!drain_closing(c)) return conn_close(c);
+        return set_events(c);
+    }
     if ((events & EPOLLIN) && !read_some(c)) return conn_close(c);
     if (events & EPOLLOUT) {
         if (!flush_out(c)) return conn_close(c);
@@ -341,6 +377,7 @@ void net_event_loop(void)
             persist_poll_compact();
         }
         if (now >= next_cron) {
+            close_lingering(now);
             store_cron();
             next_cron = now + 100;
         }

@@ -14,6 +14,7 @@
 #define READ_CHUNK (64u << 10)          /* read from one client per event-loop turn */
 #define TURN_COMMANDS 1000              /* commands run for one client per turn */
 #define OUT_SOFT (1u << 20)             /* unsent output that stops reading a client */
+#define LINGER_MS 2000                  /* a closing client's time to read its last reply */
 #define OUT_HARD_DEFAULT (256ull << 20) /* unsent output that disconnects it */
 
 /* A client.  Its input is parsed where it stands (resp.c): in[scan..] is
@@ -39,8 +40,10 @@ struct conn {
     size_t scratch_cap;
     char *out;
     size_t out_len, out_cap, out_sent;
-    bool closing; /* close once the output is sent */
-    bool dead;    /* close now: the output limit was passed */
+    bool closing;         /* close once the output is sent ... */
+    int64_t linger_until; /* ... after reading what the client still sends, until
+                             EOF or this instant (mono_ms; 0: not yet) */
+    bool dead;            /* close now: the output limit was passed */
     uint64_t id;
     char *name; /* CLIENT SETNAME's, NUL-terminated; NULL if none */
     /* A transaction (commands_multi.c): after MULTI the commands queued,
