@@ -14,6 +14,8 @@
 #  - a missing --dir, a bad --port and a FIFO for an image refuse the start;
 #    a save point while the image loads without prefetch saves; clients past
 #    the descriptors get redis-server's error; active expiry keeps up
+#  - FLUSHALL gives the memory back: the next image, incremental or full,
+#    holds none of the old data, and the server's RSS drops
 # Usage: kv_persist.sh KV_SERVER_BINARY
 server=$1
 source "$(dirname "$0")/kv_lib.sh"
@@ -316,6 +318,50 @@ wait_until 5 '[[ $(info_field expired_keys) -ge 300000 ]]'
 [[ $(cli DBSIZE) -eq 0 ]] || { echo "DBSIZE $(cli DBSIZE) after every key expired"; exit 1; }
 kv_kill
 echo "active expiry: ok"
+
+# ---- FLUSHALL gives the memory back and the next image holds none of the
+# old data: full images (their zero pages are holes of the file), and an
+# incremental one restored over a full one; the server's RSS drops too
+mkdir -p "$dir/fl"
+blocks() { echo $(( $(stat -c %b "$1") * 512 / 1024 )); } # KiB on disk
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
+kv_start fl --dir "$dir/fl" --memory 256m --incremental yes --full-after 64
+python3 -c '
+for i in range(60000):
+    print(f"SET key{i} {str(i) * 200}")' | cli --pipe >"$dir/fl.pipe" 2>&1
+expect OK SAVE
+full=$(blocks "$dir/fl/dump.tkimg")
+rss_full=$(rss)
+expect OK FLUSHALL
+rss_flushed=$(rss)
+expect OK SET after flush
+expect OK SAVE
+incs=("$dir"/fl/dump.tkimg.inc*)
+[[ -e ${incs[0]} ]] || { ls -l "$dir/fl"; echo "no incremental image after FLUSHALL"; exit 1; }
+kv_kill
+kv_start fl2 --dir "$dir/fl" --incremental no
+expect 1 DBSIZE
+expect flush GET after
+expect OK SAVE
+empty=$(blocks "$dir/fl/dump.tkimg")
+kv_kill
+echo "FLUSHALL: the image took $full KiB with 60,000 keys and $empty KiB after it; RSS $rss_full -> $rss_flushed KiB"
+(( empty * 10 < full )) || { echo "the image did not shrink after FLUSHALL"; exit 1; }
+(( rss_flushed * 2 < rss_full )) || { echo "FLUSHALL gave no memory back"; exit 1; }
+# ... and a FLUSHALL during a background save does so once the save is done
+kv_start fl3 --dir "$dir/fl" --memory 256m --incremental no
+python3 -c '
+for i in range(60000):
+    print(f"SET key{i} {str(i) * 200}")' | cli --pipe >"$dir/fl3.pipe" 2>&1
+rss_full=$(rss)
+expect "Background saving started" BGSAVE
+expect OK FLUSHALL
+wait_until 30 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+sleep 0.2
+rss_flushed=$(rss)
+kv_kill
+echo "FLUSHALL during a background save: RSS $rss_full -> $rss_flushed KiB once it was done"
+(( rss_flushed * 2 < rss_full )) || { echo "FLUSHALL during BGSAVE gave no memory back"; exit 1; }
 
 kv_check_log
 echo "kv_persist: ok"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "persist.h"
 #include "server.h"
 
 void cmd_del(struct conn *c, struct arg *a, size_t argc)
@@ -73,6 +74,7 @@ void cmd_flushall(struct conn *c, struct arg *a, size_t argc)
     server.changes += kv_count(server.kv);
     watch_touch_flush(); /* the store's flush tells its touch hook nothing */
     kv_flush(server.kv);
+    persist_trim(); /* its memory given back, and out of the next image */
     out_ok(c);
 }
 

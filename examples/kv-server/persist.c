@@ -338,6 +338,8 @@ out:
     return ret;
 }
 
+static bool trim_wanted; /* persist_trim asked while it could not run */
+
 int persist_create_ckpt(const struct tk_ckpt_area *ar)
 {
     persist.area = *ar;
@@ -357,6 +359,7 @@ int persist_create_ckpt(const struct tk_ckpt_area *ar)
     tk_ckpt_stats none;
     tk_ckpt_poll(persist.ckpt, &none);
     persist.need_full = true; /* a new checkpointer's first image is full */
+    if (trim_wanted) persist_trim();
     return 0;
 }
 
@@ -489,12 +492,32 @@ static void note_save(int err, const tk_ckpt_stats *st)
     persist.save_fd = -1;
 }
 
+static void discard_run(void *addr, size_t len, void *arg)
+{
+    int *err = arg;
+    if (!*err) *err = tk_ckpt_discard(persist.ckpt, addr, len);
+}
+
+void persist_trim(void)
+{
+    if (!persist.ckpt || persist.lazy || persist.bgsave) {
+        trim_wanted = true;
+        return;
+    }
+    trim_wanted = false;
+    int err = 0;
+    kv_free_pages(server.kv, discard_run, &err);
+    if (err) /* (the pages keep their memory: nothing is lost) */
+        fprintf(stderr, "kv-server: the free memory was not given back: %s\n", tk_last_error());
+}
+
 /* A background save has ended: its image published, in this thread. */
 static void commit_bgsave(int err, const tk_ckpt_stats *st)
 {
     set_target(st);
     note_save(publish_image(err, persist.save_fd, persist.last_target, !st->incremental), st);
     persist.bgsave = false;
+    if (trim_wanted) persist_trim();
 }
 
 /* The rename and the directory's fsync can take a journal commit: a
@@ -522,6 +545,7 @@ static void join_commit(void)
     atomic_store(&commit.live, false);
     note_save(commit.err, &commit.st);
     persist.bgsave = false;
+    if (trim_wanted) persist_trim();
 }
 
 void persist_poll_bgsave(void)

@@ -109,6 +109,12 @@ int persist_start_bgsave(void);
  * persist.save_error. */
 int persist_save(void);
 
+/* Gives back the pages of the data set's free memory (after FLUSHALL): no
+ * memory until used again, none in the next image, incremental or full
+ * (tk_ckpt_discard).  While a save runs or the image still loads, once
+ * that is over. */
+void persist_trim(void);
+
 /* The event loop's: notes a background save that completed and publishes
  * its image; starts one that a save point calls for. */
 void persist_poll_bgsave(void);

@@ -702,6 +702,18 @@ void kv_flush(struct kv_store *s)
     format(s, s->h->len);
 }
 
+void kv_free_pages(struct kv_store *s, void (*fn)(void *addr, size_t len, void *arg), void *arg)
+{
+    const uint64_t pg = 4096;
+    for (unsigned i = bin_of(2 * pg + 32); i < NBINS; i++)
+        for (uint64_t b = s->h->bin[i]; b; b = word(s, b)[1]) {
+            /* a free block keeps its size and links in its first three
+             * words and its size in its last */
+            uint64_t lo = (b + 24 + pg - 1) & ~(pg - 1), hi = (b + bsize(s, b) - 8) & ~(pg - 1);
+            if (hi > lo) fn(AT(s, lo), hi - lo, arg);
+        }
+}
+
 enum kv_type kv_obj_type(const kv_obj *o)
 {
     return (enum kv_type)o->r.type;

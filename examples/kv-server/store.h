@@ -113,6 +113,9 @@ uint64_t kv_expires(const struct kv_store *s); /* keys with an expiry time */
 uint64_t kv_used(const struct kv_store *s);    /* bytes of the area in use */
 uint64_t kv_free(const struct kv_store *s);    /* bytes of the heap free */
 void kv_flush(struct kv_store *s);
+/* Calls fn with each run of whole pages inside the heap's free blocks
+ * (their contents are nobody's: the pages may be dropped). */
+void kv_free_pages(struct kv_store *s, void (*fn)(void *addr, size_t len, void *arg), void *arg);
 /* Visits the keys of the buckets at cursor; returns the next cursor (0:
  * the iteration is complete).  fn must not change the store. */
 uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_obj *o), void *arg);

@@ -239,6 +239,17 @@ int tk_ckpt_snapshot(tk_ckpt *c, int fd, unsigned flags, tk_ckpt_stats *st);
  * failed on its own first: tk_ckpt_wait says which), -EINVAL. */
 int tk_ckpt_cancel(tk_ckpt *c);
 
+/* Drops the pages of [addr, addr + len) (whole pages of one area): they
+ * read as zero again and take no memory until written (MADV_DONTNEED),
+ * and the next snapshot holds them as zero - an incremental one too -
+ * with no data in the image.  For memory the program no longer needs (an
+ * allocator's free pages, a store emptied), which MADV_DONTNEED of its
+ * own would drop without the checkpointer knowing.  No other thread may
+ * use the range meanwhile.  Returns 0; -EBUSY while a snapshot runs (from
+ * tk_ckpt_start until it has completed: call again after tk_ckpt_wait);
+ * -EINVAL for a range not page-aligned or not inside one area. */
+int tk_ckpt_discard(tk_ckpt *c, void *addr, size_t len);
+
 /* What an image's header says. */
 typedef struct tk_ckpt_image_info {
     uint32_t version; /* 2; images of version 1 are read as well */

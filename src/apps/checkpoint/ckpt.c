@@ -2344,6 +2344,39 @@ int tk_ckpt_cancel(tk_ckpt *c)
     return asked && atomic_load(&c->error) == -ECANCELED ? 0 : 1;
 }
 
+int tk_ckpt_discard(tk_ckpt *c, void *addr, size_t len)
+{
+    if (!c) return tk__fail(-EINVAL, "tk_ckpt_discard: checkpointer is NULL");
+    uintptr_t a0 = (uintptr_t)addr;
+    if (!len || (a0 | len) & (c->ps - 1))
+        return tk__failf(-EINVAL, "tk_ckpt_discard: %p + %zu is not whole pages of %zu bytes", addr,
+                         len, c->ps);
+    size_t a = 0;
+    while (a < c->nareas && !(a0 >= (uintptr_t)c->areas[a].addr &&
+                              a0 - (uintptr_t)c->areas[a].addr < c->areas[a].len))
+        a++;
+    if (a == c->nareas || len > c->areas[a].len - (a0 - (uintptr_t)c->areas[a].addr))
+        return tk__failf(-EINVAL, "tk_ckpt_discard: %p + %zu is not inside one area", addr, len);
+    pthread_mutex_lock(&c->lock);
+    if (atomic_load(&c->running)) {
+        pthread_mutex_unlock(&c->lock);
+        return tk__fail(-EBUSY, "tk_ckpt_discard: a snapshot is running");
+    }
+    /* Saved pages (CLEAN, write-protected) become DIRTY and writable, as a
+     * write would make them: in the next incremental snapshot, where the
+     * scan after their protection finds them unpopulated (HOLE: zero, no
+     * data).  Writable before they are dropped, so that no protection
+     * marker outlives them. */
+    size_t first = c->first[a] + ((a0 - (uintptr_t)c->areas[a].addr) >> c->shift);
+    size_t n = len >> c->shift;
+    for (size_t i = first; i < first + n; i++) atomic_store(&c->state[i], ST_DIRTY);
+    int err = c->regions[a] ? tk_unprot(c->regions[a], addr, len) : 0;
+    if (!err && madvise(addr, len, MADV_DONTNEED) != 0) err = -errno;
+    pthread_mutex_unlock(&c->lock);
+    if (err) return tk__failf(err, "tk_ckpt_discard: %s", strerror(-err));
+    return 0;
+}
+
 int tk_ckpt_destroy(tk_ckpt *c)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_destroy: checkpointer is NULL");
