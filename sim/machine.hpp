@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -341,6 +342,29 @@ class Machine
     bool range_mapped(uint64_t addr, uint64_t len) const;
     bool range_free(uint64_t addr, uint64_t len) const;
     void unmap(uint64_t addr, uint64_t len); // page-rounded; the contents are dropped
+
+    // The program's MAP_SHARED file mappings, by their first guest address.
+    // Each is the file itself mapped in place on the host, so reads see the
+    // file as it is now and writes reach it (through the page cache, as on
+    // Linux): shared with the host for a descriptor open for writing,
+    // private for one open read-only (the program may not write there, and
+    // a private host mapping reads the file as it changes until a page is
+    // written).  Empty unless the program maps a file shared, and then
+    // only the system calls that map and unmap look at it.
+    struct FileMap {
+        uint64_t end;   // the guest address past its last page
+        int fd;         // the file (a host descriptor of tksim's own)
+        uint64_t off;   // the file's offset at the first page
+        int host_flags; // MAP_SHARED or MAP_PRIVATE
+    };
+    std::map<uint64_t, FileMap> file_maps_;
+    // Maps the file at [at, at + len) (mapped already) and keeps a
+    // descriptor of its own; 0 or -errno.
+    int64_t map_file(uint64_t at, uint64_t len, int fd, uint64_t off, int host_flags);
+    // The file mapping that holds addr, or nullptr.
+    const std::pair<const uint64_t, FileMap> *file_map_at(uint64_t addr) const;
+    // Forgets the file mappings' pages in [lo, hi) (unmap()).
+    void forget_file_maps(uint64_t lo, uint64_t hi);
     uint64_t clock_ns(int clock) const;
 
     uint8_t *base_ = nullptr;

@@ -16,8 +16,10 @@
 // faccessat2, readlinkat, mkdirat, unlinkat, symlinkat, renameat2,
 // ftruncate, fsync, fdatasync, pipe2, dup, dup3, fcntl, ioctl (TCGETS,
 // TCSETS*, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX), getcwd, chdir, fchdir,
-// umask; memory - brk, mmap (anonymous, and private copies of files),
-// munmap, mremap, mprotect (checked, not enforced), madvise; time -
+// umask; memory - brk, mmap (anonymous; private copies of files; shared
+// file mappings, the file itself mapped in place, so that reads see it as
+// it is now and writes reach it), munmap, mremap, msync, mprotect (checked,
+// not enforced), madvise; time -
 // clock_gettime, clock_getres, clock_nanosleep, nanosleep, gettimeofday;
 // the process - getpid, getppid, gettid, getuid, geteuid, getgid, getegid,
 // prlimit64, getrlimit, setrlimit, getrandom, sysinfo, uname, sched_yield,
@@ -31,6 +33,7 @@
 // older kernels.
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -42,6 +45,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -222,7 +226,80 @@ void Machine::unmap(uint64_t addr, uint64_t len)
     mmap(base_ + lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
          -1, 0);
     for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) map_bits_[p / 64] &= ~(1ull << (p % 64));
+    if (!file_maps_.empty()) forget_file_maps(lo, hi);
     flush_decoded();
+}
+
+namespace
+{
+// A guest access to a shared file mapping past the file's end: the host's
+// SIGBUS, which on Linux is the program's (and ends it, as the program has
+// no handler tksim would run).  Installed with the first file mapping.
+uint8_t *guest_base;
+void on_sigbus(int sig, siginfo_t *si, void *)
+{
+    auto *a = static_cast<uint8_t *>(si->si_addr);
+    if (a < guest_base || a >= guest_base + Machine::SPACE) {
+        signal(sig, SIG_DFL); // tksim's own: the fault again, now fatal
+        return;
+    }
+    static const char msg[] = "tksim: the program touched a shared file mapping past the file's "
+                              "end: it ends as by SIGBUS (exit status 135)\n";
+    if (write(2, msg, sizeof msg - 1) < 0) {
+    }
+    _exit(128 + SIGBUS);
+}
+} // namespace
+
+int64_t Machine::map_file(uint64_t at, uint64_t len, int fd, uint64_t off, int host_flags)
+{
+    if (!guest_base) {
+        guest_base = base_;
+        struct sigaction sa = {};
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGBUS, &sa, nullptr);
+    }
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (own < 0) return -errno;
+    if (mmap(base_ + at, len, PROT_READ | PROT_WRITE, host_flags | MAP_FIXED, fd,
+             static_cast<off_t>(off)) == MAP_FAILED) {
+        int e = errno;
+        close(own);
+        return -e;
+    }
+    file_maps_[at] = FileMap{at + len, own, off, host_flags};
+    return 0;
+}
+
+const std::pair<const uint64_t, Machine::FileMap> *Machine::file_map_at(uint64_t addr) const
+{
+    auto it = file_maps_.upper_bound(addr);
+    if (it == file_maps_.begin()) return nullptr;
+    --it;
+    return addr < it->second.end ? &*it : nullptr;
+}
+
+void Machine::forget_file_maps(uint64_t lo, uint64_t hi)
+{
+    auto it = file_maps_.upper_bound(lo);
+    if (it != file_maps_.begin() && std::prev(it)->second.end > lo) --it;
+    while (it != file_maps_.end() && it->first < hi) {
+        uint64_t start = it->first;
+        FileMap f = it->second;
+        it = file_maps_.erase(it);
+        // what is left of it below lo and above hi stays, each piece with
+        // a descriptor of its own
+        bool below = start<lo, above = f.end> hi;
+        if (below) file_maps_[start] = FileMap{lo, f.fd, f.off, f.host_flags};
+        if (above) {
+            int fd = below ? fcntl(f.fd, F_DUPFD_CLOEXEC, 3) : f.fd;
+            it = file_maps_.emplace(hi, FileMap{f.end, fd, f.off + (hi - start), f.host_flags})
+                     .first;
+            ++it;
+        }
+        if (!below && !above) close(f.fd);
+    }
 }
 
 uint64_t Machine::clock_ns(int clock) const
@@ -235,18 +312,22 @@ uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int 
 {
     if (len == 0 || (off & (PAGE - 1)) || (flags & 3) == 0 || (prot & ~7)) return err(EINVAL);
     len = (len + PAGE - 1) & ~(PAGE - 1);
-    int hfd = -1;
+    int hfd = -1, host_flags = MAP_PRIVATE;
+    bool shared = false; // a file mapped MAP_SHARED (or MAP_SHARED_VALIDATE)
     if (!(flags & MAP_ANONYMOUS)) {
         if ((hfd = fs_.host(fd)) < 0) return err(EBADF);
         struct stat st;
         if (fstat(hfd, &st) != 0 || !S_ISREG(st.st_mode)) return err(ENODEV);
-        if ((flags & 3) != MAP_PRIVATE && (prot & PROT_WRITE)) {
-            // as Linux: a descriptor not open for writing first
-            int fl = fcntl(hfd, F_GETFL);
-            if (fl >= 0 && (fl & O_ACCMODE) != O_RDWR) return err(EACCES);
-            // the copy below would not write back to the file
-            fprintf(stderr, "tksim: a shared writable file mapping is not supported: -ENODEV\n");
-            return err(ENODEV);
+        // as Linux: the descriptor must be open for reading, and for
+        // writing too to map it shared and writable
+        int fl = fcntl(hfd, F_GETFL);
+        if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY) return err(EACCES);
+        if ((flags & 3) != MAP_PRIVATE) {
+            shared = true;
+            if ((fl & O_ACCMODE) == O_RDWR)
+                host_flags = MAP_SHARED;
+            else if (prot & PROT_WRITE)
+                return err(EACCES);
         }
     }
     uint64_t at;
@@ -270,7 +351,12 @@ uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int 
     // nothing until the program touches it.
     if (flags & MAP_FIXED) unmap(at, len);
     if (!map(at, len)) return err(ENOMEM);
-    if (hfd >= 0) {
+    if (shared) { // the file itself, in place
+        if (int64_t e = map_file(at, len, hfd, off, host_flags)) {
+            unmap(at, len);
+            return neg(e);
+        }
+    } else if (hfd >= 0) {
         ssize_t got = pread(hfd, base_ + at, len, static_cast<off_t>(off)); // private: a copy
         if (got < 0) return err(errno);
     }
@@ -289,6 +375,11 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
         return old;
     }
     if (old_len == 0 || !range_mapped(old, old_len)) return err(EFAULT);
+    // a shared file mapping stays one: its new pages are the file's too
+    const auto *fm = file_map_at(old);
+    bool file = fm && old + old_len <= fm->second.end;
+    FileMap f = file ? fm->second : FileMap{};
+    uint64_t file_off = file ? f.off + (old - fm->first) : 0;
     if (flags & MREMAP_FIXED) {
         if ((to & (PAGE - 1)) || to >= SPACE || len > SPACE - to ||
             (to < old + old_len && old < to + len))
@@ -296,6 +387,13 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
     } else if (range_free(old + old_len, len - old_len) &&
                old + len < STACK_TOP - STACK_SIZE) {                // grows in place
         if (!map(old + old_len, len - old_len)) return err(ENOMEM); // (free: zeros)
+        if (file) {
+            if (int64_t e = map_file(old + old_len, len - old_len, f.fd, file_off + old_len,
+                                     f.host_flags)) {
+                unmap(old + old_len, len - old_len);
+                return neg(e);
+            }
+        }
         flush_decoded();
         return old;
     } else if (!(flags & MREMAP_MAYMOVE)) {
@@ -309,7 +407,14 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
     } else if (static_cast<int64_t>(at) < 0) {
         return at;
     }
-    memcpy(base_ + at, base_ + old, std::min(len, old_len));
+    if (file) {
+        if (int64_t e = map_file(at, len, f.fd, file_off, f.host_flags)) {
+            unmap(at, len);
+            return neg(e);
+        }
+    } else {
+        memcpy(base_ + at, base_ + old, std::min(len, old_len));
+    }
     unmap(old, old_len);
     return at;
 }
@@ -330,6 +435,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
         case 214 ... 216:
         case 222:
         case 226:
+        case 227:
         case 233:
             return memory_syscall(n, a0, a1, a2, a3, a4, a5);
         case 93: // exit
@@ -607,9 +713,25 @@ uint64_t Machine::memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t 
     case 222: // mmap
         return do_mmap(a0, a1, static_cast<int>(a2), static_cast<int>(a3),
                        static_cast<int>(static_cast<int32_t>(a4)), a5);
-    case 226: // mprotect: checked; pages stay readable, writable and executable
+    case 226: { // mprotect: checked; pages stay readable, writable and executable
         if ((a0 & (PAGE - 1)) || (a2 & ~(7ull | PROT_GROWSDOWN | PROT_GROWSUP))) return err(EINVAL);
-        return range_mapped(a0, (a1 + PAGE - 1) & ~(PAGE - 1)) ? 0 : err(ENOMEM);
+        uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
+        if (!range_mapped(a0, len)) return err(ENOMEM);
+        // a shared mapping of a file open read-only may not become writable
+        if ((a2 & PROT_WRITE) && !file_maps_.empty() && len)
+            for (uint64_t p = a0; p < a0 + len; p += PAGE) {
+                const auto *fm = file_map_at(p);
+                if (fm && fm->second.host_flags == MAP_PRIVATE) return err(EACCES);
+            }
+        return 0;
+    }
+    case 227: { // msync(addr, len, flags): the host's, on the same pages
+        if ((a0 & (PAGE - 1)) || (a2 & ~7ull) || ((a2 & MS_ASYNC) && (a2 & MS_SYNC)))
+            return err(EINVAL);
+        uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
+        if (!range_mapped(a0, len)) return err(ENOMEM);
+        return len ? ret(msync(base_ + a0, len, static_cast<int>(a2))) : 0;
+    }
     case 233: { // madvise: what drops pages zeroes them; the rest are hints
         if (a0 & (PAGE - 1)) return err(EINVAL);
         bool known = a2 <= 4 || (a2 >= 8 && a2 <= 23) || a2 == 100 || a2 == 101;
