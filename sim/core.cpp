@@ -1126,7 +1126,9 @@ bool Core::seg_replay()
     auto at = [ring, seq0, mask](uint64_t k) { return ring + ((seq0 + k) & mask); };
     uint64_t cursor = 0;
     auto step_next = [&] { // the machine runs the next one (the one at cursor)
-        if (m_.exited() || seq0 + cursor >= max_insns_ || stream_full()) return false;
+        // (at the limit, or a timer's expiry: at_stop() raises its signal)
+        if (m_.exited() || (m_.instret() >= m_.stop_at() && m_.at_stop()) || stream_full())
+            return false;
         stream_step_call();
         return true;
     };
@@ -1832,7 +1834,9 @@ void Core::fetch_handler()
             // (none past run()'s limit: the run stops with exactly that
             // many committed, and no instruction after them has run - its
             // system calls included - as with --functional)
-            if (m_.exited() || stream_end_ >= max_insns_) {
+            // (at a timer's expiry at_stop() raises its signal, which may
+            // end the program)
+            if (m_.exited() || (m_.instret() >= m_.stop_at() && m_.at_stop())) {
                 program_ended_ = true;
                 moved_ = true;
                 return;
@@ -1916,6 +1920,7 @@ bool Core::run(uint64_t max_insns)
 {
     double t0 = now(), c0 = cpu_now();
     max_insns_ = max_insns ? max_insns : NEVER;
+    m_.set_max_insns(max_insns);
     bool ok = true;
     while (!done_) {
         moved_ = false;

@@ -446,6 +446,7 @@ Machine::Machine() : map_bits_(SPACE / PAGE / 64), icache_(DECODE_CACHE_SIZE)
 
 Machine::~Machine()
 {
+    for (auto &f : file_maps_) close(f.second.fd);
     munmap(base_, SPACE);
 }
 

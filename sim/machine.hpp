@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -256,6 +257,20 @@ class Machine
         return in;
     }
 
+    // The instruction count at which the run loops call at_stop(): the
+    // run's limit (set_max_insns) or the next expiry of a timer that
+    // raises a signal, whichever comes first (the loops compare the count
+    // with it as they would with the limit alone).
+    uint64_t stop_at() const { return stop_at_; }
+    void set_max_insns(uint64_t n)
+    {
+        max_insns_ = n ? n : ~0ull;
+        rearm();
+    }
+    // At stop_at(): raises the signals of the timers due (which may end the
+    // program); true when the run stops here (its limit, or its end).
+    bool at_stop();
+
     bool exited() const { return exited_; }
     int exit_code() const { return exit_code_; }
     uint64_t pc() const { return pc_; }
@@ -323,7 +338,7 @@ class Machine
     uint64_t syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
                      uint64_t a5);
     uint64_t file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
-                          uint64_t a4);
+                          uint64_t a4, uint64_t a5);
     uint64_t unsupported(uint64_t n); // reported once; -ENOSYS
     uint64_t memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
                             uint64_t a4, uint64_t a5);
@@ -341,7 +356,71 @@ class Machine
     bool range_mapped(uint64_t addr, uint64_t len) const;
     bool range_free(uint64_t addr, uint64_t len) const;
     void unmap(uint64_t addr, uint64_t len); // page-rounded; the contents are dropped
+
+    // The program's MAP_SHARED file mappings, by their first guest address.
+    // Each is the file itself mapped in place on the host, so reads see the
+    // file as it is now and writes reach it (through the page cache, as on
+    // Linux): shared with the host for a descriptor open for writing,
+    // private for one open read-only (the program may not write there, and
+    // a private host mapping reads the file as it changes until a page is
+    // written).  Empty unless the program maps a file shared, and then
+    // only the system calls that map and unmap look at it.
+    struct FileMap {
+        uint64_t end;   // the guest address past its last page
+        int fd;         // the file (a host descriptor of tksim's own)
+        uint64_t off;   // the file's offset at the first page
+        int host_flags; // MAP_SHARED or MAP_PRIVATE
+    };
+    std::map<uint64_t, FileMap> file_maps_;
+    // Maps the file at [at, at + len) (mapped already) and keeps a
+    // descriptor of its own; 0 or -errno.
+    int64_t map_file(uint64_t at, uint64_t len, int fd, uint64_t off, int host_flags);
+    // The file mapping that holds addr, or nullptr.
+    const std::pair<const uint64_t, FileMap> *file_map_at(uint64_t addr) const;
+    // Forgets the file mappings' pages in [lo, hi) (unmap()).
+    void forget_file_maps(uint64_t lo, uint64_t hi);
     uint64_t clock_ns(int clock) const;
+
+    // Timers: setitimer's three (ITIMER_REAL, _VIRTUAL, _PROF) at 0-2,
+    // timer_create's from 3 on (timer id = index - 3).  A timer expires
+    // on its clock, which runs with the instructions (and the sleeps, for
+    // the wall clocks); an expiry raises its signal between instructions,
+    // at the count stop_at() names.  tksim runs no signal handler: a
+    // signal raised ends the program as its default action would, is
+    // dropped when ignored, or waits when blocked (rt_sigtimedwait takes
+    // it); one the program catches ends it too, with a message.
+    struct Timer {
+        bool used = false;
+        int clock = 0;         // the clock's id (2: the process's CPU time)
+        int sig = 0;           // its signal; 0: none (SIGEV_NONE)
+        uint64_t value = 0;    // the expiry on its clock, in ns; 0: disarmed
+        uint64_t interval = 0; // a periodic timer's period, ns
+        int overrun = 0;       // the expiries past the first at the last raise
+    };
+    std::vector<Timer> timers_ = std::vector<Timer>(3);
+    uint64_t max_insns_ = ~0ull, stop_at_ = ~0ull;
+    uint64_t pending_ = 0;    // signals raised while blocked (bit sig - 1)
+    void rearm();             // stop_at_ again, after a change to the timers or the clocks
+    void fire_due();          // raises the signals of the timers that expired
+    void raise(uint64_t sig); // a signal to the process (above)
+    bool catches(int sig) const { return sig > 0 && sigactions_[sig][0] > 1; }
+    // The time in ns to the next expiry that would act on the program (its
+    // signal not blocked, not ignored) of a wall-clock timer, the only ones
+    // that expire while it waits; ~0 when there is none.
+    uint64_t next_wake() const;
+    // The time left of timer t (0 when disarmed).
+    uint64_t time_left(const Timer &t) const;
+    // Waits with the clocks running on (no real waiting) until a timer's
+    // signal acts on the program, which it ends; false when none would ever
+    // come (it would wait for ever).
+    bool wait_for_signal();
+    // ppoll's and pselect6's wait with nothing to wait for but a signal:
+    // the clocks run on by want ns (the timespec at ts_at then zero) or,
+    // without one (ts_at 0), until a timer's signal ends the program, with
+    // the signals of mask blocked meanwhile; 0, -EINTR, or unsupported()
+    // when nothing would end the wait.
+    uint64_t idle(uint64_t n, uint64_t ts_at, uint64_t want, uint64_t mask);
+    uint64_t timer_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
 
     uint8_t *base_ = nullptr;
     std::string exe_path_;           // the program's absolute path (/proc/self/exe)

@@ -16,14 +16,24 @@
 // faccessat2, readlinkat, mkdirat, unlinkat, symlinkat, renameat2,
 // ftruncate, fsync, fdatasync, pipe2, dup, dup3, fcntl, ioctl (TCGETS,
 // TCSETS*, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX), getcwd, chdir, fchdir,
-// umask; memory - brk, mmap (anonymous, and private copies of files),
-// munmap, mremap, mprotect (checked, not enforced), madvise; time -
-// clock_gettime, clock_getres, clock_nanosleep, nanosleep, gettimeofday;
+// umask; memory - brk, mmap (anonymous; private copies of files; shared
+// file mappings, the file itself mapped in place, so that reads see it as
+// it is now and writes reach it), munmap, mremap, msync, mprotect (checked,
+// not enforced), madvise; time -
+// clock_gettime, clock_getres, clock_nanosleep, nanosleep, gettimeofday,
+// setitimer, getitimer, timer_create, timer_settime, timer_gettime,
+// timer_getoverrun, timer_delete (on the clocks above: an expiry raises
+// its signal between two instructions); waiting - ppoll, pselect6 (the
+// real descriptors, waited on; with none, a sleep), rt_sigsuspend;
 // the process - getpid, getppid, gettid, getuid, geteuid, getgid, getegid,
 // prlimit64, getrlimit, setrlimit, getrandom, sysinfo, uname, sched_yield,
-// rt_sigaction, rt_sigprocmask, sigaltstack (kept; no signal is ever
-// delivered), kill, tkill, tgkill (to itself: the program ends as by the
-// signal, status 128 + N), set_tid_address, set_robust_list and rseq
+// rt_sigaction, rt_sigprocmask, sigaltstack (kept: tksim runs no signal
+// handler), rt_sigpending, rt_sigtimedwait (a blocked signal raised is
+// pending until taken or unblocked), kill, tkill, tgkill (to itself) - a
+// signal raised that is not blocked or ignored ends the program as by the
+// signal, status 128 + N (with a message when the program has a handler
+// for it, and arming a timer for a signal with a handler is unsupported),
+// set_tid_address, set_robust_list and rseq
 // (-ENOSYS), futex (a single thread: nothing to wait for),
 // riscv_flush_icache, exit, exit_group.  Any other call is reported on
 // stderr once ("tksim: unsupported system call N (name)") and answered
@@ -31,6 +41,7 @@
 // older kernels.
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -42,6 +53,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -222,7 +234,80 @@ void Machine::unmap(uint64_t addr, uint64_t len)
     mmap(base_ + lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
          -1, 0);
     for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) map_bits_[p / 64] &= ~(1ull << (p % 64));
+    if (!file_maps_.empty()) forget_file_maps(lo, hi);
     flush_decoded();
+}
+
+namespace
+{
+// A guest access to a shared file mapping past the file's end: the host's
+// SIGBUS, which on Linux is the program's (and ends it, as the program has
+// no handler tksim would run).  Installed with the first file mapping.
+uint8_t *guest_base;
+void on_sigbus(int sig, siginfo_t *si, void *)
+{
+    auto *a = static_cast<uint8_t *>(si->si_addr);
+    if (a < guest_base || a >= guest_base + Machine::SPACE) {
+        signal(sig, SIG_DFL); // tksim's own: the fault again, now fatal
+        return;
+    }
+    static const char msg[] = "tksim: the program touched a shared file mapping past the file's "
+                              "end: it ends as by SIGBUS (exit status 135)\n";
+    if (write(2, msg, sizeof msg - 1) < 0) {
+    }
+    _exit(128 + SIGBUS);
+}
+} // namespace
+
+int64_t Machine::map_file(uint64_t at, uint64_t len, int fd, uint64_t off, int host_flags)
+{
+    if (!guest_base) {
+        guest_base = base_;
+        struct sigaction sa = {};
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGBUS, &sa, nullptr);
+    }
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (own < 0) return -errno;
+    if (mmap(base_ + at, len, PROT_READ | PROT_WRITE, host_flags | MAP_FIXED, fd,
+             static_cast<off_t>(off)) == MAP_FAILED) {
+        int e = errno;
+        close(own);
+        return -e;
+    }
+    file_maps_[at] = FileMap{at + len, own, off, host_flags};
+    return 0;
+}
+
+const std::pair<const uint64_t, Machine::FileMap> *Machine::file_map_at(uint64_t addr) const
+{
+    auto it = file_maps_.upper_bound(addr);
+    if (it == file_maps_.begin()) return nullptr;
+    --it;
+    return addr < it->second.end ? &*it : nullptr;
+}
+
+void Machine::forget_file_maps(uint64_t lo, uint64_t hi)
+{
+    auto it = file_maps_.upper_bound(lo);
+    if (it != file_maps_.begin() && std::prev(it)->second.end > lo) --it;
+    while (it != file_maps_.end() && it->first < hi) {
+        uint64_t start = it->first;
+        FileMap f = it->second;
+        it = file_maps_.erase(it);
+        // what is left of it below lo and above hi stays, each piece with
+        // a descriptor of its own
+        bool below = start<lo, above = f.end> hi;
+        if (below) file_maps_[start] = FileMap{lo, f.fd, f.off, f.host_flags};
+        if (above) {
+            int fd = below ? fcntl(f.fd, F_DUPFD_CLOEXEC, 3) : f.fd;
+            it = file_maps_.emplace(hi, FileMap{f.end, fd, f.off + (hi - start), f.host_flags})
+                     .first;
+            ++it;
+        }
+        if (!below && !above) close(f.fd);
+    }
 }
 
 uint64_t Machine::clock_ns(int clock) const
@@ -235,18 +320,22 @@ uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int 
 {
     if (len == 0 || (off & (PAGE - 1)) || (flags & 3) == 0 || (prot & ~7)) return err(EINVAL);
     len = (len + PAGE - 1) & ~(PAGE - 1);
-    int hfd = -1;
+    int hfd = -1, host_flags = MAP_PRIVATE;
+    bool shared = false; // a file mapped MAP_SHARED (or MAP_SHARED_VALIDATE)
     if (!(flags & MAP_ANONYMOUS)) {
         if ((hfd = fs_.host(fd)) < 0) return err(EBADF);
         struct stat st;
         if (fstat(hfd, &st) != 0 || !S_ISREG(st.st_mode)) return err(ENODEV);
-        if ((flags & 3) != MAP_PRIVATE && (prot & PROT_WRITE)) {
-            // as Linux: a descriptor not open for writing first
-            int fl = fcntl(hfd, F_GETFL);
-            if (fl >= 0 && (fl & O_ACCMODE) != O_RDWR) return err(EACCES);
-            // the copy below would not write back to the file
-            fprintf(stderr, "tksim: a shared writable file mapping is not supported: -ENODEV\n");
-            return err(ENODEV);
+        // as Linux: the descriptor must be open for reading, and for
+        // writing too to map it shared and writable
+        int fl = fcntl(hfd, F_GETFL);
+        if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY) return err(EACCES);
+        if ((flags & 3) != MAP_PRIVATE) {
+            shared = true;
+            if ((fl & O_ACCMODE) == O_RDWR)
+                host_flags = MAP_SHARED;
+            else if (prot & PROT_WRITE)
+                return err(EACCES);
         }
     }
     uint64_t at;
@@ -270,7 +359,12 @@ uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int 
     // nothing until the program touches it.
     if (flags & MAP_FIXED) unmap(at, len);
     if (!map(at, len)) return err(ENOMEM);
-    if (hfd >= 0) {
+    if (shared) { // the file itself, in place
+        if (int64_t e = map_file(at, len, hfd, off, host_flags)) {
+            unmap(at, len);
+            return neg(e);
+        }
+    } else if (hfd >= 0) {
         ssize_t got = pread(hfd, base_ + at, len, static_cast<off_t>(off)); // private: a copy
         if (got < 0) return err(errno);
     }
@@ -289,6 +383,11 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
         return old;
     }
     if (old_len == 0 || !range_mapped(old, old_len)) return err(EFAULT);
+    // a shared file mapping stays one: its new pages are the file's too
+    const auto *fm = file_map_at(old);
+    bool file = fm && old + old_len <= fm->second.end;
+    FileMap f = file ? fm->second : FileMap{};
+    uint64_t file_off = file ? f.off + (old - fm->first) : 0;
     if (flags & MREMAP_FIXED) {
         if ((to & (PAGE - 1)) || to >= SPACE || len > SPACE - to ||
             (to < old + old_len && old < to + len))
@@ -296,6 +395,13 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
     } else if (range_free(old + old_len, len - old_len) &&
                old + len < STACK_TOP - STACK_SIZE) {                // grows in place
         if (!map(old + old_len, len - old_len)) return err(ENOMEM); // (free: zeros)
+        if (file) {
+            if (int64_t e = map_file(old + old_len, len - old_len, f.fd, file_off + old_len,
+                                     f.host_flags)) {
+                unmap(old + old_len, len - old_len);
+                return neg(e);
+            }
+        }
         flush_decoded();
         return old;
     } else if (!(flags & MREMAP_MAYMOVE)) {
@@ -309,7 +415,14 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
     } else if (static_cast<int64_t>(at) < 0) {
         return at;
     }
-    memcpy(base_ + at, base_ + old, std::min(len, old_len));
+    if (file) {
+        if (int64_t e = map_file(at, len, f.fd, file_off, f.host_flags)) {
+            unmap(at, len);
+            return neg(e);
+        }
+    } else {
+        memcpy(base_ + at, base_ + old, std::min(len, old_len));
+    }
     unmap(old, old_len);
     return at;
 }
@@ -326,10 +439,11 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
         case 276:
         case 291:
         case 439:
-            return file_syscall(n, a0, a1, a2, a3, a4);
+            return file_syscall(n, a0, a1, a2, a3, a4, a5);
         case 214 ... 216:
         case 222:
         case 226:
+        case 227:
         case 233:
             return memory_syscall(n, a0, a1, a2, a3, a4, a5);
         case 93: // exit
@@ -359,6 +473,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                 want = want > now ? want - now : 0;
             }
             if (clock != 2) slept_ns_ += want; // (CPU time does not pass while asleep)
+            rearm(); // (a timer that expired meanwhile acts before the next instruction)
             return 0;
         }
         case 113:   // clock_gettime
@@ -392,17 +507,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                 return err(ESRCH);
             if (sig > 64) return err(EINVAL);
             if (sig == 0) return 0;
-            uint64_t handler = sigactions_[sig][0];
-            bool ignored_by_default = sig == 17 || sig == 18 || sig == 23 || sig == 28;
-            if ((handler == 1 || (handler == 0 && ignored_by_default)) && sig != 9 && sig != 19)
-                return 0; // SIG_IGN, or ignored by default
-            if (handler > 1)
-                fprintf(stderr,
-                        "tksim: signal %llu sent to the program's own handler: tksim does not "
-                        "deliver signals; the program ends as by the signal\n",
-                        static_cast<unsigned long long>(sig));
-            exited_ = true;
-            exit_code_ = 128 + static_cast<int>(sig);
+            raise(sig);
             return 0;
         }
         case 132: { // sigaltstack: kept, never used
@@ -444,8 +549,94 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                 sigmask_ &= ~((1ull << (9 - 1)) | (1ull << (19 - 1))); // never SIGKILL, SIGSTOP
             }
             if (a2) memcpy(user(a2, 8), &old, 8);
+            // a signal pending and now unblocked acts at once
+            for (uint64_t sig = 1; sig <= 64 && (pending_ & ~sigmask_); sig++)
+                if (pending_ & ~sigmask_ & (1ull << (sig - 1))) {
+                    pending_ &= ~(1ull << (sig - 1));
+                    raise(sig);
+                }
             return 0;
         }
+        case 136: { // rt_sigpending
+            if (a1 > 8) return err(EINVAL);
+            memcpy(user(a0, a1), &pending_, a1);
+            return 0;
+        }
+        case 133: { // rt_sigsuspend(mask, size): until a timer's signal ends the program
+            if (a1 != 8) return err(EINVAL);
+            uint64_t old = sigmask_, mask;
+            memcpy(&mask, user(a0, 8), 8);
+            sigmask_ = mask & ~((1ull << (9 - 1)) | (1ull << (19 - 1)));
+            for (uint64_t sig = 1; sig <= 64 && !exited_; sig++)
+                if (pending_ & ~sigmask_ & (1ull << (sig - 1))) {
+                    pending_ &= ~(1ull << (sig - 1));
+                    raise(sig);
+                }
+            bool woke = exited_ || wait_for_signal();
+            sigmask_ = old;
+            return woke ? err(EINTR) : unsupported(n);
+        }
+        case 137: { // rt_sigtimedwait(set, info, timeout, size): a timer's signal, the clocks run
+                    // on
+            if (a3 != 8) return err(EINVAL);
+            uint64_t set;
+            memcpy(&set, user(a0, 8), 8);
+            set &= ~((1ull << (9 - 1)) | (1ull << (19 - 1)));
+            uint64_t timeout = ~0ull;
+            if (a2) {
+                int64_t ts[2];
+                memcpy(ts, user(a2, 16), 16);
+                if (ts[0] < 0 || ts[1] < 0 || ts[1] >= NS) return err(EINVAL);
+                timeout = static_cast<uint64_t>(ts[0]) * NS + static_cast<uint64_t>(ts[1]);
+            }
+            // (the signals waited for count as blocked meanwhile, as on Linux)
+            uint64_t old = sigmask_;
+            sigmask_ |= set;
+            uint64_t got = 0;
+            for (;;) {
+                if (pending_ & set) {
+                    got = static_cast<uint64_t>(__builtin_ctzll(pending_ & set)) + 1;
+                    pending_ &= ~(1ull << (got - 1));
+                    break;
+                }
+                // the next expiry of a wall-clock timer raising one of them
+                uint64_t wake = ~0ull;
+                for (const Timer &t : timers_)
+                    if (t.used && t.value && t.sig && (set >> (t.sig - 1) & 1) && t.clock != 2 &&
+                        t.clock != 3)
+                        wake = std::min(wake, time_left(t));
+                if (wake == ~0ull && timeout == ~0ull) { // for ever
+                    sigmask_ = old;
+                    return unsupported(n);
+                }
+                if (timeout < wake) {
+                    slept_ns_ += timeout;
+                    break;
+                }
+                slept_ns_ += wake;
+                if (timeout != ~0ull) timeout -= wake;
+                fire_due();
+                if (exited_) break;
+            }
+            sigmask_ = old;
+            rearm();
+            if (!got) return exited_ ? 0 : err(EAGAIN);
+            if (a1) {
+                int32_t info[32] = {}; // siginfo_t: signo, errno, code
+                info[0] = static_cast<int32_t>(got);
+                info[2] = got == 14 || got == 26 || got == 27 ? 0x80 : -2; // SI_KERNEL, SI_TIMER
+                memcpy(user(a1, sizeof info), info, sizeof info);
+            }
+            return got;
+        }
+        case 102: // getitimer
+        case 103: // setitimer
+        case 107: // timer_create
+        case 108: // timer_gettime
+        case 109: // timer_getoverrun
+        case 110: // timer_settime
+        case 111: // timer_delete
+            return timer_syscall(n, a0, a1, a2, a3);
         case 160: { // uname
             char u[6][65] = {};
             strcpy(u[0], "Linux");
@@ -607,9 +798,25 @@ uint64_t Machine::memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t 
     case 222: // mmap
         return do_mmap(a0, a1, static_cast<int>(a2), static_cast<int>(a3),
                        static_cast<int>(static_cast<int32_t>(a4)), a5);
-    case 226: // mprotect: checked; pages stay readable, writable and executable
+    case 226: { // mprotect: checked; pages stay readable, writable and executable
         if ((a0 & (PAGE - 1)) || (a2 & ~(7ull | PROT_GROWSDOWN | PROT_GROWSUP))) return err(EINVAL);
-        return range_mapped(a0, (a1 + PAGE - 1) & ~(PAGE - 1)) ? 0 : err(ENOMEM);
+        uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
+        if (!range_mapped(a0, len)) return err(ENOMEM);
+        // a shared mapping of a file open read-only may not become writable
+        if ((a2 & PROT_WRITE) && !file_maps_.empty() && len)
+            for (uint64_t p = a0; p < a0 + len; p += PAGE) {
+                const auto *fm = file_map_at(p);
+                if (fm && fm->second.host_flags == MAP_PRIVATE) return err(EACCES);
+            }
+        return 0;
+    }
+    case 227: { // msync(addr, len, flags): the host's, on the same pages
+        if ((a0 & (PAGE - 1)) || (a2 & ~7ull) || ((a2 & MS_ASYNC) && (a2 & MS_SYNC)))
+            return err(EINVAL);
+        uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
+        if (!range_mapped(a0, len)) return err(ENOMEM);
+        return len ? ret(msync(base_ + a0, len, static_cast<int>(a2))) : 0;
+    }
     case 233: { // madvise: what drops pages zeroes them; the rest are hints
         if (a0 & (PAGE - 1)) return err(EINVAL);
         bool known = a2 <= 4 || (a2 >= 8 && a2 <= 23) || a2 == 100 || a2 == 101;
@@ -626,7 +833,7 @@ uint64_t Machine::memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t 
 }
 
 uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
-                               uint64_t a4)
+                               uint64_t a4, uint64_t a5)
 {
     int fd = fs_.host(static_cast<int32_t>(a0)); // for the calls on a descriptor
     std::string path, last;
@@ -872,6 +1079,16 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
             if (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= NS) return err(EINVAL);
             tp = &t;
         }
+        if (std::all_of(guest_fd.begin(), guest_fd.end(), [](int g) { return g < 0; })) {
+            uint64_t mask = sigmask_; // (pause() is ppoll with nothing to wait for)
+            if (a3) {
+                if (a4 != 8) return err(EINVAL);
+                memcpy(&mask, user(a3, 8), 8);
+            }
+            uint64_t want =
+                a2 ? static_cast<uint64_t>(t.tv_sec) * NS + static_cast<uint64_t>(t.tv_nsec) : 0;
+            return idle(n, a2, want, mask);
+        }
         // a descriptor that is not open answers POLLNVAL at once
         int64_t nval = 0;
         for (struct pollfd &q : p)
@@ -889,6 +1106,73 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
         r += nval;
         if (a1) memcpy(user(a0, a1 * sizeof(struct pollfd)), p.data(), a1 * sizeof(struct pollfd));
         return static_cast<uint64_t>(r);
+    }
+    case 72: { // pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask): as ppoll
+        int64_t nfds = static_cast<int32_t>(a0);
+        if (nfds < 0) return err(EINVAL);
+        nfds = std::min<int64_t>(nfds, static_cast<int64_t>(fs_.max_fds));
+        uint64_t words = (static_cast<uint64_t>(nfds) + 63) / 64;
+        std::vector<uint64_t> sets[3];
+        const uint64_t at[3] = {a1, a2, a3};
+        for (int k = 0; k < 3; k++) {
+            sets[k].assign(words, 0);
+            if (at[k] && words) memcpy(sets[k].data(), user(at[k], words * 8), words * 8);
+        }
+        struct timespec t = {0, 0};
+        if (a4) {
+            memcpy(&t, user(a4, sizeof t), sizeof t);
+            if (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= NS) return err(EINVAL);
+        }
+        uint64_t mask = sigmask_;
+        if (a5) { // {const sigset_t *, size_t}: the mask while it waits
+            uint64_t sm[2];
+            memcpy(sm, user(a5, 16), 16);
+            if (sm[0]) {
+                if (sm[1] != 8) return err(EINVAL);
+                memcpy(&mask, user(sm[0], 8), 8);
+            }
+        }
+        // the descriptors asked about, each a pollfd (Linux's own mapping)
+        std::vector<struct pollfd> p;
+        std::vector<int> guest_fd;
+        for (int64_t g = 0; g < nfds; g++) {
+            short ev = 0;
+            if (sets[0][g / 64] >> (g % 64) & 1) ev |= POLLIN;
+            if (sets[1][g / 64] >> (g % 64) & 1) ev |= POLLOUT;
+            if (sets[2][g / 64] >> (g % 64) & 1) ev |= POLLPRI;
+            if (!ev) continue;
+            int h = fs_.host(g);
+            if (h < 0) return err(EBADF);
+            p.push_back(pollfd{h, ev, 0});
+            guest_fd.push_back(static_cast<int>(g));
+        }
+        uint64_t want = static_cast<uint64_t>(t.tv_sec) * NS + static_cast<uint64_t>(t.tv_nsec);
+        if (p.empty()) return idle(n, a4, want, mask); // (a sleep)
+        int64_t r = ::ppoll(p.data(), p.size(), a4 ? &t : nullptr, nullptr);
+        if (r < 0) return err(errno);
+        for (int k = 0; k < 3; k++) std::fill(sets[k].begin(), sets[k].end(), 0);
+        int64_t bits = 0;
+        for (size_t k = 0; k < p.size(); k++) {
+            int g = guest_fd[k];
+            short re = p[k].revents, ev = p[k].events;
+            bool ready[3] = {(ev & POLLIN) && (re & (POLLIN | POLLHUP | POLLERR)),
+                             (ev & POLLOUT) && (re & (POLLOUT | POLLERR)),
+                             (ev & POLLPRI) && (re & POLLPRI)};
+            for (int s = 0; s < 3; s++)
+                if (ready[s]) {
+                    sets[s][g / 64] |= 1ull << (g % 64);
+                    bits++;
+                }
+        }
+        for (int k = 0; k < 3; k++)
+            if (at[k] && words) memcpy(user(at[k], words * 8), sets[k].data(), words * 8);
+        if (a4 && bits == 0) { // timed out: the clocks run on by the timeout
+            slept_ns_ += want;
+            rearm();
+            struct timespec zero = {0, 0};
+            memcpy(user(a4, sizeof zero), &zero, sizeof zero);
+        }
+        return static_cast<uint64_t>(bits);
     }
     case 48:    // faccessat(dirfd, path, mode)
     case 439: { // faccessat2(dirfd, path, mode, flags)
@@ -1087,6 +1371,236 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
     }
 #undef PATH_ARG
     return unsupported(n); // (a number in file_syscall's ranges it does not answer)
+}
+
+void Machine::raise(uint64_t sig)
+{
+    uint64_t bit = 1ull << (sig - 1);
+    if ((sigmask_ & bit) && sig != 9 && sig != 19) {
+        pending_ |= bit; // (taken by rt_sigtimedwait, or acts when unblocked)
+        return;
+    }
+    uint64_t handler = sigactions_[sig][0];
+    bool ignored_by_default = sig == 17 || sig == 18 || sig == 23 || sig == 28;
+    if ((handler == 1 || (handler == 0 && ignored_by_default)) && sig != 9 && sig != 19)
+        return; // SIG_IGN, or ignored by default
+    if (handler > 1)
+        fprintf(stderr,
+                "tksim: signal %llu sent to the program's own handler: tksim does not "
+                "deliver signals; the program ends as by the signal\n",
+                static_cast<unsigned long long>(sig));
+    exited_ = true;
+    exit_code_ = 128 + static_cast<int>(sig);
+}
+
+uint64_t Machine::time_left(const Timer &t) const
+{
+    uint64_t now = clock_ns(t.clock);
+    return !t.value ? 0 : t.value > now ? t.value - now : 0;
+}
+
+void Machine::rearm()
+{
+    stop_at_ = max_insns_;
+    for (const Timer &t : timers_)
+        if (t.used && t.value && t.sig) stop_at_ = std::min(stop_at_, instret_ + time_left(t));
+}
+
+void Machine::fire_due()
+{
+    for (Timer &t : timers_) {
+        if (!t.used || !t.value || !t.sig || exited_) continue;
+        uint64_t now = clock_ns(t.clock);
+        if (now < t.value) continue;
+        if (t.interval) { // the next expiry after now; the ones missed are overruns
+            uint64_t missed = (now - t.value) / t.interval;
+            t.value += (missed + 1) * t.interval;
+            t.overrun = static_cast<int>(std::min<uint64_t>(missed, INT32_MAX));
+        } else {
+            t.value = 0;
+            t.overrun = 0;
+        }
+        raise(static_cast<uint64_t>(t.sig));
+    }
+}
+
+bool Machine::at_stop()
+{
+    fire_due();
+    rearm();
+    return exited_ || instret_ >= max_insns_;
+}
+
+uint64_t Machine::next_wake() const
+{
+    uint64_t wake = ~0ull;
+    for (const Timer &t : timers_) {
+        if (!t.used || !t.value || !t.sig || t.clock == 2 || t.clock == 3) continue;
+        uint64_t handler = sigactions_[t.sig][0];
+        bool ignored = handler == 1 ||
+                       (handler == 0 && (t.sig == 17 || t.sig == 18 || t.sig == 23 || t.sig == 28));
+        if (ignored || (sigmask_ >> (t.sig - 1) & 1)) continue;
+        wake = std::min(wake, time_left(t));
+    }
+    return wake;
+}
+
+bool Machine::wait_for_signal()
+{
+    uint64_t wake = next_wake();
+    if (wake == ~0ull) return false;
+    slept_ns_ += wake;
+    fire_due(); // (ends the program: the signal neither blocked nor ignored)
+    rearm();
+    return true;
+}
+
+uint64_t Machine::idle(uint64_t n, uint64_t ts_at, uint64_t want, uint64_t mask)
+{
+    uint64_t old = sigmask_;
+    sigmask_ = mask & ~((1ull << (9 - 1)) | (1ull << (19 - 1)));
+    uint64_t wake = next_wake();
+    sigmask_ = old;
+    if (!ts_at && wake == ~0ull) return unsupported(n); // (it would wait for ever)
+    if (!ts_at || wake < want) { // a timer's signal ends it (and the program)
+        slept_ns_ += wake;
+        sigmask_ = mask;
+        fire_due();
+        sigmask_ = old;
+        rearm();
+        return err(EINTR);
+    }
+    slept_ns_ += want;
+    rearm();
+    struct timespec zero = {0, 0}; // (the time left)
+    memcpy(user(ts_at, sizeof zero), &zero, sizeof zero);
+    return 0;
+}
+
+uint64_t Machine::timer_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+    // a timer's setting: {interval, value}, timevals (µs) for the
+    // itimers, timespecs for the POSIX timers
+    auto get_setting = [&](uint64_t at, bool usec, uint64_t *interval, uint64_t *value) {
+        int64_t v[4];
+        memcpy(v, user(at, sizeof v), sizeof v);
+        int64_t unit = usec ? 1000 : 1, top = usec ? 1000000 : NS;
+        for (int k = 0; k < 4; k += 2)
+            if (v[k] < 0 || v[k + 1] < 0 || v[k + 1] >= top) return false;
+        *interval = static_cast<uint64_t>(v[0]) * NS + static_cast<uint64_t>(v[1] * unit);
+        *value = static_cast<uint64_t>(v[2]) * NS + static_cast<uint64_t>(v[3] * unit);
+        return true;
+    };
+    auto put_setting = [&](uint64_t at, bool usec, const Timer &t) {
+        uint64_t left = time_left(t);
+        if (t.value && left == 0) left = 1; // (expired, not yet raised: still armed)
+        if (usec && left) left = (left + 999) / 1000 * 1000; // (Linux rounds up to a µs)
+        uint64_t unit = usec ? 1000 : 1;
+        int64_t v[4] = {static_cast<int64_t>(t.interval / NS),
+                        static_cast<int64_t>(t.interval % NS / unit),
+                        static_cast<int64_t>(left / NS), static_cast<int64_t>(left % NS / unit)};
+        memcpy(user(at, sizeof v), v, sizeof v);
+    };
+    // a POSIX timer by id, or nullptr
+    auto posix = [&](uint64_t id) -> Timer * {
+        int64_t k = static_cast<int32_t>(id);
+        if (k < 0 || static_cast<uint64_t>(k) + 3 >= timers_.size()) return nullptr;
+        Timer &t = timers_[static_cast<size_t>(k) + 3];
+        return t.used ? &t : nullptr;
+    };
+    switch (n) {
+    case 102:   // getitimer(which, value)
+    case 103: { // setitimer(which, new, old): ITIMER_REAL, _VIRTUAL, _PROF
+        if (a0 > 2) return err(EINVAL);
+        Timer &t = timers_[a0];
+        if (n == 102) {
+            put_setting(a1, true, t);
+            return 0;
+        }
+        uint64_t interval = 0, value = 0; // (no new setting: disarmed, as Linux does)
+        if (a1 && !get_setting(a1, true, &interval, &value)) return err(EINVAL);
+        static const int sig[3] = {14, 26, 27};               // SIGALRM, SIGVTALRM, SIGPROF
+        if (value && catches(sig[a0])) return unsupported(n); // (no handler runs)
+        if (a2) put_setting(a2, true, t);
+        t = Timer{true, a0 == 0 ? 0 : 2, sig[a0], 0, 0, 0};
+        if (value) {
+            t.value = clock_ns(t.clock) + value;
+            t.interval = interval;
+        }
+        rearm();
+        return 0;
+    }
+    case 107: { // timer_create(clock, sigevent, id)
+        int64_t clock = static_cast<int32_t>(a0);
+        if (clock < 0) return unsupported(n); // (another process's or thread's CPU clock)
+        if (clock == 4 || clock == 5 || clock == 6) return err(EOPNOTSUPP); // no timers on them
+        if (clock > 11 || clock == 10) return err(EINVAL);
+        Timer t{true, static_cast<int>(clock), 14, 0, 0, 0};
+        if (a1) { // struct sigevent: value, signo, notify, thread id
+            int32_t ev[4];
+            memcpy(ev, user(a1 + 8, sizeof ev), sizeof ev);
+            int notify = ev[1];
+            if (notify == 1) // SIGEV_NONE
+                t.sig = 0;
+            else if (notify == 0 || (notify == 4 && ev[2] == static_cast<int32_t>(PID))) {
+                if (ev[0] < 1 || ev[0] > 64) return err(EINVAL);
+                t.sig = ev[0]; // SIGEV_SIGNAL, SIGEV_THREAD_ID to the one thread
+            } else {
+                return err(EINVAL);
+            }
+        }
+        size_t k = 3;
+        while (k < timers_.size() && timers_[k].used) k++;
+        if (k == timers_.size()) timers_.emplace_back();
+        int32_t id = static_cast<int32_t>(k - 3);
+        memcpy(user(a2, 4), &id, 4);
+        timers_[k] = t;
+        return 0;
+    }
+    case 108: { // timer_gettime(id, setting)
+        Timer *t = posix(a0);
+        if (!t) return err(EINVAL);
+        Timer now = *t;
+        if (!t->sig && t->value && t->interval && clock_ns(t->clock) >= t->value) {
+            // (a SIGEV_NONE timer is not raised: its next expiry is worked out)
+            uint64_t missed = (clock_ns(t->clock) - t->value) / t->interval;
+            now.value = t->value + (missed + 1) * t->interval;
+        }
+        put_setting(a1, false, now);
+        return 0;
+    }
+    case 109: { // timer_getoverrun(id)
+        Timer *t = posix(a0);
+        return t ? static_cast<uint64_t>(t->overrun) : err(EINVAL);
+    }
+    case 110: { // timer_settime(id, flags, new, old)
+        Timer *t = posix(a0);
+        if (!t) return err(EINVAL);
+        if (a1 & ~1ull) return err(EINVAL);
+        uint64_t interval, value;
+        if (!get_setting(a2, false, &interval, &value)) return err(EINVAL);
+        if (value && catches(t->sig)) return unsupported(n); // (no handler runs)
+        if (a3) put_setting(a3, false, *t);
+        t->value = 0;
+        t->interval = 0;
+        if (value) {
+            uint64_t now = clock_ns(t->clock);
+            // TIMER_ABSTIME: the time on its clock (one past is due at once)
+            t->value = a1 & 1 ? value : now + value;
+            t->interval = interval;
+        }
+        rearm();
+        return 0;
+    }
+    case 111: { // timer_delete(id)
+        Timer *t = posix(a0);
+        if (!t) return err(EINVAL);
+        *t = Timer{};
+        rearm();
+        return 0;
+    }
+    }
+    return unsupported(n);
 }
 
 uint64_t Machine::unsupported(uint64_t n)

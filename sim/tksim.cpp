@@ -266,7 +266,10 @@ int main(int argc, char **argv)
     std::string fault; // (the JSON's "fault": what stopped the program, if it faulted)
     Step s;
     try {
-        while (!m.exited() && (max_insns == 0 || m.instret() < max_insns)) {
+        // (at the limit or a timer's expiry the machine's at_stop() says
+        // whether the run stops: a timer's signal may end the program)
+        m.set_max_insns(max_insns);
+        while (!m.exited() && (m.instret() < m.stop_at() || !m.at_stop())) {
             if (trace) fprintf(trace, "%llx\n", static_cast<unsigned long long>(m.pc()));
             m.step(&s);
             if (tlb_model &&
