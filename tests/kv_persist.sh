@@ -16,6 +16,8 @@
 #    the descriptors get redis-server's error; active expiry keeps up
 #  - FLUSHALL gives the memory back: the next image, incremental or full,
 #    holds none of the old data, and the server's RSS drops
+#  - BGSAVE's image holds the data as at BGSAVE, none of the writes sent
+#    after it
 # Usage: kv_persist.sh KV_SERVER_BINARY
 server=$1
 source "$(dirname "$0")/kv_lib.sh"
@@ -362,6 +364,29 @@ rss_flushed=$(rss)
 kv_kill
 echo "FLUSHALL during a background save: RSS $rss_full -> $rss_flushed KiB once it was done"
 (( rss_flushed * 2 < rss_full )) || { echo "FLUSHALL during BGSAVE gave no memory back"; exit 1; }
+
+# ---- BGSAVE's image holds the data as they were at BGSAVE: writes sent
+# right after it (in the same pipeline: FLUSHALL, then new keys) are not in
+# it, on each mechanism whose instant comes after BGSAVE replies
+for mech in uffd-thread posix; do
+    mkdir -p "$dir/bi-$mech"
+    kv_start "bi-$mech" --dir "$dir/bi-$mech" --mechanism "$mech" --memory 256m
+    python3 -c '
+for i in range(50000):
+    print(f"SET k{i} {str(i) * 100}")' | cli --pipe >"$dir/bi.pipe" 2>&1
+    expect OK SET marker before
+    printf 'BGSAVE\r\nFLUSHALL\r\nSET marker after\r\nSET later 1\r\n' | cli >"$dir/bi.out"
+    wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+    [[ $(info_field rdb_last_bgsave_status) == ok ]] || { echo "the BGSAVE failed"; exit 1; }
+    expect after GET marker
+    kv_kill
+    kv_start "bi2-$mech" --dir "$dir/bi-$mech" --mechanism "$mech" --memory 256m
+    expect before GET marker
+    expect "" GET later
+    expect 50001 DBSIZE
+    kv_kill
+done
+echo "BGSAVE's image holds the data as at BGSAVE, not the writes after it: ok"
 
 kv_check_log
 echo "kv_persist: ok"

@@ -78,9 +78,21 @@ static void set_events(struct conn *c)
     c->events = ev;
 }
 
+static void unhold(struct conn *c)
+{
+    if (!c->held) return;
+    for (struct conn **l = &net.held; *l; l = &(*l)->held_next)
+        if (*l == c) {
+            *l = c->held_next;
+            break;
+        }
+    c->held = false;
+}
+
 static void conn_close(struct conn *c)
 {
     if (c->fd < 0) return;
+    unhold(c);
     multi_discard(c); /* its queue freed, its watched keys forgotten */
     if (c->prev)
         c->prev->next = c->next;
@@ -203,7 +215,7 @@ static bool read_some(struct conn *c)
     if (r <= 0) return false;
     c->in_len += (size_t)r;
     c->need_more = false;
-    set_pending(c);
+    if (!c->held) set_pending(c);
     return true;
 }
 
@@ -222,6 +234,17 @@ static void run_commands(struct conn *c)
             break;
         }
         if (r == PARSE_ERROR) break;
+        if (argc && commands_must_wait(c, argv, argc)) {
+            /* left in the input, parsed again once the instant is taken */
+            c->scan = c->cmd_start;
+            c->argc = 0;
+            if (!c->held) {
+                c->held = true;
+                c->held_next = net.held;
+                net.held = c;
+            }
+            break;
+        }
         if (argc) commands_execute(c, argv, argc);
         if (c->argc > 4096) { /* a very long command's argument list: give it back */
             free(c->args);
@@ -232,6 +255,16 @@ static void run_commands(struct conn *c)
         ran++;
     }
     if (c->mb_left == 0 && c->scan == c->in_len) c->scan = c->in_len = c->cmd_start = 0;
+}
+
+void net_release_held(void)
+{
+    while (net.held) {
+        struct conn *c = net.held;
+        net.held = c->held_next;
+        c->held = false;
+        if (c->fd >= 0) set_pending(c);
+    }
 }
 
 void net_init_limits(void)
@@ -308,7 +341,7 @@ static void on_event(struct conn *c, uint32_t events)
     if ((events & EPOLLIN) && !read_some(c)) return conn_close(c);
     if (events & EPOLLOUT) {
         if (!flush_out(c)) return conn_close(c);
-        if (conn_unsent(c) < OUT_SOFT && !c->need_more && c->scan < c->in_len)
+        if (conn_unsent(c) < OUT_SOFT && !c->need_more && !c->held && c->scan < c->in_len)
             set_pending(c); /* output drained: run what input waits */
     }
     set_events(c);
@@ -331,7 +364,8 @@ static void run_pending(void)
             conn_close(c);
             continue;
         }
-        if (!c->need_more && !c->closing && c->scan < c->in_len && conn_unsent(c) < OUT_SOFT) {
+        if (!c->need_more && !c->closing && !c->held && c->scan < c->in_len &&
+            conn_unsent(c) < OUT_SOFT) {
             c->pending = true;
             c->pend_next = keep;
             keep = c;

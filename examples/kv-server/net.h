@@ -26,6 +26,8 @@ struct conn {
     struct conn *prev, *next; /* every open connection */
     struct conn *pend_next;   /* on the list of clients with input to run */
     bool pending;
+    bool held;              /* its next command writes and waits for a save's instant */
+    struct conn *held_next; /* on the list of such clients */
     int fd;
     uint32_t events; /* registered with epoll */
     char *in;
@@ -63,6 +65,7 @@ struct net_state {
     struct conn *conns;          /* every open connection */
     struct conn *pending;        /* clients whose input may hold a command to run */
     struct conn *closed;         /* closed this turn: freed at its end */
+    struct conn *held;           /* clients whose next command waits (conn.held) */
     uint64_t nconns;             /* open */
     uint64_t next_id;            /* the last client's id */
     uint64_t total_conns;        /* accepted since start */
@@ -76,6 +79,10 @@ struct net_state {
 
 /* Start-up: maxclients from RLIMIT_NOFILE, and the spare descriptor. */
 void net_init_limits(void);
+
+/* The clients whose next command waited for a background save's snapshot
+ * instant (commands_must_wait) run again: called once it is taken. */
+void net_release_held(void);
 
 extern struct net_state net;
 

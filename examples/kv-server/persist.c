@@ -559,11 +559,15 @@ void persist_poll_bgsave(void)
         /* between two commands: the instant may be taken here, and every
          * write made so far is before it */
         persist.changes_at_save = server.changes;
-        if (tk_ckpt_instant(persist.ckpt) != 0) persist.instant_pending = false;
+        if (tk_ckpt_instant(persist.ckpt) != 0) {
+            persist.instant_pending = false;
+            net_release_held(); /* the writes that waited for it */
+        }
     }
     tk_ckpt_stats st;
     if (tk_ckpt_poll(persist.ckpt, &st) == 1) return;
     persist.instant_pending = false;
+    net_release_held();
     int err = tk_ckpt_wait(persist.ckpt, &st);
     commit.err = err;
     commit.fd = persist.save_fd;
@@ -586,11 +590,13 @@ void persist_poll_bgsave(void)
 
 /* Starts a background save.  tk_ckpt_start returns at once
  * (TK_CKPT_ASYNC_START): the checkpointer's thread protects the data set
- * in steps while commands go on, and the event loop takes the snapshot
- * instant between two commands a few milliseconds later
- * (TK_CKPT_CALLER_INSTANT, persist_poll_bgsave): a short pause, not the
- * whole protection, and never inside a command.  fork's instant is the
- * fork, here. */
+ * in steps while commands that only read go on, and the event loop takes
+ * the snapshot instant a few milliseconds later (TK_CKPT_CALLER_INSTANT,
+ * persist_poll_bgsave): a short pause, not the whole protection.  A write
+ * command meanwhile waits for the instant (commands_must_wait), so the
+ * image holds the data as they were at BGSAVE - what a program that saves
+ * and then changes or empties the store counts on, as with Redis's fork -
+ * and nothing written after it.  fork's instant is the fork, here. */
 int persist_start_bgsave(void)
 {
     persist.last_bgsave_try = time(NULL);
@@ -652,6 +658,7 @@ static void finish_bgsave(void)
         tk_ckpt_stats fin;
         if (persist.instant_pending) persist.changes_at_save = server.changes; /* wait cuts */
         persist.instant_pending = false;
+        net_release_held();
         int err = tk_ckpt_wait(persist.ckpt, &fin);
         commit_bgsave(err, &fin);
         return;
