@@ -251,6 +251,7 @@ script = [
     ("ZRANGE", "z", "(1.5", "3", "BYSCORE"), ("ZRANGE", "z", "3", "1", "BYSCORE", "REV"),
     ("ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "1", "WITHSCORES"),
     ("ZRANGE", "z", "0", "1", "LIMIT", "0", "1"), ("ZRANGE", "z", "0", "1", "FOO"),
+    ("ZRANGE", "z", "0", "-1", "LIMIT", "2", "-1", "WITHSCORES"), ("ZRANGE", "s", "0", "1", "LIMIT", "-4", "-1"),
     ("ZRANGEBYSCORE", "z", "-inf", "+inf"), ("ZRANGEBYSCORE", "z", "1.5", "(3", "WITHSCORES"),
     ("ZRANGEBYSCORE", "z", "(1.5", "+inf", "LIMIT", "0", "1"),
     ("ZRANGEBYSCORE", "z", "x", "1"), ("ZRANGEBYSCORE", "z", "5", "1"),

@@ -324,7 +324,7 @@ static void zrange_generic(struct conn *c, struct arg *a, size_t argc, int by, b
             return out_syntax(c);
         }
     }
-    if (limit && by == BY_RANK)
+    if (limit && count != -1 && by == BY_RANK) /* (a count of -1, "no limit", is let through) */
         return out_err(c, "ERR syntax error, LIMIT is only supported in combination with "
                           "either BYSCORE or BYLEX");
     if (scores && by == BY_LEX)
