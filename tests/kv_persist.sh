@@ -375,7 +375,18 @@ for mech in uffd-thread posix; do
 for i in range(50000):
     print(f"SET k{i} {str(i) * 100}")' | cli --pipe >"$dir/bi.pipe" 2>&1
     expect OK SET marker before
-    printf 'BGSAVE\r\nFLUSHALL\r\nSET marker after\r\nSET later 1\r\n' | cli >"$dir/bi.out"
+    python3 - "$port" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", port))
+a.sendall(b"BGSAVE\r\n")
+assert a.recv(100).startswith(b"+Background saving started")
+a.sendall(b"FLUSHALL\r\nSET marker after\r\nSET later 1\r\n")
+got = b""
+while got.count(b"\r\n") < 3:
+    got += a.recv(100)
+assert got == b"+OK\r\n+OK\r\n+OK\r\n", got
+PY
     wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
     [[ $(info_field rdb_last_bgsave_status) == ok ]] || { echo "the BGSAVE failed"; exit 1; }
     expect after GET marker
@@ -384,6 +395,20 @@ for i in range(50000):
     expect before GET marker
     expect "" GET later
     expect 50001 DBSIZE
+    # a client that sends a write while it waits and closes at once: its
+    # write is done all the same (after the instant)
+    python3 - "$port" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+a = socket.create_connection(("127.0.0.1", port))
+a.sendall(b"BGSAVE\r\n")
+assert a.recv(100).startswith(b"+Background saving started")
+b = socket.create_connection(("127.0.0.1", port))
+b.sendall(b"SET fire 1\r\n")
+b.close()
+PY
+    wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+    wait_until 5 '[[ $(cli GET fire) == 1 ]]'
     kv_kill
 done
 echo "BGSAVE's image holds the data as at BGSAVE, not the writes after it: ok"

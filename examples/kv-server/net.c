@@ -70,7 +70,10 @@ static void set_events(struct conn *c)
     if (c->fd < 0) return;
     size_t unsent = conn_unsent(c);
     uint32_t ev = 0;
-    if ((!c->pending && !c->closing && unsent < OUT_SOFT) || c->linger_until) ev |= EPOLLIN;
+    /* (a held client is not read: its end, once it has sent its last
+     * command and closed, is seen after that command has run) */
+    if ((!c->pending && !c->closing && !c->held && unsent < OUT_SOFT) || c->linger_until)
+        ev |= EPOLLIN;
     if (unsent) ev |= EPOLLOUT;
     if (ev == c->events) return;
     struct epoll_event e = {.events = ev, .data.ptr = c};
