@@ -85,6 +85,20 @@ static void set_generic(struct conn *c, const struct arg *key, const struct arg 
     free(old);
 }
 
+/* The flag of the expiry option o names (EX, PX, EXAT, PXAT), 0 if it
+ * names none or the options so far (ttl: their flags) exclude it: SET's
+ * and GETEX's. */
+static int expiry_option(const struct arg *o, int ttl)
+{
+    static const struct {
+        const char *name;
+        int flag;
+    } opts[] = {{"EX", SET_EX}, {"PX", SET_PX}, {"EXAT", SET_EXAT}, {"PXAT", SET_PXAT}};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (arg_is(o, opts[i].name)) return ttl & ~opts[i].flag ? 0 : opts[i].flag;
+    return 0;
+}
+
 void cmd_set(struct conn *c, struct arg *a, size_t argc)
 {
     int flags = 0;
@@ -101,14 +115,8 @@ void cmd_set(struct conn *c, struct arg *a, size_t argc)
             flags |= SET_GET;
         } else if (arg_is(o, "KEEPTTL") && !(ttl & ~SET_KEEPTTL)) {
             flags |= SET_KEEPTTL;
-        } else if (next && ((arg_is(o, "EX") && !(ttl & ~SET_EX)) ||
-                            (arg_is(o, "PX") && !(ttl & ~SET_PX)) ||
-                            (arg_is(o, "EXAT") && !(ttl & ~SET_EXAT)) ||
-                            (arg_is(o, "PXAT") && !(ttl & ~SET_PXAT)))) {
-            flags |= arg_is(o, "EX")     ? SET_EX
-                     : arg_is(o, "PX")   ? SET_PX
-                     : arg_is(o, "EXAT") ? SET_EXAT
-                                         : SET_PXAT;
+        } else if (next && expiry_option(o, ttl)) {
+            flags |= expiry_option(o, ttl);
             exp = &a[++j];
         } else {
             return out_syntax(c);
@@ -169,15 +177,8 @@ void cmd_getex(struct conn *c, struct arg *a, size_t argc)
         int ttl = flags & (SET_EX | SET_PX | SET_EXAT | SET_PXAT);
         if (arg_is(o, "PERSIST") && !ttl) {
             persist = true;
-        } else if (next && !persist &&
-                   ((arg_is(o, "EX") && !(ttl & ~SET_EX)) ||
-                    (arg_is(o, "PX") && !(ttl & ~SET_PX)) ||
-                    (arg_is(o, "EXAT") && !(ttl & ~SET_EXAT)) ||
-                    (arg_is(o, "PXAT") && !(ttl & ~SET_PXAT)))) {
-            flags |= arg_is(o, "EX")     ? SET_EX
-                     : arg_is(o, "PX")   ? SET_PX
-                     : arg_is(o, "EXAT") ? SET_EXAT
-                                         : SET_PXAT;
+        } else if (next && !persist && expiry_option(o, ttl)) {
+            flags |= expiry_option(o, ttl);
             exp = &a[++j];
         } else {
             return out_syntax(c);
