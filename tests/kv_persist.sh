@@ -410,6 +410,53 @@ PY
     wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
     wait_until 5 '[[ $(cli GET fire) == 1 ]]'
     kv_kill
+    # while the instant is still to come (--instant-hold keeps it back),
+    # BGSAVE's client waits for its reply and its next command, and every
+    # other client is served: its writes are before the instant, in the image
+    rm -f "$dir/bi-$mech/go"
+    kv_start "bi3-$mech" --dir "$dir/bi-$mech" --mechanism "$mech" --memory 256m \
+        --instant-hold "$dir/bi-$mech/go"
+    python3 - "$port" "$dir/bi-$mech/go" <<'PY'
+import socket, sys, time
+port, go = int(sys.argv[1]), sys.argv[2]
+a = socket.create_connection(("127.0.0.1", port))
+a.sendall(b"BGSAVE\r\nSET marker after2\r\n")
+b = socket.create_connection(("127.0.0.1", port))
+def ask(cmd):  # one reply: a status line, or a bulk string's data
+    b.sendall(cmd)
+    got = b""
+    while b"\r\n" not in got:
+        got += b.recv(65536)
+    if not got.startswith(b"$"):
+        return got
+    n = int(got[1:got.index(b"\r\n")])
+    while len(got) < got.index(b"\r\n") + 2 + n + 2:
+        got += b.recv(65536)
+    return got
+for i in range(20):
+    assert ask(b"SET other%d x\r\n" % i) == b"+OK\r\n"
+assert ask(b"GET marker\r\n") == b"$6\r\nbefore\r\n"
+assert b"rdb_bgsave_in_progress:1" in ask(b"INFO persistence\r\n")
+a.setblocking(False)
+try:
+    early = a.recv(100)
+except BlockingIOError:
+    early = b""
+assert early == b"", early  # no reply before the instant
+a.setblocking(True)
+open(go, "w").close()
+got = b""
+while got.count(b"\r\n") < 2:
+    got += a.recv(100)
+assert got == b"+Background saving started\r\n+OK\r\n", got
+PY
+    wait_until 60 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+    [[ $(info_field rdb_last_bgsave_status) == ok ]] || { echo "the held BGSAVE failed"; exit 1; }
+    kv_kill
+    kv_start "bi4-$mech" --dir "$dir/bi-$mech" --mechanism "$mech" --memory 256m
+    expect before GET marker
+    expect x GET other19
+    kv_kill
 done
 echo "BGSAVE's image holds the data as at BGSAVE, not the writes after it: ok"
 

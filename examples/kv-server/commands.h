@@ -50,12 +50,6 @@ struct command {
     const struct command *subs; /* a container's (CLIENT, CONFIG) subcommands, NULL-named last */
 };
 
-/* Whether the command must wait before it runs: a write (EXEC included,
- * not a command queued in MULTI) while a background save's snapshot
- * instant is still to be taken, so that the image holds the data as they
- * were at BGSAVE, as Redis's fork does, and none of what came after. */
-bool commands_must_wait(const struct conn *c, const struct arg *a, size_t argc);
-
 /* ---- commands_table.c */
 void commands_init(void); /* at start: sorts the table */
 void commands_execute(struct conn *c, struct arg *a, size_t argc);

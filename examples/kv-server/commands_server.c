@@ -67,6 +67,7 @@ void cmd_bgsave(struct conn *c, struct arg *a, size_t argc)
     }
     if (persist.bgsave) return out_err(c, "ERR Background save already in progress");
     if (persist_start_bgsave() < 0) return out_err(c, "ERR %s", persist.save_error);
+    if (persist.instant_pending) return net_hold(c); /* the reply at the instant */
     out_str(c, "+Background saving started\r\n");
 }
 

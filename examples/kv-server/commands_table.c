@@ -291,15 +291,6 @@ static bool arity_ok(const struct command *cmd, size_t argc)
 /* As Redis's processCommand: a command refused (unknown, its arity, not
  * allowed in MULTI, no memory) while a client is in MULTI makes its EXEC
  * fail; EXEC's own arity error ends the transaction there. */
-bool commands_must_wait(const struct conn *c, const struct arg *a, size_t argc)
-{
-    if (!persist.instant_pending || !argc) return false;
-    const struct command *cmd = lookup_command(&a[0]);
-    if (!cmd) return false;
-    if (cmd->fn == cmd_exec) return true;
-    return !c->in_multi && (cmd->flags & CMD_WRITE);
-}
-
 void commands_execute(struct conn *c, struct arg *a, size_t argc)
 {
     server.total_commands++;

@@ -64,6 +64,8 @@
  *   then a full image is saved once they outweigh it).  --compact-delay MS makes a compaction wait
  * that long before it renames its image, for tests (as Redis's rdb-key-save-delay slows its saves);
  * --compact-hold FILE makes it wait there until FILE exists (at most 10 minutes).
+ * --instant-hold FILE, for tests: a BGSAVE's snapshot instant is not taken
+ *   until FILE exists (the server serves meanwhile).
  * --compress yes compresses pages with LZ4.
  * - LASTSAVE (INFO rdb_last_save_time) is the time the last successful save
  *   completed; at start, the start time.  rdb_changes_since_last_save counts
@@ -245,6 +247,10 @@ int main(int argc, char **argv)
             if (!*v || strlen(v) >= sizeof persist.compact_hold)
                 return usage("--compact-hold takes a file name");
             snprintf(persist.compact_hold, sizeof persist.compact_hold, "%s", v);
+        } else if (!strcmp(o, "--instant-hold")) {
+            if (!*v || strlen(v) >= sizeof persist.instant_hold)
+                return usage("--instant-hold takes a file name");
+            snprintf(persist.instant_hold, sizeof persist.instant_hold, "%s", v);
         } else if (!strcmp(o, "--mechanism")) {
             server.mech = tk_ckpt_mech_parse(v);
             if (server.mech == TK_CKPT_COUNT_) return usage("unknown --mechanism");

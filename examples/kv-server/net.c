@@ -237,17 +237,6 @@ static void run_commands(struct conn *c)
             break;
         }
         if (r == PARSE_ERROR) break;
-        if (argc && commands_must_wait(c, argv, argc)) {
-            /* left in the input, parsed again once the instant is taken */
-            c->scan = c->cmd_start;
-            c->argc = 0;
-            if (!c->held) {
-                c->held = true;
-                c->held_next = net.held;
-                net.held = c;
-            }
-            break;
-        }
         if (argc) commands_execute(c, argv, argc);
         if (c->argc > 4096) { /* a very long command's argument list: give it back */
             free(c->args);
@@ -256,17 +245,32 @@ static void run_commands(struct conn *c)
         }
         c->argc = 0;
         ran++;
+        if (c->held) break; /* BGSAVE: the rest after its instant */
     }
     if (c->mb_left == 0 && c->scan == c->in_len) c->scan = c->in_len = c->cmd_start = 0;
 }
 
-void net_release_held(void)
+void net_hold(struct conn *c)
+{
+    if (c->held) return;
+    c->held = true;
+    c->held_next = net.held;
+    net.held = c;
+}
+
+void net_release_held(int err)
 {
     while (net.held) {
         struct conn *c = net.held;
         net.held = c->held_next;
         c->held = false;
-        if (c->fd >= 0) set_pending(c);
+        if (c->fd < 0) continue;
+        if (err)
+            out_err(c, "ERR %s", persist.save_error[0] ? persist.save_error : strerror(-err));
+        else
+            out_str(c, "+Background saving started\r\n");
+        set_pending(c);
+        set_events(c); /* (the reply to send; read again) */
     }
 }
 

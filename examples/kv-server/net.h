@@ -26,7 +26,7 @@ struct conn {
     struct conn *prev, *next; /* every open connection */
     struct conn *pend_next;   /* on the list of clients with input to run */
     bool pending;
-    bool held;              /* its next command writes and waits for a save's instant */
+    bool held;              /* it sent BGSAVE: it waits for the save's instant (not read) */
     struct conn *held_next; /* on the list of such clients */
     int fd;
     uint32_t events; /* registered with epoll */
@@ -80,9 +80,15 @@ struct net_state {
 /* Start-up: maxclients from RLIMIT_NOFILE, and the spare descriptor. */
 void net_init_limits(void);
 
-/* The clients whose next command waited for a background save's snapshot
- * instant (commands_must_wait) run again: called once it is taken. */
-void net_release_held(void);
+/* The client that sent BGSAVE waits for the snapshot instant: its reply
+ * and its next commands come after it (net_release_held). */
+void net_hold(struct conn *c);
+
+/* The clients waiting for a background save's snapshot instant get
+ * BGSAVE's reply - started, or the error that ended the save before its
+ * instant (err < 0, message in persist.save_error) - and run again: called
+ * once it is taken or the save is over. */
+void net_release_held(int err);
 
 extern struct net_state net;
 

@@ -555,20 +555,27 @@ void persist_poll_bgsave(void)
         if (atomic_load(&commit.done)) join_commit();
         return;
     }
-    if (persist.instant_pending) {
+    if (persist.instant_pending &&
+        !(persist.instant_hold[0] && access(persist.instant_hold, F_OK) != 0)) {
         /* between two commands: the instant may be taken here, and every
          * write made so far is before it */
         persist.changes_at_save = server.changes;
-        if (tk_ckpt_instant(persist.ckpt) != 0) {
+        int r = tk_ckpt_instant(persist.ckpt);
+        if (r < 0) snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
+        if (r != 0) {
             persist.instant_pending = false;
-            net_release_held(); /* the writes that waited for it */
+            net_release_held(r < 0 ? r : 0); /* BGSAVE's client: its reply */
         }
     }
     tk_ckpt_stats st;
     if (tk_ckpt_poll(persist.ckpt, &st) == 1) return;
+    bool held = persist.instant_pending; /* (the save ended before its instant) */
     persist.instant_pending = false;
-    net_release_held();
     int err = tk_ckpt_wait(persist.ckpt, &st);
+    if (held) {
+        if (err) snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
+        net_release_held(err);
+    }
     commit.err = err;
     commit.fd = persist.save_fd;
     commit.st = st;
@@ -590,13 +597,15 @@ void persist_poll_bgsave(void)
 
 /* Starts a background save.  tk_ckpt_start returns at once
  * (TK_CKPT_ASYNC_START): the checkpointer's thread protects the data set
- * in steps while commands that only read go on, and the event loop takes
- * the snapshot instant a few milliseconds later (TK_CKPT_CALLER_INSTANT,
- * persist_poll_bgsave): a short pause, not the whole protection.  A write
- * command meanwhile waits for the instant (commands_must_wait), so the
- * image holds the data as they were at BGSAVE - what a program that saves
- * and then changes or empties the store counts on, as with Redis's fork -
- * and nothing written after it.  fork's instant is the fork, here. */
+ * in steps while commands go on, and the event loop takes the snapshot
+ * instant between two commands once that is done (TK_CKPT_CALLER_INSTANT,
+ * persist_poll_bgsave): a short pause, not the whole protection.  The
+ * client that sent BGSAVE gets its reply only at the instant, and its next
+ * commands run after it (net_hold), so the image holds nothing it wrote
+ * after BGSAVE replied - what a program that saves and then changes or
+ * empties the store counts on, as with Redis's fork.  Other clients'
+ * writes meanwhile are before the instant, as if they had come before
+ * BGSAVE.  fork's instant is the fork, here. */
 int persist_start_bgsave(void)
 {
     persist.last_bgsave_try = time(NULL);
@@ -656,10 +665,11 @@ static void finish_bgsave(void)
     if (!persist.bgsave) return;
     if (!atomic_load(&commit.live)) {
         tk_ckpt_stats fin;
-        if (persist.instant_pending) persist.changes_at_save = server.changes; /* wait cuts */
+        bool held = persist.instant_pending;
+        if (held) persist.changes_at_save = server.changes; /* wait cuts */
         persist.instant_pending = false;
-        net_release_held();
         int err = tk_ckpt_wait(persist.ckpt, &fin);
+        if (held) net_release_held(err);
         commit_bgsave(err, &fin);
         return;
     }

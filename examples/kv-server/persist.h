@@ -51,6 +51,7 @@ struct persist_state {
     uint64_t compact_min_size;       /* --compact-min-size: P% counts from this many bytes on */
     long compact_delay_ms;           /* --compact-delay MS (tests): before the rename */
     char compact_hold[PATH_MAX];     /* --compact-hold FILE (tests): ... until FILE exists */
+    char instant_hold[PATH_MAX];     /* --instant-hold FILE (tests): no BGSAVE instant until then */
     char compact_path[PATH_MAX];     /* DIR/NAME.tmp-compact */
     const char *last_compact_status; /* "ok" or "err" */
     long last_compact_ms;            /* how long the last compaction took; -1: none yet */
