@@ -14,7 +14,9 @@
  *    error function a waiting reader's page aborts the process with a
  *    message;
  *  - a stack grown past 300 pages by pushes and popped back, trimmed and
- *    grown again; two threads growing one stack at once;
+ *    grown again; two threads growing one stack at once; children of
+ *    fork() made while another thread grows and trims a stack grow it
+ *    further (never wait for the parent's thread, new pages read zeros);
  *  - a callback that faults on another structure (it grows a lazy stack)
  *    on the array's helper thread;
  *  - cells filled by 2 producer threads while 4 consumers read them with
@@ -26,9 +28,11 @@
  *  - faults that are not the structures' (elsewhere, above the stack's
  *    guard, a byte past a full stack's reservation, a store to a cell, an
  *    array page not computed in a child of fork(), which has no thread to
- *    compute it, a load of a cell empty at the fork in a child, where put
- *    and take are refused, an AVX load of a 64-byte cell, which trapkit
- *    does not emulate) kill a forked child with SIGSEGV;
+ *    compute it, or one the program dropped before the fork, a load of a
+ *    cell empty at the fork in a child, where put and take are refused,
+ *    an AVX load of a 64-byte cell, which trapkit does not emulate, a jump
+ *    into a stack, an array or a full cell) kill a forked child with
+ *    SIGSEGV;
  *  - every structure destroyed while idle. */
 #include <pthread.h>
 #include <sched.h>
@@ -359,6 +363,62 @@ static void test_stack_race(void)
     }
 }
 
+/* fork() while another thread grows the stack and trims it back (the only
+ * thread using it): the fork may land while that thread opens a guard page
+ * or trims, which the child has no thread to finish.  Each child grows the
+ * stack 8 pages further from where it finds it; every new page reads as
+ * zeros.  (A child that waited for the parent's thread would never exit:
+ * the alarm makes that a death by SIGALRM.) */
+static tk_lazy_stack *fork_stack;
+static atomic_int fork_stop;
+
+static void *grow_and_trim(void *arg)
+{
+    (void)arg;
+    volatile char *b = tk_lazy_stack_base(fork_stack);
+    while (!atomic_load(&fork_stop)) {
+        for (size_t i = 0; i < 64; i++) b[i * PS] = 1;
+        CHECK_OK(tk_lazy_stack_trim(fork_stack, 0));
+    }
+    return NULL;
+}
+
+static void test_stack_fork(void)
+{
+    tk_lazy_stack_config cfg = {.max_size = 1024 * PS, .mech = mech};
+    CHECK_OK(tk_lazy_stack_create(&cfg, &fork_stack));
+    atomic_store(&fork_stop, 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, grow_and_trim, NULL) == 0);
+    fflush(NULL);
+    for (int k = 0; k < 200; k++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            alarm(60);
+            volatile char *b = tk_lazy_stack_base(fork_stack);
+            size_t top = tk_lazy_stack_pages(fork_stack);
+            if (top > 64) _exit(3);
+            for (size_t i = 0; i + 1 < top; i++) /* (the last one's store may be under way) */
+                if (b[i * PS] != 1) _exit(4);
+            for (size_t i = top; i < top + 8; i++) {
+                if (b[i * PS] != 0) _exit(5);
+                b[i * PS] = 2;
+            }
+            _exit(tk_lazy_stack_pages(fork_stack) == top + 8 ? 0 : 6);
+        }
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "fork %d: child status 0x%x\n", k, st);
+            exit(1);
+        }
+    }
+    atomic_store(&fork_stop, 1);
+    pthread_join(t, NULL);
+    CHECK_OK(tk_lazy_stack_destroy(fork_stack));
+}
+
 /* A callback that faults on another structure (it grows a lazy stack):
  * the array's helper thread takes the fault like any thread. */
 static tk_lazy_stack *cb_stack;
@@ -657,6 +717,38 @@ static void dies_of_segv(int what)
             if (tk_lazy_cell_put(c, 0, v, sizeof v)) _exit(4);
             if (*(volatile uint64_t *)tk_lazy_cell_addr(c, 0) != 1) _exit(5); /* plain: emulated */
             __asm__ volatile("vmovdqu (%0), %%ymm0" ::"r"(tk_lazy_cell_addr(c, 0)) : "xmm0");
+        } else if (what == 7 || what == 8 || what == 9) {
+            /* a jump into a stack's page, a computed array page or a full
+             * cell: none is executable, whatever it holds */
+            alarm(60);
+            void *at;
+            if (what == 7) {
+                tk_lazy_stack *s;
+                tk_lazy_stack_config cfg = {.max_size = 1u << 20, .mech = mech};
+                if (tk_lazy_stack_create(&cfg, &s)) _exit(3);
+                at = tk_lazy_stack_base(s);
+                *(volatile unsigned char *)at = 0xc3; /* ret */
+            } else if (what == 8) {
+                at = tk_lazy_array_base(arr);
+                if (*(const volatile uint64_t *)at != word_of(0, 0)) _exit(4);
+            } else {
+                tk_lazy_cells *c;
+                tk_lazy_cells_config cfg = {.ncells = 4, .mech = mech};
+                if (tk_lazy_cells_create(&cfg, &c)) _exit(3);
+                unsigned char ret = 0xc3;
+                if (tk_lazy_cell_put(c, 2, &ret, 1)) _exit(4);
+                at = tk_lazy_cell_addr(c, 2);
+            }
+            ((void (*)(void))at)();
+            _exit(5);
+        } else if (what == 10) {
+            /* a page computed, then dropped by the program before the fork
+             * (the parent would compute it again): never zeros in the
+             * child - the right value (a region-backed array's memory is
+             * shared with the child) or passed on */
+            const volatile uint64_t *b = tk_lazy_array_base(arr);
+            if (b[2 * PS / 8 + 1] != word_of(2, 1)) _exit(4);
+            (void)b[5 * PS / 8]; /* not computed */
         } else if (what == 5) {
             /* cells in a child of fork(): the memory is the parent's too, so
              * put and take are refused; a full cell reads; a load of an
@@ -715,6 +807,7 @@ int main(int argc, char **argv)
     test_errors();
     test_stack();
     test_stack_race();
+    test_stack_fork();
     test_callback_faults();
     test_cells();
     test_same_cell();
@@ -739,6 +832,11 @@ int main(int argc, char **argv)
     CHECK(((volatile uint64_t *)tk_lazy_array_base(arr))[1] == word_of(0, 1));
     dies_of_segv(3);
     CHECK(((volatile uint64_t *)tk_lazy_array_base(arr))[3 * PS / 8] == word_of(3, 0));
+    for (int what = 7; what <= 9; what++) dies_of_segv(what);
+    CHECK(((volatile uint64_t *)tk_lazy_array_base(arr))[2 * PS / 8 + 1] == word_of(2, 1));
+    CHECK(madvise((char *)tk_lazy_array_base(arr) + 2 * PS, PS, MADV_DONTNEED) == 0);
+    dies_of_segv(10);
+    CHECK(((volatile uint64_t *)tk_lazy_array_base(arr))[2 * PS / 8 + 1] == word_of(2, 1));
     CHECK_OK(tk_lazy_array_destroy(arr));
     printf("lazy_basic %s: ok\n", name);
     return 0;

@@ -60,7 +60,8 @@
  * a page at a time.  A touch further up than the guard, or past the
  * reservation (a page after it is kept no-access for that), is not the
  * stack's (it is passed on: the program dies of SIGSEGV, as on an
- * overflowed thread stack).  tk_lazy_stack_trim() gives
+ * overflowed thread stack), and so is a jump into it (an instruction
+ * fetch: the memory is never executable).  tk_lazy_stack_trim() gives
  * the pages above a point back to the kernel and puts the guard back.
  *
  * Cells (full/empty bits, futures).  An array of ncells cells of cell_size
@@ -74,7 +75,8 @@
  * until it is full, copies its value out and empties it.  A future is a
  * cell put once.  No producer code runs in a signal handler: put and take
  * are ordinary calls.  Writing a cell with a store is not allowed (the
- * store faults and is passed on: SIGSEGV).  cell_size is a power of two:
+ * store faults and is passed on: SIGSEGV), nor is a jump into a cell or
+ * into an array (passed on too).  cell_size is a power of two:
  * from 64 bytes (sub-pages, mechanism posix only; needs TK_FAST_SUBPAGE on,
  * since without the emulation trapkit opens a hardware page while it
  * single-steps a load, and another thread could then read an empty cell as
@@ -102,7 +104,9 @@
  * threads: in the child a touch of an array page not computed yet is passed
  * on (SIGSEGV; for an uffd-missing array, whose child copy the kernel does
  * not register with the userfaultfd, trapkit makes those pages inaccessible
- * in the child so that they never read as zeros), and tk_lazy_array_fill
+ * in the child so that they never read as zeros, and so the hardware pages
+ * of computed pages the program dropped (MADV_DONTNEED) before the fork,
+ * which the parent would compute again), and tk_lazy_array_fill
  * and _retry fail with -ECHILD.  A region-backed array's memory is a memfd
  * shared with the child (MAP2): pages the parent computes later change in
  * the child too, but stay inaccessible there.

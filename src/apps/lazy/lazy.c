@@ -168,7 +168,8 @@ static void reg_lock_drop(void)
 }
 
 static tk_lazy_array *reg_head;
-static tk_lazy_cells *reg_cells; /* the live cells, on the same lock */
+static tk_lazy_cells *reg_cells;  /* the live cells, on the same lock */
+static tk_lazy_stack *reg_stacks; /* the live stacks, on the same lock */
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void)
@@ -181,25 +182,61 @@ static void fork_parent(void)
 }
 
 static void cells_orphan(void);
+static void stacks_after_fork(void);
+
+/* In a child of fork(): makes inaccessible the hardware pages of computed
+ * pages [i, j) of an uffd-missing array that hold no data - pages the
+ * program dropped (MADV_DONTNEED) since they were computed, which the
+ * parent would compute again on their next touch but which would read as
+ * zeros here.  /proc/self/pagemap tells (bit 63 present, bit 62 swapped
+ * out: mincore() would take a swapped page for a dropped one); pm is the
+ * child's own (a descriptor the parent opened reads the parent's). */
+static void close_dropped(const tk_lazy_array *a, int pm, size_t i, size_t j)
+{
+    size_t hw = hw_page();
+    uintptr_t lo = (uintptr_t)(a->base + i * a->ps), hi = (uintptr_t)(a->base + j * a->ps);
+    uint64_t e[512];
+    for (uintptr_t at = lo; at < hi;) {
+        size_t n = (hi - at) / hw < 512 ? (hi - at) / hw : 512;
+        if (pread(pm, e, n * sizeof e[0], (off_t)(at / hw * sizeof e[0])) !=
+            (ssize_t)(n * sizeof e[0]))
+            return; /* (not known: left as it is) */
+        for (size_t k = 0; k < n;) {
+            if (e[k] >> 62 & 3) {
+                k++;
+                continue;
+            }
+            size_t m = k + 1;
+            while (m < n && !(e[m] >> 62 & 3)) m++;
+            mprotect((void *)(at + k * hw), (m - k) * hw, PROT_NONE);
+            k = m;
+        }
+        at += n * hw;
+    }
+}
 
 static void fork_child(void)
 {
     cells_orphan();
+    stacks_after_fork();
+    int pm = -1;
     for (tk_lazy_array *a = reg_head; a; a = a->next) {
         atomic_store(&a->orphan, true);
         a->have_thread = false; /* not the child's to join */
         if (!a->missing) continue;
+        if (pm < 0) pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
         for (size_t i = 0; i < a->npages;) {
-            if (atomic_load(&a->state[i]) == P_DONE) {
-                i++;
-                continue;
-            }
             size_t j = i + 1;
-            while (j < a->npages && atomic_load(&a->state[j]) != P_DONE) j++;
-            mprotect(a->base + i * a->ps, (j - i) * a->ps, PROT_NONE);
+            bool done = atomic_load(&a->state[i]) == P_DONE;
+            while (j < a->npages && (atomic_load(&a->state[j]) == P_DONE) == done) j++;
+            if (!done)
+                mprotect(a->base + i * a->ps, (j - i) * a->ps, PROT_NONE);
+            else if (pm >= 0)
+                close_dropped(a, pm, i, j);
             i = j;
         }
     }
+    if (pm >= 0) close(pm);
     reg_lock_drop();
 }
 
@@ -385,6 +422,12 @@ static tk_action array_fault(const tk_fault *f, void *arg)
     tk_lazy_array *a = arg;
     size_t i = ((uintptr_t)f->page - (uintptr_t)a->base) / a->ps;
     if (i >= a->npages) return TK_DECLINE;
+    if (f->access == TK_ACCESS_EXEC) {
+        /* a jump into the array: a computed page is not executable either,
+         * and the retry would fault for ever */
+        say("lazy array: an instruction fetch from page ", i, "; passed on");
+        return TK_DECLINE;
+    }
     atomic_int *st = &a->state[i];
     if (atomic_load(&a->orphan) && atomic_load(st) != P_DONE) {
         say("lazy array: page ", i,
@@ -666,9 +709,33 @@ struct tk_lazy_stack {
     tk_region *region;
     unsigned char *base;
     size_t max, npages;
-    atomic_size_t top;  /* pages open; page `top` is the guard */
-    atomic_int opening; /* a thread is opening the guard (top moves next) */
+    atomic_size_t top;   /* pages open; page `top` is the guard */
+    atomic_int opening;  /* a thread is opening the guard (top moves next) */
+    tk_lazy_stack *next; /* the registry (reg_stacks) */
 };
+
+/* fork_child's part for the stacks (the registry's lock is held).  The
+ * fork may have come while a thread of the parent opened a guard (holding
+ * `opening`, the page opened or not, top not moved yet) or trimmed the
+ * stack (pages made no-access, top not moved back yet).  That thread is
+ * not in the child: without this, the child's first touch of the guard
+ * would wait for it for ever, or a touch of a page below a stale top would
+ * fault for ever.  So top is found again from the pages' protections (the
+ * region's page states, which a fork copies whole), and pages a trim had
+ * closed but not yet dropped are dropped (a guard opens on zeros). */
+static void stacks_after_fork(void)
+{
+    size_t hw = hw_page();
+    for (tk_lazy_stack *s = reg_stacks; s; s = s->next) {
+        size_t was = atomic_load(&s->top), top = was;
+        while (top > 0 && tk_protection(s->region, s->base + (top - 1) * hw) == TK_PROT_NONE) top--;
+        if (top < was) madvise(s->base + top * hw, (was - top) * hw, MADV_DONTNEED);
+        while (top < s->npages && tk_protection(s->region, s->base + top * hw) != TK_PROT_NONE)
+            top++;
+        atomic_store(&s->top, top);
+        atomic_store(&s->opening, 0);
+    }
+}
 
 /* A fault in the stack's reservation: the guard opens, a page below it was
  * opened meanwhile, anything above is passed on.  Runs in the faulting
@@ -686,6 +753,13 @@ static tk_action stack_fault(const tk_fault *f, void *arg)
 {
     tk_lazy_stack *s = arg;
     size_t p = ((uintptr_t)f->page - (uintptr_t)s->base) / hw_page();
+    if (f->access == TK_ACCESS_EXEC) {
+        /* a jump into the stack's memory: opening the page would not make
+         * it executable, and the retry would fault for ever */
+        say("lazy stack: an instruction fetch at byte ", (uintptr_t)f->addr - (uintptr_t)s->base,
+            "; passed on");
+        return TK_DECLINE;
+    }
     for (;;) {
         size_t top = atomic_load(&s->top);
         if (p < top) return TK_RESUME;
@@ -748,6 +822,11 @@ int tk_lazy_stack_create(const tk_lazy_stack_config *cfg, tk_lazy_stack **out)
     s->base = tk_region_base(s->region);
     s->max = max;
     s->npages = max / hw;
+    pthread_once(&reg_once, reg_init);
+    reg_lock_take();
+    s->next = reg_stacks;
+    reg_stacks = s;
+    reg_lock_drop();
     *out = s;
     return 0;
 }
@@ -755,6 +834,13 @@ int tk_lazy_stack_create(const tk_lazy_stack_config *cfg, tk_lazy_stack **out)
 int tk_lazy_stack_destroy(tk_lazy_stack *s)
 {
     if (!s) return tk__fail(-EINVAL, "tk_lazy_stack_destroy: the stack is NULL");
+    reg_lock_take();
+    for (tk_lazy_stack **p = &reg_stacks; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    reg_lock_drop();
     tk_region_destroy(s->region);
     free(s);
     return 0;
@@ -832,6 +918,12 @@ static tk_action cells_fault(const tk_fault *f, void *arg)
     if (f->access == TK_ACCESS_WRITE) {
         say("lazy cells: a store to cell ", i,
             "; cells are filled by tk_lazy_cell_put, not written: passed on");
+        return TK_DECLINE;
+    }
+    if (f->access == TK_ACCESS_EXEC) {
+        /* a full cell is readable, never executable: the retry would fault
+         * for ever */
+        say("lazy cells: an instruction fetch from cell ", i, "; passed on");
         return TK_DECLINE;
     }
     atomic_int *st = &c->state[i];
