@@ -76,6 +76,25 @@ static void expect_oob(tk_sandbox *sb, uint64_t off, int write)
     CHECK(t.pc != NULL);
 }
 
+/* A jump into the sandbox's memory, inside its size: the memory is never
+ * executable, so the call returns -EFAULT with an instruction fetch. */
+static void jump_in(tk_sandbox *sb, void *arg)
+{
+    uint8_t *p = (uint8_t *)tk_sandbox_base(sb) + *(uint64_t *)arg;
+    *p = 0xc3; /* ret, were it executable */
+    ((void (*)(void))(uintptr_t)p)();
+}
+
+static void expect_exec_fault(tk_sandbox *sb, uint64_t off)
+{
+    tk_sandbox_trap t;
+    memset(&t, 0, sizeof t);
+    CHECK(tk_sandbox_call(sb, jump_in, &off, &t) == -EFAULT);
+    CHECK(t.sandbox == sb);
+    CHECK(t.offset == off);
+    CHECK(t.access == TK_ACCESS_EXEC);
+}
+
 static void expect_ok(tk_sandbox *sb, uint64_t off)
 {
     CHECK_OK(access_at(sb, off, 1, NULL));
@@ -183,6 +202,9 @@ static void test_path(enum tk_sandbox_path path)
         expect_oob(sb, 0xffffffffu, round & 1);
         expect_oob(sb, 4 * GIB + 1000, 0);
     }
+    expect_ok(sb, 100);
+    expect_exec_fault(sb, 0);
+    expect_exec_fault(sb, 8 * KIB + 64);
     expect_ok(sb, 100);
 
     /* grow: the new bytes are there and zero, the bound moved */

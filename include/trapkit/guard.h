@@ -51,13 +51,13 @@
  * current size to the end are inaccessible.  An access beyond the size
  * made inside tk_sandbox_call() returns -EFAULT from that call, with the
  * offset, instead of killing the process: the fault handler siglongjmps to
- * the call.  Calls nest (a call inside fn of another, on the same or
- * another sandbox: the fault goes to the innermost call on that sandbox in
- * the faulting thread, unwinding the calls inside it) and any number of
- * threads may be inside calls at once, each on its own frames.  A fault
- * outside every sandbox's reservation, or in a sandbox with no call of the
- * faulting thread under way, is not trapkit's: the process dies of it as
- * without trapkit (or the handler installed before trapkit gets it).
+ * the call.  So does a jump to any offset of the reservation, inside the
+ * size too (the memory is never executable; the access is TK_ACCESS_EXEC).  Calls nest (a call
+ * inside fn of another, on the same or another sandbox: the fault goes to the innermost call on
+ * that sandbox in the faulting thread, unwinding the calls inside it) and any number of threads may
+ * be inside calls at once, each on its own frames.  A fault outside every sandbox's reservation, or
+ * in a sandbox with no call of the faulting thread under way, is not trapkit's: the process dies of
+ * it as without trapkit (or the handler installed before trapkit gets it).
  *
  * Leaving fn.  fn may leave a tk_sandbox_call or tk_arena_try by returning,
  * by an escape of trapkit's (the -EFAULT above, a failed allocation), or
@@ -322,7 +322,8 @@ int tk_sandbox_reset(tk_sandbox *sb);
 
 /* Runs fn(sb, arg) so that an out-of-bounds access to sb in it is an error
  * instead of a crash.  Returns 0 when fn returns; -EFAULT when an access
- * made by fn (in this thread) fell in sb's reservation beyond its size:
+ * made by fn (in this thread) fell in sb's reservation beyond its size,
+ * or fn jumped into the reservation (an instruction fetch, at any offset):
  * fn is abandoned at that access (by siglongjmp: fn must hold no locks or
  * resources it would free later) and *trap, if not NULL, says where.  The
  * signal mask is as it was at the faulting access.  Stores fn made before
