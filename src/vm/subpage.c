@@ -256,6 +256,10 @@ bool tk__subpage_step_done(void *uc)
 
 tk_action tk__subpage_fault(struct tk_region *r, uintptr_t addr, enum tk_access access, void *uc)
 {
+    /* a jump into the region: nothing to emulate or step (its memory is
+     * never executable); the handler sees it as in a region of whole pages */
+    if (access == TK_ACCESS_EXEC)
+        return tk__handle_fault(r, addr, TK_ACCESS_EXEC, TK_CTX_PC(uc), uc, TK_MECH_POSIX, 0);
     bool write = access == TK_ACCESS_WRITE;
     /* the instruction being single-stepped faults again (another page, or
      * its page was protected meanwhile) */
