@@ -932,8 +932,11 @@ void Core::seg_note(SegAction kind, uint64_t arg, uint64_t v1, uint64_t v2)
             return;
         }
         seg_path_.push_back(SegStep{0, u->pc, seg_fetch_outcome(u), SA_FETCH});
-        // (what fetch reads next depends on it before any outcome shows it)
-        if (u->ctl == Uop::JALR) seg_path_.push_back(SegStep{0, u->next_pc, 0, SA_TARGET});
+        // (what fetch reads next depends on it before any outcome shows it:
+        // a JALR's target, and where a system call or a trap that enters a
+        // signal handler or returns from one goes)
+        if (u->ctl == Uop::JALR || (u->ctl == Uop::NONE && u->taken))
+            seg_path_.push_back(SegStep{0, u->next_pc, 0, SA_TARGET});
     }
     seg_path_.push_back(SegStep{arg, v1, v2, kind});
     if (kind == SA_FLUSH) seg_fetched_ = seg_seq0_ + arg;         // (fetch starts again there)

@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -434,20 +435,29 @@ uint32_t rotl32(uint32_t v, uint64_t n) // n in [0, 31]
 
 } // namespace
 
-Machine::Machine() : map_bits_(SPACE / PAGE / 64), icache_(DECODE_CACHE_SIZE)
+Machine::Machine() : icache_(DECODE_CACHE_SIZE)
 {
     void *p = mmap(nullptr, SPACE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
+    // the pages' bits: zero pages of the host's until written (most stay so)
+    bits_bytes_ = SPACE / PAGE / 64 * 3 * sizeof(uint64_t);
+    void *b = mmap(nullptr, bits_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED || b == MAP_FAILED) {
         perror("tksim: reserving guest address space");
         exit(1);
     }
     base_ = static_cast<uint8_t *>(p);
+    perm_ = static_cast<uint64_t *>(b);
+    signal(SIGPIPE,
+           SIG_IGN); // (a write to a pipe no one reads: the program's SIGPIPE, not tksim's)
+    held_ = perm_ + SPACE / PAGE / 64 * 2;
 }
 
 Machine::~Machine()
 {
     for (auto &f : file_maps_) close(f.second.fd);
     munmap(base_, SPACE);
+    munmap(perm_, bits_bytes_);
 }
 
 bool Machine::map(uint64_t addr, uint64_t len)
@@ -455,18 +465,90 @@ bool Machine::map(uint64_t addr, uint64_t len)
     uint64_t lo = page_down(addr), hi = page_up(addr + len);
     if (hi > SPACE || hi < lo) return false;
     if (mprotect(base_ + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) return false;
-    for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) map_bits_[p / 64] |= 1ull << (p % 64);
+    for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) held_[p / 64] |= 1ull << (p % 64);
+    clear_prot(lo / PAGE, hi / PAGE); // (readable, writable and executable: the default)
+    if (file_maps_.empty()) {
+        for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) {
+            perm_[p / 64 * 2] |= 1ull << (p % 64);
+            perm_[p / 64 * 2 + 1] |= 1ull << (p % 64);
+        }
+    } else {
+        set_perm(lo / PAGE, hi / PAGE);
+    }
     return true;
 }
 
-void Machine::unmapped(uint64_t addr, uint64_t pc)
+int Machine::prot_of(uint64_t page) const
 {
-    throw GuestFault(pc, addr, "access to unmapped memory");
+    auto it = prot_.upper_bound(page);
+    if (it == prot_.begin()) return PROT_READ | PROT_WRITE | PROT_EXEC;
+    --it;
+    return page < it->second.first ? it->second.second : PROT_READ | PROT_WRITE | PROT_EXEC;
+}
+
+void Machine::clear_prot(uint64_t lo, uint64_t hi)
+{
+    if (prot_.empty() || hi <= lo) return;
+    // a range across lo or hi is split there; those between go (the one
+    // that started at lo too, emptied)
+    auto it = prot_.upper_bound(lo);
+    if (it != prot_.begin()) {
+        auto prev = std::prev(it);
+        auto [end, p] = prev->second;
+        if (end > lo) {
+            prev->second.first = lo;
+            if (end > hi) prot_[hi] = {end, p};
+        }
+    }
+    it = prot_.lower_bound(lo);
+    while (it != prot_.end() && it->first < hi) {
+        if (it->second.first > hi) prot_[hi] = it->second;
+        it = prot_.erase(it);
+    }
+}
+
+void Machine::set_prot(uint64_t lo, uint64_t hi, int prot)
+{
+    if (hi <= lo) return;
+    clear_prot(lo, hi);
+    if (!(prot & PROT_WRITE) || !(prot & PROT_READ)) // (write alone reads too, as on RISC-V)
+        prot_[lo] = {hi, (prot & PROT_WRITE) ? prot | PROT_READ : prot};
+    set_perm(lo, hi);
+}
+
+void Machine::set_perm(uint64_t lo, uint64_t hi)
+{
+    bool lost = false;
+    for (uint64_t p = lo; p < hi; p++) {
+        int prot = prot_of(p);
+        bool keep = !withheld(p);
+        uint64_t bit = 1ull << (p % 64);
+        uint64_t &r = perm_[p / 64 * 2], &w = perm_[p / 64 * 2 + 1];
+        bool readable = keep && (prot & (PROT_READ | PROT_WRITE | PROT_EXEC));
+        lost |= !readable && (r & bit);
+        r = readable ? r | bit : r & ~bit;
+        w = keep && (prot & PROT_WRITE) ? w | bit : w & ~bit;
+    }
+    if (lost) flush_decoded(); // (code on a page no longer readable must not run from its copy)
+}
+
+void Machine::denied(uint64_t addr, uint64_t len, uint64_t pc, bool write) const
+{
+    uint64_t p = addr / PAGE;
+    if (addr < SPACE && addr + len <= SPACE && allows(p, write)) p = (addr + len - 1) / PAGE;
+    if (addr >= SPACE || addr + len > SPACE || !held(p))
+        throw GuestFault(pc, addr, "access to unmapped memory", SIGSEGV, SEGV_MAPERR);
+    if (withheld(p))
+        throw GuestFault(pc, addr, "access past the end of a shared file mapping", SIGBUS,
+                         BUS_ADRERR);
+    throw GuestFault(pc, addr,
+                     write ? "write to memory not writable" : "read of memory not readable",
+                     SIGSEGV, SEGV_ACCERR);
 }
 
 void Machine::illegal(uint64_t pc, uint32_t raw)
 {
-    throw GuestFault(pc, raw, "illegal instruction");
+    throw GuestFault(pc, raw, "illegal instruction", SIGILL, ILL_ILLOPC);
 }
 
 void Machine::flush_decoded()
@@ -479,9 +561,14 @@ void Machine::flush_decoded()
 const Inst &Machine::fetch_miss(uint64_t pc)
 {
     Cached &c = icache_[(pc >> 1) & (DECODE_CACHE_SIZE - 1)];
-    if (pc >= SPACE || !mapped(pc / PAGE)) throw GuestFault(pc, pc, "fetch from unmapped memory");
+    if (pc >= SPACE || !allows(pc / PAGE, false)) {
+        bool there = pc < SPACE && held(pc / PAGE);
+        throw GuestFault(pc, pc,
+                         there ? "fetch from memory not executable" : "fetch from unmapped memory",
+                         SIGSEGV, there ? SEGV_ACCERR : SEGV_MAPERR);
+    }
     uint32_t w;
-    if (mapped((pc + 2) / PAGE))
+    if (allows((pc + 2) / PAGE, false))
         memcpy(&w, base_ + pc, 4);
     else {
         uint16_t h;
@@ -647,6 +734,11 @@ bool Machine::load(const std::string &path, const std::vector<std::string> &argv
     for (uint64_t a : aux) put(a);
     regs_[2] = sp;
     pc_ = eh.e_entry;
+    // the return from a signal handler, on a page of its own above the stack
+    map(SIGRETURN_PAGE, PAGE);
+    const uint32_t sigreturn[2] = {0x08b00893, 0x00000073}; // li a7, 139; ecall
+    memcpy(base_ + SIGRETURN_PAGE, sigreturn, sizeof sigreturn);
+    set_prot(SIGRETURN_PAGE / PAGE, SIGRETURN_PAGE / PAGE + 1, PROT_READ | PROT_EXEC);
     return true;
 }
 
@@ -663,7 +755,7 @@ void Machine::step_other(Step *s, const Inst &in)
     // LR, SC and the AMOs need their natural alignment (this machine does
     // not emulate misaligned atomics: a fault, as qemu-riscv64's SIGBUS)
     auto aligned = [&](uint64_t size) {
-        if (a & (size - 1)) throw GuestFault(pc, a, "misaligned atomic access");
+        if (a & (size - 1)) throw GuestFault(pc, a, "misaligned atomic access", SIGBUS, BUS_ADRALN);
     };
     auto amo = [&](bool d, auto f) {
         s->addr = a;
@@ -696,13 +788,22 @@ void Machine::step_other(Step *s, const Inst &in)
         flush_decoded();
         wr = false;
         break;
-    case ECALL:
-        regs_[10] =
-            syscall(regs_[17], regs_[10], regs_[11], regs_[12], regs_[13], regs_[14], regs_[15]);
+    case ECALL: {
+        uint64_t a0 = regs_[10];
+        regs_[10] = syscall(regs_[17], a0, regs_[11], regs_[12], regs_[13], regs_[14], regs_[15]);
         wr = false;
+        if (!file_maps_.empty()) check_file_sizes(); // (a file that grew or shrank)
+        // (a handler to enter, a return from one, a mask to restore, a call to restart)
+        if (redirect_ || restore_mask_ || (pending_ & ~sigmask_) ||
+            regs_[10] - static_cast<uint64_t>(-516) <= 4) { // (-ERESTART*: -516 to -512)
+            pc_ = next;
+            next = after_call(pc, a0);
+            s->taken = next != pc + in.len;
+        }
         break;
+    }
     case EBREAK:
-        throw GuestFault(pc, pc, "ebreak");
+        throw GuestFault(pc, pc, "ebreak", SIGTRAP, TRAP_BRKPT);
     case CSRRW:
     case CSRRS:
     case CSRRC:
@@ -727,7 +828,7 @@ void Machine::step_other(Step *s, const Inst &in)
             old = instret_;
             break; // cycle, time, instret: the instruction count (deterministic)
         default:
-            throw GuestFault(pc, csr, "access to an unsupported CSR");
+            throw GuestFault(pc, csr, "access to an unsupported CSR", SIGILL, ILL_ILLOPC);
         }
         uint64_t src = (in.op >= CSRRWI) ? in.rs3 : a;
         uint64_t nv = old;
@@ -746,7 +847,7 @@ void Machine::step_other(Step *s, const Inst &in)
             else if (csr == 0x003)
                 fcsr_ = static_cast<uint32_t>(nv & 0xff);
             else
-                throw GuestFault(pc, csr, "write to a read-only CSR");
+                throw GuestFault(pc, csr, "write to a read-only CSR", SIGILL, ILL_ILLOPC);
         }
         r = old;
         break;
@@ -1197,7 +1298,7 @@ void Machine::step_other(Step *s, const Inst &in)
         wr = false; // the timing model gives these their effect
         break;
     default:
-        throw GuestFault(pc, in.raw, "illegal instruction");
+        throw GuestFault(pc, in.raw, "illegal instruction", SIGILL, ILL_ILLOPC);
     }
     if (wr) set_reg(in.rd, r);
     s->next_pc = next;

@@ -16,29 +16,37 @@
 // faccessat2, readlinkat, mkdirat, unlinkat, symlinkat, renameat2,
 // ftruncate, fsync, fdatasync, pipe2, dup, dup3, fcntl, ioctl (TCGETS,
 // TCSETS*, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX), getcwd, chdir, fchdir,
-// umask; memory - brk, mmap (anonymous; private copies of files; shared
-// file mappings, the file itself mapped in place, so that reads see it as
-// it is now and writes reach it), munmap, mremap, msync, mprotect (checked,
-// not enforced), madvise; time -
-// clock_gettime, clock_getres, clock_nanosleep, nanosleep, gettimeofday,
-// setitimer, getitimer, timer_create, timer_settime, timer_gettime,
-// timer_getoverrun, timer_delete (on the clocks above: an expiry raises
-// its signal between two instructions); waiting - ppoll, pselect6 (the
-// real descriptors, waited on; with none, a sleep), rt_sigsuspend;
-// the process - getpid, getppid, gettid, getuid, geteuid, getgid, getegid,
-// prlimit64, getrlimit, setrlimit, getrandom, sysinfo, uname, sched_yield,
-// rt_sigaction, rt_sigprocmask, sigaltstack (kept: tksim runs no signal
-// handler), rt_sigpending, rt_sigtimedwait (a blocked signal raised is
-// pending until taken or unblocked), kill, tkill, tgkill (to itself) - a
-// signal raised that is not blocked or ignored ends the program as by the
-// signal, status 128 + N (with a message when the program has a handler
-// for it, and arming a timer for a signal with a handler is unsupported),
-// set_tid_address, set_robust_list and rseq
-// (-ENOSYS), futex (a single thread: nothing to wait for),
-// riscv_flush_icache, exit, exit_group.  Any other call is reported on
-// stderr once ("tksim: unsupported system call N (name)") and answered
-// -ENOSYS: glibc tries newer calls and falls back on ENOSYS, as it must on
-// older kernels.
+// umask (a write to a pipe no one reads sends the program SIGPIPE, as
+// Linux does); memory - brk, mmap (anonymous; private copies of files;
+// shared file mappings, the file itself mapped in place, so that reads see
+// it as it is now and writes reach it; a page past the file's end is
+// SIGBUS's), munmap, mremap, msync, mprotect (enforced for the program's
+// loads and stores: a load needs any of PROT_READ, PROT_WRITE and
+// PROT_EXEC, a store PROT_WRITE; instruction fetch needs what a load does,
+// and a system call's buffer the same, whichever way it goes), madvise;
+// time - clock_gettime, clock_getres, clock_nanosleep, nanosleep,
+// gettimeofday, setitimer, getitimer, timer_create, timer_settime,
+// timer_gettime, timer_getoverrun, timer_delete (on the clocks above: an
+// expiry sends its signal between two instructions); waiting - ppoll,
+// pselect6 (the real descriptors, waited on; with none, a sleep),
+// rt_sigsuspend, and read on an empty pipe or socket: a timer's signal
+// that acts before the wait ends interrupts it; the process - getpid,
+// getppid, gettid, getuid, geteuid, getgid, getegid, prlimit64, getrlimit,
+// setrlimit, getrandom, sysinfo, uname, sched_yield; signals (the delivery
+// itself in sim/signal.cpp) - rt_sigaction, rt_sigprocmask, rt_sigpending,
+// rt_sigsuspend, rt_sigtimedwait, rt_sigreturn, sigaltstack, kill, tkill,
+// tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo (to itself): a signal sent,
+// by these, a timer or a fault, is dropped when ignored, pending while
+// blocked, ends the program by its default action (status 128 + N; a
+// fault without a handler is tksim's guest fault instead, status 102), or
+// enters the program's handler, with the frame Linux builds; a wait it
+// interrupts answers -EINTR after the handler (or, with SA_RESTART, read
+// is made again), with what Linux leaves (nanosleep's time left);
+// set_tid_address, set_robust_list and rseq (-ENOSYS), futex (a single
+// thread: nothing to wait for), riscv_flush_icache, exit, exit_group.  Any
+// other call is reported on stderr once ("tksim: unsupported system call N
+// (name)") and answered -ENOSYS: glibc tries newer calls and falls back on
+// ENOSYS, as it must on older kernels.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -160,6 +168,13 @@ struct HostFd {
     HostFd &operator=(const HostFd &) = delete;
 };
 
+// A protection other than readable and writable (what tksim keeps of one:
+// the bits that matter are PROT_READ and PROT_WRITE)
+bool restricted(int prot)
+{
+    return !(prot & PROT_READ) || !(prot & PROT_WRITE);
+}
+
 bool is_regular_or_dir(int fd) // what a read-only mount refuses to write
 {
     struct stat st;
@@ -194,7 +209,16 @@ bool Machine::range_mapped(uint64_t addr, uint64_t len) const
     if (len == 0) return true;
     if (addr >= SPACE || len > SPACE - addr) return false;
     for (uint64_t p = addr / PAGE; p <= (addr + len - 1) / PAGE; p++)
-        if (!mapped(p)) return false;
+        if (!allows(p, false)) return false;
+    return true;
+}
+
+bool Machine::range_held(uint64_t addr, uint64_t len) const
+{
+    if (len == 0) return true;
+    if (addr >= SPACE || len > SPACE - addr) return false;
+    for (uint64_t p = addr / PAGE; p <= (addr + len - 1) / PAGE; p++)
+        if (!held(p)) return false;
     return true;
 }
 
@@ -204,10 +228,10 @@ uint64_t Machine::find_free(uint64_t from, uint64_t len) const
     uint64_t need = len / PAGE, run = 0, start = from / PAGE;
     for (uint64_t p = from / PAGE; p < limit / PAGE;) {
         if (run >= need) break;
-        if (p % 64 == 0 && p + 64 <= limit / PAGE && map_bits_[p / 64] == 0) {
+        if (p % 64 == 0 && p + 64 <= limit / PAGE && held_[p / 64] == 0) {
             run += 64; // a whole free word
             p += 64;
-        } else if (mapped(p)) {
+        } else if (held(p)) {
             run = 0;
             start = ++p;
         } else {
@@ -222,7 +246,7 @@ bool Machine::range_free(uint64_t addr, uint64_t len) const
 {
     if (addr >= SPACE || len > SPACE - addr) return false;
     for (uint64_t p = addr / PAGE; p < (addr + len + PAGE - 1) / PAGE; p++)
-        if (mapped(p)) return false;
+        if (held(p)) return false;
     return true;
 }
 
@@ -233,16 +257,25 @@ void Machine::unmap(uint64_t addr, uint64_t len)
     // a fresh inaccessible reservation in place: the contents go
     mmap(base_ + lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
          -1, 0);
-    for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) map_bits_[p / 64] &= ~(1ull << (p % 64));
+    for (uint64_t p = lo / PAGE; p < hi / PAGE; p++) {
+        uint64_t bit = ~(1ull << (p % 64));
+        held_[p / 64] &= bit;
+        perm_[p / 64 * 2] &= bit;
+        perm_[p / 64 * 2 + 1] &= bit;
+    }
+    clear_prot(lo / PAGE, hi / PAGE);
     if (!file_maps_.empty()) forget_file_maps(lo, hi);
     flush_decoded();
 }
 
 namespace
 {
-// A guest access to a shared file mapping past the file's end: the host's
-// SIGBUS, which on Linux is the program's (and ends it, as the program has
-// no handler tksim would run).  Installed with the first file mapping.
+// A guest access to a shared file mapping past the file's end that tksim
+// did not see coming (the file was made shorter by another process since
+// the program's last system call: the pages past its end are withheld
+// from the program at each one, check_file_sizes()): the host's SIGBUS,
+// which ends the run as the program's would by default.  Installed with
+// the first file mapping.
 uint8_t *guest_base;
 void on_sigbus(int sig, siginfo_t *si, void *)
 {
@@ -251,8 +284,10 @@ void on_sigbus(int sig, siginfo_t *si, void *)
         signal(sig, SIG_DFL); // tksim's own: the fault again, now fatal
         return;
     }
-    static const char msg[] = "tksim: the program touched a shared file mapping past the file's "
-                              "end: it ends as by SIGBUS (exit status 135)\n";
+    static const char msg[] =
+        "tksim: the program touched a shared file mapping past the file's end, the file made "
+        "shorter outside the program: tksim cannot deliver this SIGBUS; the program ends as by "
+        "SIGBUS (exit status 135)\n";
     if (write(2, msg, sizeof msg - 1) < 0) {
     }
     _exit(128 + SIGBUS);
@@ -276,8 +311,24 @@ int64_t Machine::map_file(uint64_t at, uint64_t len, int fd, uint64_t off, int h
         close(own);
         return -e;
     }
-    file_maps_[at] = FileMap{at + len, own, off, host_flags};
+    file_maps_[at] = FileMap{at + len, own, off, host_flags, at + len};
+    check_file_sizes();
     return 0;
+}
+
+void Machine::check_file_sizes()
+{
+    for (auto &[start, f] : file_maps_) {
+        struct stat st;
+        if (fstat(f.fd, &st) != 0) continue;
+        uint64_t size = static_cast<uint64_t>(st.st_size);
+        uint64_t reach = size > f.off ? (size - f.off + PAGE - 1) & ~(PAGE - 1) : 0;
+        uint64_t filled = start + std::min(reach, f.end - start);
+        if (filled == f.filled) continue;
+        uint64_t lo = std::min(filled, f.filled), hi = std::max(filled, f.filled);
+        f.filled = filled;
+        set_perm(lo / PAGE, hi / PAGE);
+    }
 }
 
 const std::pair<const uint64_t, Machine::FileMap> *Machine::file_map_at(uint64_t addr) const
@@ -299,10 +350,13 @@ void Machine::forget_file_maps(uint64_t lo, uint64_t hi)
         // what is left of it below lo and above hi stays, each piece with
         // a descriptor of its own
         bool below = start<lo, above = f.end> hi;
-        if (below) file_maps_[start] = FileMap{lo, f.fd, f.off, f.host_flags};
+        if (below)
+            file_maps_[start] = FileMap{lo, f.fd, f.off, f.host_flags, std::min(f.filled, lo)};
         if (above) {
             int fd = below ? fcntl(f.fd, F_DUPFD_CLOEXEC, 3) : f.fd;
-            it = file_maps_.emplace(hi, FileMap{f.end, fd, f.off + (hi - start), f.host_flags})
+            it = file_maps_
+                     .emplace(hi, FileMap{f.end, fd, f.off + (hi - start), f.host_flags,
+                                          std::max(f.filled, hi)})
                      .first;
             ++it;
         }
@@ -368,6 +422,7 @@ uint64_t Machine::do_mmap(uint64_t addr, uint64_t len, int prot, int flags, int 
         ssize_t got = pread(hfd, base_ + at, len, static_cast<off_t>(off)); // private: a copy
         if (got < 0) return err(errno);
     }
+    if (restricted(prot)) set_prot(at / PAGE, (at + len) / PAGE, prot);
     flush_decoded();
     return at;
 }
@@ -382,7 +437,8 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
         unmap(old + len, old_len - len);
         return old;
     }
-    if (old_len == 0 || !range_mapped(old, old_len)) return err(EFAULT);
+    if (old_len == 0 || !range_held(old, old_len)) return err(EFAULT);
+    int prot = prot_of(old / PAGE); // (the new pages' too)
     // a shared file mapping stays one: its new pages are the file's too
     const auto *fm = file_map_at(old);
     bool file = fm && old + old_len <= fm->second.end;
@@ -402,6 +458,7 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
                 return neg(e);
             }
         }
+        if (restricted(prot)) set_prot((old + old_len) / PAGE, (old + len) / PAGE, prot);
         flush_decoded();
         return old;
     } else if (!(flags & MREMAP_MAYMOVE)) {
@@ -424,6 +481,7 @@ uint64_t Machine::do_mremap(uint64_t old, uint64_t old_len, uint64_t len, int fl
         memcpy(base_ + at, base_ + old, std::min(len, old_len));
     }
     unmap(old, old_len);
+    if (restricted(prot)) set_prot(at / PAGE, (at + len) / PAGE, prot);
     return at;
 }
 
@@ -461,7 +519,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
         case 101:   // nanosleep
         case 115: { // clock_nanosleep: the clocks run on by the time asked; no waiting
             int clock = n == 101 ? 0 : static_cast<int>(a0);
-            uint64_t req = n == 101 ? a0 : a2, flags = n == 101 ? 0 : a1;
+            uint64_t req = n == 101 ? a0 : a2, flags = n == 101 ? 0 : a1, rem = n == 101 ? a1 : a3;
             if (clock != 0 && clock != 1 && clock != 2 && clock != 7 && clock != 11)
                 return err(clock >= 4 && clock <= 6 ? EOPNOTSUPP : EINVAL);
             int64_t ts[2];
@@ -472,7 +530,23 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                 uint64_t now = clock_ns(clock);
                 want = want > now ? want - now : 0;
             }
-            if (clock != 2) slept_ns_ += want; // (CPU time does not pass while asleep)
+            if (clock == 2) { // (CPU time does not pass while asleep)
+                rearm();
+                return 0;
+            }
+            // a timer's signal that acts before the end cuts the sleep short:
+            // -EINTR after its handler, with the time left
+            uint64_t t0 = slept_ns_;
+            if (wait_for_signal(want)) {
+                uint64_t left = want - (slept_ns_ - t0);
+                if (rem && !(flags & 1)) {
+                    int64_t r[2] = {static_cast<int64_t>(left / NS),
+                                    static_cast<int64_t>(left % NS)};
+                    memcpy(user(rem, 16), r, 16);
+                }
+                return err(ERESTART_RESTARTBLOCK);
+            }
+            slept_ns_ += want;
             rearm(); // (a timer that expired meanwhile acts before the next instruction)
             return 0;
         }
@@ -500,39 +574,48 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
             return 0;
         case 129:   // kill
         case 130:   // tkill
-        case 131: { // tgkill: to itself only; the program ends as by the signal
+        case 131: { // tgkill: to itself only
             uint64_t target = n == 131 ? a1 : a0, sig = n == 131 ? a2 : a1;
             if (n == 131 && a0 != PID) return err(ESRCH);
             if (target != PID && !(n == 129 && (target == 0 || static_cast<int64_t>(target) == -1)))
                 return err(ESRCH);
             if (sig > 64) return err(EINVAL);
             if (sig == 0) return 0;
-            raise(sig);
+            send(static_cast<int>(sig),
+                 siginfo(static_cast<int>(sig), n == 129 ? SI_USER : SI_TKILL,
+                         PID)); // (si_pid; si_uid 0)
             return 0;
         }
-        case 132: { // sigaltstack: kept, never used
-            uint64_t old[3] = {altstack_[0], altstack_[1], altstack_[2]};
-            if (a0) {
-                uint64_t ss[3];
-                memcpy(ss, user(a0, 24), 24);
-                if ((ss[1] & 0xffffffffu) & ~2u) return err(EINVAL);
-                if (!(ss[1] & 2) && ss[2] < 2048) return err(ENOMEM); // MINSIGSTKSZ
-                altstack_[0] = ss[0];
-                altstack_[1] = ss[1] & 0xffffffffu;
-                altstack_[2] = ss[2];
-            }
-            if (a1) memcpy(user(a1, 24), old, 24);
+        case 138:   // rt_sigqueueinfo(pid, sig, info)
+        case 240: { // rt_tgsigqueueinfo(tgid, tid, sig, info): to itself only
+            uint64_t sig = n == 138 ? a1 : a2, at = n == 138 ? a2 : a3;
+            if (a0 != PID || (n == 240 && a1 != PID)) return err(ESRCH);
+            if (sig < 1 || sig > 64) return err(EINVAL);
+            SigInfo si;
+            memcpy(si.b, user(at, sizeof si.b), sizeof si.b);
+            int32_t signo = static_cast<int32_t>(sig);
+            memcpy(si.b, &signo, 4); // (the kernel's si_signo is the call's)
+            send(signo, si);
             return 0;
         }
-        case 134: { // rt_sigaction: kept, so a program reads back what it set
+        case 132: // sigaltstack
+            return neg(set_altstack(a0, a1, regs_[2]));
+        case 134: { // rt_sigaction
             if (a3 != 8 || a0 < 1 || a0 > 64) return err(EINVAL);
             if (a1 && (a0 == 9 || a0 == 19)) return err(EINVAL); // SIGKILL, SIGSTOP
             uint64_t old[3] = {sigactions_[a0][0], sigactions_[a0][1], sigactions_[a0][2]};
-            if (a1) memcpy(sigactions_[a0], user(a1, 24), 24);
+            if (a1) {
+                memcpy(sigactions_[a0], user(a1, 24), 24);
+                int sig = static_cast<int>(a0);
+                if (ignores(sig)) { // (what is pending of it goes, as on Linux)
+                    queued_[sig].clear();
+                    pending_ &= ~(1ull << (sig - 1));
+                }
+            }
             if (a2) memcpy(user(a2, 24), old, 24);
             return 0;
         }
-        case 135: { // rt_sigprocmask
+        case 135: { // rt_sigprocmask (a signal pending and now unblocked acts at the call's end)
             if (a3 != 8) return err(EINVAL);
             uint64_t old = sigmask_;
             if (a1) {
@@ -546,15 +629,9 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                     sigmask_ = set; // SIG_SETMASK
                 else
                     return err(EINVAL);
-                sigmask_ &= ~((1ull << (9 - 1)) | (1ull << (19 - 1))); // never SIGKILL, SIGSTOP
+                sigmask_ &= ~UNBLOCKABLE;
             }
             if (a2) memcpy(user(a2, 8), &old, 8);
-            // a signal pending and now unblocked acts at once
-            for (uint64_t sig = 1; sig <= 64 && (pending_ & ~sigmask_); sig++)
-                if (pending_ & ~sigmask_ & (1ull << (sig - 1))) {
-                    pending_ &= ~(1ull << (sig - 1));
-                    raise(sig);
-                }
             return 0;
         }
         case 136: { // rt_sigpending
@@ -562,26 +639,28 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
             memcpy(user(a0, a1), &pending_, a1);
             return 0;
         }
-        case 133: { // rt_sigsuspend(mask, size): until a timer's signal ends the program
+        case 133: { // rt_sigsuspend(mask, size): until a signal acts (a timer's, the clocks run on)
             if (a1 != 8) return err(EINVAL);
             uint64_t old = sigmask_, mask;
             memcpy(&mask, user(a0, 8), 8);
-            sigmask_ = mask & ~((1ull << (9 - 1)) | (1ull << (19 - 1)));
-            for (uint64_t sig = 1; sig <= 64 && !exited_; sig++)
-                if (pending_ & ~sigmask_ & (1ull << (sig - 1))) {
-                    pending_ &= ~(1ull << (sig - 1));
-                    raise(sig);
+            sigmask_ = mask & ~UNBLOCKABLE;
+            while (!exited_ && !(pending_ & ~sigmask_))
+                if (!wait_for_signal()) {
+                    sigmask_ = old;
+                    return unsupported(n); // (nothing would end the wait)
                 }
-            bool woke = exited_ || wait_for_signal();
-            sigmask_ = old;
-            return woke ? err(EINTR) : unsupported(n);
+            // -EINTR after the handler, which runs with this mask; the old
+            // one comes back with its return
+            saved_mask_ = old;
+            restore_mask_ = true;
+            return err(ERESTARTNOHAND);
         }
-        case 137: { // rt_sigtimedwait(set, info, timeout, size): a timer's signal, the clocks run
-                    // on
+        case 137: { // rt_sigtimedwait(set, info, timeout, size): a signal of set (a timer's: the
+                    // clocks run on)
             if (a3 != 8) return err(EINVAL);
             uint64_t set;
             memcpy(&set, user(a0, 8), 8);
-            set &= ~((1ull << (9 - 1)) | (1ull << (19 - 1)));
+            set &= ~UNBLOCKABLE;
             uint64_t timeout = ~0ull;
             if (a2) {
                 int64_t ts[2];
@@ -589,18 +668,27 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                 if (ts[0] < 0 || ts[1] < 0 || ts[1] >= NS) return err(EINVAL);
                 timeout = static_cast<uint64_t>(ts[0]) * NS + static_cast<uint64_t>(ts[1]);
             }
-            // (the signals waited for count as blocked meanwhile, as on Linux)
+            // (the signals waited for count as blocked meanwhile: they are
+            // taken, not acted on; any other signal that acts ends the wait
+            // with -EINTR, as on Linux)
             uint64_t old = sigmask_;
             sigmask_ |= set;
-            uint64_t got = 0;
+            int got = 0;
+            bool interrupted = false;
+            SigInfo info;
             for (;;) {
                 if (pending_ & set) {
-                    got = static_cast<uint64_t>(__builtin_ctzll(pending_ & set)) + 1;
-                    pending_ &= ~(1ull << (got - 1));
+                    got = next_signal(pending_ & set);
+                    info = dequeue(got);
                     break;
                 }
-                // the next expiry of a wall-clock timer raising one of them
-                uint64_t wake = ~0ull;
+                if (exited_ || (pending_ & ~sigmask_)) {
+                    interrupted = true;
+                    break;
+                }
+                // the next expiry of a wall-clock timer raising one of them, or
+                // a signal that acts
+                uint64_t wake = next_wake();
                 for (const Timer &t : timers_)
                     if (t.used && t.value && t.sig && (set >> (t.sig - 1) & 1) && t.clock != 2 &&
                         t.clock != 3)
@@ -616,19 +704,16 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
                 slept_ns_ += wake;
                 if (timeout != ~0ull) timeout -= wake;
                 fire_due();
-                if (exited_) break;
             }
             sigmask_ = old;
             rearm();
-            if (!got) return exited_ ? 0 : err(EAGAIN);
-            if (a1) {
-                int32_t info[32] = {}; // siginfo_t: signo, errno, code
-                info[0] = static_cast<int32_t>(got);
-                info[2] = got == 14 || got == 26 || got == 27 ? 0x80 : -2; // SI_KERNEL, SI_TIMER
-                memcpy(user(a1, sizeof info), info, sizeof info);
-            }
-            return got;
+            if (interrupted) return exited_ ? 0 : err(EINTR);
+            if (!got) return err(EAGAIN);
+            if (a1) memcpy(user(a1, sizeof info.b), info.b, sizeof info.b);
+            return static_cast<uint64_t>(got);
         }
+        case 139: // rt_sigreturn
+            return sigreturn();
         case 102: // getitimer
         case 103: // setitimer
         case 107: // timer_create
@@ -742,7 +827,7 @@ uint64_t Machine::syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, uin
         }
         case 228: // mlock
         case 229: // munlock
-            return range_mapped(a0 & ~(PAGE - 1), a1 + (a0 & (PAGE - 1))) ? 0 : err(ENOMEM);
+            return range_held(a0 & ~(PAGE - 1), a1 + (a0 & (PAGE - 1))) ? 0 : err(ENOMEM);
         case 230: // mlockall
         case 231: // munlockall
             return 0;
@@ -798,23 +883,24 @@ uint64_t Machine::memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t 
     case 222: // mmap
         return do_mmap(a0, a1, static_cast<int>(a2), static_cast<int>(a3),
                        static_cast<int>(static_cast<int32_t>(a4)), a5);
-    case 226: { // mprotect: checked; pages stay readable, writable and executable
+    case 226: { // mprotect: a load needs PROT_READ, PROT_WRITE or PROT_EXEC, a store PROT_WRITE
         if ((a0 & (PAGE - 1)) || (a2 & ~(7ull | PROT_GROWSDOWN | PROT_GROWSUP))) return err(EINVAL);
         uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
-        if (!range_mapped(a0, len)) return err(ENOMEM);
+        if (!range_held(a0, len)) return err(ENOMEM);
         // a shared mapping of a file open read-only may not become writable
         if ((a2 & PROT_WRITE) && !file_maps_.empty() && len)
             for (uint64_t p = a0; p < a0 + len; p += PAGE) {
                 const auto *fm = file_map_at(p);
                 if (fm && fm->second.host_flags == MAP_PRIVATE) return err(EACCES);
             }
+        set_prot(a0 / PAGE, (a0 + len) / PAGE, static_cast<int>(a2 & 7));
         return 0;
     }
     case 227: { // msync(addr, len, flags): the host's, on the same pages
         if ((a0 & (PAGE - 1)) || (a2 & ~7ull) || ((a2 & MS_ASYNC) && (a2 & MS_SYNC)))
             return err(EINVAL);
         uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
-        if (!range_mapped(a0, len)) return err(ENOMEM);
+        if (!range_held(a0, len)) return err(ENOMEM);
         return len ? ret(msync(base_ + a0, len, static_cast<int>(a2))) : 0;
     }
     case 233: { // madvise: what drops pages zeroes them; the rest are hints
@@ -822,7 +908,7 @@ uint64_t Machine::memory_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t 
         bool known = a2 <= 4 || (a2 >= 8 && a2 <= 23) || a2 == 100 || a2 == 101;
         if (!known) return err(EINVAL);
         uint64_t len = (a1 + PAGE - 1) & ~(PAGE - 1);
-        if (!range_mapped(a0, len)) return err(ENOMEM);
+        if (!range_held(a0, len)) return err(ENOMEM);
         if (a2 == MADV_DONTNEED || a2 == MADV_FREE || a2 == MADV_REMOVE) {
             if (len) madvise(base_ + a0, len, MADV_DONTNEED);
         }
@@ -1079,16 +1165,15 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
             if (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= NS) return err(EINVAL);
             tp = &t;
         }
-        if (std::all_of(guest_fd.begin(), guest_fd.end(), [](int g) { return g < 0; })) {
-            uint64_t mask = sigmask_; // (pause() is ppoll with nothing to wait for)
-            if (a3) {
-                if (a4 != 8) return err(EINVAL);
-                memcpy(&mask, user(a3, 8), 8);
-            }
-            uint64_t want =
-                a2 ? static_cast<uint64_t>(t.tv_sec) * NS + static_cast<uint64_t>(t.tv_nsec) : 0;
-            return idle(n, a2, want, mask);
+        uint64_t mask = sigmask_; // (the signals blocked while it waits)
+        if (a3) {
+            if (a4 != 8) return err(EINVAL);
+            memcpy(&mask, user(a3, 8), 8);
         }
+        uint64_t want =
+            a2 ? static_cast<uint64_t>(t.tv_sec) * NS + static_cast<uint64_t>(t.tv_nsec) : 0;
+        if (std::all_of(guest_fd.begin(), guest_fd.end(), [](int g) { return g < 0; }))
+            return idle(n, a2, want, mask); // (pause() is ppoll with nothing to wait for)
         // a descriptor that is not open answers POLLNVAL at once
         int64_t nval = 0;
         for (struct pollfd &q : p)
@@ -1097,7 +1182,10 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
                 nval++;
             }
         struct timespec zero = {0, 0};
-        int64_t r = ::ppoll(p.data(), p.size(), nval ? &zero : tp, nullptr);
+        int64_t r = ::ppoll(p.data(), p.size(), &zero, nullptr);
+        if (r == 0 && !nval && (!a2 || want) && wait_interrupted(a2 ? want : ~0ull, mask))
+            return err(ERESTARTNOHAND);
+        if (r == 0 && !nval) r = ::ppoll(p.data(), p.size(), tp, nullptr);
         if (r < 0) return err(errno);
         for (size_t k = 0; k < p.size(); k++) {
             if (guest_fd[k] >= 0 && p[k].fd == -1) p[k].revents = POLLNVAL;
@@ -1148,7 +1236,11 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
         }
         uint64_t want = static_cast<uint64_t>(t.tv_sec) * NS + static_cast<uint64_t>(t.tv_nsec);
         if (p.empty()) return idle(n, a4, want, mask); // (a sleep)
-        int64_t r = ::ppoll(p.data(), p.size(), a4 ? &t : nullptr, nullptr);
+        struct timespec zero = {0, 0};
+        int64_t r = ::ppoll(p.data(), p.size(), &zero, nullptr);
+        if (r == 0 && (!a4 || want) && wait_interrupted(a4 ? want : ~0ull, mask))
+            return err(ERESTARTNOHAND);
+        if (r == 0) r = ::ppoll(p.data(), p.size(), a4 ? &t : nullptr, nullptr);
         if (r < 0) return err(errno);
         for (int k = 0; k < 3; k++) std::fill(sets[k].begin(), sets[k].end(), 0);
         int64_t bits = 0;
@@ -1271,7 +1363,14 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
     case 64: // write
         if (fd < 0) return err(EBADF);
         if (a2 == 0) return ret(n == 63 ? read(fd, nullptr, 0) : write(fd, nullptr, 0));
-        return ret(n == 63 ? read(fd, user(a1, a2), a2) : write(fd, user(a1, a2), a2));
+        // an empty pipe or socket waits: a timer's signal that acts meanwhile
+        // interrupts it (-EINTR, or the read again after the handler with
+        // SA_RESTART)
+        if (n == 63 && would_block(fd) && interrupted_wait(~0ull)) {
+            rearm();
+            return err(ERESTARTSYS);
+        }
+        return n == 63 ? ret(read(fd, user(a1, a2), a2)) : piped(ret(write(fd, user(a1, a2), a2)));
     case 65:   // readv
     case 66: { // writev
         if (fd < 0) return err(EBADF);
@@ -1283,13 +1382,13 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
             iov[i] = iovec{user(v[0], v[1]), v[1]};
         }
         int cnt = static_cast<int>(a2);
-        return ret(n == 65 ? readv(fd, iov.data(), cnt) : writev(fd, iov.data(), cnt));
+        return n == 65 ? ret(readv(fd, iov.data(), cnt)) : piped(ret(writev(fd, iov.data(), cnt)));
     }
     case 67: // pread64
     case 68: // pwrite64
         if (fd < 0) return err(EBADF);
-        return ret(n == 67 ? pread(fd, user(a1, a2), a2, static_cast<off_t>(a3))
-                           : pwrite(fd, user(a1, a2), a2, static_cast<off_t>(a3)));
+        return n == 67 ? ret(pread(fd, user(a1, a2), a2, static_cast<off_t>(a3)))
+                       : piped(ret(pwrite(fd, user(a1, a2), a2, static_cast<off_t>(a3))));
     case 78: { // readlinkat: /proc/self/exe is the program
         PATH_ARG(a1);
         if (static_cast<int64_t>(a3) <= 0) return err(EINVAL);
@@ -1373,26 +1472,6 @@ uint64_t Machine::file_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
     return unsupported(n); // (a number in file_syscall's ranges it does not answer)
 }
 
-void Machine::raise(uint64_t sig)
-{
-    uint64_t bit = 1ull << (sig - 1);
-    if ((sigmask_ & bit) && sig != 9 && sig != 19) {
-        pending_ |= bit; // (taken by rt_sigtimedwait, or acts when unblocked)
-        return;
-    }
-    uint64_t handler = sigactions_[sig][0];
-    bool ignored_by_default = sig == 17 || sig == 18 || sig == 23 || sig == 28;
-    if ((handler == 1 || (handler == 0 && ignored_by_default)) && sig != 9 && sig != 19)
-        return; // SIG_IGN, or ignored by default
-    if (handler > 1)
-        fprintf(stderr,
-                "tksim: signal %llu sent to the program's own handler: tksim does not "
-                "deliver signals; the program ends as by the signal\n",
-                static_cast<unsigned long long>(sig));
-    exited_ = true;
-    exit_code_ = 128 + static_cast<int>(sig);
-}
-
 uint64_t Machine::time_left(const Timer &t) const
 {
     uint64_t now = clock_ns(t.clock);
@@ -1408,25 +1487,68 @@ void Machine::rearm()
 
 void Machine::fire_due()
 {
-    for (Timer &t : timers_) {
-        if (!t.used || !t.value || !t.sig || exited_) continue;
+    for (size_t k = 0; k < timers_.size() && !exited_; k++) {
+        Timer &t = timers_[k];
+        if (!t.used || !t.value || !t.sig) continue;
         uint64_t now = clock_ns(t.clock);
         if (now < t.value) continue;
+        uint64_t missed = 0;
         if (t.interval) { // the next expiry after now; the ones missed are overruns
-            uint64_t missed = (now - t.value) / t.interval;
+            missed = (now - t.value) / t.interval;
             t.value += (missed + 1) * t.interval;
             t.overrun = static_cast<int>(std::min<uint64_t>(missed, INT32_MAX));
         } else {
             t.value = 0;
             t.overrun = 0;
         }
-        raise(static_cast<uint64_t>(t.sig));
+        if (k < 3) { // setitimer's: the kernel's own signal
+            send(t.sig, siginfo(t.sig, SI_KERNEL));
+            continue;
+        }
+        // a POSIX timer's: its one siginfo, which counts the expiries while
+        // it is pending (si_overrun)
+        uint32_t id = static_cast<uint32_t>(k - 3);
+        bool queued = false;
+        for (SigInfo &q : queued_[t.sig]) {
+            int32_t code;
+            uint32_t qid, over;
+            memcpy(&code, q.b + 8, 4);
+            memcpy(&qid, q.b + 16, 4);
+            memcpy(&over, q.b + 20, 4);
+            if (code == SI_TIMER && qid == id) {
+                over = static_cast<uint32_t>(std::min<uint64_t>(over + 1 + missed, INT32_MAX));
+                memcpy(q.b + 20, &over, 4);
+                queued = true;
+            }
+        }
+        if (!queued)
+            send(t.sig, siginfo(t.sig, SI_TIMER,
+                                id | static_cast<uint64_t>(static_cast<uint32_t>(t.overrun)) << 32,
+                                t.sigval));
     }
 }
 
 bool Machine::at_stop()
 {
     fire_due();
+    bool trap = interrupted_; // (a trap to a handler already, its step to come)
+    if (interrupted_) {
+        pc_ = resume_pc_;
+        interrupted_ = false;
+    }
+    if (!exited_ && (pending_ & ~sigmask_)) {
+        uint64_t at = pc_;
+        act_on_signals();
+        if (!trap && pc_ != at) {
+            trap = true;
+            trap_pc_ = at;
+        }
+    }
+    if (trap && !exited_ && instret_ < max_insns_) { // (the next step: the trap to the handler)
+        resume_pc_ = pc_;
+        pc_ = INTERRUPTED;
+        interrupted_ = true;
+    }
     rearm();
     return exited_ || instret_ >= max_insns_;
 }
@@ -1436,40 +1558,75 @@ uint64_t Machine::next_wake() const
     uint64_t wake = ~0ull;
     for (const Timer &t : timers_) {
         if (!t.used || !t.value || !t.sig || t.clock == 2 || t.clock == 3) continue;
-        uint64_t handler = sigactions_[t.sig][0];
-        bool ignored = handler == 1 ||
-                       (handler == 0 && (t.sig == 17 || t.sig == 18 || t.sig == 23 || t.sig == 28));
-        if (ignored || (sigmask_ >> (t.sig - 1) & 1)) continue;
+        if (ignores(t.sig) || (sigmask_ >> (t.sig - 1) & 1)) continue;
         wake = std::min(wake, time_left(t));
     }
     return wake;
 }
 
-bool Machine::wait_for_signal()
+bool Machine::wait_for_signal(uint64_t limit)
 {
     uint64_t wake = next_wake();
-    if (wake == ~0ull) return false;
+    if (wake == ~0ull || wake >= limit) return false;
     slept_ns_ += wake;
-    fire_due(); // (ends the program: the signal neither blocked nor ignored)
+    fire_due(); // (a handler's signal now pending, or the program's end)
     rearm();
     return true;
 }
 
-uint64_t Machine::idle(uint64_t n, uint64_t ts_at, uint64_t want, uint64_t mask)
+bool Machine::interrupted_wait(uint64_t timeout)
+{
+    if (pending_ & ~sigmask_) return true; // (one the call's mask lets through)
+    return wait_for_signal(timeout);
+}
+
+uint64_t Machine::piped(uint64_t r)
+{
+    // (tksim ignores its own SIGPIPE: the program's is sent instead)
+    if (r == err(EPIPE)) send(SIGPIPE, siginfo(SIGPIPE, SI_USER, PID));
+    return r;
+}
+
+bool Machine::wait_interrupted(uint64_t timeout, uint64_t mask)
 {
     uint64_t old = sigmask_;
-    sigmask_ = mask & ~((1ull << (9 - 1)) | (1ull << (19 - 1)));
-    uint64_t wake = next_wake();
-    sigmask_ = old;
-    if (!ts_at && wake == ~0ull) return unsupported(n); // (it would wait for ever)
-    if (!ts_at || wake < want) { // a timer's signal ends it (and the program)
-        slept_ns_ += wake;
-        sigmask_ = mask;
-        fire_due();
-        sigmask_ = old;
+    sigmask_ = mask & ~UNBLOCKABLE;
+    if (interrupted_wait(timeout)) {
         rearm();
-        return err(EINTR);
+        saved_mask_ = old; // (the mask stays for the handler; the old one comes back after)
+        restore_mask_ = true;
+        return true;
     }
+    sigmask_ = old;
+    return false;
+}
+
+bool Machine::would_block(int fd) const
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return false;
+    int fl = fcntl(fd, F_GETFL);
+    struct pollfd p = {fd, POLLIN, 0};
+    return fl >= 0 && !(fl & O_NONBLOCK) && ::poll(&p, 1, 0) == 0;
+}
+
+uint64_t Machine::idle(uint64_t n, uint64_t ts_at, uint64_t want, uint64_t mask)
+{
+    uint64_t old = sigmask_, t0 = slept_ns_;
+    sigmask_ = mask & ~UNBLOCKABLE;
+    if (interrupted_wait(ts_at ? want : ~0ull)) {
+        rearm();
+        if (ts_at) { // (the time left)
+            uint64_t left = want - (slept_ns_ - t0);
+            struct timespec ts = {static_cast<time_t>(left / NS), static_cast<long>(left % NS)};
+            memcpy(user(ts_at, sizeof ts), &ts, sizeof ts);
+        }
+        saved_mask_ = old; // (the mask stays for the handler; the old one comes back after)
+        restore_mask_ = true;
+        return err(ERESTARTNOHAND);
+    }
+    sigmask_ = old;
+    if (!ts_at) return unsupported(n); // (it would wait for ever)
     slept_ns_ += want;
     rearm();
     struct timespec zero = {0, 0}; // (the time left)
@@ -1519,10 +1676,9 @@ uint64_t Machine::timer_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a
         }
         uint64_t interval = 0, value = 0; // (no new setting: disarmed, as Linux does)
         if (a1 && !get_setting(a1, true, &interval, &value)) return err(EINVAL);
-        static const int sig[3] = {14, 26, 27};               // SIGALRM, SIGVTALRM, SIGPROF
-        if (value && catches(sig[a0])) return unsupported(n); // (no handler runs)
+        static const int sig[3] = {14, 26, 27}; // SIGALRM, SIGVTALRM, SIGPROF
         if (a2) put_setting(a2, true, t);
-        t = Timer{true, a0 == 0 ? 0 : 2, sig[a0], 0, 0, 0};
+        t = Timer{true, a0 == 0 ? 0 : 2, sig[a0], 0, 0, 0, 0};
         if (value) {
             t.value = clock_ns(t.clock) + value;
             t.interval = interval;
@@ -1535,9 +1691,10 @@ uint64_t Machine::timer_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a
         if (clock < 0) return unsupported(n); // (another process's or thread's CPU clock)
         if (clock == 4 || clock == 5 || clock == 6) return err(EOPNOTSUPP); // no timers on them
         if (clock > 11 || clock == 10) return err(EINVAL);
-        Timer t{true, static_cast<int>(clock), 14, 0, 0, 0};
+        Timer t{true, static_cast<int>(clock), 14, 0, 0, 0, 0};
         if (a1) { // struct sigevent: value, signo, notify, thread id
             int32_t ev[4];
+            memcpy(&t.sigval, user(a1, 8), 8);
             memcpy(ev, user(a1 + 8, sizeof ev), sizeof ev);
             int notify = ev[1];
             if (notify == 1) // SIGEV_NONE
@@ -1554,6 +1711,7 @@ uint64_t Machine::timer_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a
         if (k == timers_.size()) timers_.emplace_back();
         int32_t id = static_cast<int32_t>(k - 3);
         memcpy(user(a2, 4), &id, 4);
+        if (!a1) t.sigval = static_cast<uint32_t>(id); // (si_value's sival_int: the id, as Linux)
         timers_[k] = t;
         return 0;
     }
@@ -1579,7 +1737,6 @@ uint64_t Machine::timer_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a
         if (a1 & ~1ull) return err(EINVAL);
         uint64_t interval, value;
         if (!get_setting(a2, false, &interval, &value)) return err(EINVAL);
-        if (value && catches(t->sig)) return unsupported(n); // (no handler runs)
         if (a3) put_setting(a3, false, *t);
         t->value = 0;
         t->interval = 0;

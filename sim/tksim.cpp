@@ -35,7 +35,7 @@ namespace
 enum : int {
     TK_EXIT_USAGE = 100, // a bad command line, configuration or output file
     TK_EXIT_LOAD = 101,  // not a program tksim runs
-    TK_EXIT_FAULT = 102, // the program faulted: illegal instruction, unmapped memory
+    TK_EXIT_FAULT = 102, // a fault the program has no handler for: illegal instruction, ...
     TK_EXIT_STUCK = 103, // the timing model's pipeline was stuck (its state is printed)
 };
 
@@ -60,7 +60,8 @@ void usage(FILE *f)
                "A system call tksim does not answer gets -ENOSYS, reported once on stderr.\n"
                "Exit status: the program's (128 + N if signal N ended it), or tksim's own:\n"
                "  100 usage (bad option, configuration or output file), 101 not a program\n"
-               "  tksim runs, 102 the program faulted, 103 the timing model's pipeline stuck;\n"
+               "  tksim runs, 102 the program faulted (no handler took the fault's signal),\n"
+               "  103 the timing model's pipeline stuck;\n"
                "  tksim says so on stderr, in a line ending \"(exit status N)\".\n");
 }
 
@@ -270,8 +271,10 @@ int main(int argc, char **argv)
         // whether the run stops: a timer's signal may end the program)
         m.set_max_insns(max_insns);
         while (!m.exited() && (m.instret() < m.stop_at() || !m.at_stop())) {
-            if (trace) fprintf(trace, "%llx\n", static_cast<unsigned long long>(m.pc()));
             m.step(&s);
+            // (the PC the step ran: a fault's handler's first instruction,
+            // not the instruction that faulted)
+            if (trace) fprintf(trace, "%llx\n", static_cast<unsigned long long>(s.pc));
             if (tlb_model &&
                 (s.inst->cls == C_LOAD || s.inst->cls == C_STORE || s.inst->cls == C_AMO))
                 tlb_access(s.addr >> cfg.page_bits);

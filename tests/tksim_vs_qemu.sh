@@ -5,15 +5,19 @@
 # "Trace" line per instruction).  tksim runs with the timing model and
 # again with --functional.  Both get an empty environment and write their
 # output to a file.  With --dirs each run starts in an empty directory of
-# its own: qemu's working directory, tksim's --fs-root.
-# Usage: tksim_vs_qemu.sh [--count] [--dirs] [--qemu-cpu CPU] TKSIM PROGRAM [ARGS...]
+# its own: qemu's working directory, tksim's --fs-root.  With --fault N the
+# program ends by a fault it has no handler for: under qemu-riscv64 by the
+# signal (exit status N), under tksim by its guest fault (exit status 102,
+# said on standard error), after the same output.
+# Usage: tksim_vs_qemu.sh [--count] [--dirs] [--qemu-cpu CPU] [--fault N] TKSIM PROGRAM [ARGS...]
 set -euo pipefail
-count=0 dirs=0 cpu=()
+count=0 dirs=0 cpu=() fault=
 while [[ $1 == --* ]]; do
     case $1 in
     --count) count=1 ;;
     --dirs) dirs=1 ;;
     --qemu-cpu) cpu=(-cpu "$2"); shift ;;
+    --fault) fault=$2; shift ;;
     esac
     shift
 done
@@ -52,6 +56,15 @@ for mode in timing functional; do
         echo "FAIL $name ($mode): the output differs from qemu-riscv64's (< qemu, > tksim):"
         diff "$tmp/q.out" "$tmp/t.out" | head -20
         fail=1
+    elif [[ -n $fault ]]; then
+        if [[ $qrc != "$fault" ]]; then
+            echo "FAIL $name ($mode): qemu-riscv64's exit status $qrc, not $fault"; fail=1
+        elif [[ $trc != 102 ]] || ! grep -q "guest fault" "$tmp/t.err"; then
+            echo "FAIL $name ($mode): exit status $trc, not tksim's guest fault (102):"
+            head -5 "$tmp/t.err"; fail=1
+        else
+            echo "$name ($mode): the same output ($(wc -l <"$tmp/t.out") lines), the fault: qemu-riscv64's exit status $qrc, tksim's: $(head -1 "$tmp/t.err")"
+        fi
     elif [[ $qrc != "$trc" ]]; then
         echo "FAIL $name ($mode): exit status $trc, qemu-riscv64's $qrc"; cat "$tmp/t.err"; fail=1
     elif grep -q . "$tmp/t.err" && ! cmp -s "$tmp/q.err" "$tmp/t.err"; then
