@@ -39,6 +39,14 @@ enum : int {
     TK_EXIT_STUCK = 103, // the timing model's pipeline was stuck (its state is printed)
 };
 
+// ", SIGSEGV unhandled": the signal Linux would send the program for the
+// fault, which it has no handler for (where the fault is one)
+std::string unhandled(const GuestFault &f)
+{
+    const char *abbrev = f.sig > 0 ? sigabbrev_np(f.sig) : nullptr;
+    return abbrev ? std::string(", SIG") + abbrev + " unhandled" : std::string();
+}
+
 void usage(FILE *f)
 {
     fprintf(f, "usage: tksim [options] PROGRAM [ARGS...]\n"
@@ -217,9 +225,9 @@ int main(int argc, char **argv)
                         static_cast<unsigned long long>(m.state_hash()));
                 fclose(json);
             }
-            fail(TK_EXIT_FAULT, "guest fault at pc 0x%llx: %s (0x%llx)",
+            fail(TK_EXIT_FAULT, "guest fault at pc 0x%llx: %s (0x%llx)%s",
                  static_cast<unsigned long long>(f.pc), f.what,
-                 static_cast<unsigned long long>(f.addr));
+                 static_cast<unsigned long long>(f.addr), unhandled(f).c_str());
         }
         fflush(stdout);
         if (!quiet) fprintf(stderr, "tksim: %s\n%s", args[0].c_str(), core.stats_table().c_str());
@@ -283,10 +291,10 @@ int main(int argc, char **argv)
     } catch (const GuestFault &f) {
         fflush(stdout);
         fprintf(stderr,
-                "tksim: guest fault at pc 0x%llx: %s (0x%llx) after %llu instructions (exit "
+                "tksim: guest fault at pc 0x%llx: %s (0x%llx)%s after %llu instructions (exit "
                 "status %d)\n",
                 static_cast<unsigned long long>(f.pc), f.what,
-                static_cast<unsigned long long>(f.addr),
+                static_cast<unsigned long long>(f.addr), unhandled(f).c_str(),
                 static_cast<unsigned long long>(m.instret()), TK_EXIT_FAULT);
         rc = TK_EXIT_FAULT;
         char b[256];
