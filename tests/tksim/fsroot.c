@@ -20,32 +20,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "guest.h"
+
 static const char *res(int r)
 {
-    if (r >= 0) return "ok";
-    switch (errno) {
-    case ENOENT:
-        return "ENOENT";
-    case EEXIST:
-        return "EEXIST";
-    case EROFS:
-        return "EROFS";
-    case EACCES:
-        return "EACCES";
-    case ENOTDIR:
-        return "ENOTDIR";
-    case EISDIR:
-        return "EISDIR";
-    case EXDEV:
-        return "EXDEV";
-    case ELOOP:
-        return "ELOOP";
-    case EINVAL:
-        return "EINVAL";
-    }
-    static char buf[32];
-    snprintf(buf, sizeof buf, "errno %d", errno);
-    return buf;
+    return r >= 0 ? "ok" : errname(errno);
 }
 #define SHOW(what, call) printf("%s: %s\n", what, res(call))
 

@@ -15,34 +15,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "guest.h"
+
 /* the output: write(2) on descriptor 1, one line a check */
-static void out(const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (write(1, buf, (size_t)n) != n) _exit(99);
-}
 
 /* "ok", or the errno's name */
 static const char *res(int failed)
 {
-    static char buf[32];
-    if (!failed) return "ok";
-    switch (errno) {
-    case EINVAL:
-        return "EINVAL";
-    case EACCES:
-        return "EACCES";
-    case ENOMEM:
-        return "ENOMEM";
-    case ENODEV:
-        return "ENODEV";
-    }
-    snprintf(buf, sizeof buf, "errno %d", errno);
-    return buf;
+    return !failed ? "ok" : errname(errno);
 }
 
 static void put(int fd, const char *s, off_t at)

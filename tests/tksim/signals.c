@@ -37,32 +37,14 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "guest.h"
+
 /* the output: write(2) on descriptor 1, one line a check (a handler's
  * lines too: vsnprintf and write may be called from one) */
-static void out(const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (write(1, buf, (size_t)n) != n) _exit(99);
-}
 
 static const char *res(int r) /* a glibc call's answer: "ok" or errno's name */
 {
-    if (r >= 0) return "ok";
-    switch (errno) {
-    case EINTR:
-        return "EINTR";
-    case EPERM:
-        return "EPERM";
-    case EAGAIN:
-        return "EAGAIN";
-    case EINVAL:
-        return "EINVAL";
-    }
-    return "another error";
+    return r >= 0 ? "ok" : errname(errno);
 }
 
 /* sig's handler fn, with SA_SIGINFO and flags, and masked (unless 0) in

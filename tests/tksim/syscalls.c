@@ -34,16 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest.h"
+
 /* the output: write(2) on descriptor 1, one line a call */
-static void out(const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (write(1, buf, (size_t)n) != n) _exit(99);
-}
 
 /* a raw system call's result: the value, or -errno (glibc's wrappers hide
  * some answers: getcwd returns the buffer, prlimit the 0) */
@@ -56,46 +49,7 @@ static long sys(long n, long a, long b, long c, long d, long e)
 /* "ok", or the errno's name */
 static const char *res(long r)
 {
-    static char buf[64];
-    if (r >= 0) return "ok";
-    switch (-r) {
-    case ENOENT:
-        return "ENOENT";
-    case EEXIST:
-        return "EEXIST";
-    case ENOTDIR:
-        return "ENOTDIR";
-    case EISDIR:
-        return "EISDIR";
-    case ENOTEMPTY:
-        return "ENOTEMPTY";
-    case EINVAL:
-        return "EINVAL";
-    case EBADF:
-        return "EBADF";
-    case ENOTTY:
-        return "ENOTTY";
-    case EAGAIN:
-        return "EAGAIN";
-    case ERANGE:
-        return "ERANGE";
-    case ENOSYS:
-        return "ENOSYS";
-    case EFAULT:
-        return "EFAULT";
-    case ENOMEM:
-        return "ENOMEM";
-    case EROFS:
-        return "EROFS";
-    case EACCES:
-        return "EACCES";
-    case ESPIPE:
-        return "ESPIPE";
-    case EBUSY:
-        return "EBUSY";
-    }
-    snprintf(buf, sizeof buf, "errno %ld", -r);
-    return buf;
+    return r >= 0 ? "ok" : errname((int)-r);
 }
 #define E(call) res((call) < 0 ? -errno : 0) /* a glibc call's answer */
 

@@ -21,36 +21,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest.h"
+
 /* the output: write(2) on descriptor 1, one line a check */
-static void out(const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (write(1, buf, (size_t)n) != n) _exit(99);
-}
 
 /* "ok", or the errno's name (r: a raw call's -errno, or 0) */
 static const char *res(long r)
 {
-    static char buf[32];
-    if (r >= 0) return "ok";
-    switch (-r) {
-    case EINVAL:
-        return "EINVAL";
-    case EAGAIN:
-        return "EAGAIN";
-    case EBADF:
-        return "EBADF";
-    case EOPNOTSUPP:
-        return "EOPNOTSUPP";
-    case EINTR:
-        return "EINTR";
-    }
-    snprintf(buf, sizeof buf, "errno %ld", -r);
-    return buf;
+    return r >= 0 ? "ok" : errname((int)-r);
 }
 #define E(call) res((call) < 0 ? -errno : 0) /* a glibc call's answer */
 
