@@ -32,6 +32,8 @@ mismatches = []
 queued = {}  # a connection in MULTI: the commands it queued
 
 UNORDERED = {"SMEMBERS", "KEYS", "HKEYS", "HVALS", "SINTER", "SUNION", "SDIFF"}
+# pub/sub's commands reply once per channel named (once if none is)
+SUBSCRIBES = {"SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"}
 PAIRS = {"HGETALL"}
 TTLS = {"TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"}  # times: within a second
 SCANS = {"SCAN": 1, "SSCAN": 2, "HSCAN": 2}
@@ -45,6 +47,11 @@ def norm(cmd, r):
         return sorted(zip(r[::2], r[1::2]), key=repr)
     if isinstance(r, int) and name == "CLIENT" and str(cmd[1]).upper() == "ID":
         return "an id"
+    if isinstance(r, list) and name == "HELLO" and len(r) == 14:  # the server's id and version
+        return r[:3] + [b"a version"] + r[4:7] + ["an id"] + r[8:]
+    if isinstance(r, list) and name == "PUBSUB" and len(cmd) > 1 and str(cmd[1]).upper() in (
+            "CHANNELS", "SHARDCHANNELS"):
+        return sorted(r)
     return r
 
 
@@ -102,6 +109,11 @@ def same_reply(cmd, who):
     kc, rc = (kv, rd) if who == 0 else (kv2, rd2)
     if name in SCANS and who not in queued:
         a, b = scan_all(kc, cmd), scan_all(rc, cmd)
+    elif name in SUBSCRIBES and who not in queued and len(cmd) > 2:
+        a, b = [kc.cmd(*cmd)], [rc.cmd(*cmd)]
+        if not isinstance(b[0], Err):
+            a += [kc.reply() for _ in cmd[2:]]
+            b += [rc.reply() for _ in cmd[2:]]
     else:
         a, b = norm(cmd, kc.cmd(*cmd)), norm(cmd, rc.cmd(*cmd))
     compared["commands"] += 1
@@ -461,6 +473,88 @@ script2 = [
 
 # Transactions: (who, command), who 0 or 1 the connection (each server's
 # first or second), or ("sleep", seconds).
+# the blocking pops (as they answer without blocking: a list already
+# there, a timeout, inside MULTI), pub/sub on one connection, the
+# connection's commands (not HELLO 3: redis-server speaks RESP3 then,
+# kv-server refuses it with -NOPROTO)
+script3 = [
+    ("RPUSH", "bl", "a", "b", "c", "d"), ("BLPOP", "bl", "0"), ("BRPOP", "bl", "0"), ("LRANGE", "bl", "0", "-1"),
+    ("BLPOP", "nothere", "bl", "1"), ("BLPOP", "nothere", "0.01"), ("BRPOP", "nothere", "nothere2", "0.01"),
+    ("BLPOP", "bl", "bl", "0"), ("EXISTS", "bl"), ("BLPOP", "bl", "-1"), ("BLPOP", "bl", "x"), ("BLPOP", "bl", ""),
+    ("BLPOP", "bl", "inf"), ("BLPOP", "bl", "-inf"), ("BLPOP", "bl", "nan"), ("BLPOP", "bl", "1e30"),
+    ("BLPOP", "bl", " 1"), ("BLPOP", "bl", "0.0001"), ("BLPOP", "bl", "1e-300"), ("BLPOP", "bl", "-0.0001x"),
+    ("BLPOP", "bl"), ("BRPOP",), ("SET", "bs", "v"), ("BLPOP", "bs", "1"), ("BLPOP", "nothere", "bs", "1"),
+    ("BLPOP", "bs", "-1"), ("BRPOP", "bs", "x"), ("RPUSH", "bl", "x"), ("BLPOP", "bl", "bs", "1"),
+    ("RPUSH", "bm", "1", "2", "3"), ("BLMOVE", "bm", "bm2", "LEFT", "RIGHT", "0"),
+    ("BLMOVE", "bm", "bm2", "right", "left", "0"), ("LRANGE", "bm2", "0", "-1"),
+    ("BLMOVE", "nothere", "bm2", "LEFT", "LEFT", "0.01"), ("BLMOVE", "bm", "bm2", "UP", "LEFT", "0"),
+    ("BLMOVE", "bm", "bm2", "LEFT", "LEFT", "-1"), ("BLMOVE", "bm", "bm2", "UP", "LEFT", "-1"),
+    ("BLMOVE", "bm", "bs", "LEFT", "LEFT", "0"), ("BLMOVE", "bs", "bm", "LEFT", "LEFT", "0"),
+    ("BLMOVE", "bm", "bm2", "LEFT", "LEFT"), ("BRPOPLPUSH", "bm", "bm2", "0"), ("EXISTS", "bm"),
+    ("BRPOPLPUSH", "bm2", "bm2", "0"), ("LRANGE", "bm2", "0", "-1"), ("BRPOPLPUSH", "nothere", "bm2", "0.01"),
+    ("BRPOPLPUSH", "bm2", "bs", "0"), ("BRPOPLPUSH", "bm2", "x", "-5"), ("BRPOPLPUSH", "bm2", "x"),
+    ("ZADD", "bz", "1", "a", "2", "b", "3", "c"), ("BZPOPMIN", "bz", "0"), ("BZPOPMAX", "nothere", "bz", "0"),
+    ("BZPOPMIN", "nothere", "0.01"), ("BZPOPMAX", "bz", "-1"), ("BZPOPMIN", "bs", "0"), ("RPUSH", "wl", "x"), ("BZPOPMIN", "wl", "0"),
+    ("BZPOPMIN", "bz", "x"), ("BZPOPMIN", "bz"), ("BZPOPMAX", "bz", "bz", "0"), ("EXISTS", "bz"),
+    # LMPOP, BLMPOP, ZMPOP, BZMPOP
+    ("RPUSH", "ml", "a", "b", "c", "d", "e"), ("LMPOP", "1", "ml", "LEFT"), ("LMPOP", "2", "nothere", "ml", "RIGHT", "COUNT", "2"),
+    ("LMPOP", "1", "ml", "left", "count", "100"), ("EXISTS", "ml"), ("LMPOP", "1", "ml", "LEFT"),
+    ("LMPOP", "0", "ml", "LEFT"), ("LMPOP", "-1", "ml", "LEFT"), ("LMPOP", "x", "ml", "LEFT"), ("LMPOP", "2", "ml", "LEFT"),
+    ("LMPOP", "1", "ml", "UP"), ("LMPOP", "1", "ml", "LEFT", "COUNT", "0"), ("LMPOP", "1", "ml", "LEFT", "COUNT", "-1"),
+    ("LMPOP", "1", "ml", "LEFT", "COUNT", "x"), ("LMPOP", "1", "ml", "LEFT", "COUNT"),
+    ("LMPOP", "1", "ml", "LEFT", "COUNT", "1", "COUNT", "1"), ("LMPOP", "1", "ml", "LEFT", "FOO"),
+    ("LMPOP", "1", "bs", "LEFT"), ("LMPOP", "2", "ml", "bs", "LEFT"), ("LMPOP", "9999999999", "ml", "LEFT"),
+    ("LMPOP", "1", "ml"), ("LMPOP", "1"), ("RPUSH", "ml", "a", "b"), ("BLMPOP", "0", "1", "ml", "RIGHT", "COUNT", "5"),
+    ("BLMPOP", "0.01", "1", "ml", "LEFT"), ("BLMPOP", "x", "1", "ml", "LEFT"), ("BLMPOP", "-1", "1", "ml", "LEFT"),
+    ("BLMPOP", "x", "0", "ml", "LEFT"), ("BLMPOP", "x", "1", "ml", "UP"), ("BLMPOP", "x", "1", "ml", "LEFT", "COUNT", "0"),
+    ("BLMPOP", "0", "1", "bs", "LEFT"), ("BLMPOP", "0", "1", "ml"),
+    ("ZADD", "mz", "1", "a", "2", "b", "3", "c"), ("ZMPOP", "1", "mz", "MIN"), ("ZMPOP", "2", "nothere", "mz", "MAX", "COUNT", "5"),
+    ("ZMPOP", "1", "mz", "MIN"), ("ZMPOP", "1", "mz", "MID"), ("ZMPOP", "0", "mz", "MIN"), ("ZMPOP", "1", "bs", "MIN"),
+    ("ZMPOP", "1", "mz", "MAX", "COUNT", "0"), ("ZMPOP", "1", "mz"), ("ZADD", "mz", "1", "a", "2", "b"),
+    ("BZMPOP", "0", "1", "mz", "max", "count", "1"), ("BZMPOP", "0.01", "1", "nothere", "MIN"),
+    ("BZMPOP", "-1", "1", "mz", "MIN"), ("BZMPOP", "0", "1", "mz", "MID"), ("BZMPOP", "0", "1", "wl", "MIN"),
+    ("BZMPOP", "0", "1", "mz", "MIN", "COUNT", "2"), ("EXISTS", "mz"),
+    # inside MULTI: never blocks
+    ("MULTI",), ("BLPOP", "nothere", "0"), ("BRPOPLPUSH", "nothere", "d", "0"), ("BLMOVE", "nothere", "d", "LEFT", "LEFT", "0"),
+    ("BZPOPMAX", "nothere", "0"), ("BLMPOP", "0", "1", "nothere", "LEFT"), ("BZMPOP", "0", "1", "nothere", "MAX"),
+    ("RPUSH", "ml", "v"), ("BLPOP", "ml", "0"), ("BLPOP", "nothere", "-1"), ("EXEC",),
+    ("MULTI",), ("BLPOP", "nothere"), ("EXEC",),
+    # pub/sub on one connection (no subscriber elsewhere)
+    ("PUBLISH", "ch", "m"), ("PUBLISH", "ch"), ("SPUBLISH", "ch", "m"), ("PUBSUB", "NUMSUB", "ch", "x"),
+    ("PUBSUB", "NUMSUB"), ("PUBSUB", "NUMPAT"), ("PUBSUB", "CHANNELS"), ("PUBSUB", "CHANNELS", "*"),
+    ("PUBSUB", "CHANNELS", "a", "b"), ("PUBSUB", "NUMPAT", "x"), ("PUBSUB", "SHARDCHANNELS"),
+    ("PUBSUB", "SHARDNUMSUB", "ch"), ("PUBSUB", "HELP"), ("PUBSUB", "HELP", "x"), ("PUBSUB",), ("PUBSUB", "FOO"),
+    ("SUBSCRIBE", "ch", "ch2", "ch"), ("PUBSUB", "NUMSUB", "ch", "ch2"), ("PUBSUB", "CHANNELS"), ("PUBLISH", "x", "y"),
+    ("PING",), ("PING", "hi"), ("PING", "a", "b"), ("GET", "k"), ("CLIENT", "ID"), ("NOSUCH",), ("GET",),
+    ("SUBSCRIBE",), ("PSUBSCRIBE", "c*", "d?"), ("PUBSUB", "NUMPAT"), ("PUNSUBSCRIBE", "d?"), ("PUNSUBSCRIBE",),
+    ("UNSUBSCRIBE", "nothere"), ("UNSUBSCRIBE", "ch2"), ("SET", "k", "v"), ("UNSUBSCRIBE",), ("UNSUBSCRIBE",),
+    ("PUNSUBSCRIBE",), ("GET", "k"), ("PUNSUBSCRIBE", "a", "b"), ("SSUBSCRIBE", "sh"), ("SUBSCRIBE", "c"),
+    ("UNSUBSCRIBE", "c"), ("GET", "k"), ("SUNSUBSCRIBE",), ("GET", "k"), ("SSUBSCRIBE",),
+    ("SUBSCRIBE", "r"), ("MULTI",), ("RESET",), ("GET", "k"), ("MULTI",), ("SUBSCRIBE", "m"), ("PSUBSCRIBE", "p"),
+    ("SSUBSCRIBE", "s"), ("EXEC",), ("PING",), ("MULTI",), ("UNSUBSCRIBE",), ("RESET",), ("PUBSUB", "NUMPAT"),
+    # HELLO, AUTH, RESET, CLIENT
+    ("HELLO",), ("HELLO", "2"), ("HELLO", "4"), ("HELLO", "1"), ("HELLO", "x"), ("HELLO", "-1"),
+    ("HELLO", "2", "SETNAME", "hn"), ("CLIENT", "GETNAME"), ("HELLO", "2", "SETNAME", "a b"),
+    ("HELLO", "2", "AUTH", "default", "pw"), ("HELLO", "2", "AUTH", "bob", "pw"), ("HELLO", "2", "AUTH", "default"),
+    ("HELLO", "2", "FOO"), ("HELLO", "2", "SETNAME"), ("HELLO", "2", "setname", "a", "setname", "b"),
+    ("CLIENT", "GETNAME"), ("HELLO", "2", "SETNAME", ""),
+    ("CLIENT", "GETNAME"), ("AUTH",), ("AUTH", "x"), ("AUTH", "default", "x"), ("AUTH", "bob", "x"), ("AUTH", "a", "b", "c"),
+    ("CLIENT", "SETNAME", "rn"), ("MULTI",), ("SET", "k", "v"), ("RESET",), ("EXEC",), ("CLIENT", "GETNAME"),
+    ("RESET", "x"), ("WATCH", "k"), ("RESET",), ("UNWATCH",),
+    ("CLIENT", "UNBLOCK"), ("CLIENT", "UNBLOCK", "x"), ("CLIENT", "UNBLOCK", "99999"), ("CLIENT", "UNBLOCK", "1", "foo"),
+    ("CLIENT", "UNBLOCK", "1", "timeout"), ("CLIENT", "UNBLOCK", "1", "error", "x"), ("CLIENT", "KILL"),
+    ("CLIENT", "KILL", "1.2.3.4:5"), ("CLIENT", "KILL", "ADDR", "1.2.3.4:5"), ("CLIENT", "KILL", "ID", "99999"),
+    ("CLIENT", "KILL", "ID", "x"), ("CLIENT", "KILL", "ID", "0"), ("CLIENT", "KILL", "FOO", "bar"), ("CLIENT", "KILL", "ID"),
+    ("CLIENT", "KILL", "SKIPME", "maybe"), ("CLIENT", "KILL", "TYPE", "pubsub"), ("CLIENT", "KILL", "TYPE", "bogus"),
+    ("CLIENT", "KILL", "LADDR", "1.2.3.4:5"), ("CLIENT", "KILL", "USER", "nobody"),
+    ("CLIENT", "KILL", "USER", "default", "ID", "99999"), ("CLIENT", "KILL", "ID", "1", "TYPE"),
+    ("CLIENT", "LIST", "FOO"), ("CLIENT", "LIST", "TYPE", "bogus"), ("CLIENT", "LIST", "ID", "99998", "99999"),
+    ("CLIENT", "LIST", "ID", "x"), ("CLIENT", "LIST", "TYPE", "pubsub"), ("CLIENT", "LIST", "TYPE", "master"),
+    ("CLIENT", "INFO", "x"), ("CLIENT", "HELP", "x"),
+    ("FLUSHALL",),
+]
+
+
 tx_script = [
     (0, ("MULTI",)), (0, ("SET", "t", "1")), (0, ("INCR", "t")), (0, ("LPUSH", "t", "x")), (0, ("GET", "t")),
     (0, ("GETEX", "t", "EX", "100")), (0, ("RPUSH", "tl", "a", "b")), (0, ("LMOVE", "tl", "tl2", "LEFT", "LEFT")),
@@ -610,7 +704,13 @@ def random_commands(rng, n):
               lambda k: ("LPOS", k, lm(), *rng.choice([(), ("RANK", i()), ("COUNT", i()), ("RANK", "-1", "COUNT", "0"),
                                                        ("RANK", "2", "COUNT", "2", "MAXLEN", "4"), ("MAXLEN", i())])),
               lambda k: ("LMOVE", k, rng.choice([k, "k2", key()]), end(), end()),
-              lambda k: ("RPOPLPUSH", k, rng.choice([k, "k2", key()]))],
+              lambda k: ("RPOPLPUSH", k, rng.choice([k, "k2", key()])),
+              # the blocking pops: at once, or a null after 10 ms
+              lambda k: (rng.choice(["BLPOP", "BRPOP"]), k, *rng.sample(["k2", "k6", key()], rng.randrange(2)), "0.01"),
+              lambda k: ("BLMOVE", k, rng.choice([k, "k2", key()]), end(), end(), "0.01"),
+              lambda k: ("BRPOPLPUSH", k, rng.choice([k, "k2", key()]), "0.01"),
+              lambda k: ("LMPOP", "2", k, rng.choice(["k2", "k6", key()]), end(), *rng.choice([(), ("COUNT", i())])),
+              lambda k: ("BLMPOP", "0.01", "1", k, end(), *rng.choice([(), ("COUNT", i())]))],
         "S": [lambda k: ("SADD", k, m(), m(), m()), lambda k: ("SREM", k, m(), m()),
               lambda k: ("SISMEMBER", k, m()), lambda k: ("SMEMBERS", k), lambda k: ("SCARD", k),
               lambda k: ("SMISMEMBER", k, m(), m()),
@@ -635,7 +735,11 @@ def random_commands(rng, n):
               lambda k: ("ZREVRANGE", k, i(), i()), lambda k: ("ZCOUNT", k, f(), f()),
               lambda k: ("ZPOPMIN", k, *rng.choice([(), ("2",)])), lambda k: ("ZPOPMAX", k, *rng.choice([(), ("3",)])),
               lambda k: ("ZRANK", k, m()), lambda k: ("ZREVRANK", k, m()), lambda k: ("ZMSCORE", k, m(), m()),
-              lambda k: ("ZREMRANGEBYSCORE", k, f(), f()), lambda k: ("ZREMRANGEBYRANK", k, i(), i())],
+              lambda k: ("ZREMRANGEBYSCORE", k, f(), f()), lambda k: ("ZREMRANGEBYRANK", k, i(), i()),
+              lambda k: (rng.choice(["BZPOPMIN", "BZPOPMAX"]), k, *rng.sample(["k5", "k6", key()], rng.randrange(2)), "0.01"),
+              lambda k: ("ZMPOP", "2", k, rng.choice(["k5", "k6", key()]), rng.choice(["MIN", "MAX", "max"]),
+                         *rng.choice([(), ("COUNT", i())])),
+              lambda k: ("BZMPOP", "0.01", "1", k, rng.choice(["MIN", "MAX"]), *rng.choice([(), ("COUNT", i())]))],
         "Z": [lambda k: ("ZADD", k, "0", m(), "0", m(), "0", m()), lambda k: ("ZREM", k, m()),
               lambda k: ("ZRANGEBYLEX", k, lex(), lex(), *rng.choice([(), ("LIMIT", "1", "3"), ("LIMIT", "0", "-1")])),
               lambda k: ("ZREVRANGEBYLEX", k, lex(), lex(), *rng.choice([(), ("LIMIT", "2", "2")])),
@@ -718,6 +822,7 @@ run(script)
 count_changes = True  # (for the commands added with transactions, and one random round)
 run(script2)
 run2(tx_script)
+run(script3)
 count_changes = False
 run(bulk_script(random.Random(seed)))
 scripted = compared["commands"]

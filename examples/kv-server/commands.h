@@ -78,6 +78,9 @@ void multi_discard(struct conn *c);
 void watch_touch_key(const char *key, size_t klen);
 /* FLUSHALL: every watched key that exists is about to go. */
 void watch_touch_flush(void);
+/* The touch hook's part for WATCH (commands_common.c calls it). */
+void watch_on_touch(const char *key, size_t klen, bool deleted);
+bool watch_any(void); /* whether any key is watched */
 
 /* ---- commands_common.c: arguments */
 bool arg_is(const struct arg *a, const char *name); /* case-insensitive */
@@ -124,6 +127,60 @@ bool scan_options(struct conn *c, struct arg *a, size_t argc, size_t first,
 void out_cursor(struct conn *c, uint64_t cursor);
 void scan_members(struct conn *c, struct arg *a, size_t argc, enum kv_type t); /* SSCAN, HSCAN */
 
+/* ---- commands_common.c: tables of byte strings in the process's memory
+ * (the keys clients block on, pub/sub's channels and patterns): an entry
+ * for each string, with what its user keeps there. */
+struct strent {
+    struct strent *next; /* in its bucket */
+    uint64_t hash;
+    void *head, *tail; /* its user's: a queue */
+    size_t count;
+    bool flag;           /* its user's */
+    struct strent *link; /* its user's: another list */
+    size_t len;
+    char s[];
+};
+struct strtab {
+    struct strent **b;
+    size_t size, n; /* buckets (a power of two, or 0), entries */
+};
+struct strent *strtab_find(struct strtab *t, const char *s, size_t n);
+struct strent *strtab_add(struct strtab *t, const char *s,
+                          size_t n); /* found or new; NULL: no memory */
+void strtab_del(struct strtab *t, struct strent *e);
+/* Every entry, in no order: from NULL, until NULL (none may be added or
+ * deleted meanwhile). */
+struct strent *strtab_next(const struct strtab *t, const struct strent *e);
+
+/* The store's touch hook is set while a key is watched or a client blocks
+ * on one: called when either starts or ends. */
+void touch_hook_update(void);
+
+/* ---- commands_blocking.c: clients blocked on keys */
+uint64_t blocking_clients(void);                         /* blocked now (INFO) */
+void blocking_key_touched(const char *key, size_t klen); /* a key written: it may serve */
+/* Serves the clients blocked on keys written since, in the order they
+ * blocked: after each command (after EXEC, not inside it). */
+void blocking_serve_ready(void);
+bool blocking_has_ready(void);
+/* The earliest blocked client's timeout (mono_ms), 0 if none; those timed
+ * out by now get a null reply. */
+int64_t blocking_next_deadline(void);
+void blocking_timeouts(int64_t now);
+/* A client that closes is blocked no more. */
+void blocking_forget(struct conn *c);
+/* CLIENT UNBLOCK: false if it was not blocked. */
+bool blocking_unblock(struct conn *c, bool error);
+
+/* ---- commands_pubsub.c: pub/sub */
+void pubsub_forget(struct conn *c); /* a client that closes: unsubscribed from everything */
+/* Its channels, patterns and shard channels (CLIENT LIST's sub, psub, ssub). */
+void pubsub_counts(const struct conn *c, size_t *sub, size_t *psub, size_t *ssub);
+uint64_t pubsub_channels(void);
+uint64_t pubsub_patterns(void);
+/* Whether a subscribed client (RESP2) may run the command. */
+bool pubsub_allowed(const struct command *cmd);
+
 /* ---- the commands, by file */
 /* commands_strings.c */
 command_fn cmd_get, cmd_set, cmd_setnx, cmd_setex, cmd_getset, cmd_getdel, cmd_getex, cmd_mget,
@@ -136,6 +193,15 @@ command_fn cmd_del, cmd_exists, cmd_type, cmd_rename, cmd_renamenx, cmd_keys, cm
 /* commands_lists.c */
 command_fn cmd_lpush, cmd_rpush, cmd_lpushx, cmd_rpushx, cmd_lpop, cmd_rpop, cmd_lrange, cmd_llen,
     cmd_lindex, cmd_lset, cmd_ltrim, cmd_lrem, cmd_linsert, cmd_lpos, cmd_lmove, cmd_rpoplpush;
+/* LMOVE's work, a[1] the source, a[2] the destination (the blocking forms') */
+void lmove_generic(struct conn *c, struct arg *a, bool from_tail, bool to_tail);
+/* commands_blocking.c */
+command_fn cmd_blpop, cmd_brpop, cmd_blmove, cmd_brpoplpush, cmd_bzpopmin, cmd_bzpopmax, cmd_blmpop,
+    cmd_bzmpop, cmd_lmpop, cmd_zmpop;
+/* commands_pubsub.c */
+command_fn cmd_subscribe, cmd_unsubscribe, cmd_psubscribe, cmd_punsubscribe, cmd_ssubscribe,
+    cmd_sunsubscribe, cmd_publish, cmd_spublish, cmd_pubsub_channels, cmd_pubsub_numsub,
+    cmd_pubsub_numpat, cmd_pubsub_shardchannels, cmd_pubsub_shardnumsub, cmd_pubsub_help;
 /* commands_sets.c */
 command_fn cmd_sadd, cmd_srem, cmd_sismember, cmd_smismember, cmd_smembers, cmd_scard, cmd_spop,
     cmd_srandmember, cmd_sscan, cmd_sinter, cmd_sunion, cmd_sdiff, cmd_sinterstore, cmd_sunionstore,
@@ -151,7 +217,8 @@ command_fn cmd_zadd, cmd_zincrby, cmd_zrem, cmd_zscore, cmd_zmscore, cmd_zcard, 
 /* commands_server.c */
 command_fn cmd_ping, cmd_echo, cmd_time, cmd_info, cmd_config_get, cmd_config_resetstat,
     cmd_command, cmd_select, cmd_quit, cmd_bgsave, cmd_save, cmd_lastsave, cmd_shutdown,
-    cmd_client_setname, cmd_client_getname, cmd_client_id;
+    cmd_client_setname, cmd_client_getname, cmd_client_id, cmd_client_info, cmd_client_list,
+    cmd_client_kill, cmd_client_unblock, cmd_client_help, cmd_reset, cmd_hello, cmd_auth;
 /* commands_multi.c */
 command_fn cmd_multi, cmd_exec, cmd_discard, cmd_watch, cmd_unwatch;
 

@@ -395,3 +395,87 @@ void scan_members(struct conn *c, struct arg *a, size_t argc, enum kv_type t)
     out_cursor(c, cursor);
     out_keylist(c, &m);
 }
+
+/* ---- tables of byte strings in the process's memory -------------------- */
+static uint64_t strtab_hash(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static struct strent **strtab_link(struct strtab *t, const char *s, size_t n, uint64_t h)
+{
+    struct strent **l = &t->b[h & (t->size - 1)];
+    while (*l && !((*l)->hash == h && (*l)->len == n && !memcmp((*l)->s, s, n))) l = &(*l)->next;
+    return l;
+}
+
+struct strent *strtab_find(struct strtab *t, const char *s, size_t n)
+{
+    return t->n ? *strtab_link(t, s, n, strtab_hash(s, n)) : NULL;
+}
+
+struct strent *strtab_add(struct strtab *t, const char *s, size_t n)
+{
+    struct strent *e = strtab_find(t, s, n);
+    if (e) return e;
+    if (t->n >= t->size) { /* doubled at one entry per bucket */
+        size_t size = t->size ? t->size * 2 : 16;
+        struct strent **b = calloc(size, sizeof *b);
+        if (!b && !t->size) return NULL;
+        if (b) {
+            for (size_t i = 0; i < t->size; i++)
+                for (struct strent *x = t->b[i], *next; x; x = next) {
+                    next = x->next;
+                    x->next = b[x->hash & (size - 1)];
+                    b[x->hash & (size - 1)] = x;
+                }
+            free(t->b);
+            t->b = b;
+            t->size = size;
+        }
+    }
+    if (!(e = calloc(1, sizeof *e + n))) return NULL;
+    e->hash = strtab_hash(s, n);
+    e->len = n;
+    memcpy(e->s, s, n);
+    struct strent **l = &t->b[e->hash & (t->size - 1)];
+    e->next = *l;
+    *l = e;
+    t->n++;
+    return e;
+}
+
+void strtab_del(struct strtab *t, struct strent *e)
+{
+    *strtab_link(t, e->s, e->len, e->hash) = e->next;
+    free(e);
+    if (--t->n == 0) { /* nothing left: the buckets go too */
+        free(t->b);
+        t->b = NULL;
+        t->size = 0;
+    }
+}
+
+struct strent *strtab_next(const struct strtab *t, const struct strent *e)
+{
+    if (e && e->next) return e->next;
+    for (size_t i = e ? (e->hash & (t->size - 1)) + 1 : 0; i < t->size; i++)
+        if (t->b[i]) return t->b[i];
+    return NULL;
+}
+
+/* ---- the store's touch hook: WATCH and the blocked clients ------------- */
+static void key_touched(void *arg, const char *key, size_t klen, bool deleted)
+{
+    (void)arg;
+    watch_on_touch(key, klen, deleted);
+    if (!deleted) blocking_key_touched(key, klen);
+}
+
+void touch_hook_update(void)
+{
+    bool need = watch_any() || blocking_clients() > 0;
+    kv_set_touch_hook(server.kv, need ? key_touched : NULL, NULL);
+}

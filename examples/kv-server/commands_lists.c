@@ -292,7 +292,7 @@ void cmd_lpos(struct conn *c, struct arg *a, size_t argc)
  * is pushed onto the destination before it leaves the source, so that a
  * push that finds no memory changes nothing (the same list turns round
  * alike either way). */
-static void lmove_generic(struct conn *c, struct arg *a, bool from_tail, bool to_tail)
+void lmove_generic(struct conn *c, struct arg *a, bool from_tail, bool to_tail)
 {
     kv_obj *src, *dst;
     if (!lookup_typed(c, &a[1], KV_LIST, &src)) return;

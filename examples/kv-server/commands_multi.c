@@ -116,9 +116,8 @@ static bool table_grow(void)
 /* A change to key (deleted: it is being deleted): its watchers' EXEC will
  * fail, except those that watched it expired, for whom its deletion is no
  * change. */
-static void on_touch(void *arg, const char *key, size_t klen, bool deleted)
+void watch_on_touch(const char *key, size_t klen, bool deleted)
 {
-    (void)arg;
     struct wkey *k = wkey_find(key, klen);
     for (struct watch *w = k ? k->watchers : NULL; w; w = w->next_of_key) {
         if (w->expired && deleted) {
@@ -131,7 +130,12 @@ static void on_touch(void *arg, const char *key, size_t klen, bool deleted)
 
 void watch_touch_key(const char *key, size_t klen)
 {
-    on_touch(NULL, key, klen, false);
+    watch_on_touch(key, klen, false);
+}
+
+bool watch_any(void)
+{
+    return wt.n > 0;
 }
 
 void watch_touch_flush(void)
@@ -177,7 +181,7 @@ static bool watch_key(struct conn *c, const struct arg *key)
                         .expired = o && kv_obj_expired(server.kv, o)};
     (*l)->watchers = w;
     c->watches = w;
-    kv_set_touch_hook(server.kv, on_touch, NULL);
+    touch_hook_update();
     return true;
 }
 
@@ -198,7 +202,7 @@ static void unwatch_all(struct conn *c)
     }
     c->watches = NULL;
     c->watch_dirty = false;
-    if (!wt.n) kv_set_touch_hook(server.kv, NULL, NULL); /* nothing to tell */
+    if (!wt.n) touch_hook_update(); /* nothing to tell WATCH */
 }
 
 /* ---- the queue --------------------------------------------------------- */

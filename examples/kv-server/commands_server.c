@@ -2,6 +2,7 @@
  * TIME, INFO, CONFIG, CLIENT, the saves and SHUTDOWN, and those that tools
  * and client libraries expect. */
 #include <ctype.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,15 @@
 #include "persist.h"
 #include "server.h"
 
+/* PING [message]; in subscribed mode ["pong", message] */
 void cmd_ping(struct conn *c, struct arg *a, size_t argc)
 {
     if (argc > 2) return out_arity_error(c, "ping");
+    if (c->subs) {
+        out_array(c, 2);
+        out_cstr(c, "pong");
+        return argc == 2 ? out_bulk(c, a[1].p, a[1].n) : out_bulk(c, "", 0);
+    }
     if (argc == 2)
         out_bulk(c, a[1].p, a[1].n);
     else
@@ -115,24 +122,34 @@ void cmd_quit(struct conn *c, struct arg *a, size_t argc)
     c->closing = true;
 }
 
-/* CLIENT SETNAME: a name of printable ASCII without spaces (CLIENT LIST's
- * fields are split at spaces in Redis); "" removes it. */
-void cmd_client_setname(struct conn *c, struct arg *a, size_t argc)
+/* A client name: printable ASCII without spaces (CLIENT LIST's fields
+ * are split at spaces in Redis); "" removes it.  false after replying an
+ * error. */
+static bool set_client_name(struct conn *c, const struct arg *n)
 {
-    (void)argc;
-    for (size_t i = 0; i < a[2].n; i++)
-        if ((unsigned char)a[2].p[i] < '!' || (unsigned char)a[2].p[i] > '~')
-            return out_err(c, "ERR Client names cannot contain spaces, newlines or special "
-                              "characters.");
+    for (size_t i = 0; i < n->n; i++)
+        if ((unsigned char)n->p[i] < '!' || (unsigned char)n->p[i] > '~') {
+            out_err(c, "ERR Client names cannot contain spaces, newlines or special characters.");
+            return false;
+        }
     char *name = NULL;
-    if (a[2].n) {
-        if (!(name = malloc(a[2].n + 1))) return out_oom(c);
-        memcpy(name, a[2].p, a[2].n);
-        name[a[2].n] = 0;
+    if (n->n) {
+        if (!(name = malloc(n->n + 1))) {
+            out_oom(c);
+            return false;
+        }
+        memcpy(name, n->p, n->n);
+        name[n->n] = 0;
     }
     free(c->name);
     c->name = name;
-    out_ok(c);
+    return true;
+}
+
+void cmd_client_setname(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    if (set_client_name(c, &a[2])) out_ok(c);
 }
 
 void cmd_client_getname(struct conn *c, struct arg *a, size_t argc)
@@ -146,6 +163,337 @@ void cmd_client_id(struct conn *c, struct arg *a, size_t argc)
 {
     (void)a, (void)argc;
     out_int(c, (long long)c->id);
+}
+
+/* A client as CLIENT LIST and CLIENT INFO show it, in Redis 7.0's fields
+ * (those of no meaning here with Redis's values for a plain client: db=0,
+ * user=default, redir=-1; the memory ones from kv-server's buffers). */
+static void client_line(struct conn *self, const struct conn *c, char *buf, size_t cap)
+{
+    char addr[80], laddr[80], flags[16];
+    net_addr(c, false, addr, sizeof addr);
+    net_addr(c, true, laddr, sizeof laddr);
+    size_t f = 0, sub, psub, ssub;
+    pubsub_counts(c, &sub, &psub, &ssub);
+    if (c->blk) flags[f++] = 'b';
+    if (c->closing) flags[f++] = 'c';
+    if (c->watch_dirty) flags[f++] = 'd';
+    if (c->subs) flags[f++] = 'P';
+    if (c->in_multi) flags[f++] = 'x';
+    if (!f) flags[f++] = 'N';
+    flags[f] = 0;
+    int64_t now = mono_ms();
+    size_t qbuf = c->in_len - c->cmd_start, argv_mem = 0;
+    for (size_t i = 0; i < c->argc; i++) argv_mem += c->args[i].n;
+    /* (the command running is this one: its arguments are in the input) */
+    if (c == self) argv_mem = c->in_len - c->cmd_start;
+    size_t tot = c->in_cap + c->out_cap + c->queue_bytes + c->args_cap * sizeof(struct span);
+    snprintf(buf, cap,
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 sub=%zu "
+             "psub=%zu ssub=%zu multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=%zu multi-mem=%zu "
+             "rbs=%zu rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=%s%s cmd=%s user=default "
+             "redir=-1 resp=%d\n",
+             (unsigned long long)c->id, addr, laddr, c->fd, c->name ? c->name : "",
+             (long long)(now - c->ctime_ms) / 1000, (long long)(now - c->last_ms) / 1000, flags,
+             sub, psub, ssub, c->in_multi ? (long long)c->queue_n : -1LL, qbuf,
+             c->in_cap - c->in_len, argv_mem, c->queue_bytes, c->in_cap, c->in_len, conn_unsent(c),
+             tot, c->closing ? "" : "r", conn_unsent(c) ? "w" : "",
+             c->lastcmd[0] ? c->lastcmd : "NULL", c->proto);
+}
+
+void cmd_client_info(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    char line[1024];
+    client_line(c, c, line, sizeof line);
+    out_cstr(c, line);
+}
+
+static struct conn *client_by_id(long long id)
+{
+    for (struct conn *x = net.conns; x; x = x->next)
+        if ((long long)x->id == id) return x;
+    return NULL;
+}
+
+/* Redis's getClientTypeByName: 0 normal, 1 replica, 2 pubsub, 3 master;
+ * -1 none of them */
+static int client_type_by_name(const struct arg *a)
+{
+    if (arg_is(a, "normal")) return 0;
+    if (arg_is(a, "slave") || arg_is(a, "replica")) return 1;
+    if (arg_is(a, "pubsub")) return 2;
+    if (arg_is(a, "master")) return 3;
+    return -1;
+}
+
+static void unknown_client_type(struct conn *c, const struct arg *a)
+{
+    char t[600];
+    out_err(c, "ERR Unknown client type '%s'", resp_escape(t, sizeof t, a->p, a->n, 128));
+}
+
+/* CLIENT LIST [TYPE type | ID id ...]: oldest first, as Redis's list */
+void cmd_client_list(struct conn *c, struct arg *a, size_t argc)
+{
+    int type = -1;
+    bool ids = false;
+    if (argc == 4 && arg_is(&a[2], "TYPE")) {
+        if ((type = client_type_by_name(&a[3])) < 0) return unknown_client_type(c, &a[3]);
+    } else if (argc > 3 && arg_is(&a[2], "ID")) {
+        ids = true;
+        for (size_t j = 3; j < argc; j++) {
+            long long id;
+            if (!parse_ll(&a[j], &id)) return out_err(c, "ERR Invalid client ID");
+        }
+    } else if (argc != 2) {
+        return out_syntax(c);
+    }
+    char *out = NULL, line[1024];
+    size_t len = 0, cap = 0;
+    struct conn *last = net.conns;
+    while (last && last->next) last = last->next;
+    for (size_t j = ids ? 3 : 0; ids ? j < argc : j == 0; j++) {
+        long long id = 0;
+        if (ids) parse_ll(&a[j], &id);
+        for (struct conn *x = last; x; x = x->prev) {
+            if (ids && (long long)x->id != id) continue;
+            if (type >= 0 && type != (x->subs ? 2 : 0)) continue;
+            client_line(c, x, line, sizeof line);
+            size_t n = strlen(line);
+            if (len + n > cap) {
+                cap = (len + n) * 2;
+                char *o = realloc(out, cap);
+                if (!o) {
+                    free(out);
+                    return out_oom(c);
+                }
+                out = o;
+            }
+            memcpy(out + len, line, n);
+            len += n;
+        }
+    }
+    out_bulk(c, out ? out : "", len);
+    free(out);
+}
+
+/* CLIENT KILL addr (the old form: +OK or an error), or CLIENT KILL [ID id]
+ * [ADDR addr] [LADDR addr] [TYPE type] [USER name] [SKIPME yes|no]: how
+ * many were killed.  Another client is closed at once; this one after the
+ * reply. */
+void cmd_client_kill(struct conn *c, struct arg *a, size_t argc)
+{
+    const struct arg *addr = NULL, *laddr = NULL;
+    int type = -1;
+    long long id = 0;
+    bool skipme = true;
+    if (argc == 3) {
+        addr = &a[2];
+        skipme = false;
+    } else {
+        for (size_t i = 2; i < argc; i += 2) {
+            bool more = i + 1 < argc;
+            if (arg_is(&a[i], "ID") && more) {
+                if (!parse_ll(&a[i + 1], &id) || id < 1)
+                    return out_err(c, "ERR client-id should be greater than 0");
+            } else if (arg_is(&a[i], "TYPE") && more) {
+                if ((type = client_type_by_name(&a[i + 1])) < 0)
+                    return unknown_client_type(c, &a[i + 1]);
+            } else if (arg_is(&a[i], "ADDR") && more) {
+                addr = &a[i + 1];
+            } else if (arg_is(&a[i], "LADDR") && more) {
+                laddr = &a[i + 1];
+            } else if (arg_is(&a[i], "USER") && more) {
+                if (!arg_is(&a[i + 1], "default")) {
+                    char u[600];
+                    return out_err(c, "ERR No such user '%s'",
+                                   resp_escape(u, sizeof u, a[i + 1].p, a[i + 1].n, 128));
+                }
+            } else if (arg_is(&a[i], "SKIPME") && more) {
+                if (arg_is(&a[i + 1], "yes"))
+                    skipme = true;
+                else if (arg_is(&a[i + 1], "no"))
+                    skipme = false;
+                else
+                    return out_syntax(c);
+            } else {
+                return out_syntax(c);
+            }
+        }
+    }
+    long long killed = 0;
+    bool self = false;
+    for (struct conn *x = net.conns, *next; x; x = next) {
+        next = x->next;
+        char buf[80];
+        if (addr) {
+            net_addr(x, false, buf, sizeof buf);
+            if (strlen(buf) != addr->n || memcmp(buf, addr->p, addr->n)) continue;
+        }
+        if (laddr) {
+            net_addr(x, true, buf, sizeof buf);
+            if (strlen(buf) != laddr->n || memcmp(buf, laddr->p, laddr->n)) continue;
+        }
+        if (type >= 0 && type != (x->subs ? 2 : 0)) continue;
+        if (id && (long long)x->id != id) continue;
+        if (x == c && skipme) continue;
+        if (x == c)
+            self = true;
+        else
+            net_kill(x);
+        killed++;
+    }
+    if (argc == 3) {
+        if (!killed) return out_err(c, "ERR No such client");
+        out_ok(c);
+    } else {
+        out_int(c, killed);
+    }
+    if (self) c->closing = true;
+}
+
+/* CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked */
+void cmd_client_unblock(struct conn *c, struct arg *a, size_t argc)
+{
+    if (argc > 4) {
+        char sub[600];
+        return out_err(c,
+                       "ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT "
+                       "HELP.",
+                       resp_escape(sub, sizeof sub, a[1].p, a[1].n, 128));
+    }
+    long long id;
+    if (!get_ll(c, &a[2], &id)) return;
+    bool error = false;
+    if (argc == 4) {
+        if (arg_is(&a[3], "ERROR"))
+            error = true;
+        else if (!arg_is(&a[3], "TIMEOUT"))
+            return out_err(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+    }
+    struct conn *x = client_by_id(id);
+    out_int(c, x && blocking_unblock(x, error));
+}
+
+void cmd_client_help(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    static const char *const lines[] = {
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "KILL <ip:port>",
+        "    Kill connection made from <ip:port>.",
+        "KILL <option> <value> [<option> <value> [...]]",
+        "    Kill connections. Options are:",
+        "    * ADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made from the specified address",
+        "    * LADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made to specified local address",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Kill connections by type.",
+        "    * USER <username>",
+        "      Kill connections authenticated by <username>.",
+        "    * SKIPME (YES|NO)",
+        "      Skip killing current connection (default: yes).",
+        "LIST [options ...]",
+        "    Return information about client connections. Options:",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Return clients of specified type.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
+        "HELP",
+        "    Prints this help.",
+    };
+    out_help(c, lines, sizeof lines / sizeof lines[0]);
+}
+
+/* RESET: the connection as it was when it connected - out of MULTI, its
+ * watched keys and subscriptions forgotten, no name, RESP2 */
+void cmd_reset(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    multi_discard(c);
+    pubsub_forget(c);
+    free(c->name);
+    c->name = NULL;
+    c->proto = 2;
+    out_str(c, "+RESET\r\n");
+}
+
+/* The default user, with no password (nopass), is the only one: any
+ * password authenticates it, as with Redis's default configuration. */
+static bool auth_ok(struct conn *c, const struct arg *user)
+{
+    if (arg_is(user, "default")) return true;
+    out_err(c, "WRONGPASS invalid username-password pair or user is disabled.");
+    return false;
+}
+
+void cmd_auth(struct conn *c, struct arg *a, size_t argc)
+{
+    if (argc > 3) return out_syntax(c);
+    if (argc == 2)
+        return out_err(c, "ERR AUTH <password> called without any password configured for the "
+                          "default user. Are you sure your configuration is correct?");
+    if (auth_ok(c, &a[1])) out_ok(c);
+}
+
+/* HELLO [protover [AUTH username password] [SETNAME name]]: RESP2 only (3
+ * is refused as by a server without RESP3); the reply is Redis's map, as
+ * the flat array RESP2 makes of it. */
+void cmd_hello(struct conn *c, struct arg *a, size_t argc)
+{
+    size_t j = 1;
+    if (argc >= 2) {
+        long long ver;
+        if (!parse_ll(&a[1], &ver))
+            return out_err(c, "ERR Protocol version is not an integer or out of range");
+        if (ver != 2) return out_err(c, "NOPROTO unsupported protocol version");
+        j = 2;
+    }
+    const struct arg *user = NULL, *name = NULL;
+    for (; j < argc; j++) {
+        size_t more = argc - 1 - j;
+        if (arg_is(&a[j], "AUTH") && more >= 2) {
+            user = &a[j + 1];
+            j += 2;
+        } else if (arg_is(&a[j], "SETNAME") && more) {
+            name = &a[++j];
+            for (size_t i = 0; i < name->n; i++)
+                if ((unsigned char)name->p[i] < '!' || (unsigned char)name->p[i] > '~')
+                    return out_err(c, "ERR Client names cannot contain spaces, newlines or "
+                                      "special characters.");
+        } else {
+            char opt[600];
+            return out_err(c, "ERR Syntax error in HELLO option '%s'",
+                           resp_escape(opt, sizeof opt, a[j].p, a[j].n, 128));
+        }
+    }
+    if (user && !auth_ok(c, user)) return;
+    if (name && !set_client_name(c, name)) return;
+    out_array(c, 14);
+    out_cstr(c, "server");
+    out_cstr(c, "redis");
+    out_cstr(c, "version");
+    out_cstr(c, REDIS_VERSION);
+    out_cstr(c, "proto");
+    out_int(c, 2);
+    out_cstr(c, "id");
+    out_int(c, (long long)c->id);
+    out_cstr(c, "mode");
+    out_cstr(c, "standalone");
+    out_cstr(c, "role");
+    out_cstr(c, "master");
+    out_cstr(c, "modules");
+    out_array(c, 0);
 }
 
 void cmd_command(struct conn *c, struct arg *a, size_t argc)
@@ -218,16 +566,16 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
 #define ADD(...) o += (size_t)snprintf(buf + o, o < sizeof buf ? sizeof buf - o : 0, __VA_ARGS__)
     time_t now = time(NULL);
     if (want[0])
-        ADD("# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+        ADD("# Server\r\nredis_version:" REDIS_VERSION "\r\nredis_mode:standalone\r\n"
             "kv_server:trapkit\r\narch_bits:64\r\nmultiplexing_api:epoll\r\n"
             "process_id:%ld\r\ntcp_port:%d\r\nuptime_in_seconds:%ld\r\n"
             "uptime_in_days:%ld\r\nexecutable:kv-server\r\n\r\n",
             (long)getpid(), server.port, (long)(now - server.start_time),
             (long)(now - server.start_time) / 86400);
     if (want[1])
-        ADD("# Clients\r\nconnected_clients:%lu\r\nblocked_clients:0\r\n"
+        ADD("# Clients\r\nconnected_clients:%lu\r\nblocked_clients:%lu\r\n"
             "client_output_buffer_limit:%llu\r\n\r\n",
-            (unsigned long)net.nconns, net.out_hard);
+            (unsigned long)net.nconns, (unsigned long)blocking_clients(), net.out_hard);
     if (want[2])
         ADD("# Memory\r\nused_memory:%lu\r\nused_memory_human:%.2fM\r\n"
             "used_memory_dataset:%lu\r\nmaxmemory:%zu\r\nmaxmemory_policy:noeviction\r\n"
@@ -295,10 +643,11 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
     }
     if (want[4])
         ADD("# Stats\r\ntotal_connections_received:%lu\r\ntotal_commands_processed:%lu\r\n"
-            "rejected_connections:%lu\r\nexpired_keys:%lu\r\n"
-            "client_output_limit_disconnections:%lu\r\n\r\n",
+            "rejected_connections:%lu\r\nexpired_keys:%lu\r\npubsub_channels:%lu\r\n"
+            "pubsub_patterns:%lu\r\nclient_output_limit_disconnections:%lu\r\n\r\n",
             (unsigned long)net.total_conns, (unsigned long)server.total_commands,
             (unsigned long)net.rejected_conns, (unsigned long)kv_expired_total(server.kv),
+            (unsigned long)pubsub_channels(), (unsigned long)pubsub_patterns(),
             (unsigned long)net.out_limit_closed);
     if (want[5]) {
         ADD("# Keyspace\r\n");

@@ -12,7 +12,8 @@
  *             TTL PTTL EXPIRETIME PEXPIRETIME PERSIST
  *   lists     LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP [count] LRANGE LLEN LINDEX LSET LTRIM
  *             LREM LINSERT BEFORE|AFTER LPOS [RANK r] [COUNT n] [MAXLEN m]
- *             LMOVE LEFT|RIGHT LEFT|RIGHT RPOPLPUSH
+ *             LMOVE LEFT|RIGHT LEFT|RIGHT RPOPLPUSH LMPOP
+ *   blocking  BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP
  *   sets      SADD SREM SISMEMBER SMISMEMBER SMEMBERS SCARD SPOP SRANDMEMBER SSCAN SINTER
  *             SUNION SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE SMOVE SINTERCARD [LIMIT n]
  *   hashes    HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL HKEYS HVALS
@@ -20,16 +21,18 @@
  *   zsets     ZADD [NX|XX] [GT|LT] [CH] [INCR] ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
  *             ZREVRANK ZCOUNT ZRANGE [BYSCORE|BYLEX] [REV] [LIMIT o c] [WITHSCORES]
  *             ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT
- *             ZPOPMIN ZPOPMAX ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX
+ *             ZPOPMIN ZPOPMAX ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX ZMPOP
  *   transactions  MULTI EXEC DISCARD WATCH UNWATCH
+ *   pub/sub   SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE SSUBSCRIBE SUNSUBSCRIBE PUBLISH
+ *             SPUBLISH PUBSUB CHANNELS|NUMSUB|NUMPAT|SHARDCHANNELS|SHARDNUMSUB|HELP
  *   server    PING ECHO TIME INFO [server|clients|memory|persistence|stats|keyspace]
  *             CONFIG GET (save appendonly dir dbfilename port maxmemory maxmemory-policy
  *             databases proto-max-bulk-len) CONFIG RESETSTAT COMMAND (an empty list)
- *             CLIENT SETNAME|GETNAME|ID SELECT 0 QUIT SAVE BGSAVE LASTSAVE
- *             SHUTDOWN [SAVE|NOSAVE]
+ *             CLIENT SETNAME|GETNAME|ID|INFO|LIST|KILL|UNBLOCK|HELP SELECT 0 QUIT SAVE
+ *             BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE] HELLO [2] AUTH RESET
  *
  * Each is in commands_TYPE.c (strings, keys, lists, sets, hashes, zsets,
- * multi, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or as the
+ * multi, blocking, pubsub, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or as the
  * cmd_ of the command it shares an implementation with (DECR: cmd_incr,
  * PSETEX: cmd_setex, UNLINK: cmd_del, FLUSHDB: cmd_flushall, SUBSTR:
  * cmd_getrange, ZREVRANK: cmd_zrank).
@@ -60,6 +63,20 @@ static const struct command client_subs[] = {
     {"client|setname", 3, 0, cmd_client_setname},
     {"client|getname", 2, 0, cmd_client_getname},
     {"client|id", 2, 0, cmd_client_id},
+    {"client|info", 2, 0, cmd_client_info},
+    {"client|list", -2, 0, cmd_client_list},
+    {"client|kill", -3, 0, cmd_client_kill},
+    {"client|unblock", -3, 0, cmd_client_unblock},
+    {"client|help", 2, 0, cmd_client_help},
+    {NULL},
+};
+static const struct command pubsub_subs[] = {
+    {"pubsub|channels", -2, 0, cmd_pubsub_channels},
+    {"pubsub|numsub", -2, 0, cmd_pubsub_numsub},
+    {"pubsub|numpat", 2, 0, cmd_pubsub_numpat},
+    {"pubsub|shardchannels", -2, 0, cmd_pubsub_shardchannels},
+    {"pubsub|shardnumsub", -2, 0, cmd_pubsub_shardnumsub},
+    {"pubsub|help", 2, 0, cmd_pubsub_help},
     {NULL},
 };
 static struct command commands[] = {
@@ -123,6 +140,12 @@ static struct command commands[] = {
     {"lpos", -3, 0, cmd_lpos},
     {"lmove", 5, WM, cmd_lmove},
     {"rpoplpush", 3, WM, cmd_rpoplpush},
+    {"lmpop", -4, W, cmd_lmpop},
+    {"blpop", -3, W, cmd_blpop},
+    {"brpop", -3, W, cmd_brpop},
+    {"blmove", 6, WM, cmd_blmove},
+    {"brpoplpush", 4, WM, cmd_brpoplpush},
+    {"blmpop", -5, W, cmd_blmpop},
     /* sets */
     {"sadd", -3, WM, cmd_sadd},
     {"srem", -3, W, cmd_srem},
@@ -179,6 +202,20 @@ static struct command commands[] = {
     {"zrevrangebylex", -4, 0, cmd_zrevrangebylex},
     {"zlexcount", 4, 0, cmd_zlexcount},
     {"zremrangebylex", 4, W, cmd_zremrangebylex},
+    {"zmpop", -4, W, cmd_zmpop},
+    {"bzpopmin", -3, W, cmd_bzpopmin},
+    {"bzpopmax", -3, W, cmd_bzpopmax},
+    {"bzmpop", -5, W, cmd_bzmpop},
+    /* pub/sub */
+    {"subscribe", -2, 0, cmd_subscribe},
+    {"unsubscribe", -1, 0, cmd_unsubscribe},
+    {"psubscribe", -2, 0, cmd_psubscribe},
+    {"punsubscribe", -1, 0, cmd_punsubscribe},
+    {"ssubscribe", -2, 0, cmd_ssubscribe},
+    {"sunsubscribe", -1, 0, cmd_sunsubscribe},
+    {"publish", 3, 0, cmd_publish},
+    {"spublish", 3, 0, cmd_spublish},
+    {"pubsub", -2, 0, NULL, pubsub_subs},
     /* transactions */
     {"multi", 1, Q, cmd_multi},
     {"exec", 1, Q, cmd_exec},
@@ -195,6 +232,9 @@ static struct command commands[] = {
     {"command", -1, 0, cmd_command},
     {"select", 2, 0, cmd_select},
     {"quit", -1, Q, cmd_quit},
+    {"reset", 1, Q, cmd_reset},
+    {"hello", -1, 0, cmd_hello},
+    {"auth", -2, 0, cmd_auth},
     {"bgsave", -1, 0, cmd_bgsave},
     {"save", 1, CMD_NO_MULTI, cmd_save},
     {"lastsave", 1, 0, cmd_lastsave},
@@ -294,6 +334,8 @@ static bool arity_ok(const struct command *cmd, size_t argc)
 void commands_execute(struct conn *c, struct arg *a, size_t argc)
 {
     server.total_commands++;
+    c->last_ms = mono_ms();
+    snprintf(c->lastcmd, sizeof c->lastcmd, "NULL");
     const struct command *cmd = lookup_command(&a[0]);
     if (!cmd) {
         multi_flag_error(c);
@@ -314,6 +356,7 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
         }
         cmd = sub;
     }
+    snprintf(c->lastcmd, sizeof c->lastcmd, "%s", cmd->name);
     if (!arity_ok(cmd, argc)) {
         if (cmd->fn == cmd_exec) {
             multi_discard(c);
@@ -322,6 +365,13 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
         }
         multi_flag_error(c);
         return out_arity_error(c, cmd->name);
+    }
+    if (c->subs && !pubsub_allowed(cmd)) { /* (in RESP2, the only protocol here) */
+        multi_flag_error(c);
+        return out_err(c,
+                       "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                       "QUIT / RESET are allowed in this context",
+                       cmd->name);
     }
     if (c->in_multi && (cmd->flags & CMD_NO_MULTI)) {
         multi_flag_error(c);
@@ -337,6 +387,7 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
         return;
     }
     cmd->fn(c, a, argc);
+    if (blocking_has_ready()) blocking_serve_ready(); /* (after EXEC, for those inside it) */
 }
 
 /* Background work for the store, every 100 ms: expired keys (rounds of 200

@@ -12,8 +12,9 @@
  *             [--eager-restore yes|no] [--restore-prefetch yes|no]
  *
  * Commands: the strings, keys, lists, sets, hashes, sorted sets,
- * transactions (MULTI/EXEC/WATCH) and server commands of redis-server 7.0,
- * answered as it answers them; the list is in commands_table.c.
+ * transactions (MULTI/EXEC/WATCH), blocking pops (BLPOP ...), pub/sub,
+ * connection and server commands of redis-server 7.0, answered as it
+ * answers them; the list is in commands_table.c and README.md.
  *
  * Every value lives in the area (examples/kv-server/store.h), addressed by
  * offsets, so an image holds it and restores it at any address.  Expiry
@@ -98,6 +99,8 @@
  *   commands_strings.c, commands_keys.c, commands_lists.c, commands_sets.c,
  *   commands_hashes.c, commands_zsets.c, commands_server.c (INFO, CONFIG, SAVE ...)
  *                     the commands, as cmd_NAME
+ *   commands_blocking.c  the blocking pops: clients waiting on keys, served, timed out
+ *   commands_pubsub.c     pub/sub: channels, patterns, messages
  *   persist.c, persist.h  loading the image, SAVE, BGSAVE, save points, SHUTDOWN
  *   store.c, store.h  the data set in the checkpointed area
  */

@@ -7,6 +7,7 @@
  * and its unsent output is below OUT_SOFT, so neither its input nor its
  * output grows without bound.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -71,7 +72,9 @@ static void set_events(struct conn *c)
     size_t unsent = conn_unsent(c);
     uint32_t ev = 0;
     /* (a held client is not read: its end, once it has sent its last
-     * command and closed, is seen after that command has run) */
+     * command and closed, is seen after that command has run; a blocked
+     * one is, so that a client that goes away while it waits is
+     * forgotten) */
     if ((!c->pending && !c->closing && !c->held && unsent < OUT_SOFT) || c->linger_until)
         ev |= EPOLLIN;
     if (unsent) ev |= EPOLLOUT;
@@ -96,7 +99,9 @@ static void conn_close(struct conn *c)
 {
     if (c->fd < 0) return;
     unhold(c);
-    multi_discard(c); /* its queue freed, its watched keys forgotten */
+    multi_discard(c);   /* its queue freed, its watched keys forgotten */
+    blocking_forget(c); /* no longer waiting for a key */
+    pubsub_forget(c);   /* unsubscribed from everything */
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -218,7 +223,7 @@ static bool read_some(struct conn *c)
     if (r <= 0) return false;
     c->in_len += (size_t)r;
     c->need_more = false;
-    if (!c->held) set_pending(c);
+    if (!c->held && !c->blk) set_pending(c);
     return true;
 }
 
@@ -246,6 +251,7 @@ static void run_commands(struct conn *c)
         c->argc = 0;
         ran++;
         if (c->held) break; /* BGSAVE: the rest after its instant */
+        if (c->blk) break;  /* a blocking command: the rest once it is served */
     }
     if (c->mb_left == 0 && c->scan == c->in_len) c->scan = c->in_len = c->cmd_start = 0;
 }
@@ -256,6 +262,40 @@ void net_hold(struct conn *c)
     c->held = true;
     c->held_next = net.held;
     net.held = c;
+}
+
+void net_wake(struct conn *c)
+{
+    if (c->fd < 0) return;
+    if (c->dead || (!c->held && !c->blk)) set_pending(c);
+    set_events(c);
+}
+
+void net_kill(struct conn *c)
+{
+    conn_close(c);
+}
+
+void net_addr(const struct conn *c, bool local, char *buf, size_t cap)
+{
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof sa;
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (c->fd >= 0 && (local ? getsockname(c->fd, (struct sockaddr *)&sa, &sl)
+                             : getpeername(c->fd, (struct sockaddr *)&sa, &sl)) == 0) {
+        if (sa.ss_family == AF_INET6) {
+            struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
+            inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+            port = ntohs(s6->sin6_port);
+            snprintf(buf, cap, "%s:%d", host, port);
+            return;
+        }
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+        port = ntohs(s4->sin_port);
+    }
+    snprintf(buf, cap, "%s:%d", host, port);
 }
 
 void net_release_held(int err)
@@ -325,6 +365,8 @@ static void accept_clients(void)
         }
         c->fd = fd;
         c->id = ++net.next_id;
+        c->ctime_ms = c->last_ms = mono_ms();
+        c->proto = 2;
         c->bulk_len = -1;
         c->next = net.conns;
         if (net.conns) net.conns->prev = c;
@@ -348,7 +390,8 @@ static void on_event(struct conn *c, uint32_t events)
     if ((events & EPOLLIN) && !read_some(c)) return conn_close(c);
     if (events & EPOLLOUT) {
         if (!flush_out(c)) return conn_close(c);
-        if (conn_unsent(c) < OUT_SOFT && !c->need_more && !c->held && c->scan < c->in_len)
+        if (conn_unsent(c) < OUT_SOFT && !c->need_more && !c->held && !c->blk &&
+            c->scan < c->in_len)
             set_pending(c); /* output drained: run what input waits */
     }
     set_events(c);
@@ -371,7 +414,7 @@ static void run_pending(void)
             conn_close(c);
             continue;
         }
-        if (!c->need_more && !c->closing && !c->held && c->scan < c->in_len &&
+        if (!c->need_more && !c->closing && !c->held && !c->blk && c->scan < c->in_len &&
             conn_unsent(c) < OUT_SOFT) {
             c->pending = true;
             c->pend_next = keep;
@@ -379,7 +422,14 @@ static void run_pending(void)
         }
         set_events(c);
     }
-    net.pending = keep;
+    /* (clients woken meanwhile - a blocked client served by another's
+     * push, a subscriber sent a message - are on net.pending already) */
+    while (keep) {
+        struct conn *c = keep;
+        keep = c->pend_next;
+        c->pend_next = net.pending;
+        net.pending = c;
+    }
 }
 
 /* ---- the event loop ---------------------------------------------------- */
@@ -400,6 +450,11 @@ void net_event_loop(void)
             server.stop = 0; /* the save failed: keep serving */
         }
         int timeout = net.pending ? 0 : persist.bgsave || persist.lazy ? 5 : 100;
+        int64_t deadline = blocking_next_deadline(); /* a blocked client's timeout */
+        if (deadline) {
+            int64_t left = deadline - mono_ms();
+            if (left < timeout) timeout = left < 0 ? 0 : (int)left;
+        }
         int n = epoll_wait(net.ep, evs, 256, timeout);
         for (int i = 0; i < n; i++) {
             if (!evs[i].data.ptr)
@@ -409,8 +464,9 @@ void net_event_loop(void)
         }
         kv_hold_resize(server.kv, persist.bgsave);
         run_pending();
-        free_closed();
         int64_t now = mono_ms();
+        if (deadline && now >= deadline) blocking_timeouts(now);
+        free_closed();
         persist_poll_loading();
         if (now >= next_cron || persist.bgsave) {
             persist_poll_bgsave();

@@ -57,6 +57,19 @@ struct conn {
     size_t queue_n, queue_cap;
     size_t queue_bytes;    /* their memory, bounded as the output is (net.out_hard) */
     struct watch *watches; /* this client's watched keys */
+    /* A blocking command waiting for a key (commands_blocking.c): the
+     * client runs nothing else until it is served, times out or is
+     * unblocked; it is still read, so that its end is seen (and its
+     * waiting forgotten). */
+    struct blocked *blk;
+    /* Pub/sub (commands_pubsub.c): the channels and patterns it is
+     * subscribed to; with any, it may run only (P)SUBSCRIBE,
+     * (P)UNSUBSCRIBE, PING, QUIT and RESET. */
+    struct sub *subs; /* NULL: none */
+    /* CLIENT LIST, CLIENT INFO (commands_server.c) */
+    int64_t ctime_ms, last_ms; /* connected, last command (mono_ms) */
+    char lastcmd[40];          /* the last command's name, "container|sub" */
+    uint8_t proto;             /* HELLO's protocol version (2) */
 };
 
 struct net_state {
@@ -104,6 +117,19 @@ static inline bool conn_out_fits(const struct conn *c, size_t n)
 {
     return c->out_len + n <= c->out_cap && !c->dead && conn_unsent(c) + n <= net.out_hard;
 }
+
+/* A client told something while it was not running (a blocked client
+ * served or timed out, a subscriber sent a message): its output is sent,
+ * and its next commands run if it is not blocked; one that passed the
+ * output limit is disconnected. */
+void net_wake(struct conn *c);
+
+/* Closes a client now (CLIENT KILL of another client). */
+void net_kill(struct conn *c);
+
+/* The client's peer and local addresses as CLIENT LIST shows them
+ * ("127.0.0.1:50312", "[::1]:6379"). */
+void net_addr(const struct conn *c, bool local, char *buf, size_t cap);
 
 /* Appends to the client's replies (the reply writers in resp.h build on
  * it), or marks a client dead whose unsent replies would pass the limit. */

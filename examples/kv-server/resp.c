@@ -100,6 +100,12 @@ void out_double(struct conn *c, double d)
     out_bulk(c, buf, (size_t)n);
 }
 
+void out_help(struct conn *c, const char *const *lines, size_t n)
+{
+    out_array(c, n);
+    for (size_t i = 0; i < n; i++) out_fmt(c, "+%s\r\n", lines[i]);
+}
+
 void out_oom(struct conn *c)
 {
     out_str(c, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");

@@ -65,6 +65,8 @@ void out_array(struct conn *c, size_t n); /* the header: n elements follow */
 void out_nil(struct conn *c);
 void out_ok(struct conn *c);
 void out_double(struct conn *c, double d); /* a bulk string, as Redis writes a score */
+/* A HELP subcommand's reply: the lines as simple strings. */
+void out_help(struct conn *c, const char *const *lines, size_t n);
 
 /* Redis's common error replies */
 void out_oom(struct conn *c);

@@ -16,6 +16,8 @@
 
 struct kv_store;
 
+#define REDIS_VERSION "7.0.0" /* the version kv-server answers as (INFO, HELLO) */
+
 struct server_state {
     struct kv_store *kv;        /* the data set, in the checkpointed area */
     size_t mem;                 /* the area's size (--memory, maxmemory) */
