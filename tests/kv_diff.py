@@ -47,6 +47,8 @@ def norm(cmd, r):
         return sorted(zip(r[::2], r[1::2]), key=repr)
     if isinstance(r, int) and name == "CLIENT" and str(cmd[1]).upper() == "ID":
         return "an id"
+    if isinstance(r, int) and name == "MEMORY":  # each server's own accounting
+        return "an int"
     if isinstance(r, list) and name == "HELLO" and len(r) == 14:  # the server's id and version
         return r[:3] + [b"a version"] + r[4:7] + ["an id"] + r[8:]
     if isinstance(r, list) and name == "PUBSUB" and len(cmd) > 1 and str(cmd[1]).upper() in (
@@ -555,6 +557,87 @@ script3 = [
 ]
 
 
+# COPY, TOUCH, RANDOMKEY, OBJECT, MEMORY, the bit commands
+x64, x65 = "x" * 64, "x" * 65
+script4 = [
+    ("FLUSHALL",), ("RANDOMKEY",), ("SET", "a", "hello"), ("RANDOMKEY",), ("COPY", "a", "b"), ("GET", "b"),
+    ("COPY", "a", "b"), ("COPY", "a", "b", "REPLACE"), ("COPY", "a", "a"), ("COPY", "nothere", "a"),
+    ("COPY", "nothere", "nothere"), ("COPY", "a", "c", "DB", "0"), ("COPY", "a", "d", "db", "x"),
+    ("COPY", "a", "e", "DB", "-1"), ("COPY", "a", "f", "DB", "99"), ("COPY", "a", "g", "FOO"),
+    ("COPY", "a", "h", "REPLACE", "REPLACE"), ("COPY", "a", "i", "DB"), ("COPY", "a"),
+    ("COPY", "a", "k", "DB", "0", "DB", "0"), ("EXPIRE", "a", "100"), ("COPY", "a", "j"), ("TTL", "j"),
+    ("RPUSH", "l", "1", "2", "3"), ("COPY", "l", "l2"), ("LRANGE", "l2", "0", "-1"), ("RPUSH", "l2", "4"),
+    ("LRANGE", "l", "0", "-1"), ("SADD", "s", "x", "y"), ("COPY", "s", "s2"), ("SMEMBERS", "s2"),
+    ("HSET", "h", "f", "v", "g", "w"), ("COPY", "h", "h2"), ("HGETALL", "h2"),
+    ("ZADD", "z", "1", "a", "2.5", "b", "-inf", "c"), ("COPY", "z", "z2"), ("ZRANGE", "z2", "0", "-1", "WITHSCORES"),
+    ("COPY", "l", "a"), ("COPY", "l", "a", "REPLACE"), ("TYPE", "a"), ("TTL", "a"), ("COPY", "z", "s", "REPLACE"),
+    ("TYPE", "s"),
+    ("TOUCH", "a", "b", "nothere", "a"), ("TOUCH",), ("TOUCH", "nothere"),
+    ("OBJECT", "ENCODING", "b"), ("OBJECT", "ENCODING", "nothere"), ("OBJECT", "REFCOUNT", "b"),
+    ("OBJECT", "IDLETIME", "b"), ("OBJECT", "FREQ", "b"), ("OBJECT", "FREQ", "nothere"), ("OBJECT", "FOO", "b"),
+    ("OBJECT", "ENCODING"), ("OBJECT", "ENCODING", "a", "b"), ("OBJECT",), ("OBJECT", "HELP"), ("OBJECT", "HELP", "x"),
+    ("OBJECT", "REFCOUNT", "nothere"), ("OBJECT", "IDLETIME", "nothere"),
+    ("SET", "i", "123"), ("OBJECT", "ENCODING", "i"), ("OBJECT", "REFCOUNT", "i"), ("SET", "i", "9999"),
+    ("OBJECT", "REFCOUNT", "i"), ("SET", "i", "10000"), ("OBJECT", "REFCOUNT", "i"), ("SET", "i", "-1"),
+    ("OBJECT", "ENCODING", "i"), ("OBJECT", "REFCOUNT", "i"), ("SET", "i", "007"), ("OBJECT", "ENCODING", "i"),
+    ("SET", "i", big), ("OBJECT", "ENCODING", "i"), ("SET", "i", "9223372036854775808"), ("OBJECT", "ENCODING", "i"),
+    ("SET", "i", " 1"), ("OBJECT", "ENCODING", "i"), ("SET", "e", "x" * 44), ("OBJECT", "ENCODING", "e"),
+    ("SET", "e", "x" * 45), ("OBJECT", "ENCODING", "e"), ("INCR", "n"), ("OBJECT", "ENCODING", "n"),
+    ("SET", "f", "1.5"), ("INCRBYFLOAT", "f", "1"), ("OBJECT", "ENCODING", "f"), ("APPEND", "ap", "x"),
+    ("OBJECT", "ENCODING", "ap"), ("OBJECT", "ENCODING", "l"),
+    ("SADD", "is", *range(512)), ("OBJECT", "ENCODING", "is"), ("SADD", "is", "512"), ("OBJECT", "ENCODING", "is"),
+    ("SADD", "is2", "1", "-5"), ("OBJECT", "ENCODING", "is2"), ("SADD", "is2", "a"), ("OBJECT", "ENCODING", "is2"),
+    ("SADD", "is3", "01"), ("OBJECT", "ENCODING", "is3"),
+    ("HSET", "lh", *[x for i in range(512) for x in ("f%d" % i, "v")]), ("OBJECT", "ENCODING", "lh"),
+    ("HSET", "lh", "g", "v"), ("OBJECT", "ENCODING", "lh"), ("HSET", "lh2", "f", x64), ("OBJECT", "ENCODING", "lh2"),
+    ("HSET", "lh2", "g", x65), ("OBJECT", "ENCODING", "lh2"), ("HSET", "lh3", x65, "v"), ("OBJECT", "ENCODING", "lh3"),
+    ("ZADD", "lz", *[x for i in range(128) for x in (str(i), "m%d" % i)]), ("OBJECT", "ENCODING", "lz"),
+    ("ZADD", "lz", "1", "n"), ("OBJECT", "ENCODING", "lz"), ("ZADD", "lz2", "1", x64), ("OBJECT", "ENCODING", "lz2"),
+    ("ZADD", "lz2", "1", x65), ("OBJECT", "ENCODING", "lz2"),
+    ("MEMORY", "USAGE", "a"), ("MEMORY", "USAGE", "lz"), ("MEMORY", "USAGE", "nothere"),
+    ("MEMORY", "USAGE", "a", "SAMPLES", "0"), ("MEMORY", "USAGE", "a", "SAMPLES", "x"),
+    ("MEMORY", "USAGE", "a", "SAMPLES", "-1"), ("MEMORY", "USAGE", "a", "FOO"), ("MEMORY", "USAGE", "a", "SAMPLES"),
+    ("MEMORY",), ("MEMORY", "FOO"), ("MEMORY", "USAGE"),
+    # bits
+    ("SETBIT", "bb", "7", "1"), ("GET", "bb"), ("SETBIT", "bb", "7", "0"), ("SETBIT", "bb", "7", "0"),
+    ("SETBIT", "bb", "100", "1"), ("STRLEN", "bb"), ("GET", "bb"), ("SETBIT", "bb", "-1", "1"), ("SETBIT", "bb", "x", "1"),
+    ("SETBIT", "bb", "1", "2"), ("SETBIT", "bb", "1", "-1"), ("SETBIT", "bb", "1", "x"),
+    ("SETBIT", "bb", "4294967296", "0"), ("SETBIT", "l", "0", "1"), ("SETBIT", "l", "x", "1"), ("SETBIT", "bb"),
+    ("EXPIRE", "bb", "100"), ("SETBIT", "bb", "1", "1"), ("TTL", "bb"),
+    ("GETBIT", "bb", "100"), ("GETBIT", "bb", "101"), ("GETBIT", "bb", "1000000"), ("GETBIT", "nothere", "5"),
+    ("GETBIT", "bb", "-1"), ("GETBIT", "bb", "4294967296"), ("GETBIT", "l", "0"), ("GETBIT", "nothere", "x"),
+    ("GETBIT", "bb"),
+    ("SET", "bs", "foobar"), ("BITCOUNT", "bs"), ("BITCOUNT", "bs", "0", "0"), ("BITCOUNT", "bs", "1", "1"),
+    ("BITCOUNT", "bs", "1"), ("BITCOUNT", "bs", "1", "2", "3"), ("BITCOUNT", "bs", "5", "30", "BIT"),
+    ("BITCOUNT", "bs", "5", "30", "byte"), ("BITCOUNT", "bs", "5", "30", "FOO"), ("BITCOUNT", "bs", "-2", "-1"),
+    ("BITCOUNT", "bs", "3", "1"), ("BITCOUNT", "bs", "x", "1"), ("BITCOUNT", "nothere"), ("BITCOUNT", "nothere", "x", "y"),
+    ("BITCOUNT", "bs", "-100", "-50"), ("BITCOUNT", "bs", "0", "-100"), ("BITCOUNT", "bs", "0", big, "BIT"),
+    ("BITCOUNT", "bs", "-9223372036854775808", "-1", "BIT"), ("BITCOUNT", "bs", "-5", "-1", "BIT"),
+    ("BITCOUNT", "bs", big, big), ("BITCOUNT", "l"), ("BITCOUNT", "bs", "-1", "-2"), ("BITCOUNT",),
+    ("SET", "big", b"\xff" * 100), ("BITCOUNT", "big"), ("BITCOUNT", "big", "3", "900", "BIT"),
+    ("SETBIT", "zb", "15", "0"), ("BITOP", "NOT", "ff", "zb"), ("BITPOS", "ff", "0"), ("BITPOS", "ff", "1"),
+    ("BITPOS", "ff", "0", "0", "-1"), ("BITPOS", "ff", "0", "1"), ("BITPOS", "ff", "0", "3", "BIT"),
+    ("BITPOS", "ff", "0", "3", "-1", "BIT"), ("BITPOS", "zb", "1"), ("BITPOS", "zb", "1", "0", "-1"),
+    ("BITPOS", "bs", "1"), ("BITPOS", "bs", "0"), ("BITPOS", "bs", "2"), ("BITPOS", "bs", "x"), ("BITPOS", "bs", "1", "2"),
+    ("BITPOS", "bs", "1", "2", "-1"), ("BITPOS", "bs", "1", "2", "-1", "BIT"), ("BITPOS", "bs", "1", "7", "15", "bit"),
+    ("BITPOS", "bs", "0", "1", "BIT"), ("BITPOS", "bs", "1", "2", "-1", "FOO"), ("BITPOS", "bs", "1", "x", "-1", "FOO"),
+    ("BITPOS", "bs", "1", "x"), ("BITPOS", "bs", "1", "1", "x"), ("BITPOS", "bs", "1", "1", "2", "3"),
+    ("BITPOS", "nothere", "1"), ("BITPOS", "nothere", "0"), ("BITPOS", "nothere", "0", "x"), ("BITPOS", "nothere", "2"),
+    ("BITPOS", "bs", "1", "100"), ("BITPOS", "bs", "1", "3", "1"), ("BITPOS", "bs", "0", "-1", "-1"),
+    ("BITPOS", "bs", "1", "1", "2", "3", "4"), ("BITPOS", "l", "1"), ("BITPOS", "l", "3"), ("BITPOS", "bs", "1", "-3", "-1", "BIT"),
+    ("BITPOS", "bs", "0", "46", "100", "BIT"), ("BITPOS", "ff", "0", "15", "15", "BIT"), ("BITPOS", "big", "0"),
+    ("BITPOS", "big", "0", "0", "-1"), ("BITPOS", "big", "0", "17", "-1", "BIT"), ("BITPOS", "bs"),
+    ("SET", "em", ""), ("BITPOS", "em", "0"), ("BITPOS", "em", "1"), ("BITCOUNT", "em"), ("BITPOS", "em", "0", "0"),
+    ("BITOP", "AND", "d", "bs", "ff"), ("GET", "d"), ("BITOP", "OR", "d", "bs", "nothere"), ("GET", "d"),
+    ("BITOP", "XOR", "d", "bs", "bs"), ("GET", "d"), ("BITOP", "NOT", "d", "bs"), ("GET", "d"),
+    ("BITOP", "not", "d", "bs", "ff"), ("BITOP", "FOO", "d", "bs"), ("BITOP", "AND", "d"), ("BITOP", "AND", "d", "l"),
+    ("BITOP", "AND", "d", "nothere"), ("EXISTS", "d"), ("BITOP", "AND", "d", "nothere"), ("BITOP", "AND", "d", "nothere", "l"),
+    ("BITOP", "AND",), ("BITOP", "OR", "d", "em"), ("BITOP", "xor", "d", "bs", "ff", "big"), ("GET", "d"),
+    ("EXPIRE", "d", "100"), ("BITOP", "AND", "d", "bs"), ("TTL", "d"), ("BITOP", "OR", "l", "bs"), ("TYPE", "l"),
+    ("FLUSHALL",),
+]
+
+
 tx_script = [
     (0, ("MULTI",)), (0, ("SET", "t", "1")), (0, ("INCR", "t")), (0, ("LPUSH", "t", "x")), (0, ("GET", "t")),
     (0, ("GETEX", "t", "EX", "100")), (0, ("RPUSH", "tl", "a", "b")), (0, ("LMOVE", "tl", "tl2", "LEFT", "LEFT")),
@@ -692,6 +775,12 @@ def random_commands(rng, n):
               lambda k: ("MSET", k, v(), "k1", v()), lambda k: ("MGET", k, "k1", "k2"),
               lambda k: ("GETSET", k, v()), lambda k: ("GETDEL", k), lambda k: ("SETNX", k, v()),
               lambda k: ("MSETNX", k, v(), "k9", v()),
+              lambda k: ("SETBIT", k, rng.choice(["0", "7", "9", "30", "100", "-1", "x"]), rng.choice(["0", "1", "1", "2"])),
+              lambda k: ("GETBIT", k, rng.choice(["0", "3", "9", "40", "x"])),
+              lambda k: ("BITCOUNT", k, *rng.choice([(), (i(), i()), (i(), i(), rng.choice(["BIT", "BYTE"]))])),
+              lambda k: ("BITPOS", k, rng.choice(["0", "1"]), *rng.choice([(), (i(),), (i(), i()), (i(), i(), "BIT")])),
+              lambda k: ("BITOP", rng.choice(["AND", "OR", "XOR", "NOT"]), rng.choice(["k1", key()]), k,
+                         *rng.choice([(), ("k1",), ("k0", "k9")])),
               lambda k: ("GETEX", k, *rng.choice([(), ("EX", "1000"), ("PX", "2000000"), ("PERSIST",),
                                                   ("EXAT", "1"), ("PXAT", big), ("EX", i()), ("EXAT", "99999999999")]))],
         "l": [lambda k: ("LPUSH", k, m(), m()), lambda k: ("RPUSH", k, m(), m(), m()),
@@ -750,7 +839,9 @@ def random_commands(rng, n):
               lambda k: ("RENAME", k, "k%d" % rng.randrange(7)), lambda k: ("RENAMENX", k, "k%d" % rng.randrange(7)),
               lambda k: ("EXPIRE", k, rng.choice(["1000", "2000", "-1"]), *rng.choice([(), ("NX",), ("XX",), ("GT",), ("LT",)])),
               lambda k: ("PERSIST", k), lambda k: ("TTL", k), lambda k: ("EXPIRETIME", k),
-              lambda k: ("DBSIZE",), lambda k: ("KEYS", rng.choice(["*", "k[0-2]", "k?", "*3"]))],
+              lambda k: ("DBSIZE",), lambda k: ("KEYS", rng.choice(["*", "k[0-2]", "k?", "*3"])),
+              lambda k: ("COPY", k, key(), *rng.choice([(), ("REPLACE",), ("DB", "0")])),
+              lambda k: ("TOUCH", k, key())],
     }
     weights = {"s": 4, "l": 4, "S": 3, "h": 3, "z": 4, "Z": 2, "*": 1}
     kinds = list(weights)
@@ -823,6 +914,9 @@ count_changes = True  # (for the commands added with transactions, and one rando
 run(script2)
 run2(tx_script)
 run(script3)
+count_changes = True
+run(script4)
+count_changes = False
 count_changes = False
 run(bulk_script(random.Random(seed)))
 scripted = compared["commands"]

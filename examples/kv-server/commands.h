@@ -127,6 +127,24 @@ bool scan_options(struct conn *c, struct arg *a, size_t argc, size_t first,
 void out_cursor(struct conn *c, uint64_t cursor);
 void scan_members(struct conn *c, struct arg *a, size_t argc, enum kv_type t); /* SSCAN, HSCAN */
 
+/* ---- commands_common.c: values copied.  A value built for a destination
+ * (COPY, SORT ... STORE, ZUNIONSTORE ...) is built under a name no key has
+ * (temp_key), then the destination deleted and the value renamed to it
+ * (replace_with), so that a value the heap has no room for leaves the
+ * destination as it was. */
+size_t temp_key(char *buf, size_t cap); /* cap: 48 */
+/* The value's elements into l, in process memory: a string's bytes; a
+ * list's elements; a set's members; a hash's fields and values, a sorted
+ * set's members and scores (a double's bytes) in pairs; false if no
+ * memory. */
+bool value_snapshot(kv_obj *o, struct keylist *l);
+/* A new key of type t holding them (which must not exist); NULL, and no
+ * key, if the heap has no room. */
+kv_obj *value_restore(const char *key, size_t klen, enum kv_type t, const struct keylist *l);
+/* Deletes dst and renames tmp to it; false (tmp deleted, dst gone) if no
+ * memory for the rename. */
+bool replace_with(const struct arg *dst, const char *tmp, size_t tn);
+
 /* ---- commands_common.c: tables of byte strings in the process's memory
  * (the keys clients block on, pub/sub's channels and patterns): an entry
  * for each string, with what its user keeps there. */
@@ -189,7 +207,11 @@ command_fn cmd_get, cmd_set, cmd_setnx, cmd_setex, cmd_getset, cmd_getdel, cmd_g
 /* commands_keys.c */
 command_fn cmd_del, cmd_exists, cmd_type, cmd_rename, cmd_renamenx, cmd_keys, cmd_scan, cmd_dbsize,
     cmd_flushall, cmd_expire, cmd_pexpire, cmd_expireat, cmd_pexpireat, cmd_ttl, cmd_pttl,
-    cmd_expiretime, cmd_pexpiretime, cmd_persist;
+    cmd_expiretime, cmd_pexpiretime, cmd_persist, cmd_copy, cmd_touch, cmd_randomkey,
+    cmd_object_encoding, cmd_object_refcount, cmd_object_idletime, cmd_object_freq, cmd_object_help,
+    cmd_memory_usage, cmd_memory_help;
+/* commands_bits.c */
+command_fn cmd_setbit, cmd_getbit, cmd_bitcount, cmd_bitpos, cmd_bitop;
 /* commands_lists.c */
 command_fn cmd_lpush, cmd_rpush, cmd_lpushx, cmd_rpushx, cmd_lpop, cmd_rpop, cmd_lrange, cmd_llen,
     cmd_lindex, cmd_lset, cmd_ltrim, cmd_lrem, cmd_linsert, cmd_lpos, cmd_lmove, cmd_rpoplpush;

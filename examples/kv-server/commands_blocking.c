@@ -38,7 +38,6 @@
  * kept in a heap: the event loop wakes for the earliest.
  */
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,10 +373,14 @@ static bool get_timeout(struct conn *c, const struct arg *a, int64_t *deadline)
         out_err(c, "ERR timeout is not a float or out of range");
         return false;
     }
-    long double ms = ceill(s * 1000.0L);
-    /* (a conversion that overflows gives x86's LLONG_MIN, as in Redis) */
-    long long t =
-        ms > -9.2233720368547758e18L && ms < 9.2233720368547758e18L ? (long long)ms : LLONG_MIN;
+    long double ms = s * 1000.0L;
+    /* rounded up (Redis's ceill); a conversion that overflows gives x86's
+     * LLONG_MIN, as in Redis */
+    long long t = LLONG_MIN;
+    if (ms > -9.2233720368547758e18L && ms < 9.2233720368547758e18L) {
+        t = (long long)ms; /* (towards zero) */
+        if ((long double)t < ms) t++;
+    }
     if (t < 0) {
         out_err(c, "ERR timeout is negative");
         return false;

@@ -479,3 +479,104 @@ void touch_hook_update(void)
     bool need = watch_any() || blocking_clients() > 0;
     kv_set_touch_hook(server.kv, need ? key_touched : NULL, NULL);
 }
+
+/* ---- values copied (COPY, and the commands that build a value under a
+ * name of their own before it replaces the destination's) --------------- */
+size_t temp_key(char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (unsigned i = 0; !n || kv_peek(server.kv, buf, n); i++)
+        n = (size_t)snprintf(buf, cap, "%ckv-server:tmp:%u", 0, i);
+    return n;
+}
+
+static void collect_score(struct keylist *l, const char *m, size_t n, double d)
+{
+    keylist_add(l, m, n);
+    keylist_add(l, (const char *)&d, sizeof d);
+}
+
+bool value_snapshot(kv_obj *o, struct keylist *l)
+{
+    const char *p;
+    size_t n;
+    double d;
+    uint64_t cursor = 0;
+    switch (kv_obj_type(o)) {
+    case KV_STRING:
+        kv_str_get(o, &p, &n);
+        keylist_add(l, p, n);
+        break;
+    case KV_LIST:
+        for (kv_lnode *e = kv_list_at(server.kv, o, 0); e && !l->oom;
+             e = kv_list_next(server.kv, e)) {
+            kv_lnode_get(e, &p, &n);
+            keylist_add(l, p, n);
+        }
+        break;
+    case KV_SET:
+        do cursor = kv_set_scan(server.kv, o, cursor, collect_member, l);
+        while (cursor && !l->oom);
+        break;
+    case KV_HASH:
+        do cursor = kv_hash_scan(server.kv, o, cursor, collect_field, l);
+        while (cursor && !l->oom);
+        break;
+    case KV_ZSET:
+        for (kv_znode *z = kv_zset_at(server.kv, o, 0); z && !l->oom;
+             z = kv_zset_next(server.kv, z)) {
+            kv_znode_get(z, &p, &n, &d);
+            collect_score(l, p, n, d);
+        }
+        break;
+    default:
+        break;
+    }
+    return !l->oom;
+}
+
+kv_obj *value_restore(const char *key, size_t klen, enum kv_type t, const struct keylist *l)
+{
+    const char *p, *q = NULL;
+    size_t n, qn = 0, off = 0;
+    if (t == KV_STRING) {
+        if (!keylist_next(l, &off, &p, &n)) p = "", n = 0;
+        return kv_str_set(server.kv, key, klen, p, n, false);
+    }
+    kv_obj *o = kv_create(server.kv, key, klen, t);
+    bool ok = o != NULL;
+    while (ok && keylist_next(l, &off, &p, &n)) {
+        switch (t) {
+        case KV_LIST:
+            ok = kv_list_push(server.kv, o, true, p, n) >= 0;
+            break;
+        case KV_SET:
+            ok = kv_set_add(server.kv, o, p, n) >= 0;
+            break;
+        case KV_HASH:
+            keylist_next(l, &off, &q, &qn);
+            ok = kv_hash_set(server.kv, o, p, n, q, qn) >= 0;
+            break;
+        case KV_ZSET: {
+            double d;
+            keylist_next(l, &off, &q, &qn);
+            memcpy(&d, q, sizeof d);
+            ok = kv_zset_add(server.kv, o, p, n, d) >= 0;
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (ok) return o;
+    if (o) kv_delete(server.kv, key, klen);
+    return NULL;
+}
+
+bool replace_with(const struct arg *dst, const char *tmp, size_t tn)
+{
+    kv_delete(server.kv, dst->p, dst->n);
+    kv_obj *o = kv_rename(server.kv, kv_peek(server.kv, tmp, tn), dst->p, dst->n);
+    if (!o) kv_delete(server.kv, tmp, tn);
+    return o != NULL;
+}

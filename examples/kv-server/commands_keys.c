@@ -257,3 +257,224 @@ void cmd_scan(struct conn *c, struct arg *a, size_t argc)
     out_cursor(c, cursor);
     out_keylist(c, &m);
 }
+
+/* COPY source destination [DB 0] [REPLACE]: the value and its expiry time
+ * under the new name (built under a name of its own first, so that a
+ * value the heap has no room for leaves the destination as it was).  A
+ * server of one database: DB takes 0 only ("DB index is out of range",
+ * as Redis's SELECT of a database it does not have). */
+void cmd_copy(struct conn *c, struct arg *a, size_t argc)
+{
+    bool replace = false;
+    for (size_t j = 3; j < argc; j++) {
+        if (arg_is(&a[j], "REPLACE")) {
+            replace = true;
+        } else if (arg_is(&a[j], "DB") && j + 1 < argc) {
+            long long db;
+            if (!get_ll(c, &a[++j], &db)) return;
+            if (db != 0) return out_err(c, "ERR DB index is out of range");
+        } else {
+            return out_syntax(c);
+        }
+    }
+    if (a[1].n == a[2].n && memcmp(a[1].p, a[2].p, a[1].n) == 0)
+        return out_err(c, "ERR source and destination objects are the same");
+    kv_obj *o = lookup_key(&a[1]);
+    if (!o) return out_int(c, 0);
+    if (lookup_key(&a[2]) && !replace) return out_int(c, 0);
+    o = lookup_key(&a[1]);
+    struct keylist l = {0};
+    enum kv_type t = kv_obj_type(o);
+    int64_t expire = kv_obj_expire(o);
+    char tmp[48];
+    size_t tn = temp_key(tmp, sizeof tmp);
+    kv_obj *n = value_snapshot(o, &l) ? value_restore(tmp, tn, t, &l) : NULL;
+    free(l.buf);
+    if (!n) return out_oom(c);
+    if (expire) kv_set_expire(server.kv, n, expire);
+    if (!replace_with(&a[2], tmp, tn)) return out_oom(c);
+    server.changes++;
+    out_int(c, 1);
+}
+
+void cmd_touch(struct conn *c, struct arg *a, size_t argc)
+{
+    long long n = 0;
+    for (size_t i = 1; i < argc; i++) n += lookup_key(&a[i]) != NULL;
+    out_int(c, n);
+}
+
+void cmd_randomkey(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    kv_obj *o = kv_random_key(server.kv);
+    if (!o) return out_nil(c);
+    const char *k;
+    size_t kn;
+    kv_obj_key(o, &k, &kn);
+    out_bulk(c, k, kn);
+}
+
+/* The encoding Redis 7.0 would report for a value of this size, with its
+ * default thresholds: a string "int" (an integer string2ll takes),
+ * "embstr" (up to 44 bytes) or "raw"; a list "quicklist"; a set "intset"
+ * (up to 512 integers) or "hashtable"; a hash "listpack" (up to 512 fields,
+ * fields and values up to 64 bytes) or "hashtable"; a sorted set
+ * "listpack" (up to 128 members of up to 64 bytes) or "skiplist".  (Redis
+ * never converts back: a hash that grew past 128 fields stays "hashtable"
+ * after it shrinks, and a string changed by APPEND or SETRANGE is "raw";
+ * here the size now decides.) */
+struct enc_check {
+    size_t max;
+    bool ok;
+};
+
+static void check_int(void *arg, const char *m, size_t n)
+{
+    long long v;
+    struct enc_check *e = arg;
+    if (!parse_ll(&(struct arg){m, n}, &v)) e->ok = false;
+}
+
+static void check_field(void *arg, const char *f, size_t fn, const char *v, size_t vn)
+{
+    struct enc_check *e = arg;
+    if (fn > e->max || vn > e->max) e->ok = false;
+}
+
+static const char *encoding_of(kv_obj *o)
+{
+    const char *p;
+    size_t n;
+    long long v;
+    uint64_t cursor = 0;
+    struct enc_check e = {64, true}; /* hash-max-listpack-value, zset-max-listpack-value */
+    switch (kv_obj_type(o)) {
+    case KV_STRING:
+        kv_str_get(o, &p, &n);
+        return parse_ll(&(struct arg){p, n}, &v) ? "int" : n <= 44 ? "embstr" : "raw";
+    case KV_LIST:
+        return "quicklist";
+    case KV_SET:
+        if (kv_set_card(server.kv, o) > 512) return "hashtable";
+        do cursor = kv_set_scan(server.kv, o, cursor, check_int, &e);
+        while (cursor && e.ok);
+        return e.ok ? "intset" : "hashtable";
+    case KV_HASH:
+        if (kv_hash_len(server.kv, o) > 512) return "hashtable";
+        do cursor = kv_hash_scan(server.kv, o, cursor, check_field, &e);
+        while (cursor && e.ok);
+        return e.ok ? "listpack" : "hashtable";
+    case KV_ZSET:
+        if (kv_zset_card(server.kv, o) > 128) return "skiplist";
+        for (kv_znode *z = kv_zset_at(server.kv, o, 0); z; z = kv_zset_next(server.kv, z)) {
+            double d;
+            kv_znode_get(z, &p, &n, &d);
+            if (n > 64) return "skiplist";
+        }
+        return "listpack";
+    default:
+        return "none";
+    }
+}
+
+void cmd_object_encoding(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o = lookup_key(&a[2]);
+    if (!o) return out_nil(c);
+    out_cstr(c, encoding_of(o));
+}
+
+/* OBJECT REFCOUNT: Redis's shared integers (0 to 9999, in a string of
+ * "int" encoding) report INT_MAX; every other value 1. */
+void cmd_object_refcount(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    kv_obj *o = lookup_key(&a[2]);
+    if (!o) return out_nil(c);
+    const char *p;
+    size_t n;
+    long long v;
+    if (kv_obj_type(o) == KV_STRING) {
+        kv_str_get(o, &p, &n);
+        if (parse_ll(&(struct arg){p, n}, &v) && v >= 0 && v < 10000) return out_int(c, INT_MAX);
+    }
+    out_int(c, 1);
+}
+
+/* OBJECT IDLETIME: kv-server keeps no access time for its keys (it would
+ * be a write of the key's page on every read, in every incremental
+ * image): 0, a key just used. */
+void cmd_object_idletime(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    if (!lookup_key(&a[2])) return out_nil(c);
+    out_int(c, 0);
+}
+
+/* OBJECT FREQ: as Redis without an LFU maxmemory-policy (noeviction) */
+void cmd_object_freq(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    if (!lookup_key(&a[2])) return out_nil(c);
+    out_err(c, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
+               "Please note that when switching between policies at runtime LRU and LFU data "
+               "will take some time to adjust.");
+}
+
+void cmd_object_help(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    static const char *const lines[] = {
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Prints this help.",
+    };
+    out_help(c, lines, sizeof lines / sizeof lines[0]);
+}
+
+/* MEMORY USAGE key [SAMPLES count]: the bytes of the heap the key and its
+ * value take in kv-server's store (every element counted: SAMPLES is
+ * checked and otherwise not needed). */
+void cmd_memory_usage(struct conn *c, struct arg *a, size_t argc)
+{
+    for (size_t j = 3; j < argc; j++) {
+        long long samples;
+        if (arg_is(&a[j], "SAMPLES") && j + 1 < argc) {
+            if (!get_ll(c, &a[++j], &samples)) return;
+            if (samples < 0) return out_syntax(c);
+        } else {
+            return out_syntax(c);
+        }
+    }
+    kv_obj *o = lookup_key(&a[2]);
+    if (!o) return out_nil(c);
+    out_int(c, (long long)kv_obj_bytes(server.kv, o));
+}
+
+void cmd_memory_help(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    static const char *const lines[] = {
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        "HELP",
+        "    Prints this help.",
+    };
+    out_help(c, lines, sizeof lines / sizeof lines[0]);
+}

@@ -7,9 +7,11 @@
  *   strings   GET SET [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] SETNX SETEX PSETEX
  *             GETSET GETDEL GETEX [EX s|PX ms|EXAT t|PXAT t|PERSIST] MGET MSET MSETNX INCR
  *             DECR INCRBY DECRBY INCRBYFLOAT APPEND STRLEN GETRANGE SUBSTR SETRANGE
+ *             SETBIT GETBIT BITCOUNT [start end [BYTE|BIT]] BITPOS BITOP AND|OR|XOR|NOT
  *   keys      DEL UNLINK EXISTS TYPE RENAME RENAMENX KEYS SCAN [MATCH] [COUNT] [TYPE]
  *             DBSIZE FLUSHALL FLUSHDB EXPIRE PEXPIRE EXPIREAT PEXPIREAT [NX|XX|GT|LT]
- *             TTL PTTL EXPIRETIME PEXPIRETIME PERSIST
+ *             TTL PTTL EXPIRETIME PEXPIRETIME PERSIST COPY [DB 0] [REPLACE] TOUCH RANDOMKEY
+ *             OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP MEMORY USAGE|HELP
  *   lists     LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP [count] LRANGE LLEN LINDEX LSET LTRIM
  *             LREM LINSERT BEFORE|AFTER LPOS [RANK r] [COUNT n] [MAXLEN m]
  *             LMOVE LEFT|RIGHT LEFT|RIGHT RPOPLPUSH LMPOP
@@ -32,7 +34,7 @@
  *             BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE] HELLO [2] AUTH RESET
  *
  * Each is in commands_TYPE.c (strings, keys, lists, sets, hashes, zsets,
- * multi, blocking, pubsub, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or as the
+ * multi, blocking, pubsub, bits, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or as the
  * cmd_ of the command it shares an implementation with (DECR: cmd_incr,
  * PSETEX: cmd_setex, UNLINK: cmd_del, FLUSHDB: cmd_flushall, SUBSTR:
  * cmd_getrange, ZREVRANK: cmd_zrank).
@@ -70,6 +72,16 @@ static const struct command client_subs[] = {
     {"client|help", 2, 0, cmd_client_help},
     {NULL},
 };
+static const struct command object_subs[] = {
+    {"object|encoding", 3, 0, cmd_object_encoding}, {"object|refcount", 3, 0, cmd_object_refcount},
+    {"object|idletime", 3, 0, cmd_object_idletime}, {"object|freq", 3, 0, cmd_object_freq},
+    {"object|help", 2, 0, cmd_object_help},         {NULL},
+};
+static const struct command memory_subs[] = {
+    {"memory|usage", -3, 0, cmd_memory_usage},
+    {"memory|help", 2, 0, cmd_memory_help},
+    {NULL},
+};
 static const struct command pubsub_subs[] = {
     {"pubsub|channels", -2, 0, cmd_pubsub_channels},
     {"pubsub|numsub", -2, 0, cmd_pubsub_numsub},
@@ -102,6 +114,11 @@ static struct command commands[] = {
     {"getrange", 4, 0, cmd_getrange},
     {"substr", 4, 0, cmd_getrange},
     {"setrange", 4, WM, cmd_setrange},
+    {"setbit", 4, WM, cmd_setbit},
+    {"getbit", 3, 0, cmd_getbit},
+    {"bitcount", -2, 0, cmd_bitcount},
+    {"bitpos", -3, 0, cmd_bitpos},
+    {"bitop", -4, WM, cmd_bitop},
     /* keys */
     {"del", -2, W, cmd_del},
     {"unlink", -2, W, cmd_del},
@@ -123,6 +140,11 @@ static struct command commands[] = {
     {"expiretime", 2, 0, cmd_expiretime},
     {"pexpiretime", 2, 0, cmd_pexpiretime},
     {"persist", 2, W, cmd_persist},
+    {"copy", -3, WM, cmd_copy},
+    {"touch", -2, 0, cmd_touch},
+    {"randomkey", 1, 0, cmd_randomkey},
+    {"object", -2, 0, NULL, object_subs},
+    {"memory", -2, 0, NULL, memory_subs},
     /* lists */
     {"lpush", -3, WM, cmd_lpush},
     {"rpush", -3, WM, cmd_rpush},

@@ -101,6 +101,7 @@
  *                     the commands, as cmd_NAME
  *   commands_blocking.c  the blocking pops: clients waiting on keys, served, timed out
  *   commands_pubsub.c     pub/sub: channels, patterns, messages
+ *   commands_bits.c       SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
  *   persist.c, persist.h  loading the image, SAVE, BGSAVE, save points, SHUTDOWN
  *   store.c, store.h  the data set in the checkpointed area
  */

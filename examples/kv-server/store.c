@@ -589,6 +589,20 @@ static void dict_free(struct kv_store *s, struct kv_dict *d)
     d->rehash = -1;
 }
 
+/* The bytes of the heap blocks of the table and its entries. */
+static uint64_t dict_bytes(struct kv_store *s, struct kv_dict *d)
+{
+    uint64_t n = 0;
+    for (int t = 0; t < 2; t++) {
+        if (!d->size[t]) continue;
+        uint64_t *b = buckets(s, d, t);
+        for (uint64_t i = 0; i < d->size[t]; i++)
+            for (uint64_t e = b[i]; e; e = rec(s, e)->next) n += heap_usable(s, e);
+        n += heap_usable(s, d->table[t]);
+    }
+    return n;
+}
+
 static void dict_init(struct kv_dict *d)
 {
     memset(d, 0, sizeof *d);
@@ -790,6 +804,30 @@ static void delete_at(struct kv_store *s, uint64_t *link, int t)
     dict_maybe_shrink(s, &s->h->keys, KEYS_MIN);
 }
 
+uint64_t kv_obj_bytes(struct kv_store *s, const kv_obj *o)
+{
+    uint64_t n = heap_usable(s, OFF(s, o));
+    switch (o->r.type) {
+    case KV_LIST:
+        n += heap_usable(s, o->v);
+        for (uint64_t x = list_of(s, o)->head; x; x = ((struct kv_lnode *)AT(s, x))->next)
+            n += heap_usable(s, x);
+        break;
+    case KV_SET:
+    case KV_HASH:
+        n += heap_usable(s, o->v) + dict_bytes(s, &((struct kv_set *)AT(s, o->v))->d);
+        break;
+    case KV_ZSET: {
+        struct kv_zset *z = (struct kv_zset *)AT(s, o->v);
+        n += heap_usable(s, o->v) + heap_usable(s, z->header) + dict_bytes(s, &z->d);
+        break;
+    }
+    default:
+        break;
+    }
+    return n;
+}
+
 kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen)
 {
     int t;
@@ -802,6 +840,18 @@ kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen)
         return NULL;
     }
     return o;
+}
+
+kv_obj *kv_random_key(struct kv_store *s)
+{
+    for (;;) { /* each expired key found is deleted: the loop ends */
+        uint64_t e = dict_random(s, &s->h->keys);
+        if (!e) return NULL;
+        kv_obj *o = (kv_obj *)AT(s, e);
+        if (!o->expire || o->expire > s->now) return o;
+        kv_delete_obj(s, o);
+        s->expired++;
+    }
 }
 
 kv_obj *kv_peek(struct kv_store *s, const char *key, size_t klen)

@@ -90,6 +90,8 @@ void kv_set_touch_hook(struct kv_store *s, kv_touch_fn *fn, void *arg);
 /* ---- keys */
 /* The key's object; NULL if there is none (an expired key is deleted). */
 kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen);
+/* A key chosen at random (expired ones found are deleted), NULL if none. */
+kv_obj *kv_random_key(struct kv_store *s);
 /* The key's object even if it has expired (nothing is deleted): WATCH
  * tells an expired key from a missing one, as Redis does. */
 kv_obj *kv_peek(struct kv_store *s, const char *key, size_t klen);
@@ -97,6 +99,8 @@ enum kv_type kv_obj_type(const kv_obj *o);
 void kv_obj_key(const kv_obj *o, const char **key, size_t *klen);
 /* The expiry time in unix ms, 0 if none. */
 int64_t kv_obj_expire(const kv_obj *o);
+/* The bytes of the heap the key and its value take (MEMORY USAGE). */
+uint64_t kv_obj_bytes(struct kv_store *s, const kv_obj *o);
 /* Whether the key has expired (for iterations, which do not delete). */
 bool kv_obj_expired(const struct kv_store *s, const kv_obj *o);
 /* Sets (when_ms > 0) or removes (0) the expiry time. */
