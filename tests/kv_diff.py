@@ -36,7 +36,8 @@ UNORDERED = {"SMEMBERS", "KEYS", "HKEYS", "HVALS", "SINTER", "SUNION", "SDIFF"}
 SUBSCRIBES = {"SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"}
 PAIRS = {"HGETALL"}
 TTLS = {"TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"}  # times: within a second
-SCANS = {"SCAN": 1, "SSCAN": 2, "HSCAN": 2}
+SCANS = {"SCAN": 1, "SSCAN": 2, "HSCAN": 2, "ZSCAN": 2}
+RANDOMS = {"ZRANDMEMBER": "WITHSCORES", "HRANDFIELD": "WITHVALUES"}
 
 
 def norm(cmd, r):
@@ -49,6 +50,16 @@ def norm(cmd, r):
         return "an id"
     if isinstance(r, int) and name == "MEMORY":  # each server's own accounting
         return "an int"
+    if name in RANDOMS and len(cmd) > 2 and isinstance(r, list):
+        # random picks: all of them (sorted) when count asked for more than
+        # there are, else how many, and whether they are distinct
+        count = int(cmd[2])
+        items = list(zip(r[::2], r[1::2])) if len(cmd) > 3 else r
+        if count > 0 and len(items) < count:
+            return sorted(items)
+        return ("picks", len(items), count < 0 or len(set(items)) == len(items))
+    if name in RANDOMS and isinstance(r, bytes):
+        return "a pick"
     if isinstance(r, list) and name == "HELLO" and len(r) == 14:  # the server's id and version
         return r[:3] + [b"a version"] + r[4:7] + ["an id"] + r[8:]
     if isinstance(r, list) and name == "PUBSUB" and len(cmd) > 1 and str(cmd[1]).upper() in (
@@ -73,7 +84,7 @@ def scan_all(conn, cmd):
         if r[0] == b"0":
             break
         r = conn.cmd(*cmd)
-    if cmd[0].upper() == "HSCAN":
+    if cmd[0].upper() in ("HSCAN", "ZSCAN"):
         return sorted(set(zip(out[::2], out[1::2])))
     return sorted(set(out))
 
@@ -638,6 +649,84 @@ script4 = [
 ]
 
 
+# the sorted-set algebra, ZRANGESTORE, ZSCAN, ZRANDMEMBER, HRANDFIELD
+script5 = [
+    ("FLUSHALL",), ("ZADD", "z1", "1", "a", "2", "b", "3", "c"), ("ZADD", "z2", "10", "b", "20", "c", "30", "d"),
+    ("SADD", "s", "c", "d", "e"), ("SET", "str", "x"), ("SADD", "is", "1", "2", "3"),
+    ("ZUNIONSTORE", "d", "2", "z1", "z2"), ("ZRANGE", "d", "0", "-1", "WITHSCORES"), ("ZUNION", "2", "z1", "z2", "WITHSCORES"),
+    ("ZUNION", "2", "z1", "z2"), ("ZINTER", "2", "z1", "z2", "WITHSCORES"), ("ZINTER", "2", "z1", "z2"),
+    ("ZDIFF", "2", "z1", "z2", "WITHSCORES"), ("ZDIFF", "2", "z2", "z1"), ("ZUNION", "2", "z1", "s", "WITHSCORES"),
+    ("ZINTER", "3", "z1", "z2", "s", "WITHSCORES"), ("ZDIFF", "2", "s", "z1", "WITHSCORES"), ("ZUNION", "2", "is", "s", "WITHSCORES"),
+    ("ZUNION", "2", "z1", "z2", "WEIGHTS", "2", "0.5", "WITHSCORES"), ("ZUNION", "2", "z1", "z2", "AGGREGATE", "MIN", "WITHSCORES"),
+    ("ZUNION", "2", "z1", "z2", "aggregate", "max", "WITHSCORES"), ("ZINTER", "2", "z1", "z2", "WEIGHTS", "-1", "1", "AGGREGATE", "MIN", "WITHSCORES"),
+    ("ZINTER", "2", "z1", "z2", "AGGREGATE", "MAX", "WEIGHTS", "1", "2", "WITHSCORES"), ("ZUNION", "0", "z1"), ("ZUNION", "-1", "z1"),
+    ("ZUNION", "x", "z1"), ("ZUNION", "3", "z1", "z2"), ("ZUNION", "2", "z1", "str"), ("ZUNION", "2", "str", "z1", "FOO"),
+    ("ZUNION", "2", "z1", "nothere", "WITHSCORES"), ("ZUNION", "2", "z1", "z2", "WEIGHTS", "1"), ("ZUNION", "2", "z1", "z2", "WEIGHTS", "1", "x"),
+    ("ZUNION", "2", "z1", "z2", "AGGREGATE", "foo"), ("ZUNION", "2", "z1", "z2", "AGGREGATE"), ("ZUNION", "2", "z1", "z2", "FOO"),
+    ("ZUNIONSTORE", "d", "2", "z1", "z2", "WITHSCORES"), ("ZDIFF", "2", "z1", "z2", "WEIGHTS", "1", "2"),
+    ("ZDIFF", "2", "z1", "z2", "AGGREGATE", "SUM"), ("ZDIFFSTORE", "d", "1", "nothere"), ("EXISTS", "d"),
+    ("ZINTERCARD", "2", "z1", "z2"), ("ZINTERCARD", "2", "z1", "z2", "LIMIT", "1"), ("ZINTERCARD", "2", "z1", "z2", "LIMIT", "0"),
+    ("ZINTERCARD", "0", "z1"), ("ZINTERCARD", "2", "z1", "z2", "WITHSCORES"), ("ZINTERCARD", "2", "z1", "z2", "LIMIT", "-1"),
+    ("ZINTERCARD", "2", "z1", "z2", "LIMIT", "x"), ("ZINTERCARD", "1", "str"), ("ZINTERCARD", "2", "z1", "s"),
+    ("ZINTERCARD", "2", "z1", "z2", "WEIGHTS", "1", "1"), ("ZINTERCARD", "1", "nothere"),
+    ("ZINTERSTORE", "d", "2", "z1", "s"), ("ZRANGE", "d", "0", "-1", "WITHSCORES"), ("ZINTERSTORE", "d", "2", "z1", "nothere"),
+    ("EXISTS", "d"), ("ZINTERSTORE", "d", "2", "z1", "nothere"), ("ZUNIONSTORE",), ("ZUNION",), ("ZUNION", "1"),
+    ("ZUNION", "9999999999999999999", "z1"), ("ZDIFFSTORE", "d", "0", "z1"), ("ZINTERSTORE", "d", "0", "z1"),
+    ("ZUNION", "2", "z1", "z2", "WEIGHTS", "inf", "-inf", "WITHSCORES"), ("ZADD", "zi", "1", "a"),
+    ("ZUNION", "2", "zi", "zi", "WEIGHTS", "inf", "-inf", "WITHSCORES"), ("ZINTER", "2", "zi", "zi", "WEIGHTS", "inf", "-inf", "WITHSCORES"),
+    ("ZINTER", "2", "zi", "zi", "WEIGHTS", "inf", "-inf", "AGGREGATE", "MAX", "WITHSCORES"),
+    ("ZUNION", "1", "z1", "WITHSCORES", "WITHSCORES"), ("ZUNION", "1", "z1", "WEIGHTS", "nan"),
+    ("ZUNION", "1", "z1", "WEIGHTS", "0", "WITHSCORES"), ("ZUNION", "1", "z1", "WEIGHTS", "-1", "WITHSCORES"),
+    ("ZUNIONSTORE", "neg", "1", "z1", "WEIGHTS", "-0"), ("ZRANGE", "neg", "0", "-1", "WITHSCORES"),
+    ("ZUNION", "1", "zi", "WEIGHTS", "-0", "WITHSCORES"), ("ZINTER", "2", "z1", "z1", "WITHSCORES"),
+    ("ZDIFF", "2", "z1", "z1"), ("ZDIFFSTORE", "z1c", "2", "z1", "zi"), ("ZRANGE", "z1c", "0", "-1", "WITHSCORES"),
+    ("SET", "d", "str"), ("EXPIRE", "d", "100"), ("ZUNIONSTORE", "d", "1", "z1"), ("TYPE", "d"), ("TTL", "d"),
+    ("ZUNIONSTORE", "z1", "2", "z1", "z2"), ("ZRANGE", "z1", "0", "-1", "WITHSCORES"), ("ZINTERSTORE", "z1", "1", "str"),
+    ("ZADD", "big1", *[x for i in range(300) for x in (str(i % 17), "m%d" % i)]),
+    ("ZADD", "big2", *[x for i in range(0, 300, 2) for x in (str(i % 5), "m%d" % i)]),
+    ("ZUNION", "2", "big1", "big2", "WITHSCORES"), ("ZINTER", "2", "big1", "big2", "WEIGHTS", "0.1", "0.7", "WITHSCORES"),
+    ("ZDIFF", "2", "big1", "big2", "WITHSCORES"), ("ZINTERCARD", "2", "big1", "big2", "LIMIT", "10"),
+    ("ZUNIONSTORE", "bigu", "2", "big1", "big2", "AGGREGATE", "MAX"), ("ZRANGE", "bigu", "0", "-1", "WITHSCORES"),
+    # ZRANGESTORE
+    ("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"), ("ZRANGESTORE", "d", "z", "0", "-1"), ("ZRANGE", "d", "0", "-1", "WITHSCORES"),
+    ("ZRANGESTORE", "d", "z", "1", "2", "REV"), ("ZRANGE", "d", "0", "-1", "WITHSCORES"),
+    ("ZRANGESTORE", "d", "z", "(1", "3", "BYSCORE", "LIMIT", "1", "1"), ("ZRANGE", "d", "0", "-1", "WITHSCORES"),
+    ("ZRANGESTORE", "d", "z", "[a", "[c", "BYLEX"), ("ZRANGESTORE", "d", "z", "+", "-", "BYLEX", "REV", "LIMIT", "0", "2"),
+    ("ZRANGE", "d", "0", "-1"), ("ZRANGESTORE", "d", "z", "0", "-1", "WITHSCORES"), ("ZRANGESTORE", "d", "z", "5", "10"),
+    ("EXISTS", "d"), ("ZRANGESTORE", "d", "z", "5", "10"), ("ZRANGESTORE", "d", "nothere", "0", "-1"),
+    ("ZRANGESTORE", "d", "str", "0", "-1"), ("ZRANGESTORE", "d", "z", "0"), ("ZRANGESTORE", "d", "z", "x", "1"),
+    ("ZRANGESTORE", "d", "z", "0", "1", "LIMIT", "0", "1"), ("ZRANGESTORE", "d", "z", "a", "b", "BYSCORE"),
+    ("ZRANGESTORE", "d", "z", "a", "b", "BYLEX"), ("ZRANGESTORE", "d", "z", "0", "-1", "FOO"),
+    ("ZRANGESTORE", "z", "z", "1", "2"), ("ZRANGE", "z", "0", "-1", "WITHSCORES"), ("SET", "d", "x"),
+    ("ZRANGESTORE", "d", "z", "0", "0"), ("TYPE", "d"),
+    # ZSCAN
+    ("ZSCAN", "z1", "0"), ("ZSCAN", "z1", "0", "MATCH", "[ab]"), ("ZSCAN", "bigu", "0"), ("ZSCAN", "bigu", "0", "COUNT", "7"),
+    ("ZSCAN", "bigu", "0", "MATCH", "m1*"), ("ZSCAN", "z1", "x"), ("ZSCAN", "str", "0"), ("ZSCAN", "nothere", "0"),
+    ("ZSCAN", "z1", "0", "COUNT", "0"), ("ZSCAN", "z1", "0", "FOO"), ("ZSCAN", "z1", "0", "MATCH"), ("ZSCAN", "z1"),
+    ("ZSCAN", "nothere", "0", "FOO"), ("ZSCAN", "nothere", "x"), ("SSCAN", "nothere", "0", "FOO"),
+    ("HSCAN", "nothere", "0", "COUNT", "0"), ("SSCAN", "str", "0", "FOO"),
+    ("ZADD", "zf", "1e17", "a", "0.1", "b", "-0", "c", "123456789012345678", "d", "-inf", "e", "1e-5", "f"),
+    ("ZSCAN", "zf", "0"), ("ZADD", "zf", *[x for i in range(130) for x in ("5", "f%d" % i)]), ("ZSCAN", "zf", "0", "COUNT", "1000"),
+    # ZRANDMEMBER, HRANDFIELD
+    ("ZRANDMEMBER", "nothere"), ("ZRANDMEMBER", "nothere", "5"), ("ZRANDMEMBER", "nothere", "5", "WITHSCORES"),
+    ("ZRANDMEMBER", "z", "0"), ("ZRANDMEMBER", "zi"), ("ZRANDMEMBER", "zi", "1"), ("ZRANDMEMBER", "z", "x"),
+    ("ZRANDMEMBER", "z", "1", "FOO"), ("ZRANDMEMBER", "z", "1", "WITHSCORES", "x"), ("ZRANDMEMBER", "z", "-9223372036854775808"),
+    ("ZRANDMEMBER", "z", "-9223372036854775807", "WITHSCORES"), ("ZRANDMEMBER", "z", "4611686018427387904", "WITHSCORES"),
+    ("ZRANDMEMBER", "z", "10", "WITHSCORES"), ("ZRANDMEMBER", "z", "10"), ("ZRANDMEMBER", "z", "1", "withscores"),
+    ("ZRANDMEMBER", "z", "-5", "WITHSCORES"), ("ZRANDMEMBER", "z", "-5"), ("ZRANDMEMBER", "bigu", "20"),
+    ("ZRANDMEMBER", "bigu", "20", "WITHSCORES"), ("ZRANDMEMBER", "bigu", "-20"), ("ZRANDMEMBER", "z"), ("ZRANDMEMBER", "str"),
+    ("ZRANDMEMBER", "str", "1"), ("ZRANDMEMBER",),
+    ("HSET", "h", "f", "v", "g", "w", "k", "x"), ("HRANDFIELD", "h"), ("HRANDFIELD", "h", "-3"), ("HRANDFIELD", "h", "5", "WITHVALUES"),
+    ("HRANDFIELD", "h", "2", "WITHVALUES"), ("HRANDFIELD", "h", "-7", "withvalues"), ("HRANDFIELD", "h", "1", "WITHSCORES"),
+    ("HRANDFIELD", "nothere"), ("HRANDFIELD", "nothere", "1"), ("HRANDFIELD", "str"), ("HRANDFIELD", "str", "1"),
+    ("HRANDFIELD", "h", "-9223372036854775808"), ("HRANDFIELD", "h", "-4611686018427387904", "WITHVALUES"),
+    ("HRANDFIELD", "h", "x"), ("HRANDFIELD", "h", "1", "2", "3"), ("HRANDFIELD", "h", "0"), ("HRANDFIELD", "bighash", "3"),
+    ("HSET", "bh", *[x for i in range(600) for x in ("f%d" % i, "v%d" % i)]), ("HRANDFIELD", "bh", "1000", "WITHVALUES"),
+    ("HRANDFIELD", "bh", "50", "WITHVALUES"), ("HRANDFIELD", "bh", "-50"), ("HRANDFIELD",),
+    ("FLUSHALL",),
+]
+
+
 tx_script = [
     (0, ("MULTI",)), (0, ("SET", "t", "1")), (0, ("INCR", "t")), (0, ("LPUSH", "t", "x")), (0, ("GET", "t")),
     (0, ("GETEX", "t", "EX", "100")), (0, ("RPUSH", "tl", "a", "b")), (0, ("LMOVE", "tl", "tl2", "LEFT", "LEFT")),
@@ -763,6 +852,7 @@ def random_commands(rng, n):
     m = lambda: "m%d" % rng.randrange(40)
     lm = lambda: "m%d" % rng.randrange(8)  # list elements: few, so that they repeat
     key = lambda: "k%d" % rng.randrange(7)
+    rc = lambda: rng.choice(["0", "1", "2", "-1", "-3", "5", "10", "-10", "x"])  # (a huge one: a huge reply)
     end = lambda: rng.choice(["LEFT", "RIGHT", "left", "right"] + ["UP"] * (rng.random() < 0.05))
     lex = lambda: pick(["-", "+", "[m1", "(m1", "[m2", "(m25", "[m3", "[m", "(m39", "[", "[m10"]
                        if rng.random() > 0.1 else ["x", "", "+x", "-1"])
@@ -813,7 +903,8 @@ def random_commands(rng, n):
               lambda k: ("HINCRBY", k, m(), i()), lambda k: ("HINCRBYFLOAT", k, m(), f()),
               lambda k: ("HMGET", k, m(), m()), lambda k: ("HKEYS", k), lambda k: ("HVALS", k),
               lambda k: ("HSETNX", k, m(), v()), lambda k: ("HEXISTS", k, m()),
-              lambda k: ("HSTRLEN", k, m()), lambda k: ("HMSET", k, m(), v())],
+              lambda k: ("HSTRLEN", k, m()), lambda k: ("HMSET", k, m(), v()),
+              lambda k: ("HRANDFIELD", k, *rng.choice([(), (rc(),), (rc(), "WITHVALUES"), ("100", "WITHVALUES")]))],
         "z": [lambda k: ("ZADD", k, f(), m(), f(), m()),
               lambda k: ("ZADD", k, *rng.choice([("NX",), ("XX",), ("CH",), ("GT", "CH"), ("LT",), ("INCR",), ("XX", "INCR")]), f(), m()),
               lambda k: ("ZINCRBY", k, f(), m()), lambda k: ("ZREM", k, m(), m()), lambda k: ("ZSCORE", k, m()),
@@ -828,7 +919,17 @@ def random_commands(rng, n):
               lambda k: (rng.choice(["BZPOPMIN", "BZPOPMAX"]), k, *rng.sample(["k5", "k6", key()], rng.randrange(2)), "0.01"),
               lambda k: ("ZMPOP", "2", k, rng.choice(["k5", "k6", key()]), rng.choice(["MIN", "MAX", "max"]),
                          *rng.choice([(), ("COUNT", i())])),
-              lambda k: ("BZMPOP", "0.01", "1", k, rng.choice(["MIN", "MAX"]), *rng.choice([(), ("COUNT", i())]))],
+              lambda k: ("BZMPOP", "0.01", "1", k, rng.choice(["MIN", "MAX"]), *rng.choice([(), ("COUNT", i())])),
+              lambda k: (rng.choice(["ZUNION", "ZINTER", "ZDIFF"]), "2", k, rng.choice(["k5", "k7", "k3", key()]),
+                         *rng.choice([(), ("WITHSCORES",), ("WEIGHTS", f(), f(), "WITHSCORES"),
+                                      ("AGGREGATE", rng.choice(["MIN", "MAX", "SUM"]), "WITHSCORES")])),
+              lambda k: (rng.choice(["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]), rng.choice(["k6", "k5", key()]), "2", k,
+                         rng.choice(["k5", "k7", "k3", key()]), *rng.choice([(), ("WEIGHTS", f(), f()), ("AGGREGATE", "MAX")])),
+              lambda k: ("ZINTERCARD", "2", k, rng.choice(["k5", "k7", "k3", key()]), *rng.choice([(), ("LIMIT", i())])),
+              lambda k: ("ZRANGESTORE", rng.choice(["k6", key()]), k, i(), i(), *rng.choice([(), ("REV",)])),
+              lambda k: ("ZRANGESTORE", rng.choice(["k6", key()]), k, f(), f(), "BYSCORE", *rng.choice([(), ("LIMIT", "1", "2")])),
+              lambda k: ("ZSCAN", k, "0", *rng.choice([(), ("MATCH", "m1*"), ("COUNT", "3")])),
+              lambda k: ("ZRANDMEMBER", k, *rng.choice([(), (rc(),), (rc(), "WITHSCORES"), ("100", "WITHSCORES")]))],
         "Z": [lambda k: ("ZADD", k, "0", m(), "0", m(), "0", m()), lambda k: ("ZREM", k, m()),
               lambda k: ("ZRANGEBYLEX", k, lex(), lex(), *rng.choice([(), ("LIMIT", "1", "3"), ("LIMIT", "0", "-1")])),
               lambda k: ("ZREVRANGEBYLEX", k, lex(), lex(), *rng.choice([(), ("LIMIT", "2", "2")])),
@@ -916,6 +1017,7 @@ run2(tx_script)
 run(script3)
 count_changes = True
 run(script4)
+run(script5)
 count_changes = False
 count_changes = False
 run(bulk_script(random.Random(seed)))

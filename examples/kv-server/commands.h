@@ -125,7 +125,13 @@ bool get_cursor(struct conn *c, const struct arg *a, uint64_t *cursor);
 bool scan_options(struct conn *c, struct arg *a, size_t argc, size_t first,
                   const struct arg **pattern, long long *count, enum kv_type *type);
 void out_cursor(struct conn *c, uint64_t cursor);
-void scan_members(struct conn *c, struct arg *a, size_t argc, enum kv_type t); /* SSCAN, HSCAN */
+void scan_members(struct conn *c, struct arg *a, size_t argc,
+                  enum kv_type t); /* SSCAN, HSCAN, ZSCAN */
+/* ZSCAN's step: the members and scores of the buckets at cursor, into l */
+uint64_t zscan_step(kv_obj *o, uint64_t cursor, struct keylist *l);
+/* ZRANDMEMBER's and HRANDFIELD's count [WITHSCORES|WITHVALUES] (with) */
+bool get_rand_count(struct conn *c, struct arg *a, size_t argc, const char *with, long long *count,
+                    bool *withx);
 
 /* ---- commands_common.c: values copied.  A value built for a destination
  * (COPY, SORT ... STORE, ZUNIONSTORE ...) is built under a name no key has
@@ -230,12 +236,14 @@ command_fn cmd_sadd, cmd_srem, cmd_sismember, cmd_smismember, cmd_smembers, cmd_
     cmd_sdiffstore, cmd_smove, cmd_sintercard;
 /* commands_hashes.c */
 command_fn cmd_hset, cmd_hmset, cmd_hsetnx, cmd_hget, cmd_hmget, cmd_hdel, cmd_hlen, cmd_hexists,
-    cmd_hstrlen, cmd_hgetall, cmd_hkeys, cmd_hvals, cmd_hincrby, cmd_hincrbyfloat, cmd_hscan;
+    cmd_hstrlen, cmd_hgetall, cmd_hkeys, cmd_hvals, cmd_hincrby, cmd_hincrbyfloat, cmd_hscan,
+    cmd_hrandfield;
 /* commands_zsets.c */
 command_fn cmd_zadd, cmd_zincrby, cmd_zrem, cmd_zscore, cmd_zmscore, cmd_zcard, cmd_zrank,
     cmd_zcount, cmd_zrange, cmd_zrevrange, cmd_zrangebyscore, cmd_zrevrangebyscore, cmd_zpopmin,
     cmd_zpopmax, cmd_zremrangebyscore, cmd_zremrangebyrank, cmd_zrangebylex, cmd_zrevrangebylex,
-    cmd_zlexcount, cmd_zremrangebylex;
+    cmd_zlexcount, cmd_zremrangebylex, cmd_zunion, cmd_zinter, cmd_zdiff, cmd_zunionstore,
+    cmd_zinterstore, cmd_zdiffstore, cmd_zintercard, cmd_zrandmember, cmd_zscan, cmd_zrangestore;
 /* commands_server.c */
 command_fn cmd_ping, cmd_echo, cmd_time, cmd_info, cmd_config_get, cmd_config_resetstat,
     cmd_command, cmd_select, cmd_quit, cmd_bgsave, cmd_save, cmd_lastsave, cmd_shutdown,

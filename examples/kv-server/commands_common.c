@@ -358,28 +358,31 @@ void out_cursor(struct conn *c, uint64_t cursor)
     out_bulk(c, buf, (size_t)n);
 }
 
-/* SSCAN and HSCAN: a step of the cursor as SCAN's; MATCH filters members
- * (fields) after. */
+/* SSCAN, HSCAN and ZSCAN: a step of the cursor as SCAN's; MATCH filters
+ * members (fields) after.  As Redis's: the cursor parsed, then the key
+ * looked up (a missing one an empty scan, whatever the options), then the
+ * options. */
 void scan_members(struct conn *c, struct arg *a, size_t argc, enum kv_type t)
 {
     uint64_t cursor;
     const struct arg *pattern;
     long long count;
     if (!get_cursor(c, &a[2], &cursor)) return;
-    if (!scan_options(c, a, argc, 3, &pattern, &count, NULL)) return;
     kv_obj *o;
     if (!lookup_typed(c, &a[1], t, &o)) return;
-    struct keylist l = {0}, m = {0};
-    size_t per = t == KV_HASH ? 2 : 1;
-    if (o) {
-        long long steps = count * 10;
-        do {
-            cursor = t == KV_SET ? kv_set_scan(server.kv, o, cursor, collect_member, &l)
-                                 : kv_hash_scan(server.kv, o, cursor, collect_field, &l);
-        } while (cursor && (long long)(l.n / per) < count && --steps > 0 && !l.oom);
-    } else {
-        cursor = 0;
+    if (!o) {
+        out_cursor(c, 0);
+        return out_array(c, 0);
     }
+    if (!scan_options(c, a, argc, 3, &pattern, &count, NULL)) return;
+    struct keylist l = {0}, m = {0};
+    size_t per = t == KV_SET ? 1 : 2;
+    long long steps = count * 10;
+    do {
+        cursor = t == KV_SET    ? kv_set_scan(server.kv, o, cursor, collect_member, &l)
+                 : t == KV_HASH ? kv_hash_scan(server.kv, o, cursor, collect_field, &l)
+                                : zscan_step(o, cursor, &l);
+    } while (cursor && (long long)(l.n / per) < count && --steps > 0 && !l.oom);
     const char *e[2];
     size_t en[2];
     for (size_t off = 0; !l.oom && keylist_next(&l, &off, &e[0], &en[0]);) {

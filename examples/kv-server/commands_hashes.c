@@ -2,8 +2,10 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "commands.h"
+#include "net.h"
 #include "server.h"
 
 static void hset_generic(struct conn *c, struct arg *a, size_t argc, bool hmset)
@@ -222,4 +224,57 @@ void cmd_hincrbyfloat(struct conn *c, struct arg *a, size_t argc)
 void cmd_hscan(struct conn *c, struct arg *a, size_t argc)
 {
     scan_members(c, a, argc, KV_HASH);
+}
+
+/* HRANDFIELD key [count [WITHVALUES]]: one field (nil if none); with a
+ * count, that many distinct fields (all if fewer), or with a negative
+ * one that many with repeats. */
+void cmd_hrandfield(struct conn *c, struct arg *a, size_t argc)
+{
+    long long count = 1;
+    bool wv = false;
+    if (argc >= 3 && !get_rand_count(c, a, argc, "WITHVALUES", &count, &wv)) return;
+    kv_obj *o;
+    if (!lookup_typed(c, &a[1], KV_HASH, &o)) return;
+    const char *f, *v;
+    size_t fn, vn;
+    if (argc == 2) {
+        if (!o || !kv_hash_random(server.kv, o, &f, &fn, &v, &vn)) return out_nil(c);
+        return out_bulk(c, f, fn);
+    }
+    if (!o || count == 0) return out_array(c, 0);
+    size_t per = wv ? 2 : 1;
+    if (count < 0) { /* with repeats */
+        out_array(c, (size_t)-count * per);
+        for (long long i = 0; i < -count && !c->dead; i++) {
+            kv_hash_random(server.kv, o, &f, &fn, &v, &vn);
+            out_bulk(c, f, fn);
+            if (wv) out_bulk(c, v, vn);
+        }
+        return;
+    }
+    struct keylist l = {0};
+    uint64_t cursor = 0;
+    do cursor = kv_hash_scan(server.kv, o, cursor, collect_field, &l);
+    while (cursor && !l.oom);
+    size_t total = l.n / 2, want = (unsigned long long)count < total ? (size_t)count : total;
+    struct arg *e = l.oom ? NULL : malloc(l.n * sizeof *e);
+    if (!e) {
+        free(l.buf);
+        return out_oom(c);
+    }
+    for (size_t i = 0, off = 0; i < l.n; i++) keylist_next(&l, &off, &e[i].p, &e[i].n);
+    out_array(c, want * per);
+    for (size_t i = 0; i < want; i++) { /* a partial Fisher-Yates shuffle of the pairs */
+        size_t j = i + (size_t)rand() % (total - i);
+        struct arg t0 = e[2 * i], t1 = e[2 * i + 1];
+        e[2 * i] = e[2 * j];
+        e[2 * i + 1] = e[2 * j + 1];
+        e[2 * j] = t0;
+        e[2 * j + 1] = t1;
+        out_bulk(c, e[2 * i].p, e[2 * i].n);
+        if (wv) out_bulk(c, e[2 * i + 1].p, e[2 * i + 1].n);
+    }
+    free(e);
+    free(l.buf);
 }

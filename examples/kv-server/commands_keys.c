@@ -153,10 +153,12 @@ static void ttl_generic(struct conn *c, struct arg *a, bool ms, bool abs)
     if (!o) return out_int(c, -2);
     int64_t e = kv_obj_expire(o);
     if (!e) return out_int(c, -1);
-    if (abs) return out_int(c, ms ? e : (e + 500) / 1000);
+    /* (rounded to the nearest second without overflow near LLONG_MAX, as
+     * Redis's compiled (ttl+500)/1000 comes out) */
+    if (abs) return out_int(c, ms ? e : (long long)(((__int128)e + 500) / 1000));
     int64_t ttl = e - now_ms;
     if (ttl < 0) ttl = 0;
-    out_int(c, ms ? ttl : (ttl + 500) / 1000);
+    out_int(c, ms ? ttl : (long long)(((__int128)ttl + 500) / 1000));
 }
 
 void cmd_ttl(struct conn *c, struct arg *a, size_t argc)

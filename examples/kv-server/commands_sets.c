@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "net.h"
 #include "server.h"
 
 void cmd_sadd(struct conn *c, struct arg *a, size_t argc)
@@ -118,7 +119,7 @@ void cmd_srandmember(struct conn *c, struct arg *a, size_t argc)
     if (count < 0) {
         if (count == LLONG_MIN) return out_err(c, "ERR value is out of range");
         out_array(c, (size_t)-count);
-        for (long long i = 0; i < -count; i++) {
+        for (long long i = 0; i < -count && !c->dead; i++) { /* (until the output limit) */
             kv_set_random(server.kv, o, &m, &n);
             out_bulk(c, m, n);
         }

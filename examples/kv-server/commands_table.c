@@ -19,11 +19,14 @@
  *   sets      SADD SREM SISMEMBER SMISMEMBER SMEMBERS SCARD SPOP SRANDMEMBER SSCAN SINTER
  *             SUNION SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE SMOVE SINTERCARD [LIMIT n]
  *   hashes    HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL HKEYS HVALS
- *             HINCRBY HINCRBYFLOAT HSCAN
+ *             HINCRBY HINCRBYFLOAT HSCAN HRANDFIELD [count [WITHVALUES]]
  *   zsets     ZADD [NX|XX] [GT|LT] [CH] [INCR] ZINCRBY ZREM ZSCORE ZMSCORE ZCARD ZRANK
  *             ZREVRANK ZCOUNT ZRANGE [BYSCORE|BYLEX] [REV] [LIMIT o c] [WITHSCORES]
  *             ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT
  *             ZPOPMIN ZPOPMAX ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX ZMPOP
+ *             ZUNION ZINTER ZDIFF [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+ *             ZUNIONSTORE ZINTERSTORE ZDIFFSTORE ZINTERCARD [LIMIT n] ZRANGESTORE ZSCAN
+ *             ZRANDMEMBER [count [WITHSCORES]]
  *   transactions  MULTI EXEC DISCARD WATCH UNWATCH
  *   pub/sub   SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE SSUBSCRIBE SUNSUBSCRIBE PUBLISH
  *             SPUBLISH PUBSUB CHANNELS|NUMSUB|NUMPAT|SHARDCHANNELS|SHARDNUMSUB|HELP
@@ -202,6 +205,7 @@ static struct command commands[] = {
     {"hincrby", 4, WM, cmd_hincrby},
     {"hincrbyfloat", 4, WM, cmd_hincrbyfloat},
     {"hscan", -3, 0, cmd_hscan},
+    {"hrandfield", -2, 0, cmd_hrandfield},
     /* sorted sets */
     {"zadd", -4, WM, cmd_zadd},
     {"zincrby", 4, WM, cmd_zincrby},
@@ -225,6 +229,16 @@ static struct command commands[] = {
     {"zlexcount", 4, 0, cmd_zlexcount},
     {"zremrangebylex", 4, W, cmd_zremrangebylex},
     {"zmpop", -4, W, cmd_zmpop},
+    {"zunion", -3, 0, cmd_zunion},
+    {"zinter", -3, 0, cmd_zinter},
+    {"zdiff", -3, 0, cmd_zdiff},
+    {"zunionstore", -4, WM, cmd_zunionstore},
+    {"zinterstore", -4, WM, cmd_zinterstore},
+    {"zdiffstore", -4, WM, cmd_zdiffstore},
+    {"zintercard", -3, 0, cmd_zintercard},
+    {"zrangestore", -5, WM, cmd_zrangestore},
+    {"zrandmember", -2, 0, cmd_zrandmember},
+    {"zscan", -3, 0, cmd_zscan},
     {"bzpopmin", -3, W, cmd_bzpopmin},
     {"bzpopmax", -3, W, cmd_bzpopmax},
     {"bzmpop", -5, W, cmd_bzmpop},

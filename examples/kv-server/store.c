@@ -1667,3 +1667,44 @@ void kv_znode_get(const kv_znode *z, const char **m, size_t *n, double *score)
     *n = z->r.klen;
     *score = z->score;
 }
+
+struct znode_ctx {
+    struct kv_store *s;
+    void (*fn)(void *, const char *, size_t, double);
+    void *arg;
+};
+
+static void scan_znode(void *arg, uint64_t e)
+{
+    struct znode_ctx *x = arg;
+    struct kv_znode *z = znode(x->s, e);
+    x->fn(x->arg, rec_key(&z->r), z->r.klen, z->score);
+}
+
+uint64_t kv_zset_scan(struct kv_store *s, kv_obj *o, uint64_t cursor,
+                      void (*fn)(void *arg, const char *m, size_t n, double score), void *arg)
+{
+    struct znode_ctx x = {s, fn, arg};
+    return dict_scan(s, &zset_of(s, o)->d, cursor, scan_znode, &x);
+}
+
+bool kv_zset_random(struct kv_store *s, kv_obj *o, const char **m, size_t *n, double *score)
+{
+    uint64_t e = dict_random(s, &zset_of(s, o)->d);
+    if (!e) return false;
+    kv_znode_get(znode(s, e), m, n, score);
+    return true;
+}
+
+bool kv_hash_random(struct kv_store *s, kv_obj *o, const char **f, size_t *fn, const char **v,
+                    size_t *vn)
+{
+    uint64_t e = dict_random(s, dict_of(s, o));
+    if (!e) return false;
+    struct kv_field *x = (struct kv_field *)AT(s, e);
+    *f = rec_key(&x->r);
+    *fn = x->r.klen;
+    *v = field_value(x);
+    *vn = x->vlen;
+    return true;
+}

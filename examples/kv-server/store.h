@@ -179,6 +179,9 @@ bool kv_hash_del(struct kv_store *s, kv_obj *o, const char *f, size_t fn);
 uint64_t kv_hash_scan(struct kv_store *s, kv_obj *o, uint64_t cursor,
                       void (*fn)(void *arg, const char *f, size_t fn, const char *v, size_t vn),
                       void *arg);
+/* A field chosen at random, with its value; false if empty. */
+bool kv_hash_random(struct kv_store *s, kv_obj *o, const char **f, size_t *fn, const char **v,
+                    size_t *vn);
 
 /* ---- sorted sets (by score, then member bytes) */
 size_t kv_zset_card(struct kv_store *s, const kv_obj *o);
@@ -201,5 +204,10 @@ kv_znode *kv_zset_first_lex(struct kv_store *s, kv_obj *o, const char *m, size_t
 kv_znode *kv_zset_next(struct kv_store *s, kv_znode *z);
 kv_znode *kv_zset_prev(struct kv_store *s, kv_znode *z);
 void kv_znode_get(const kv_znode *z, const char **m, size_t *n, double *score);
+/* The members with their scores, as kv_set_scan visits a set's. */
+uint64_t kv_zset_scan(struct kv_store *s, kv_obj *o, uint64_t cursor,
+                      void (*fn)(void *arg, const char *m, size_t n, double score), void *arg);
+/* A member chosen at random, with its score; false if empty. */
+bool kv_zset_random(struct kv_store *s, kv_obj *o, const char **m, size_t *n, double *score);
 
 #endif
