@@ -60,6 +60,8 @@ def norm(cmd, r):
         return ("picks", len(items), count < 0 or len(set(items)) == len(items))
     if name in RANDOMS and isinstance(r, bytes):
         return "a pick"
+    if name in SCANS and isinstance(r, list) and len(r) == 2 and r[0] == b"0":  # (in EXEC)
+        return sorted(zip(r[1][::2], r[1][1::2])) if name in ("HSCAN", "ZSCAN") else sorted(r[1])
     if isinstance(r, list) and name == "HELLO" and len(r) == 14:  # the server's id and version
         return r[:3] + [b"a version"] + r[4:7] + ["an id"] + r[8:]
     if isinstance(r, list) and name == "PUBSUB" and len(cmd) > 1 and str(cmd[1]).upper() in (
@@ -727,6 +729,46 @@ script5 = [
 ]
 
 
+# SORT, SORT_RO (sets sorted only where their order cannot show: Redis's
+# and kv-server's iteration orders differ)
+script6 = [
+    ("FLUSHALL",), ("RPUSH", "l", "3", "1", "2", "10", "-1"), ("SORT", "l"), ("SORT", "l", "DESC"), ("SORT", "l", "ALPHA"),
+    ("SORT", "l", "LIMIT", "1", "2"), ("SORT", "l", "LIMIT", "-5", "2"), ("SORT", "l", "LIMIT", "10", "2"),
+    ("SORT", "l", "LIMIT", "0", "-1"), ("SORT", "l", "LIMIT", "x", "1"), ("SORT", "l", "LIMIT", "1", "x"),
+    ("SORT", "l", "LIMIT", "1"), ("SORT", "l", "FOO"), ("SORT", "l", "LIMIT", "4", "0"), ("SORT", "l", "LIMIT", "5", "1"),
+    ("SORT", "l", "LIMIT", "1", "9223372036854775807"), ("SORT", "l", "ASC", "DESC", "ASC"), ("SORT", "l", "alpha", "desc"),
+    ("RPUSH", "la", "b", "a", "c", "B", ""), ("SORT", "la"), ("SORT", "la", "ALPHA"), ("SORT", "la", "ALPHA", "DESC"),
+    ("MSET", "w_3", "30", "w_1", "10", "w_2", "5", "w_10", "1", "w_b", "2", "w_a", "1"), ("SORT", "l", "BY", "w_*"),
+    ("SORT", "l", "BY", "w_*", "GET", "#", "GET", "w_*"), ("SORT", "l", "BY", "nosort"), ("SORT", "l", "BY", "nosort", "DESC"),
+    ("SORT", "l", "BY", "nosort", "DESC", "LIMIT", "1", "2"), ("SORT", "l", "BY", "nosort", "LIMIT", "3", "10"),
+    ("SORT", "l", "GET", "nothere"), ("SORT", "l", "GET", "#", "GET", "w_*->f"), ("HSET", "h_1", "f", "x", "g", "7"),
+    ("HSET", "h_3", "f", "y", "g", "-2"), ("SORT", "l", "BY", "h_*->f", "ALPHA", "GET", "h_*->f"),
+    ("SORT", "l", "BY", "h_*->g", "GET", "#", "GET", "h_*->g"), ("SORT", "l", "BY", "h_*->f", "GET", "#"),
+    ("SORT", "l", "BY", "h_*->", "GET", "#"), ("SORT", "l", "GET", "h_*->"), ("SORT", "l", "GET", "*"), ("SORT", "l", "GET", "##"),
+    ("SORT", "l", "BY", "w_*", "DESC", "LIMIT", "0", "3", "GET", "#"), ("SORT", "l", "BY", "w_*", "LIMIT", "1", "2"),
+    ("SORT", "la", "BY", "w_*", "ALPHA"), ("SORT", "la", "BY", "w_*"), ("SORT", "la", "BY", "w_*", "ALPHA", "DESC"),
+    ("SET", "x_*_a", "1"), ("SORT", "la", "BY", "x_*_*", "GET", "x_*_*"),
+    ("SORT", "l", "STORE", "dst"), ("LRANGE", "dst", "0", "-1"), ("SORT", "nothere"), ("SORT", "nothere", "STORE", "dst"),
+    ("EXISTS", "dst"), ("SORT", "nothere", "STORE", "dst"), ("SET", "str", "x"), ("SORT", "str"), ("SORT", "str", "FOO"),
+    ("SORT", "l", "BY", "w_*", "STORE", "dst2", "GET", "#", "GET", "w_*"), ("LRANGE", "dst2", "0", "-1"),
+    ("SORT", "l", "LIMIT", "10", "1", "STORE", "dst2"), ("EXISTS", "dst2"), ("SET", "dst3", "x"), ("EXPIRE", "dst3", "100"),
+    ("SORT", "l", "STORE", "dst3"), ("TYPE", "dst3"), ("TTL", "dst3"), ("SORT", "l", "STORE", "l"), ("LRANGE", "l", "0", "-1"),
+    ("SORT_RO", "l", "STORE", "x"), ("SORT_RO", "l", "DESC"), ("SORT_RO", "l", "BY", "w_*", "GET", "#"), ("SORT_RO", "str"),
+    ("SORT",), ("SORT_RO",), ("SORT", "l", "STORE"), ("SORT", "l", "BY"), ("SORT", "l", "GET"),
+    ("SADD", "s", "c", "a", "b"), ("SORT", "s", "BY", "nosort", "STORE", "d3"), ("LRANGE", "d3", "0", "-1"),
+    ("SORT", "s", "ALPHA"), ("SORT", "s", "ALPHA", "DESC", "LIMIT", "1", "5"), ("SORT", "s"), ("SORT", "s", "BY", "w_*"),
+    ("SADD", "ns", "5", "-3", "1.5", "10"), ("SORT", "ns"), ("SORT", "ns", "DESC"), ("SORT", "ns", "BY", "w_*", "GET", "#"),
+    ("ZADD", "z", "3", "a", "1", "b", "2", "c"), ("SORT", "z", "BY", "nosort"), ("SORT", "z", "BY", "nosort", "DESC", "LIMIT", "0", "2"),
+    ("SORT", "z", "ALPHA"), ("SORT", "z", "BY", "w_*"), ("SORT", "z", "BY", "nosort", "STORE", "d4"), ("LRANGE", "d4", "0", "-1"),
+    ("RPUSH", "bad", "1", "x"), ("SORT", "bad"), ("SORT", "bad", "STORE", "bd"), ("EXISTS", "bd"), ("SORT", "bad", "ALPHA"),
+    ("RPUSH", "e", "", " 5", "0x10", "inf", "-inf", "1e3"), ("SORT", "e"), ("SORT", "e", "DESC"), ("RPUSH", "e2", "nan"),
+    ("SORT", "e2"), ("RPUSH", "e3", "1e-400"), ("SORT", "e3"), ("RPUSH", "dup", "2", "1", "2", "1"), ("SORT", "dup"),
+    ("RPUSH", "big", *[str((i * 7919) % 1000) for i in range(500)]), ("SORT", "big"), ("SORT", "big", "ALPHA", "LIMIT", "100", "10"),
+    ("SORT", "big", "DESC", "LIMIT", "490", "100"), ("SORT", "big", "BY", "nosort", "LIMIT", "250", "3"),
+    ("FLUSHALL",),
+]
+
+
 tx_script = [
     (0, ("MULTI",)), (0, ("SET", "t", "1")), (0, ("INCR", "t")), (0, ("LPUSH", "t", "x")), (0, ("GET", "t")),
     (0, ("GETEX", "t", "EX", "100")), (0, ("RPUSH", "tl", "a", "b")), (0, ("LMOVE", "tl", "tl2", "LEFT", "LEFT")),
@@ -884,6 +926,12 @@ def random_commands(rng, n):
                                                        ("RANK", "2", "COUNT", "2", "MAXLEN", "4"), ("MAXLEN", i())])),
               lambda k: ("LMOVE", k, rng.choice([k, "k2", key()]), end(), end()),
               lambda k: ("RPOPLPUSH", k, rng.choice([k, "k2", key()])),
+              # (k may hold a set: no order of its own shows - BY nosort only
+              # with STORE, no ALPHA BY, whose ties keep the set's order)
+              lambda k: (rng.choice(["SORT", "SORT_RO"]), k, *rng.choice([(), ("ALPHA",), ("DESC", "ALPHA"), ("BY", "k*"),
+                         ("ALPHA", "GET", "#", "GET", "k*"), ("LIMIT", i(), i(), "ALPHA"), ("BY", "k*", "DESC", "LIMIT", i(), i())])),
+              lambda k: ("SORT", k, "BY", "nosort", *rng.choice([(), ("DESC",), ("LIMIT", i(), i())]), "STORE", rng.choice(["k6", key()])),
+              lambda k: ("SORT", k, "ALPHA", *rng.choice([(), ("DESC",), ("LIMIT", "1", "3")]), "STORE", rng.choice(["k6", key()])),
               # the blocking pops: at once, or a null after 10 ms
               lambda k: (rng.choice(["BLPOP", "BRPOP"]), k, *rng.sample(["k2", "k6", key()], rng.randrange(2)), "0.01"),
               lambda k: ("BLMOVE", k, rng.choice([k, "k2", key()]), end(), end(), "0.01"),
@@ -897,7 +945,9 @@ def random_commands(rng, n):
               lambda k: (rng.choice(["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), rng.choice(["k6", key()]), k,
                          *rng.sample(["k3", "k6", key()], rng.randrange(3))),
               lambda k: ("SMOVE", k, rng.choice(["k3", "k6", key()]), m()),
-              lambda k: ("SINTERCARD", "2", k, rng.choice(["k3", "k6", key()]), *rng.choice([(), ("LIMIT", i())]))],
+              lambda k: ("SINTERCARD", "2", k, rng.choice(["k3", "k6", key()]), *rng.choice([(), ("LIMIT", i())])),
+              lambda k: ("SORT", k, *rng.choice([("ALPHA",), ("ALPHA", "DESC", "LIMIT", i(), i()), (), ("BY", "k*"),
+                                                 ("BY", "nosort", "STORE", rng.choice(["k6", key()]))]))],
         "h": [lambda k: ("HSET", k, m(), v(), m(), v()), lambda k: ("HGET", k, m()),
               lambda k: ("HDEL", k, m(), m()), lambda k: ("HGETALL", k), lambda k: ("HLEN", k),
               lambda k: ("HINCRBY", k, m(), i()), lambda k: ("HINCRBYFLOAT", k, m(), f()),
@@ -928,7 +978,7 @@ def random_commands(rng, n):
               lambda k: ("ZINTERCARD", "2", k, rng.choice(["k5", "k7", "k3", key()]), *rng.choice([(), ("LIMIT", i())])),
               lambda k: ("ZRANGESTORE", rng.choice(["k6", key()]), k, i(), i(), *rng.choice([(), ("REV",)])),
               lambda k: ("ZRANGESTORE", rng.choice(["k6", key()]), k, f(), f(), "BYSCORE", *rng.choice([(), ("LIMIT", "1", "2")])),
-              lambda k: ("ZSCAN", k, "0", *rng.choice([(), ("MATCH", "m1*"), ("COUNT", "3")])),
+              lambda k: ("ZSCAN", k, "0", "COUNT", "1000", *rng.choice([(), ("MATCH", "m1*")])),
               lambda k: ("ZRANDMEMBER", k, *rng.choice([(), (rc(),), (rc(), "WITHSCORES"), ("100", "WITHSCORES")]))],
         "Z": [lambda k: ("ZADD", k, "0", m(), "0", m(), "0", m()), lambda k: ("ZREM", k, m()),
               lambda k: ("ZRANGEBYLEX", k, lex(), lex(), *rng.choice([(), ("LIMIT", "1", "3"), ("LIMIT", "0", "-1")])),
@@ -1018,6 +1068,7 @@ run(script3)
 count_changes = True
 run(script4)
 run(script5)
+run(script6)
 count_changes = False
 count_changes = False
 run(bulk_script(random.Random(seed)))

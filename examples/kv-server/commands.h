@@ -216,6 +216,8 @@ command_fn cmd_del, cmd_exists, cmd_type, cmd_rename, cmd_renamenx, cmd_keys, cm
     cmd_expiretime, cmd_pexpiretime, cmd_persist, cmd_copy, cmd_touch, cmd_randomkey,
     cmd_object_encoding, cmd_object_refcount, cmd_object_idletime, cmd_object_freq, cmd_object_help,
     cmd_memory_usage, cmd_memory_help;
+/* commands_sort.c */
+command_fn cmd_sort, cmd_sort_ro;
 /* commands_bits.c */
 command_fn cmd_setbit, cmd_getbit, cmd_bitcount, cmd_bitpos, cmd_bitop;
 /* commands_lists.c */

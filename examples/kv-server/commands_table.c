@@ -12,6 +12,8 @@
  *             DBSIZE FLUSHALL FLUSHDB EXPIRE PEXPIRE EXPIREAT PEXPIREAT [NX|XX|GT|LT]
  *             TTL PTTL EXPIRETIME PEXPIRETIME PERSIST COPY [DB 0] [REPLACE] TOUCH RANDOMKEY
  *             OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP MEMORY USAGE|HELP
+ *             SORT SORT_RO [BY pattern] [LIMIT o c] [GET pattern ...] [ASC|DESC] [ALPHA]
+ *             [STORE dst]
  *   lists     LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP [count] LRANGE LLEN LINDEX LSET LTRIM
  *             LREM LINSERT BEFORE|AFTER LPOS [RANK r] [COUNT n] [MAXLEN m]
  *             LMOVE LEFT|RIGHT LEFT|RIGHT RPOPLPUSH LMPOP
@@ -37,10 +39,9 @@
  *             BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE] HELLO [2] AUTH RESET
  *
  * Each is in commands_TYPE.c (strings, keys, lists, sets, hashes, zsets,
- * multi, blocking, pubsub, bits, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or as the
- * cmd_ of the command it shares an implementation with (DECR: cmd_incr,
- * PSETEX: cmd_setex, UNLINK: cmd_del, FLUSHDB: cmd_flushall, SUBSTR:
- * cmd_getrange, ZREVRANK: cmd_zrank).
+ * multi, blocking, pubsub, bits, sort, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or
+ * as the cmd_ of the command it shares an implementation with (DECR: cmd_incr, PSETEX: cmd_setex,
+ * UNLINK: cmd_del, FLUSHDB: cmd_flushall, SUBSTR: cmd_getrange, ZREVRANK: cmd_zrank).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,8 @@ static struct command commands[] = {
     {"randomkey", 1, 0, cmd_randomkey},
     {"object", -2, 0, NULL, object_subs},
     {"memory", -2, 0, NULL, memory_subs},
+    {"sort", -2, WM, cmd_sort},
+    {"sort_ro", -2, 0, cmd_sort_ro},
     /* lists */
     {"lpush", -3, WM, cmd_lpush},
     {"rpush", -3, WM, cmd_rpush},

@@ -102,6 +102,7 @@
  *   commands_blocking.c  the blocking pops: clients waiting on keys, served, timed out
  *   commands_pubsub.c     pub/sub: channels, patterns, messages
  *   commands_bits.c       SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
+ *   commands_sort.c       SORT, SORT_RO
  *   persist.c, persist.h  loading the image, SAVE, BGSAVE, save points, SHUTDOWN
  *   store.c, store.h  the data set in the checkpointed area
  */
