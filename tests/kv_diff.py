@@ -60,6 +60,12 @@ def norm(cmd, r):
         return ("picks", len(items), count < 0 or len(set(items)) == len(items))
     if name in RANDOMS and isinstance(r, bytes):
         return "a pick"
+    if name == "SLOWLOG" and isinstance(r, list) and all(isinstance(e, list) and len(e) == 6 for e in r):
+        return [[e[3], e[5]] for e in r]  # not the id, time, duration, address: each server's
+    if name == "LOLWUT" and isinstance(r, bytes):
+        return r.split(b"ver.")[0]
+    if name == "CLIENT" and isinstance(r, bytes) and str(cmd[1]).upper() in ("LIST", "INFO"):
+        return [[f.split(b"=")[0] for f in line.split(b" ")] for line in r.split(b"\n")]  # the fields
     if name in SCANS and isinstance(r, list) and len(r) == 2 and r[0] == b"0":  # (in EXEC)
         return sorted(zip(r[1][::2], r[1][1::2])) if name in ("HSCAN", "ZSCAN") else sorted(r[1])
     if isinstance(r, list) and name == "HELLO" and len(r) == 14:  # the server's id and version
@@ -769,6 +775,45 @@ script6 = [
 ]
 
 
+# the server's and the connection's commands: CONFIG SET, SLOWLOG, WAIT,
+# ROLE, SWAPDB, LOLWUT, CLIENT LIST's fields
+script7 = [
+    ("CONFIG", "SET"), ("CONFIG", "SET", "foo"), ("CONFIG", "SET", "foo", "bar"), ("CONFIG", "SET", "save"),
+    ("CONFIG", "SET", "save", "900 1"), ("CONFIG", "GET", "save"), ("CONFIG", "SET", "save", "900"),
+    ("CONFIG", "SET", "save", "x 1"), ("CONFIG", "SET", "save", "900 1 300"), ("CONFIG", "SET", "save", "3600 1 300 100 60 10000"),
+    ("CONFIG", "GET", "save"), ("CONFIG", "SET", "save", ""), ("CONFIG", "GET", "save"),
+    ("CONFIG", "SET", "save", "900 1", "save", "300 10"), ("CONFIG", "SET", "SAVE", "", "save", ""),
+    ("CONFIG", "SET", "appendonly", "maybe"), ("CONFIG", "SET", "appendonly", "no"), ("CONFIG", "SET", "appendonly", "NO"),
+    ("CONFIG", "SET", "maxmemory-policy", "foo"), ("CONFIG", "SET", "maxmemory-policy", "noeviction"),
+    ("CONFIG", "SET", "slowlog-log-slower-than", "x"), ("CONFIG", "SET", "slowlog-log-slower-than", "-2"),
+    ("CONFIG", "SET", "slowlog-max-len", "-1"), ("CONFIG", "SET", "slowlog-max-len", "10", "foo", "1"),
+    ("CONFIG", "SET", "maxclients", "0"), ("CONFIG", "SET", "maxclients", "x"), ("CONFIG", "SET", "save", "900 1", "x"),
+    ("CONFIG", "SET", "slowlog-max-len", "5", "slowlog-log-slower-than", "20000"), ("CONFIG", "GET", "slowlog*"),
+    ("CONFIG", "SET", "slowlog-max-len", "x", "slowlog-log-slower-than", "30000"), ("CONFIG", "GET", "slowlog-log-slower-than"),
+    ("CONFIG", "SET", "slowlog-max-len", "128", "slowlog-log-slower-than", "10000"), ("CONFIG", "REWRITE"),
+    ("CONFIG", "REWRITE", "x"), ("CONFIG", "HELP"), ("CONFIG", "HELP", "x"), ("CONFIG", "RESETSTAT"),
+    ("CONFIG", "SET", "Slowlog-Max-Len", "128"),
+    # the slow log, every command in it
+    ("CONFIG", "SET", "slowlog-log-slower-than", "0"), ("SLOWLOG", "RESET"), ("SET", "a", "b"), ("GET", "a"),
+    ("SLOWLOG", "GET", "2"), ("SLOWLOG", "LEN"), ("AUTH", "x"), ("AUTH", "bob", "pw"), ("HELLO", "2", "AUTH", "default", "pw"),
+    ("CLIENT", "SETNAME", "slow"), ("ECHO", "x" * 200), ("RPUSH", "l", *range(40)), ("SLOWLOG", "GET", "6"),
+    ("MULTI",), ("INCR", "n"), ("GET", "n"), ("EXEC",), ("SLOWLOG", "GET", "3"), ("SLOWLOG", "GET", "-1"),
+    ("SLOWLOG", "GET", "0"), ("SLOWLOG", "GET", "-2"), ("SLOWLOG", "GET", "x"), ("SLOWLOG", "GET", "1", "2"),
+    ("SLOWLOG", "LEN", "x"), ("SLOWLOG",), ("SLOWLOG", "FOO"), ("SLOWLOG", "HELP"), ("SLOWLOG", "RESET", "x"),
+    ("CONFIG", "SET", "slowlog-max-len", "2"), ("SLOWLOG", "LEN"), ("CONFIG", "SET", "slowlog-log-slower-than", "-1"),
+    ("SET", "a", "c"), ("SLOWLOG", "LEN"), ("CONFIG", "SET", "slowlog-log-slower-than", "10000", "slowlog-max-len", "128"),
+    ("SLOWLOG", "RESET"), ("SLOWLOG", "LEN"), ("CLIENT", "SETNAME", ""),
+    # ROLE, SWAPDB, WAIT, LOLWUT, CLIENT LIST
+    ("ROLE",), ("ROLE", "x"), ("SWAPDB",), ("SWAPDB", "0"), ("SWAPDB", "0", "0"), ("SWAPDB", "x", "1"), ("SWAPDB", "0", "x"),
+    ("SWAPDB", "-1", "0"), ("SWAPDB", "16", "x"), ("SWAPDB", "1.5", "0"), ("SWAPDB", "2147483648", "0"),
+    ("WAIT",), ("WAIT", "0"), ("WAIT", "0", "0"), ("WAIT", "x", "0"), ("WAIT", "0", "x"), ("WAIT", "0", "-1"), ("WAIT", "-1", "10"),
+    ("WAIT", "1", "10"), ("WAIT", "5", "20"), ("WAIT", "1", "1.5"), ("MULTI",), ("WAIT", "1", "0"), ("EXEC",),
+    ("LOLWUT",), ("LOLWUT", "x"), ("LOLWUT", "VERSION", "x"), ("LOLWUT", "VERSION", "7"),
+    ("CLIENT", "LIST"), ("CLIENT", "INFO"), ("CLIENT", "LIST", "TYPE", "normal"), ("CLIENT", "LIST", "ID", "999999"),
+    ("FLUSHALL",),
+]
+
+
 tx_script = [
     (0, ("MULTI",)), (0, ("SET", "t", "1")), (0, ("INCR", "t")), (0, ("LPUSH", "t", "x")), (0, ("GET", "t")),
     (0, ("GETEX", "t", "EX", "100")), (0, ("RPUSH", "tl", "a", "b")), (0, ("LMOVE", "tl", "tl2", "LEFT", "LEFT")),
@@ -1070,6 +1115,7 @@ run(script4)
 run(script5)
 run(script6)
 count_changes = False
+run(script7)
 count_changes = False
 run(bulk_script(random.Random(seed)))
 scripted = compared["commands"]

@@ -53,6 +53,8 @@ struct command {
 /* ---- commands_table.c */
 void commands_init(void); /* at start: sorts the table */
 void commands_execute(struct conn *c, struct arg *a, size_t argc);
+/* Runs a command checked and ready (EXEC runs its queue through it). */
+void command_run(struct conn *c, const struct command *cmd, struct arg *a, size_t argc);
 void store_cron(void); /* every 100 ms: active expiry, rehashing */
 /* The bytes of the heap a CMD_DENYOOM command's arguments may need. */
 uint64_t command_needs(const struct arg *a, size_t argc);
@@ -250,7 +252,20 @@ command_fn cmd_zadd, cmd_zincrby, cmd_zrem, cmd_zscore, cmd_zmscore, cmd_zcard, 
 command_fn cmd_ping, cmd_echo, cmd_time, cmd_info, cmd_config_get, cmd_config_resetstat,
     cmd_command, cmd_select, cmd_quit, cmd_bgsave, cmd_save, cmd_lastsave, cmd_shutdown,
     cmd_client_setname, cmd_client_getname, cmd_client_id, cmd_client_info, cmd_client_list,
-    cmd_client_kill, cmd_client_unblock, cmd_client_help, cmd_reset, cmd_hello, cmd_auth;
+    cmd_client_kill, cmd_client_unblock, cmd_client_help, cmd_reset, cmd_hello, cmd_auth,
+    cmd_config_set, cmd_config_rewrite, cmd_config_help, cmd_slowlog_get, cmd_slowlog_len,
+    cmd_slowlog_reset, cmd_slowlog_help, cmd_role, cmd_swapdb, cmd_lolwut, cmd_wait;
+
+/* ---- commands_server.c: the slow log (SLOWLOG, CONFIG SET slowlog-*) */
+struct slowlog_state {
+    long long slower_than; /* microseconds; -1: none logged */
+    long long max_len;
+};
+extern struct slowlog_state slowlog;
+/* A command that took us microseconds, as the client sent it (logged if
+ * it took at least slowlog-log-slower-than). */
+void slowlog_push(struct conn *c, const struct arg *a, size_t argc, long long us);
+void slowlog_trim(void); /* to slowlog-max-len */
 /* commands_multi.c */
 command_fn cmd_multi, cmd_exec, cmd_discard, cmd_watch, cmd_unwatch;
 

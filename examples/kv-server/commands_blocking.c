@@ -46,7 +46,7 @@
 #include "net.h"
 #include "server.h"
 
-enum bop { B_POP, B_MPOP, B_MOVE, B_ZPOP, B_ZMPOP };
+enum bop { B_POP, B_MPOP, B_MOVE, B_ZPOP, B_ZMPOP, B_WAIT };
 
 /* A client waiting on a key: on the key's queue. */
 struct bwait {
@@ -255,11 +255,18 @@ static void out_null_array(struct conn *c)
     out_str(c, "*-1\r\n");
 }
 
+/* A timeout's reply: a null array, or WAIT's count of replicas (none) */
+static void out_timed_out(struct conn *c)
+{
+    if (c->blk->op == B_WAIT) return out_int(c, 0);
+    out_null_array(c);
+}
+
 void blocking_timeouts(int64_t now)
 {
     while (heap_n && deadline_at(0) <= now) {
         struct conn *c = heap[0];
-        out_null_array(c);
+        out_timed_out(c);
         unblock(c);
         net_wake(c);
     }
@@ -271,7 +278,7 @@ bool blocking_unblock(struct conn *c, bool error)
     if (error)
         out_err(c, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
     else
-        out_null_array(c);
+        out_timed_out(c);
     unblock(c);
     net_wake(c);
     return true;
@@ -320,7 +327,7 @@ static void pop_reply(struct conn *c, const struct arg *key, kv_obj *o, enum bop
 /* ---- serving ----------------------------------------------------------- */
 static enum kv_type op_type(enum bop op)
 {
-    return op == B_ZPOP || op == B_ZMPOP ? KV_ZSET : KV_LIST;
+    return op == B_ZPOP || op == B_ZMPOP ? KV_ZSET : op == B_WAIT ? KV_NONE : KV_LIST;
 }
 
 /* The clients waiting on k, in the order they blocked, while it holds
@@ -364,22 +371,29 @@ void blocking_serve_ready(void)
 }
 
 /* ---- the commands ------------------------------------------------------ */
-/* Redis's getTimeoutFromObjectOrReply: seconds, a deadline in mono_ms (0:
- * none). */
-static bool get_timeout(struct conn *c, const struct arg *a, int64_t *deadline)
+/* Redis's getTimeoutFromObjectOrReply: seconds (ms: milliseconds, an
+ * integer), a deadline in mono_ms (0: none). */
+static bool get_timeout_unit(struct conn *c, const struct arg *a, int64_t *deadline, bool in_ms)
 {
-    long double s;
-    if (!parse_ldouble(a->p, a->n, &s)) {
-        out_err(c, "ERR timeout is not a float or out of range");
-        return false;
-    }
-    long double ms = s * 1000.0L;
-    /* rounded up (Redis's ceill); a conversion that overflows gives x86's
-     * LLONG_MIN, as in Redis */
     long long t = LLONG_MIN;
-    if (ms > -9.2233720368547758e18L && ms < 9.2233720368547758e18L) {
-        t = (long long)ms; /* (towards zero) */
-        if ((long double)t < ms) t++;
+    if (in_ms) {
+        if (!parse_ll(a, &t)) {
+            out_err(c, "ERR timeout is not an integer or out of range");
+            return false;
+        }
+    } else {
+        long double s;
+        if (!parse_ldouble(a->p, a->n, &s)) {
+            out_err(c, "ERR timeout is not a float or out of range");
+            return false;
+        }
+        /* in ms, rounded up (Redis's ceill); a conversion that overflows
+         * gives x86's LLONG_MIN, as in Redis */
+        long double ms = s * 1000.0L;
+        if (ms > -9.2233720368547758e18L && ms < 9.2233720368547758e18L) {
+            t = (long long)ms; /* (towards zero) */
+            if ((long double)t < ms) t++;
+        }
     }
     if (t < 0) {
         out_err(c, "ERR timeout is negative");
@@ -388,6 +402,11 @@ static bool get_timeout(struct conn *c, const struct arg *a, int64_t *deadline)
     int64_t now = mono_ms();
     *deadline = t == 0 || t > INT64_MAX - now ? 0 : now + t;
     return true;
+}
+
+static bool get_timeout(struct conn *c, const struct arg *a, int64_t *deadline)
+{
+    return get_timeout_unit(c, a, deadline, false);
 }
 
 /* The pop of BLPOP, BRPOP, BLMPOP, LMPOP, BZPOPMIN, BZPOPMAX, BZMPOP,
@@ -504,4 +523,19 @@ void cmd_brpoplpush(struct conn *c, struct arg *a, size_t argc)
 {
     (void)argc;
     blmove_generic(c, a, true, false, &a[3]);
+}
+
+/* WAIT numreplicas timeout: a server without replicas acknowledges with
+ * none - 0 at once when no replica is asked for (or inside EXEC), else once
+ * the timeout (milliseconds; 0 for ever) passes, as Redis's would with no
+ * replica connected. */
+void cmd_wait(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long numreplicas;
+    int64_t deadline;
+    if (!get_ll(c, &a[1], &numreplicas)) return;
+    if (!get_timeout_unit(c, &a[2], &deadline, true)) return;
+    if (numreplicas <= 0 || in_exec) return out_int(c, 0);
+    block(c, NULL, 0, deadline, B_WAIT, false, false, 0, NULL);
 }

@@ -340,7 +340,7 @@ void cmd_exec(struct conn *c, struct arg *a, size_t argc)
     out_array(c, n);
     in_exec = true;
     for (size_t i = 0; i < n; i++) {
-        q[i].cmd->fn(c, q[i].a, q[i].argc);
+        command_run(c, q[i].cmd, q[i].a, q[i].argc);
         free(q[i].a);
     }
     in_exec = false;

@@ -2,6 +2,7 @@
  * TIME, INFO, CONFIG, CLIENT, the saves and SHUTDOWN, and those that tools
  * and client libraries expect. */
 #include <ctype.h>
+#include <limits.h>
 #include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,9 +503,15 @@ void cmd_command(struct conn *c, struct arg *a, size_t argc)
     out_array(c, 0);
 }
 
+/* CONFIG RESETSTAT: INFO's counters from 0 (total_commands_processed,
+ * total_connections_received, rejected_connections, expired_keys,
+ * client_output_limit_disconnections), as Redis resets its stats */
 void cmd_config_resetstat(struct conn *c, struct arg *a, size_t argc)
 {
     (void)a, (void)argc;
+    server.total_commands = 0;
+    net.total_conns = net.rejected_conns = net.out_limit_closed = 0;
+    kv_reset_expired_total(server.kv);
     out_ok(c);
 }
 
@@ -512,7 +519,9 @@ void cmd_config_resetstat(struct conn *c, struct arg *a, size_t argc)
  * save, appendonly), matched as globs */
 void cmd_config_get(struct conn *c, struct arg *a, size_t argc)
 {
-    char save[512], port[16], mem[24], maxc[24];
+    char save[512], port[16], mem[24], maxc[24], slower[24], slowmax[24];
+    snprintf(slower, sizeof slower, "%lld", slowlog.slower_than);
+    snprintf(slowmax, sizeof slowmax, "%lld", slowlog.max_len);
     snprintf(maxc, sizeof maxc, "%llu", (unsigned long long)net.maxclients);
     persist_save_points_str(save, sizeof save);
     snprintf(port, sizeof port, "%d", server.port);
@@ -526,7 +535,9 @@ void cmd_config_get(struct conn *c, struct arg *a, size_t argc)
                                {"maxmemory-policy", "noeviction"},
                                {"databases", "1"},
                                {"proto-max-bulk-len", "67108864"},
-                               {"maxclients", maxc}};
+                               {"maxclients", maxc},
+                               {"slowlog-log-slower-than", slower},
+                               {"slowlog-max-len", slowmax}};
     enum { NP = sizeof params / sizeof params[0] };
     bool want[NP] = {false};
     size_t count = 0;
@@ -660,4 +671,323 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
     if (o > sizeof buf - 1) o = sizeof buf - 1;
     if (o >= 2) o -= 2; /* no blank line after the last section */
     out_bulk(c, buf, o);
+}
+
+/* ---- CONFIG SET, CONFIG HELP, CONFIG REWRITE ---------------------------- */
+/* CONFIG SET parameter value [parameter value ...]: the parameters
+ * kv-server honours - save (its save points), slowlog-log-slower-than,
+ * slowlog-max-len, maxclients (up to what the descriptors allow),
+ * appendonly (no: kv-server saves images, it has no AOF), maxmemory-policy
+ * (noeviction: it evicts nothing) - with Redis's checks and errors; those
+ * CONFIG GET shows that are fixed at start (--port, --dir, --memory ...)
+ * get Redis's error for an immutable one, any other Redis's error for an
+ * unknown one.  Every value is checked before any is set. */
+struct slowlog_state slowlog = {.slower_than = 10000, .max_len = 128};
+
+static const char *const immutable_params[] = {"dir",       "dbfilename", "port",
+                                               "maxmemory", "databases",  "proto-max-bulk-len"};
+
+static bool config_param(const struct arg *a, const char *name)
+{
+    return arg_is(a, name);
+}
+
+/* Checks (set false) or sets (set true) one parameter; NULL if fine, else
+ * the reason (after "CONFIG SET failed (possibly related to argument
+ * '...') - "), or "" for an unknown parameter. */
+static const char *config_one(const struct arg *p, const struct arg *v, bool set, char *buf,
+                              size_t cap)
+{
+    char val[1024];
+    size_t n = v->n < sizeof val - 1 ? v->n : sizeof val - 1;
+    memcpy(val, v->p, n);
+    val[n] = 0;
+    long long x;
+    if (config_param(p, "save")) {
+        struct save_point saved[MAX_SAVE_POINTS];
+        int nsaved = persist.nsave_points;
+        memcpy(saved, persist.save_points, sizeof saved);
+        bool ok = n == v->n && !memchr(v->p, 0, v->n) && persist_parse_save_points(val);
+        if (!set || !ok) {
+            memcpy(persist.save_points, saved, sizeof saved);
+            persist.nsave_points = nsaved;
+        }
+        return ok ? NULL : "Invalid save parameters";
+    }
+    if (config_param(p, "appendonly")) {
+        if (!arg_is(v, "yes") && !arg_is(v, "no")) return "argument must be 'yes' or 'no'";
+        return arg_is(v, "no") ? NULL
+                               : "kv-server has no append-only file: it saves checkpoint images";
+    }
+    if (config_param(p, "maxmemory-policy")) {
+        static const char *const policies[] = {"volatile-lru",   "volatile-lfu", "volatile-random",
+                                               "volatile-ttl",   "allkeys-lru",  "allkeys-lfu",
+                                               "allkeys-random", "noeviction"};
+        for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
+            if (arg_is(v, policies[i]))
+                return i == 7 ? NULL : "kv-server evicts no key: noeviction only";
+        return "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
+               "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, "
+               "noeviction";
+    }
+    if (config_param(p, "slowlog-log-slower-than") || config_param(p, "slowlog-max-len") ||
+        config_param(p, "maxclients")) {
+        bool slower = config_param(p, "slowlog-log-slower-than"),
+             maxc = config_param(p, "maxclients");
+        if (!parse_ll(v, &x)) return "argument couldn't be parsed into an integer";
+        long long lo = slower ? -1 : maxc ? 1 : 0, hi = maxc ? 4294967295LL : LLONG_MAX;
+        if (x < lo || x > hi) {
+            snprintf(buf, cap, "argument must be between %lld and %lld inclusive", lo, hi);
+            return buf;
+        }
+        if (maxc && (unsigned long long)x > net.maxclients_limit) {
+            snprintf(buf, cap,
+                     "The operating system is not able to handle the specified number of "
+                     "clients, try with %llu",
+                     (unsigned long long)net.maxclients_limit);
+            return buf;
+        }
+        if (set && slower) slowlog.slower_than = x;
+        if (set && maxc) net.maxclients = (uint64_t)x;
+        if (set && !slower && !maxc) {
+            slowlog.max_len = x;
+            slowlog_trim();
+        }
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof immutable_params / sizeof immutable_params[0]; i++)
+        if (config_param(p, immutable_params[i])) return "can't set immutable config";
+    return "";
+}
+
+void cmd_config_set(struct conn *c, struct arg *a, size_t argc)
+{
+    char name[600], buf[256];
+    if (argc % 2) return out_syntax(c);
+    for (size_t i = 2; i < argc; i += 2) {
+        for (size_t j = 2; j < i; j += 2)
+            if (a[j].n == a[i].n && !strncasecmp(a[j].p, a[i].p, a[i].n))
+                return out_err(c,
+                               "ERR CONFIG SET failed (possibly related to argument '%s') - "
+                               "duplicate parameter",
+                               resp_escape(name, sizeof name, a[i].p, a[i].n, 128));
+        const char *why = config_one(&a[i], &a[i + 1], false, buf, sizeof buf);
+        resp_escape(name, sizeof name, a[i].p, a[i].n, 128);
+        if (why && !*why)
+            return out_err(c, "ERR Unknown option or number of arguments for CONFIG SET - '%s'",
+                           name);
+        if (why)
+            return out_err(c, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+                           name, why);
+    }
+    for (size_t i = 2; i < argc; i += 2) config_one(&a[i], &a[i + 1], true, buf, sizeof buf);
+    out_ok(c);
+}
+
+void cmd_config_rewrite(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_err(c, "ERR The server is running without a config file");
+}
+
+void cmd_config_help(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    static const char *const lines[] = {
+        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET <pattern>",
+        "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>",
+        "    Set the configuration <directive> to <value>.",
+        "RESETSTAT",
+        "    Reset statistics reported by the INFO command.",
+        "REWRITE",
+        "    Rewrite the configuration file.",
+        "HELP",
+        "    Prints this help.",
+    };
+    out_help(c, lines, sizeof lines / sizeof lines[0]);
+}
+
+/* ---- SLOWLOG ------------------------------------------------------------ */
+/* An entry: Redis's id, unix time, microseconds, the arguments (at most 32,
+ * the last then "... (N more arguments)"; each at most 128 bytes, then
+ * "... (N more bytes)"; AUTH's and HELLO's passwords "(redacted)"), the
+ * client's address and name. */
+struct slowlog_entry {
+    struct slowlog_entry *next; /* older */
+    uint64_t id;
+    long long time, us;
+    size_t argc;
+    struct arg *argv; /* and their bytes, in one block */
+    char addr[80], name[130];
+};
+
+static struct slowlog_entry *slowlog_first; /* the newest */
+static size_t slowlog_n;
+static uint64_t slowlog_next_id;
+
+void slowlog_trim(void)
+{
+    struct slowlog_entry **l = &slowlog_first;
+    for (size_t i = 0; *l && i < (size_t)slowlog.max_len; i++) l = &(*l)->next;
+    while (*l) {
+        struct slowlog_entry *e = *l;
+        *l = e->next;
+        free(e->argv);
+        free(e);
+        slowlog_n--;
+    }
+}
+
+void slowlog_push(struct conn *c, const struct arg *a, size_t argc, long long us)
+{
+    if (slowlog.slower_than < 0 || us < slowlog.slower_than || slowlog.max_len == 0) return;
+    size_t n = argc > 32 ? 32 : argc, bytes = 0;
+    char more[64];
+    bool redact_all = arg_is(&a[0], "auth");
+    size_t redact_from = SIZE_MAX;
+    for (size_t i = 1; i + 2 < argc; i++) /* HELLO ... AUTH user pass */
+        if (arg_is(&a[0], "hello") && arg_is(&a[i], "AUTH")) {
+            redact_from = i + 1;
+            break;
+        }
+    struct arg v[32];
+    for (size_t i = 0; i < n; i++) {
+        if (i == 31 && argc > 32) {
+            int m = snprintf(more, sizeof more, "... (%zu more arguments)", argc - 31);
+            v[i] = (struct arg){more, (size_t)m};
+        } else if ((redact_all && i > 0) ||
+                   (redact_from != SIZE_MAX && (i == redact_from || i == redact_from + 1))) {
+            v[i] = (struct arg){"(redacted)", 10};
+        } else {
+            v[i] = (struct arg){a[i].p, a[i].n > 128 ? 128 : a[i].n};
+        }
+        bytes += v[i].n + 32;
+    }
+    struct slowlog_entry *e = calloc(1, sizeof *e);
+    struct arg *copy = e ? malloc(n * sizeof *copy + bytes) : NULL;
+    if (!copy) {
+        free(e);
+        return;
+    }
+    char *p = (char *)(copy + n);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(p, v[i].p, v[i].n);
+        size_t len = v[i].n;
+        if (v[i].p == a[i].p && a[i].n > 128)
+            len += (size_t)snprintf(p + len, 32, "... (%zu more bytes)", a[i].n - 128);
+        copy[i] = (struct arg){p, len};
+        p += len;
+    }
+    e->id = slowlog_next_id++;
+    e->time = (long long)time(NULL);
+    e->us = us;
+    e->argc = n;
+    e->argv = copy;
+    net_addr(c, false, e->addr, sizeof e->addr);
+    snprintf(e->name, sizeof e->name, "%s", c->name ? c->name : "");
+    e->next = slowlog_first;
+    slowlog_first = e;
+    slowlog_n++;
+    slowlog_trim();
+}
+
+/* SLOWLOG GET [count] (10; -1 all), newest first */
+void cmd_slowlog_get(struct conn *c, struct arg *a, size_t argc)
+{
+    long long count = 10;
+    if (argc > 3) {
+        char sub[600];
+        return out_err(c,
+                       "ERR unknown subcommand or wrong number of arguments for '%s'. Try SLOWLOG "
+                       "HELP.",
+                       resp_escape(sub, sizeof sub, a[1].p, a[1].n, 128));
+    }
+    if (argc == 3 && (!parse_ll(&a[2], &count) || count < -1))
+        return out_err(c, "ERR count should be greater than or equal to -1");
+    if (count == -1 || (unsigned long long)count > slowlog_n) count = (long long)slowlog_n;
+    out_array(c, (size_t)count);
+    struct slowlog_entry *e = slowlog_first;
+    for (long long i = 0; i < count; i++, e = e->next) {
+        out_array(c, 6);
+        out_int(c, (long long)e->id);
+        out_int(c, e->time);
+        out_int(c, e->us);
+        out_array(c, e->argc);
+        for (size_t j = 0; j < e->argc; j++) out_bulk(c, e->argv[j].p, e->argv[j].n);
+        out_cstr(c, e->addr);
+        out_cstr(c, e->name);
+    }
+}
+
+void cmd_slowlog_len(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)slowlog_n);
+}
+
+void cmd_slowlog_reset(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    long long keep = slowlog.max_len;
+    slowlog.max_len = 0;
+    slowlog_trim();
+    slowlog.max_len = keep;
+    out_ok(c);
+}
+
+void cmd_slowlog_help(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    static const char *const lines[] = {
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Prints this help.",
+    };
+    out_help(c, lines, sizeof lines / sizeof lines[0]);
+}
+
+/* ---- ROLE, SWAPDB, LOLWUT ----------------------------------------------- */
+/* ROLE: a master with no replica (and no replication offset) */
+void cmd_role(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_array(c, 3);
+    out_cstr(c, "master");
+    out_int(c, 0);
+    out_array(c, 0);
+}
+
+/* SWAPDB index1 index2: a server of one database swaps 0 with 0 only (a
+ * change, as Redis counts it) */
+void cmd_swapdb(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)argc;
+    long long x, y;
+    if (!parse_ll(&a[1], &x) || x < INT_MIN || x > INT_MAX)
+        return out_err(c, "ERR invalid first DB index");
+    if (!parse_ll(&a[2], &y) || y < INT_MIN || y > INT_MAX)
+        return out_err(c, "ERR invalid second DB index");
+    if (x != 0 || y != 0) return out_err(c, "ERR DB index is out of range");
+    server.changes++;
+    out_ok(c);
+}
+
+/* LOLWUT [VERSION v]: the version line Redis 7.0 answers (without the art
+ * of its versions 5 and 6) */
+void cmd_lolwut(struct conn *c, struct arg *a, size_t argc)
+{
+    long long v;
+    if (argc >= 3 && arg_is(&a[1], "VERSION") && !get_ll(c, &a[2], &v)) return;
+    out_cstr(c, "Redis ver. " REDIS_VERSION "\n");
 }

@@ -34,7 +34,10 @@
  *             SPUBLISH PUBSUB CHANNELS|NUMSUB|NUMPAT|SHARDCHANNELS|SHARDNUMSUB|HELP
  *   server    PING ECHO TIME INFO [server|clients|memory|persistence|stats|keyspace]
  *             CONFIG GET (save appendonly dir dbfilename port maxmemory maxmemory-policy
- *             databases proto-max-bulk-len) CONFIG RESETSTAT COMMAND (an empty list)
+ *             databases proto-max-bulk-len maxclients slowlog-log-slower-than
+ *             slowlog-max-len) CONFIG SET (save slowlog-log-slower-than slowlog-max-len
+ *             maxclients appendonly no maxmemory-policy noeviction) CONFIG RESETSTAT|REWRITE|HELP
+ *             SLOWLOG GET|LEN|RESET|HELP WAIT ROLE SWAPDB 0 0 LOLWUT COMMAND (an empty list)
  *             CLIENT SETNAME|GETNAME|ID|INFO|LIST|KILL|UNBLOCK|HELP SELECT 0 QUIT SAVE
  *             BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE] HELLO [2] AUTH RESET
  *
@@ -62,7 +65,17 @@ bool in_exec;
 /* the containers' subcommands (Redis's CONFIG has more: SET, REWRITE, HELP) */
 static const struct command config_subs[] = {
     {"config|get", -3, 0, cmd_config_get},
+    {"config|set", -4, 0, cmd_config_set},
     {"config|resetstat", 2, 0, cmd_config_resetstat},
+    {"config|rewrite", 2, 0, cmd_config_rewrite},
+    {"config|help", 2, 0, cmd_config_help},
+    {NULL},
+};
+static const struct command slowlog_subs[] = {
+    {"slowlog|get", -2, 0, cmd_slowlog_get},
+    {"slowlog|len", 2, 0, cmd_slowlog_len},
+    {"slowlog|reset", 2, 0, cmd_slowlog_reset},
+    {"slowlog|help", 2, 0, cmd_slowlog_help},
     {NULL},
 };
 static const struct command client_subs[] = {
@@ -278,6 +291,11 @@ static struct command commands[] = {
     {"save", 1, CMD_NO_MULTI, cmd_save},
     {"lastsave", 1, 0, cmd_lastsave},
     {"shutdown", -1, CMD_NO_MULTI, cmd_shutdown},
+    {"slowlog", -2, 0, NULL, slowlog_subs},
+    {"role", 1, 0, cmd_role},
+    {"swapdb", 3, W, cmd_swapdb},
+    {"lolwut", -1, 0, cmd_lolwut},
+    {"wait", 3, 0, cmd_wait},
 };
 #undef W
 #undef WM
@@ -425,8 +443,21 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
         if (multi_queue(c, cmd, a, argc)) out_str(c, "+QUEUED\r\n");
         return;
     }
-    cmd->fn(c, a, argc);
+    command_run(c, cmd, a, argc);
     if (blocking_has_ready()) blocking_serve_ready(); /* (after EXEC, for those inside it) */
+}
+
+/* Runs the command, timed for the slow log (EXEC's commands are, each;
+ * EXEC is not). */
+void command_run(struct conn *c, const struct command *cmd, struct arg *a, size_t argc)
+{
+    if (cmd->fn == cmd_exec) return cmd->fn(c, a, argc);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cmd->fn(c, a, argc);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    slowlog_push(c, a, argc,
+                 (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
 }
 
 /* Background work for the store, every 100 ms: expired keys (rounds of 200

@@ -319,6 +319,7 @@ void net_init_limits(void)
     struct rlimit rl;
     uint64_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
     net.maxclients = n > 64 ? n - 32 : n / 2; /* (the rest: images, the epoll, logs) */
+    net.maxclients_limit = net.maxclients;
     net.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 

@@ -84,7 +84,9 @@ struct net_state {
     uint64_t total_conns;        /* accepted since start */
     uint64_t out_limit_closed;   /* disconnected for passing out_hard */
     unsigned long long out_hard; /* --client-output-buffer-limit */
-    uint64_t maxclients;         /* the descriptors this process may open, less 32 */
+    uint64_t maxclients;         /* the descriptors this process may open, less 32 (or fewer:
+                                    CONFIG SET maxclients) */
+    uint64_t maxclients_limit;   /* ... the most it may be */
     uint64_t rejected_conns;     /* turned away: maxclients reached */
     int spare_fd;                /* a descriptor kept to take a connection out of the queue
                                     when every other one is in use (EMFILE) */

@@ -686,6 +686,11 @@ void kv_set_now(struct kv_store *s, int64_t now_ms)
     s->now = now_ms;
 }
 
+void kv_reset_expired_total(struct kv_store *s)
+{
+    s->expired = 0;
+}
+
 uint64_t kv_expired_total(const struct kv_store *s)
 {
     return s->expired;

@@ -81,6 +81,7 @@ void kv_hold_resize(struct kv_store *s, bool hold);
 void kv_hold_rehash(struct kv_store *s, bool hold);
 /* Keys deleted because they expired, since kv_format/kv_open. */
 uint64_t kv_expired_total(const struct kv_store *s);
+void kv_reset_expired_total(struct kv_store *s); /* CONFIG RESETSTAT */
 /* The touch hook: fn(arg, key, klen, deleted) after a key's value or
  * expiry time changed or was created (deleted false), or as it is deleted
  * (deleted true); NULL: none. */
