@@ -375,8 +375,33 @@ def slow_subscriber(port):
     return out
 
 
+def wait_cmd(port):
+    """WAIT for replicas a server has none of: 0 at once for none, else 0
+    once the timeout passes; CLIENT UNBLOCK ends one that waits for ever."""
+    ctl, a, p = conns(port, 3)
+    out = [a.cmd("WAIT", "0", "0")]
+    a.send(resp("WAIT", "1", "300"))
+    wait_blocked(ctl, 1, "wait")
+    r, took = timed_reply(a)
+    out.append(r)
+    if r != 0 or took < 0.2 or took > 5:
+        raise AssertionError("WAIT 1 300: %r after %.2f s" % (r, took))
+    a.send(resp("WAIT", "2", "0"))
+    wait_blocked(ctl, 1, "wait forever")
+    out += [quiet(a), p.cmd("CLIENT", "UNBLOCK", aid(a, p)), a.reply()]
+    return out
+
+
+def aid(conn, other):
+    """conn's client id, found from another connection (conn is blocked)."""
+    for line in other.cmd("CLIENT", "LIST").decode().split("\n"):
+        if "cmd=wait" in line:
+            return line.split(" ")[0].split("=")[1]
+    raise AssertionError("no client in WAIT")
+
+
 SCENARIOS = [fifo, several_keys, timeouts, exec_serves, disconnect, pipelined, retyped, blmove_chain,
-             counts, unblock_kill, bgsave, pubsub, slow_subscriber]
+             counts, unblock_kill, bgsave, wait_cmd, pubsub, slow_subscriber]
 
 for sc in SCENARIOS:
     got = {}

@@ -25,6 +25,18 @@ out=$(cli BZPOPMAX z 10 & sleep 0.5; cli ZADD z 1 a 2 b >/dev/null; wait)
 out=$(timeout 5 redis-cli -p "$port" SUBSCRIBE ch & sub=$!; sleep 0.5; cli PUBLISH ch hello >/dev/null; sleep 0.3; kill $sub 2>/dev/null; wait $sub || true)
 [[ $out == $'subscribe\nch\n1\nmessage\nch\nhello' ]] || { echo "redis-cli SUBSCRIBE: got '$out'"; exit 1; }
 expect 0 PUBSUB NUMPAT
+# redis-cli with the newer commands: the same output from both servers
+cli FLUSHALL >/dev/null
+redis-cli -p "$rport" FLUSHALL >/dev/null
+for c in "RPUSH l 3 1 2" "SORT l" "SORT l DESC LIMIT 0 2" "SORT l BY nosort GET #" "LMPOP 1 l RIGHT COUNT 2" \
+         "ZADD z 1 a 2 b" "ZUNION 2 z z WITHSCORES" "ZINTERCARD 1 z" "ZRANGESTORE d z 0 -1" "ZRANDMEMBER z 5 WITHSCORES" \
+         "OBJECT ENCODING z" "SETBIT b 7 1" "BITCOUNT b" "BITPOS b 1" "BITOP NOT nb b" "COPY l l2" "TOUCH l l2 x" \
+         "HSET h f v" "HRANDFIELD h 1 WITHVALUES" "ROLE" "WAIT 0 0" "SWAPDB 0 0" "CONFIG SET slowlog-max-len 128" \
+         "CONFIG GET slowlog-max-len" "PUBLISH nobody hi" "PUBSUB NUMSUB nobody" "BZPOPMIN z 0.1" "BLPOP none 0.1" \
+         "CLIENT UNBLOCK 999999" "SLOWLOG GET 0" "ZSCAN z 0" "DEL l l2 z d b nb h"; do
+    got=$(cli $c 2>&1); want=$(redis-cli -p "$rport" $c 2>&1)
+    [[ $got == "$want" ]] || { echo "redis-cli $c: kv-server '$got', redis-server '$want'"; exit 1; }
+done
 kv_kill
 kv_check_log
 echo "kv_blocking: ok"

@@ -62,6 +62,8 @@ def norm(cmd, r):
         return "a pick"
     if name == "SLOWLOG" and isinstance(r, list) and all(isinstance(e, list) and len(e) == 6 for e in r):
         return [[e[3], e[5]] for e in r]  # not the id, time, duration, address: each server's
+    if name == "CONFIG" and isinstance(r, list) and str(cmd[1]).upper() == "GET":  # (Redis's dict order)
+        return sorted(zip(r[::2], r[1::2]))
     if name == "LOLWUT" and isinstance(r, bytes):
         return r.split(b"ver.")[0]
     if name == "CLIENT" and isinstance(r, bytes) and str(cmd[1]).upper() in ("LIST", "INFO"):

@@ -4,8 +4,10 @@ encoding and reply parsing, pipelines (transactions by default), the
 optimistic-locking helper Redis.transaction() with WATCH, several threads
 each with its own connections incrementing one counter through it (no
 increment lost), scan_iter, expiry, capped lists, set algebra and
-sliding-window sorted sets.  Every check compares with what the data must
-be; a wrong reply or a lost write fails with what differed.
+sliding-window sorted sets, a work queue of blocking pops, pub/sub, and
+the newer commands through the client's own methods.  Every check
+compares with what the data must be; a wrong reply or a lost write fails
+with what differed.
 """
 import sys
 import threading
@@ -152,4 +154,65 @@ for i in range(500):
 seen = list(r.scan_iter(match="scan:*", count=37))
 check("scan_iter", sorted(seen), sorted(f"scan:{i}" for i in range(500)))
 check("dbsize", r.dbsize() >= 500, True)
+
+# a work queue: a worker blocked in BLPOP / BRPOPLPUSH, served by another
+# connection's push; a timeout is None
+q = redis.Redis(host="127.0.0.1", port=port, decode_responses=True)
+got = []
+worker = threading.Thread(target=lambda: got.append(q.blpop(["jobs:high", "jobs:low"], timeout=10)))
+worker.start()
+time.sleep(0.2)
+r.rpush("jobs:low", "job1")
+worker.join()
+check("blpop served", got, [("jobs:low", "job1")])
+check("blpop timeout", q.blpop("jobs:none", timeout=0.1), None)
+r.rpush("jobs:low", "job2")
+check("brpoplpush", q.brpoplpush("jobs:low", "jobs:busy", timeout=1), "job2")
+check("blmove", q.blmove("jobs:busy", "jobs:done", 1, "LEFT", "RIGHT"), "job2")
+r.zadd("tasks", {"t1": 5, "t2": 1})
+check("bzpopmin", q.bzpopmin("tasks", timeout=1), ("tasks", "t2", 1.0))
+
+# pub/sub: a subscriber gets what is published, by channel and pattern
+sub = redis.Redis(host="127.0.0.1", port=port, decode_responses=True).pubsub()
+sub.subscribe("news")
+sub.psubscribe("sport.*")
+for _ in range(2):
+    check("subscribed", sub.get_message(timeout=1)["type"] in ("subscribe", "psubscribe"), True)
+check("publish to a channel", r.publish("news", "hello"), 1)
+check("publish to a pattern", r.publish("sport.tennis", "ace"), 1)
+m1, m2 = sub.get_message(timeout=1), sub.get_message(timeout=1)
+check("message", (m1["type"], m1["channel"], m1["data"]), ("message", "news", "hello"))
+check("pmessage", (m2["type"], m2["pattern"], m2["channel"], m2["data"]), ("pmessage", "sport.*", "sport.tennis", "ace"))
+check("pubsub numsub", r.pubsub_numsub("news"), [("news", 1)])
+check("pubsub numpat", r.pubsub_numpat(), 1)
+sub.close()
+
+# keys, bits, sorted-set algebra, SORT, random picks
+r.set("greeting", "hi")
+check("copy", r.copy("greeting", "greeting2"), True)
+check("object encoding", r.object("encoding", "greeting2"), "embstr")
+check("touch", r.touch("greeting", "greeting2", "missing"), 2)
+check("setbit", r.setbit("bits", 7, 1), 0)
+check("bitcount", r.bitcount("bits"), 1)
+check("bitpos", r.bitpos("bits", 1), 7)
+r.zadd("za", {"a": 1, "b": 2})
+r.zadd("zb", {"b": 3, "c": 4})
+check("zunionstore", r.zunionstore("zu", ["za", "zb"], aggregate="MAX"), 3)
+check("zunion", r.zrange("zu", 0, -1, withscores=True), [("a", 1.0), ("b", 3.0), ("c", 4.0)])
+check("zinter", r.zinter(["za", "zb"], withscores=True), [("b", 5.0)])
+check("zrandmember", sorted(r.zrandmember("zu", 5)), ["a", "b", "c"])
+check("hrandfield", r.hrandfield("missing"), None)
+r.rpush("nums", 3, 1, 2)
+check("sort", r.sort("nums", desc=True), ["3", "2", "1"])
+check("sort store", r.sort("nums", store="sorted"), 3)
+check("sorted", r.lrange("sorted", 0, -1), ["1", "2", "3"])
+
+# the connection and the server
+check("client list", any(c["name"] == "kv-redispy" for c in r.client_list()), True)
+check("client info", r.client_info()["name"], "kv-redispy")
+check("config set", r.config_set("slowlog-max-len", 64), True)
+check("config get", r.config_get("slowlog-max-len"), {"slowlog-max-len": "64"})
+check("slowlog len", isinstance(r.slowlog_len(), int), True)
+check("role", r.role()[0], "master")
+check("wait", r.wait(0, 0), 0)
 print("kv_redispy: ok")

@@ -242,6 +242,7 @@ static long long deliver(struct strent *e, const char *what, const struct arg *p
     long long n = 0;
     for (struct subn *x = e ? e->head : NULL; x; x = x->next, n++) {
         struct conn *s = x->c;
+        if (s->closing) continue; /* (QUIT: nothing after its reply; counted, as in Redis) */
         out_array(s, pattern ? 4 : 3);
         out_cstr(s, what);
         if (pattern) out_bulk(s, pattern->p, pattern->n);

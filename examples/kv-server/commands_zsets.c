@@ -876,7 +876,7 @@ static void zsetop_generic(struct conn *c, struct arg *a, size_t argc, size_t nu
         out_int(c, cardinality);
         goto done;
     }
-    qsort(r.el, r.n, sizeof *r.el, zel_cmp);
+    if (r.n) qsort(r.el, r.n, sizeof *r.el, zel_cmp);
     if (!dst) {
         out_array(c, r.n * (withscores ? 2 : 1));
         for (size_t i = 0; i < r.n; i++) {
@@ -1008,10 +1008,12 @@ void cmd_zrandmember(struct conn *c, struct arg *a, size_t argc)
            want = (unsigned long long)count < total ? (size_t)count : total;
     size_t *pick = malloc(total * sizeof *pick);
     if (!pick) return out_oom(c);
-    for (size_t i = 0; i < total; i++) pick[i] = i;
+    for (size_t i = 0; i < total; i++) pick[i] = total - 1 - i;
     out_array(c, want * per);
-    for (size_t i = 0; i < want; i++) { /* a partial Fisher-Yates shuffle of the ranks */
-        size_t j = i + (size_t)rand() % (total - i), t = pick[i];
+    /* a partial Fisher-Yates shuffle of the ranks; all of them, when every
+     * member is asked for, highest first (as Redis 7.0 answers then) */
+    for (size_t i = 0; i < want; i++) {
+        size_t j = want == total ? i : i + (size_t)rand() % (total - i), t = pick[i];
         pick[i] = pick[j];
         pick[j] = t;
         kv_znode_get(kv_zset_at(server.kv, o, pick[i]), &m, &n, &d);
