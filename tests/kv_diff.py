@@ -4,13 +4,19 @@ and to a real redis-server; their replies must be equal.
 First a written script (every command kv-server offers, its options, its
 errors: wrong types, wrong argument counts, bad numbers, overflows), then
 transactions (MULTI/EXEC/DISCARD, WATCH with a second connection to each
-server changing keys, keys expiring), then random sequences over a few
-keys of every type, some inside MULTI, some watched.  Replies whose order
-Redis does not define (SMEMBERS, KEYS, HGETALL, SUNION, ...) are compared
-as sets, inside EXEC's reply too; TTLs and expiry times within a second
-(each server took the command at its own instant); SCAN, SSCAN and HSCAN
-from cursor 0 by iterating to the end and comparing what was returned;
-CLIENT ID by its type (each server numbers its clients).
+server changing keys, keys expiring), then the newer commands' scripts (the
+blocking pops where they do not block, pub/sub on one connection, HELLO,
+RESET, CLIENT; COPY, OBJECT, the bit commands; the sorted-set algebra,
+ZSCAN, the random picks; SORT; CONFIG SET, SLOWLOG, WAIT ...), then random
+sequences over a few keys of every type, some inside MULTI, some watched.
+Replies whose order Redis does not define (SMEMBERS, KEYS, HGETALL, SUNION,
+UNSUBSCRIBE from all, CONFIG GET ...) are compared as sets, inside EXEC's
+reply too; TTLs and expiry times within a second (each server took the
+command at its own instant); SCAN, SSCAN, HSCAN and ZSCAN from cursor 0 by
+iterating to the end and comparing what was returned; CLIENT ID, HELLO's id
+and version, MEMORY USAGE by their type (each server's own); ZRANDMEMBER
+and HRANDFIELD by what is certain of a random pick; SLOWLOG's entries
+without their ids, times and addresses; CLIENT LIST by its fields.
 """
 import random
 import sys
