@@ -227,6 +227,8 @@ command_fn cmd_lpush, cmd_rpush, cmd_lpushx, cmd_rpushx, cmd_lpop, cmd_rpop, cmd
     cmd_lindex, cmd_lset, cmd_ltrim, cmd_lrem, cmd_linsert, cmd_lpos, cmd_lmove, cmd_rpoplpush;
 /* LMOVE's work, a[1] the source, a[2] the destination (the blocking forms') */
 void lmove_generic(struct conn *c, struct arg *a, bool from_tail, bool to_tail);
+/* Takes the list's first (or last: tail) element out, as the reply's next bulk */
+void list_pop_out(struct conn *c, kv_obj *o, bool tail);
 /* commands_blocking.c */
 command_fn cmd_blpop, cmd_brpop, cmd_blmove, cmd_brpoplpush, cmd_bzpopmin, cmd_bzpopmax, cmd_blmpop,
     cmd_bzmpop, cmd_lmpop, cmd_zmpop;

@@ -312,12 +312,7 @@ static void pop_reply(struct conn *c, const struct arg *key, kv_obj *o, enum bop
             out_double(c, d);
             kv_zset_rem(server.kv, o, m, mn);
         } else {
-            kv_lnode *e = kv_list_at(server.kv, o, tail ? -1 : 0);
-            const char *v;
-            size_t vn;
-            kv_lnode_get(e, &v, &vn);
-            out_bulk(c, v, vn);
-            kv_list_remove(server.kv, o, e);
+            list_pop_out(c, o, tail);
         }
     }
     if (!(served && op == B_POP)) server.changes += n;

@@ -46,6 +46,16 @@ void cmd_rpushx(struct conn *c, struct arg *a, size_t argc)
     push_generic(c, a, argc, true, true);
 }
 
+void list_pop_out(struct conn *c, kv_obj *o, bool tail)
+{
+    kv_lnode *e = kv_list_at(server.kv, o, tail ? -1 : 0);
+    const char *v;
+    size_t vn;
+    kv_lnode_get(e, &v, &vn);
+    out_bulk(c, v, vn);
+    kv_list_remove(server.kv, o, e);
+}
+
 static void pop_generic(struct conn *c, struct arg *a, size_t argc, bool tail)
 {
     long long count = 1;
@@ -59,12 +69,7 @@ static void pop_generic(struct conn *c, struct arg *a, size_t argc, bool tail)
     if ((unsigned long long)count > len) count = (long long)len;
     if (argc == 3) out_array(c, (size_t)count);
     for (long long i = 0; i < count; i++) {
-        kv_lnode *e = kv_list_at(server.kv, o, tail ? -1 : 0);
-        const char *v;
-        size_t vn;
-        kv_lnode_get(e, &v, &vn);
-        out_bulk(c, v, vn);
-        kv_list_remove(server.kv, o, e);
+        list_pop_out(c, o, tail);
         server.changes++;
     }
     drop_if_empty(o, kv_list_len(server.kv, o));
