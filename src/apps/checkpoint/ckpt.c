@@ -65,11 +65,12 @@
  * The background thread runs at SCHED_IDLE (unless TK_CKPT_FAIR): on a CPU
  * nothing else wants, preempted at once by a program thread that wakes up
  * there.  A thread that low may be off the CPU for long, so it holds no
- * lock a writer can wait for: copied pages are unprotected (without
- * TK_CKPT_TRACK) by the helper, a thread at the program's priority that
- * does nothing else but populate the writers' pool slots ahead of them:
- * tk_unprot holds the region's lock across its system call, and
- * MADV_POPULATE_WRITE the address space's (mmap_lock) across its range.
+ * lock a writer can wait for while it is that low: copied pages are
+ * unprotected (without TK_CKPT_TRACK) by the helper, a thread that does
+ * nothing else but populate the writers' pool slots ahead of them, and
+ * tk_unprot and tk_protect hold the region's lock across their system
+ * call, so the helper and the arming thread make theirs at the program's
+ * priority where they may go back up to it (see lower_priority).
  * TK_CKPT_TIMING (or TRAPKIT_CKPT_TIMING=1) times each part of the
  * write-fault path; tools/ckpt_stall.c is the driver that found where a
  * writer's time goes (docs/design.md).
@@ -86,6 +87,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <lz4.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1325,6 +1327,8 @@ static void populate_pool(struct tk_ckpt *c)
 }
 
 static void lower_priority(const struct tk_ckpt *c);
+static void high_begin(void);
+static void high_end(void);
 
 /* The helper thread: unprotects the ranges the background thread posts and
  * populates the pool up to its target, until told to stop and every posted
@@ -1349,7 +1353,9 @@ static void *helper_main(void *arg)
             size_t from = c->open_from[h % OPEN_RING], to = c->open_to[h % OPEN_RING];
             uint64_t e = h + 1;
             while (e < tail && c->open_from[e % OPEN_RING] == to) to = c->open_to[e++ % OPEN_RING];
+            high_begin(); /* (the region's lock: see lower_priority) */
             release_batch(c, from, to);
+            high_end();
             atomic_store(&c->open_head, e);
             h = e;
         }
@@ -1468,18 +1474,20 @@ static int scan_data(struct tk_ckpt *c, size_t from, size_t to, uint64_t *data)
 static int protect_marked(struct tk_ckpt *c, size_t from, size_t to, const uint64_t *prot)
 {
     size_t a = area_of_index(c, from);
-    for (size_t i = 0; i < to - from;) {
+    int err = 0;
+    high_begin(); /* (the region's lock: see lower_priority) */
+    for (size_t i = 0; i < to - from && !err;) {
         if (!(prot[i / 64] >> (i % 64) & 1)) {
             i++;
             continue;
         }
         size_t j = i;
         while (j < to - from && (prot[j / 64] >> (j % 64) & 1)) j++;
-        int err = tk_protect(c->regions[a], page_addr(c, from + i), (j - i) * c->ps, TK_PROT_READ);
-        if (err) return err;
+        err = tk_protect(c->regions[a], page_addr(c, from + i), (j - i) * c->ps, TK_PROT_READ);
         i = j;
     }
-    return 0;
+    high_end();
+    return err;
 }
 
 /* The first arming pass over [from, to) (one area's, at most ARM_CHUNK
@@ -1720,18 +1728,82 @@ static void stop_helper(struct tk_ckpt *c)
     c->helper_live = false;
 }
 
-/* The background thread's scheduling: by default SCHED_IDLE, so that it
- * runs only on a CPU nothing else wants and a program thread that wakes up
- * preempts it at once; "nice": nice 19; "fair": the program's own
- * priority.  It holds no lock a writer can wait for (the helper thread
- * unprotects pages), so its low priority delays nobody but itself. */
+/* ---- priority ------------------------------------------------------------
+ * The background thread runs low (lower_priority): by default SCHED_IDLE,
+ * so that it runs only on a CPU nothing else wants and a program thread
+ * that wakes up preempts it at once; "nice": nice 19; "fair": the
+ * program's own priority.  Following the writers, the arming and helper
+ * threads run as low.  Some of their work holds a lock a writer's fault
+ * may wait for: a region's lock, which tk_protect and tk_unprot hold across
+ * their system call (arming's protections, the helper's releases).  The
+ * scheduler may keep a thread that low off its CPU for tens of
+ * milliseconds while a thread of the program runs there, and a writer
+ * waiting behind it would wait as long (priority inheritance lifts neither
+ * SCHED_IDLE nor a nice value).  So such a section runs at the thread's own
+ * priority (high_begin, high_end): a writer then waits for one system call
+ * at most.  Going back up needs CAP_SYS_NICE or an RLIMIT_NICE that allows
+ * the thread's nice value (sched(7)); a thread without either stays low
+ * throughout, as it would otherwise take the writers' CPU all the time. */
+enum { LOW_NONE, LOW_IDLE, LOW_NICE };
+static __thread int tl_low = LOW_NONE; /* how the calling thread was lowered */
+static __thread bool tl_may_raise;     /* and whether it may go back up */
+static __thread int tl_nice;           /* its nice value before */
+
+/* Whether the calling thread may go back to nice value `nice` once lower. */
+static bool may_raise(int nice)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NICE, &r) == 0 &&
+        (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= (rlim_t)(20 - nice)))
+        return true;
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    return syscall(SYS_capget, &h, d) == 0 && (d[0].effective >> CAP_SYS_NICE & 1);
+}
+
+/* Lowers the calling thread as the configuration says. */
 static void lower_priority(const struct tk_ckpt *c)
 {
+    if (c->copier == COPIER_FAIR || tl_low != LOW_NONE) return;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (errno) nice = 0;
+    tl_nice = nice;
+    tl_may_raise = may_raise(nice);
     if (c->copier == COPIER_IDLE) {
         struct sched_param sp = {.sched_priority = 0};
-        if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0) return;
+        if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0) {
+            tl_low = LOW_IDLE;
+            return;
+        }
     }
-    if (c->copier != COPIER_FAIR) setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), 19) == 0) tl_low = LOW_NICE;
+}
+
+/* The calling thread at its own priority, for a section holding a lock a
+ * writer may wait for (no-op for a thread not lowered). */
+static void high_begin(void)
+{
+    if (!tl_may_raise) return;
+    if (tl_low == LOW_IDLE) {
+        struct sched_param sp = {.sched_priority = 0};
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    } else if (tl_low == LOW_NICE) {
+        setpriority(PRIO_PROCESS, (id_t)gettid(), tl_nice);
+    }
+}
+
+/* ... and low again after it. */
+static void high_end(void)
+{
+    if (!tl_may_raise) return;
+    if (tl_low == LOW_IDLE) {
+        struct sched_param sp = {.sched_priority = 0};
+        pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    } else if (tl_low == LOW_NICE) {
+        setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+    }
 }
 
 /* After tk_ckpt_cancel (the background thread has stopped, the helper
@@ -1747,8 +1819,10 @@ static void unwind_cancel(struct tk_ckpt *c)
                !atomic_compare_exchange_weak(&c->state[i], &st, ST_DIRTY)) {
         }
     }
+    high_begin(); /* (the regions' locks: see lower_priority) */
     for (size_t a = 0; a < c->nareas; a++)
         tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
+    high_end();
     wait_writers(c, true, atomic_load(&c->epoch));
     c->base_seq = 0;
 }
@@ -1928,8 +2002,10 @@ static void unwind_start(struct tk_ckpt *c)
         if (st == ST_PENDING || st == ST_HOLE || st == ST_REOPENED || st == ST_CLEAN)
             atomic_store(&c->state[i], ST_DIRTY);
     }
+    high_begin(); /* (the regions' locks: see lower_priority) */
     for (size_t a = 0; a < c->nareas; a++)
         tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
+    high_end();
     c->base_seq = 0;
 }
 
