@@ -47,6 +47,9 @@ struct tk_view {
 };
 
 #define TK_REGION_LIVE 0x74726731u /* rg_magic of a region not yet destroyed */
+/* A region's lock is this many stripes at most, each over a run of pages
+ * (vm/hwlock.c): a change of one page waits only for changes in its stripe. */
+#define TK_HW_STRIPES 64
 
 struct tk_region {
     uint32_t rg_magic;          /* TK_REGION_LIVE until tk_region_destroy */
@@ -84,10 +87,14 @@ struct tk_region {
     _Atomic uint32_t *rg_inflight; /* DIRTY: per page, writes whose fault was handled and
                                       whose instruction has not completed (low 16 bits), and
                                       collections that held the page back for them */
-    atomic_int rg_hw_lock;         /* vm/hwlock.c: 0 free, 1 held, 2 contended */
-    _Atomic uintptr_t rg_hw_owner; /* the holder's thread token */
-    atomic_int rg_hw_nested;       /* a nested call went ahead inside the holder */
-    atomic_int rg_degraded;        /* trap-based DIRTY fell back to "all dirty" this interval */
+    /* vm/hwlock.c: the lock over states and hardware, one per stripe of
+     * 1 << rg_hw_shift pages (at most TK_HW_STRIPES of them) */
+    struct tk_hw_stripe {
+        atomic_int lock;         /* 0 free, 1 held, 2 contended */
+        _Atomic uintptr_t owner; /* the holder's thread token */
+    } rg_hw[TK_HW_STRIPES];
+    unsigned rg_hw_shift;
+    atomic_int rg_degraded; /* trap-based DIRTY fell back to "all dirty" this interval */
     pthread_mutex_t rg_views_lock;
     struct tk_view *rg_views;
     struct tk_region *rg_retired_next;
@@ -266,17 +273,24 @@ void tk__region_free_meta(struct tk_region *r);
 void tk__dirty_mark(struct tk_region *r, size_t first, size_t n);
 int tk__dirty_alloc(struct tk_region *r);
 void tk__dirty_free(struct tk_region *r);
-/* The region's lock over states and hardware (vm/hwlock.c).  tk__hw_lock
- * defers the thread's asynchronous signals and takes the lock (or, nested in
- * this thread's own holding, goes ahead without it); tk__hw_unlock releases
- * it, re-applying pages [first, first+n) if a nested call went ahead, and
- * restores the signal mask.  [signal-safe] */
+/* The region's lock over states and hardware (vm/hwlock.c), in stripes of
+ * pages.  tk__hw_lock_pages defers the thread's asynchronous signals and
+ * takes the stripes holding pages [first, first+n) (or, nested in this
+ * thread's own holding, goes ahead without them); tk__hw_lock takes every
+ * stripe; tk__hw_unlock releases them, re-applying pages [first, first+n) if
+ * a nested call went ahead, and restores the signal mask.  [signal-safe] */
 typedef struct tk_hw_guard {
     uint64_t old_mask; /* the thread's signal mask before */
     bool deferred;     /* signals were blocked by tk__hw_lock */
-    bool held;         /* the lock was taken (not nested) */
+    bool held;         /* the stripes were taken (not nested) */
+    unsigned s0, s1;   /* the stripes held: [s0, s1) */
 } tk_hw_guard;
 void tk__hw_lock(struct tk_region *r, tk_hw_guard *g);
+void tk__hw_lock_pages(struct tk_region *r, tk_hw_guard *g, size_t first, size_t n);
+/* The stripes' size for a region of npages pages: their shift; and how many
+ * stripes r has.  [signal-safe] */
+unsigned tk__hw_stripe_shift(size_t npages);
+unsigned tk__hw_stripes(const struct tk_region *r);
 int tk__hw_unlock(struct tk_region *r, tk_hw_guard *g, size_t first, size_t n);
 /* Blocks every asynchronous signal of the thread, saving the old mask, and
  * restores it.  [signal-safe] */

@@ -247,7 +247,7 @@ bool tk__dirty_fault(struct tk_region *r, size_t page, void *uc)
     }
 
     tk_hw_guard g;
-    tk__hw_lock(r, &g);
+    tk__hw_lock_pages(r, &g, page, 1);
     uint8_t old = atomic_load(&r->rg_state[page]), nst;
     do {
         if ((old & PS_PROT_MASK) != TK_PROT_RW) {
@@ -541,7 +541,7 @@ int tk_dirty_mark(tk_region *r, void *addr, size_t len)
         /* as a fault would: the bit set, the page no longer tracked and
          * open (unless the program's own protection closes it) */
         tk_hw_guard g;
-        tk__hw_lock(r, &g);
+        tk__hw_lock_pages(r, &g, first, n);
         for (size_t i = first; i < first + n; i++)
             if ((atomic_load(&r->rg_state[i]) & PS_PROT_MASK) == TK_PROT_RW)
                 atomic_fetch_and(&r->rg_state[i], (uint8_t)~PS_TRACK);

@@ -50,7 +50,7 @@ static void lock_all(void)
 static void unlock_all(bool child)
 {
     for (size_t i = 0; i < fork_n; i++) {
-        tk_hw_guard g = {.held = true};
+        tk_hw_guard g = {.held = true, .s0 = 0, .s1 = tk__hw_stripes(fork_regions[i])};
         tk__hw_unlock(fork_regions[i], &g, 0, 0);
     }
     tk__table_fork_end(child);

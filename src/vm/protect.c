@@ -142,9 +142,9 @@ int tk__change(struct tk_region *r, size_t first, size_t n, uint8_t from, uint8_
  * tk_region_destroy clears the magic under the lock before it gives the
  * memory back, so a change made under the lock either ends before that or
  * sees the region dead and does nothing.  [signal-safe] */
-static bool lock_live(struct tk_region *r, tk_hw_guard *g)
+static bool lock_live(struct tk_region *r, tk_hw_guard *g, size_t first, size_t n)
 {
-    tk__hw_lock(r, g);
+    tk__hw_lock_pages(r, g, first, n);
     if (tk__region_live(r)) return true;
     tk__hw_unlock(r, g, 0, 0);
     return false;
@@ -154,7 +154,7 @@ static bool lock_live(struct tk_region *r, tk_hw_guard *g)
 void tk__decline_wp(struct tk_region *r, size_t page)
 {
     tk_hw_guard g;
-    if (!lock_live(r, &g)) return;
+    if (!lock_live(r, &g, page, 1)) return;
     atomic_fetch_or(&r->rg_state[page], PS_DECLINED);
     tk__apply(r, page, 1);
     tk__hw_unlock(r, &g, page, 1);
@@ -235,7 +235,7 @@ static int protect(tk_region *r, void *addr, size_t len, int prot, bool lift_spa
                                  "TK_PROT_RW");
     if (r->rg_subpage) return tk__subpage_protect(r, first, n, prot);
     tk_hw_guard g;
-    tk__hw_lock(r, &g);
+    tk__hw_lock_pages(r, &g, first, n);
 
     /* Swap each page's state; flush a run whenever the next page's state
      * differs.  If a system call fails, the pages of its run get their old
@@ -289,7 +289,7 @@ int tk_protection(tk_region *r, const void *addr)
 void tk__pages_removed(struct tk_region *r, size_t first, size_t n)
 {
     tk_hw_guard g;
-    if (!lock_live(r, &g)) return;
+    if (!lock_live(r, &g, first, n)) return;
     for (size_t i = first; i < first + n; i++) atomic_fetch_or(&r->rg_state[i], PS_MPROT);
     (void)tk__apply(r, first, n);
     if (r->rg_trap_dirty) tk__dirty_mark(r, first, n);
@@ -354,13 +354,13 @@ int tk_discard(tk_region *r, void *addr, size_t len)
      * the range spans), and the service threads take the lock to handle
      * them (tk__pages_removed). */
     if (by_wp) {
-        tk__hw_lock(r, &g);
+        tk__hw_lock_pages(r, &g, first, n);
         err = hold_read_only(r, first, n);
         tk__hw_unlock(r, &g, 0, 0);
     }
     if (!err && madvise(addr, len, shared ? MADV_REMOVE : MADV_DONTNEED) < 0) err = -errno;
     if (!pkeys) {
-        tk__hw_lock(r, &g);
+        tk__hw_lock_pages(r, &g, first, n);
         if (by_wp || err) {
             int aerr = tk__apply(r, first, n);
             if (!err) err = aerr;

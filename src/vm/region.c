@@ -260,6 +260,7 @@ int tk_region_create(const tk_region_config *cfg, tk_region **out)
     r->rg_page = page;
     r->rg_shift = shift;
     r->rg_npages = cfg->len >> shift;
+    r->rg_hw_shift = tk__hw_stripe_shift(r->rg_npages);
     r->rg_handler = cfg->handler;
     r->rg_arg = cfg->arg;
     r->rg_flags = cfg->flags;
