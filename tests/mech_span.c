@@ -16,8 +16,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
 {
     (void)arg;
     faults++;
-    if (tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0) return TK_DECLINE;
-    return TK_RESUME;
+    return tk_test_open(f);
 }
 
 int main(int argc, char **argv)

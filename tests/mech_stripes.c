@@ -20,8 +20,7 @@ static tk_action on_fault(const tk_fault *f, void *arg)
 {
     (void)arg;
     faults++;
-    if (tk_unprot(f->region, f->page, tk_region_page_size(f->region)) < 0) return TK_DECLINE;
-    return TK_RESUME;
+    return tk_test_open(f);
 }
 
 /* A thread holding stripes, as trapkit's own changes do, until told. */

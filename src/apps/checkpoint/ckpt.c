@@ -1327,8 +1327,7 @@ static void populate_pool(struct tk_ckpt *c)
 }
 
 static void lower_priority(const struct tk_ckpt *c);
-static void high_begin(void);
-static void high_end(void);
+static void set_high(bool high);
 
 /* The helper thread: unprotects the ranges the background thread posts and
  * populates the pool up to its target, until told to stop and every posted
@@ -1353,9 +1352,9 @@ static void *helper_main(void *arg)
             size_t from = c->open_from[h % OPEN_RING], to = c->open_to[h % OPEN_RING];
             uint64_t e = h + 1;
             while (e < tail && c->open_from[e % OPEN_RING] == to) to = c->open_to[e++ % OPEN_RING];
-            high_begin(); /* (the region's lock: see lower_priority) */
+            set_high(true); /* (the region's lock: see lower_priority) */
             release_batch(c, from, to);
-            high_end();
+            set_high(false);
             atomic_store(&c->open_head, e);
             h = e;
         }
@@ -1475,7 +1474,7 @@ static int protect_marked(struct tk_ckpt *c, size_t from, size_t to, const uint6
 {
     size_t a = area_of_index(c, from);
     int err = 0;
-    high_begin(); /* (the region's lock: see lower_priority) */
+    set_high(true); /* (the region's lock: see lower_priority) */
     for (size_t i = 0; i < to - from && !err;) {
         if (!(prot[i / 64] >> (i % 64) & 1)) {
             i++;
@@ -1486,7 +1485,7 @@ static int protect_marked(struct tk_ckpt *c, size_t from, size_t to, const uint6
         err = tk_protect(c->regions[a], page_addr(c, from + i), (j - i) * c->ps, TK_PROT_READ);
         i = j;
     }
-    high_end();
+    set_high(false);
     return err;
 }
 
@@ -1740,7 +1739,7 @@ static void stop_helper(struct tk_ckpt *c)
  * milliseconds while a thread of the program runs there, and a writer
  * waiting behind it would wait as long (priority inheritance lifts neither
  * SCHED_IDLE nor a nice value).  So such a section runs at the thread's own
- * priority (high_begin, high_end): a writer then waits for one system call
+ * priority (set_high): a writer then waits for one system call
  * at most.  Going back up needs CAP_SYS_NICE or an RLIMIT_NICE that allows
  * the thread's nice value (sched(7)); a thread without either stays low
  * throughout, as it would otherwise take the writers' CPU all the time. */
@@ -1781,28 +1780,17 @@ static void lower_priority(const struct tk_ckpt *c)
     if (setpriority(PRIO_PROCESS, (id_t)gettid(), 19) == 0) tl_low = LOW_NICE;
 }
 
-/* The calling thread at its own priority, for a section holding a lock a
- * writer may wait for (no-op for a thread not lowered). */
-static void high_begin(void)
+/* The calling thread at its own priority (high), for a section holding a
+ * lock a writer may wait for, and low again after it (no-op for a thread
+ * not lowered, or one that may not go back up). */
+static void set_high(bool high)
 {
     if (!tl_may_raise) return;
     if (tl_low == LOW_IDLE) {
         struct sched_param sp = {.sched_priority = 0};
-        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+        pthread_setschedparam(pthread_self(), high ? SCHED_OTHER : SCHED_IDLE, &sp);
     } else if (tl_low == LOW_NICE) {
-        setpriority(PRIO_PROCESS, (id_t)gettid(), tl_nice);
-    }
-}
-
-/* ... and low again after it. */
-static void high_end(void)
-{
-    if (!tl_may_raise) return;
-    if (tl_low == LOW_IDLE) {
-        struct sched_param sp = {.sched_priority = 0};
-        pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-    } else if (tl_low == LOW_NICE) {
-        setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+        setpriority(PRIO_PROCESS, (id_t)gettid(), high ? tl_nice : 19);
     }
 }
 
@@ -1819,10 +1807,10 @@ static void unwind_cancel(struct tk_ckpt *c)
                !atomic_compare_exchange_weak(&c->state[i], &st, ST_DIRTY)) {
         }
     }
-    high_begin(); /* (the regions' locks: see lower_priority) */
+    set_high(true); /* (the regions' locks: see lower_priority) */
     for (size_t a = 0; a < c->nareas; a++)
         tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
-    high_end();
+    set_high(false);
     wait_writers(c, true, atomic_load(&c->epoch));
     c->base_seq = 0;
 }
@@ -2002,10 +1990,10 @@ static void unwind_start(struct tk_ckpt *c)
         if (st == ST_PENDING || st == ST_HOLE || st == ST_REOPENED || st == ST_CLEAN)
             atomic_store(&c->state[i], ST_DIRTY);
     }
-    high_begin(); /* (the regions' locks: see lower_priority) */
+    set_high(true); /* (the regions' locks: see lower_priority) */
     for (size_t a = 0; a < c->nareas; a++)
         tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
-    high_end();
+    set_high(false);
     c->base_seq = 0;
 }
 
