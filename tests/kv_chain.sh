@@ -5,7 +5,8 @@
 #    times kept, keys deleted or expired since the full image gone
 #  - a full image again after --full-after incremental ones, and the old
 #    incremental images are removed; --compress yes chains load too
-#  - files left over from an earlier chain are ignored and removed
+#  - files left over from an earlier chain are ignored and removed;
+#    incremental images without their full image stop the server, kept
 #  - kill -9 at random instants of a BGSAVE (full or incremental) leaves
 #    a chain that loads and holds the last completed save (or the one
 #    being written, if it completed before the kill)
@@ -95,6 +96,20 @@ expect two GET s2
 grep -q "removing $dir/a/dump.tkimg.inc.3: not an incremental image of the chain loaded" "$dir/a3.err" || { cat "$dir/a3.err"; echo "no word of the file removed"; exit 1; }
 kv_kill
 echo "a new chain replaces the old; an earlier chain's image is ignored: ok"
+
+# incremental images whose full image is gone (moved away by hand): the
+# server refuses to start and keeps them, rather than start empty
+mkdir -p "$dir/orphan"
+cp "$dir/a/dump.tkimg.inc.2" "$dir/orphan/"
+kv_start_fails orphan --dir "$dir/orphan" --memory 16m
+grep -q "dump.tkimg.inc.2 is an incremental image, but the full image .*dump.tkimg it continues is missing" "$dir/orphan.err" ||
+    { cat "$dir/orphan.err"; echo "no word of the missing full image"; exit 1; }
+[[ $(files "$dir/orphan") == "dump.tkimg.inc.2 " ]] || { echo "the incremental image went: $(files "$dir/orphan")"; exit 1; }
+cp "$dir/a/dump.tkimg" "$dir/orphan/"
+kv_start orphan2 --dir "$dir/orphan" --memory 16m
+expect three GET s3
+kv_kill
+echo "incremental images without their full image: refused, kept: ok"
 
 # ---- 3. --full-after and --compress
 mkdir -p "$dir/b"

@@ -177,8 +177,11 @@ for how in fault prefetch; do
     ((answered < N)) || { echo "$how: every key answered from a damaged image"; exit 1; }
     kv_wait_exit 30
     ((rc == 70)) || { cat "$dir/bad-$how.err"; echo "$how: exit status $rc, want 70"; exit 1; }
-    grep -q "cannot be loaded: page .*; stopping: no data of a damaged image is served" "$dir/bad-$how.err" ||
+    grep -q "^kv-server: the image [^ ]* cannot be loaded: page [0-9]*: .*; stopping: no data of a damaged image is served$" "$dir/bad-$how.err" ||
         { cat "$dir/bad-$how.err"; echo "$how: no clear error"; exit 1; }
+    # said once, whole, although two threads may find the page at once
+    (($(grep -c "cannot be loaded" "$dir/bad-$how.err") == 1)) ||
+        { cat "$dir/bad-$how.err"; echo "$how: the error said more than once"; exit 1; }
     cmp -s "$dir/d-$how/dump.tkimg" "$dir/bad.img" || { echo "$how: the image changed"; exit 1; }
     echo "damaged page found by $how: stopped after $answered exact replies"
 done

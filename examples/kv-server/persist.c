@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -75,6 +76,22 @@ static void remove_incs_except(uint64_t from_seq, uint64_t to_seq, bool say)
     closedir(d);
 }
 
+/* Whether DIR holds an incremental image (NAME.inc.SEQ); its name in
+ * buf if so. */
+static bool first_inc(char *buf, size_t n)
+{
+    DIR *d = opendir(persist.dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        if (inc_seq(e->d_name)) {
+            snprintf(buf, n, "%s", e->d_name);
+            found = true;
+        }
+    closedir(d);
+    return found;
+}
+
 /* ---- loading ----------------------------------------------------------- */
 /* A page of the chain is damaged (or cannot be read) and was found only
  * now, while the server runs: it is never served - the server stops.
@@ -83,6 +100,12 @@ static void remove_incs_except(uint64_t from_seq, uint64_t to_seq, bool say)
 static void lazy_error(int err, uint64_t page, const char *msg, void *arg)
 {
     (void)arg, (void)err;
+    /* The fault handler and the prefetching thread may both find a damaged
+     * page at once: the first says so, in one write; the other ends too. */
+    static atomic_int said;
+    if (atomic_exchange(&said, 1)) {
+        for (;;) pause(); /* the first one's _exit ends the process */
+    }
     char num[24], *p = num + sizeof num;
     *--p = 0;
     do *--p = (char)('0' + page % 10);
@@ -94,10 +117,13 @@ static void lazy_error(int err, uint64_t page, const char *msg, void *arg)
                            ": ",
                            msg ? msg : "damaged",
                            "; stopping: no data of a damaged image is served\n"};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        ssize_t w = write(2, parts[i], strlen(parts[i]));
-        (void)w;
-    }
+    char line[PATH_MAX + 512];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *c = parts[i]; *c && n < sizeof line - 1; c++) line[n++] = *c;
+    if (n == sizeof line - 1) line[n - 1] = '\n';
+    ssize_t w = write(2, line, n);
+    (void)w;
     _exit(70);
 }
 
@@ -243,8 +269,20 @@ int persist_load_image(const struct tk_ckpt_area *ar)
     unlink(persist.compact_path); /* a compaction a crash interrupted */
     int img = open_image(persist.path, true, &info);
     if (img == -1) {
+        /* No full image, but incremental images of one: the full image was
+         * moved or deleted (no save leaves them without it).  They are the
+         * user's data, and not enough to load: say so rather than start
+         * empty and remove them at the next save. */
+        char orphan[NAME_MAX + 1];
+        if (first_inc(orphan, sizeof orphan)) {
+            fprintf(stderr,
+                    "kv-server: %s/%s is an incremental image, but the full image %s it "
+                    "continues is missing%s (restore that file, or move the %s.inc.* files "
+                    "away to start with an empty store)\n",
+                    persist.dir, orphan, persist.path, why_stop, persist.dbfile);
+            return -1;
+        }
         server.kv = kv_format(ar->addr, ar->len);
-        remove_incs_except(1, 0, true);
         return server.kv ? 0 : -1;
     }
     if (img < 0) return -1;
