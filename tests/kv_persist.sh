@@ -10,7 +10,9 @@
 #    LASTSAVE is when the last save completed, the snapshot instant is
 #    reported apart
 #  - SHUTDOWN [SAVE|NOSAVE], SIGTERM with and without save points, a save
-#    that fails at shutdown keeps the server running; save points save
+#    that fails at shutdown keeps the server running; save points save;
+#    a failed background save makes writes fail with MISCONF where save
+#    points are set, until a save succeeds (stop-writes-on-bgsave-error)
 #  - a missing --dir, a bad --port and a FIFO for an image refuse the start;
 #    a save point while the image loads without prefetch saves; clients past
 #    the descriptors get redis-server's error; active expiry keeps up
@@ -233,6 +235,42 @@ kv_kill
 kv_start sp2 --dir "$dir/p"
 expect 2 DBSIZE
 kv_kill
+# a background save that fails, with save points: writes (and PING) get
+# MISCONF until a save succeeds (stop-writes-on-bgsave-error, as Redis)
+mkdir -p "$dir/m"
+kv_start mc --dir "$dir/m" --save "3600 1"
+expect OK SET a 1
+rm -rf "$dir/m"
+[[ $(cli BGSAVE) == ERR* ]] || { echo "BGSAVE into a missing directory did not fail"; exit 1; }
+[[ $(info_field rdb_last_bgsave_status) == err ]] || { echo "INFO: the failed BGSAVE is not err"; exit 1; }
+misconf() { [[ $(cli "$@") == "MISCONF kv-server is configured to save images"*"cannot open"* ]] ||
+    { echo "redis-cli $*: $(cli "$@"), want MISCONF with the save's error"; exit 1; }; }
+misconf SET b 1
+misconf PING
+misconf FLUSHALL
+expect 1 GET a
+printf 'MULTI\nSET b 1\nEXEC\n' | cli | grep -q "^EXECABORT" || { echo "MULTI: a refused write did not abort EXEC"; exit 1; }
+grep -q "background save failed\|cannot open" "$dir/mc.err" || { cat "$dir/mc.err"; echo "no word of the failed save"; exit 1; }
+expect OK CONFIG SET stop-writes-on-bgsave-error no
+expect OK SET b 1
+expect OK CONFIG SET stop-writes-on-bgsave-error yes
+misconf SET b 2
+mkdir -p "$dir/m"
+expect "Background saving started" BGSAVE
+wait_until 30 '[[ $(info_field rdb_bgsave_in_progress) == 0 ]]'
+[[ $(info_field rdb_last_bgsave_status) == ok ]] || { echo "BGSAVE into the directory again failed"; exit 1; }
+expect OK SET b 2
+expect PONG PING
+kv_kill
+# without save points nothing is refused
+mkdir -p "$dir/m2"
+kv_start mc2 --dir "$dir/m2"
+rm -rf "$dir/m2"
+[[ $(cli BGSAVE) == ERR* ]] || { echo "BGSAVE into a missing directory did not fail"; exit 1; }
+expect OK SET b 1
+expect PONG PING
+kv_kill
+echo "a failed background save: MISCONF with save points, until a save succeeds: ok"
 # ---- start-up checks: a missing --dir, a bad --port, a FIFO for an image
 kv_start_fails nodir --dir "$dir/no/such/dir"
 refused nodir "--dir $dir/no/such/dir: No such file or directory"

@@ -526,18 +526,20 @@ void cmd_config_get(struct conn *c, struct arg *a, size_t argc)
     persist_save_points_str(save, sizeof save);
     snprintf(port, sizeof port, "%d", server.port);
     snprintf(mem, sizeof mem, "%zu", server.mem);
-    const char *params[][2] = {{"save", save},
-                               {"appendonly", "no"},
-                               {"dir", persist.dir},
-                               {"dbfilename", persist.dbfile},
-                               {"port", port},
-                               {"maxmemory", mem},
-                               {"maxmemory-policy", "noeviction"},
-                               {"databases", "1"},
-                               {"proto-max-bulk-len", "67108864"},
-                               {"maxclients", maxc},
-                               {"slowlog-log-slower-than", slower},
-                               {"slowlog-max-len", slowmax}};
+    const char *params[][2] = {
+        {"save", save},
+        {"appendonly", "no"},
+        {"dir", persist.dir},
+        {"dbfilename", persist.dbfile},
+        {"port", port},
+        {"maxmemory", mem},
+        {"maxmemory-policy", "noeviction"},
+        {"databases", "1"},
+        {"proto-max-bulk-len", "67108864"},
+        {"maxclients", maxc},
+        {"slowlog-log-slower-than", slower},
+        {"slowlog-max-len", slowmax},
+        {"stop-writes-on-bgsave-error", persist.stop_writes_on_error ? "yes" : "no"}};
     enum { NP = sizeof params / sizeof params[0] };
     bool want[NP] = {false};
     size_t count = 0;
@@ -713,6 +715,11 @@ static const char *config_one(const struct arg *p, const struct arg *v, bool set
             persist.nsave_points = nsaved;
         }
         return ok ? NULL : "Invalid save parameters";
+    }
+    if (config_param(p, "stop-writes-on-bgsave-error")) {
+        if (!arg_is(v, "yes") && !arg_is(v, "no")) return "argument must be 'yes' or 'no'";
+        if (set) persist.stop_writes_on_error = arg_is(v, "yes");
+        return NULL;
     }
     if (config_param(p, "appendonly")) {
         if (!arg_is(v, "yes") && !arg_is(v, "no")) return "argument must be 'yes' or 'no'";

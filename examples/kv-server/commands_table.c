@@ -35,7 +35,8 @@
  *   server    PING ECHO TIME INFO [server|clients|memory|persistence|stats|keyspace]
  *             CONFIG GET (save appendonly dir dbfilename port maxmemory maxmemory-policy
  *             databases proto-max-bulk-len maxclients slowlog-log-slower-than
- *             slowlog-max-len) CONFIG SET (save slowlog-log-slower-than slowlog-max-len
+ *             slowlog-max-len stop-writes-on-bgsave-error) CONFIG SET (save
+ *             stop-writes-on-bgsave-error slowlog-log-slower-than slowlog-max-len
  *             maxclients appendonly no maxmemory-policy noeviction) CONFIG RESETSTAT|REWRITE|HELP
  *             SLOWLOG GET|LEN|RESET|HELP WAIT ROLE SWAPDB 0 0 LOLWUT COMMAND (an empty list)
  *             CLIENT SETNAME|GETNAME|ID|INFO|LIST|KILL|UNBLOCK|HELP SELECT 0 QUIT SAVE
@@ -438,6 +439,15 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
     if ((cmd->flags & CMD_DENYOOM) && !memory_for(command_needs(a, argc))) {
         multi_flag_error(c);
         return out_oom(c);
+    }
+    if (((cmd->flags & CMD_WRITE) || cmd->fn == cmd_ping) && persist_writes_refused()) {
+        multi_flag_error(c);
+        return out_err(c,
+                       "MISCONF kv-server is configured to save images (save points), but the "
+                       "last save failed (%s). Commands that may modify the data set are "
+                       "disabled, because stop-writes-on-bgsave-error is yes. The server's log "
+                       "says more about the error.",
+                       persist.save_error[0] ? persist.save_error : "see the log");
     }
     if (c->in_multi && !(cmd->flags & CMD_NOQUEUE)) {
         if (multi_queue(c, cmd, a, argc)) out_str(c, "+QUEUED\r\n");

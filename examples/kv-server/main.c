@@ -5,7 +5,7 @@
  *
  *   kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename NAME]
  *             [--memory SIZE] [--save "SECONDS CHANGES [SECONDS CHANGES ...]"]
- *             [--client-output-buffer-limit SIZE]
+ *             [--client-output-buffer-limit SIZE] [--stop-writes-on-bgsave-error yes|no]
  *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
  *             [--incremental yes|no] [--full-after N] [--compress yes|no]
  *             [--compact-after N] [--compact-percentage P] [--compact-min-size SIZE]
@@ -141,7 +141,8 @@ static int usage(const char *msg)
     fprintf(stderr,
             "kv-server: %s\nusage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
             "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
-            "SIZE] [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
+            "SIZE] [--stop-writes-on-bgsave-error yes|no] [--mechanism "
+            "uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
             "yes|no] [--full-after N] [--compress yes|no] [--compact-after N] "
             "[--compact-percentage P] [--compact-min-size SIZE] [--eager-restore yes|no] "
             "[--restore-prefetch yes|no]\n",
@@ -207,6 +208,10 @@ int main(int argc, char **argv)
             net.out_hard = parse_size(v);
             if (net.out_hard < OUT_SOFT)
                 return usage("--client-output-buffer-limit must be at least 1m");
+        } else if (!strcmp(o, "--stop-writes-on-bgsave-error")) {
+            if (strcmp(v, "yes") && strcmp(v, "no"))
+                return usage("--stop-writes-on-bgsave-error takes yes or no");
+            persist.stop_writes_on_error = !strcmp(v, "yes");
         } else if (!strcmp(o, "--incremental") || !strcmp(o, "--compress") ||
                    !strcmp(o, "--eager-restore") || !strcmp(o, "--restore-prefetch")) {
             bool yes = !strcmp(v, "yes");

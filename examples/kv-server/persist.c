@@ -23,6 +23,7 @@
 
 struct persist_state persist = {.save_fd = -1,
                                 .last_status = "ok",
+                                .stop_writes_on_error = true,
                                 .dbfile = "dump.tkimg",
                                 .dir = ".",
                                 .last_bgsave_ms = -1,
@@ -192,9 +193,7 @@ void persist_poll_loading(void)
     if (persist.bgsave_scheduled && !persist.bgsave) {
         persist.bgsave_scheduled = false;
         fprintf(stderr, "kv-server: the scheduled background save starts\n");
-        if (persist_start_bgsave() < 0)
-            fprintf(stderr, "kv-server: the scheduled background save failed: %s\n",
-                    persist.save_error);
+        persist_start_bgsave(); /* (says why on stderr if it cannot) */
     }
 }
 
@@ -507,6 +506,7 @@ static void note_save(int err, const tk_ckpt_stats *st)
                                       ? (int64_t)(st->instant_realtime_ns / 1000000u)
                                       : persist.save_instant_ms;
         persist.last_status = "ok";
+        persist.bgsave_failed = false;
         persist.saves++;
         if (st && st->incremental) {
             persist.chain.last_seq = st->seq;
@@ -520,6 +520,9 @@ static void note_save(int err, const tk_ckpt_stats *st)
         persist.need_full = false;
     } else {
         persist.last_status = "err";
+        if (persist.bgsave) persist.bgsave_failed = true;
+        if (!persist.save_error[0]) /* (publishing it failed) */
+            snprintf(persist.save_error, sizeof persist.save_error, "%s", strerror(-err));
         persist.need_full = true; /* the next image must not chain onto a missing one */
     }
     persist.changes_at_save = 0;
@@ -610,10 +613,8 @@ void persist_poll_bgsave(void)
     bool held = persist.instant_pending; /* (the save ended before its instant) */
     persist.instant_pending = false;
     int err = tk_ckpt_wait(persist.ckpt, &st);
-    if (held) {
-        if (err) snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
-        net_release_held(err);
-    }
+    if (err) snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
+    if (held) net_release_held(err);
     commit.err = err;
     commit.fd = persist.save_fd;
     commit.st = st;
@@ -625,12 +626,19 @@ void persist_poll_bgsave(void)
     } else {
         commit_bgsave(err, &st);
     }
+    if (err) {
+        fprintf(stderr, "kv-server: background save failed: %s%s\n", persist.save_error,
+                persist.stop_writes_on_error && persist.nsave_points > 0
+                    ? " (writes are refused until a save succeeds: stop-writes-on-bgsave-error)"
+                    : "");
+        return;
+    }
     fprintf(stderr,
-            "kv-server: background save %s: %s image of %lu pages, %lu bytes, in %.1f ms (pause "
+            "kv-server: background save done: %s image of %lu pages, %lu bytes, in %.1f ms (pause "
             "%.2f ms, %lu copied by writers, longest writer stall %.2f ms)\n",
-            err ? "failed" : "done", st.incremental ? "an incremental" : "a full",
-            (unsigned long)st.pages_saved, (unsigned long)st.image_bytes, st.duration_ns / 1e6,
-            st.pause_ns / 1e6, (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
+            st.incremental ? "an incremental" : "a full", (unsigned long)st.pages_saved,
+            (unsigned long)st.image_bytes, st.duration_ns / 1e6, st.pause_ns / 1e6,
+            (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
 }
 
 /* Starts a background save.  tk_ckpt_start returns at once
@@ -647,8 +655,11 @@ void persist_poll_bgsave(void)
 int persist_start_bgsave(void)
 {
     persist.last_bgsave_try = time(NULL);
+    persist.save_error[0] = 0;
     if (open_tmp() < 0) { /* (a failed save: the save points wait 5 s to try again) */
         persist.last_status = "err";
+        persist.bgsave_failed = true;
+        fprintf(stderr, "kv-server: the background save could not start: %s\n", persist.save_error);
         return -1;
     }
     persist.changes_at_save = server.changes;
@@ -656,10 +667,12 @@ int persist_start_bgsave(void)
                             save_flags() | TK_CKPT_ASYNC_START | TK_CKPT_CALLER_INSTANT);
     if (err) {
         snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
+        fprintf(stderr, "kv-server: the background save could not start: %s\n", persist.save_error);
         close(persist.save_fd);
         persist.save_fd = -1;
         unlink(persist.tmp_path);
         persist.last_status = "err";
+        persist.bgsave_failed = true;
         persist.need_full = true;
         return -1;
     }
@@ -670,6 +683,11 @@ int persist_start_bgsave(void)
     tk_ckpt_poll(persist.ckpt, &st);
     persist.instant_pending = st.instant_monotonic_ns == 0;
     return 0;
+}
+
+bool persist_writes_refused(void)
+{
+    return persist.stop_writes_on_error && persist.nsave_points > 0 && persist.bgsave_failed;
 }
 
 /* SAVE: the image is complete and published when it returns 0. */
@@ -734,9 +752,7 @@ void persist_check_save_points(void)
             }
             fprintf(stderr, "kv-server: %ld changes in %ld seconds: saving\n", (long)server.changes,
                     (long)sp->seconds);
-            if (persist_start_bgsave() < 0) /* (BGSAVE's caller hears why; here the log) */
-                fprintf(stderr, "kv-server: the background save could not start: %s\n",
-                        persist.save_error);
+            persist_start_bgsave(); /* (says why on stderr if it cannot) */
             return;
         }
     }

@@ -76,7 +76,16 @@ struct persist_state {
     } save_points[MAX_SAVE_POINTS]; /* --save */
     int nsave_points;
     char save_error[PATH_MAX + 256]; /* why the last save failed to start or complete */
+    /* --stop-writes-on-bgsave-error (yes): with save points, writes are
+     * refused while the last save failed (Redis's MISCONF) */
+    bool stop_writes_on_error;
+    bool bgsave_failed; /* the last background save failed (no save succeeded since) */
 };
+
+/* Whether writes (and PING) are refused: save points are set, the last
+ * background save failed (and no save succeeded since) and
+ * stop-writes-on-bgsave-error is yes (as Redis). */
+bool persist_writes_refused(void);
 
 extern struct persist_state persist;
 
@@ -103,7 +112,7 @@ bool persist_loading_stats(tk_ckpt_lazy_stats *st);
 void persist_schedule_save(const char *why);
 
 /* BGSAVE: 0 once the snapshot is taken and the image being written, -1
- * with persist.save_error. */
+ * with persist.save_error (said on stderr too). */
 int persist_start_bgsave(void);
 
 /* SAVE: 0 once the image is complete and published, -1 with
