@@ -231,8 +231,10 @@ class Server:
                    "--dir", workdir, "--dbfilename", "dump.rdb",
                    "--daemonize", "no", "--logfile", os.path.join(workdir, "redis.log")]
         else:
+            # (--save "": no save points, as redis-server above - only the
+            # BGSAVEs the benchmark asks for)
             cmd = [kv, "--port", str(self.port), "--dir", workdir, "--memory", f"{mem >> 20}m",
-                   "--mechanism", system] + list(extra)
+                   "--save", "", "--mechanism", system] + list(extra)
         t0 = time.time()
         self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.err, "w"))
         deadline = time.time() + 900

@@ -64,7 +64,9 @@ def start(cmd, err):
 
 
 def kv_cmd(a, d, port, mem, *extra):
-    return [a.kv_server, "--port", str(port), "--dir", d, "--memory", f"{mem >> 20}m"] + list(extra)
+    # (--save "": no save points, no save at shutdown)
+    return [a.kv_server, "--port", str(port), "--dir", d, "--memory", f"{mem >> 20}m",
+            "--save", ""] + list(extra)
 
 
 def redis_cmd(d, port):

@@ -9,7 +9,8 @@
 #  - writes made during a BGSAVE still count as unsaved after it completes;
 #    LASTSAVE is when the last save completed, the snapshot instant is
 #    reported apart
-#  - SHUTDOWN [SAVE|NOSAVE], SIGTERM with and without save points, a save
+#  - SHUTDOWN [SAVE|NOSAVE], SIGTERM with and without save points (Redis's
+#    by default), a save
 #    that fails at shutdown keeps the server running; save points save;
 #    a failed background save makes writes fail with MISCONF where save
 #    points are set, until a save succeeds (stop-writes-on-bgsave-error)
@@ -190,15 +191,24 @@ expect OK SET y 1
 cli SHUTDOWN SAVE >/dev/null 2>&1 || true
 kv_wait_exit 60
 ((rc == 0)) || { echo "SHUTDOWN SAVE: exit status $rc"; exit 1; }
-kv_start sd3 "${S[@]}"
+kv_start sd3 "${S[@]}" --save ""
 expect 1 GET y
 # no save points: SIGTERM exits without saving, as redis-server --save "" does
 expect OK SET w 1
 kill -TERM "$pid"
 kv_wait_exit 30
 ((rc == 0)) || { echo "SIGTERM: exit status $rc"; exit 1; }
-kv_start sd4 "${S[@]}" --save "3600 1 300 100"
+# the default save points are Redis's: SIGTERM saves
+kv_start sd3b "${S[@]}"
 expect "" GET w
+[[ $(cli CONFIG GET save | tr '\n' '|') == "save|3600 1 300 100 60 10000|" ]] ||
+    { echo "CONFIG GET save by default: $(cli CONFIG GET save)"; exit 1; }
+expect OK SET v 1
+kill -TERM "$pid"
+kv_wait_exit 60
+((rc == 0)) || { echo "SIGTERM with the default save points: exit status $rc"; exit 1; }
+kv_start sd4 "${S[@]}" --save "3600 1 300 100"
+expect 1 GET v
 [[ $(cli CONFIG GET save | tr '\n' '|') == "save|3600 1 300 100|" ]] || { echo "CONFIG GET save: $(cli CONFIG GET save)"; exit 1; }
 expect OK SET z 1
 kill -TERM "$pid"
@@ -264,7 +274,7 @@ expect PONG PING
 kv_kill
 # without save points nothing is refused
 mkdir -p "$dir/m2"
-kv_start mc2 --dir "$dir/m2"
+kv_start mc2 --dir "$dir/m2" --save ""
 rm -rf "$dir/m2"
 [[ $(cli BGSAVE) == ERR* ]] || { echo "BGSAVE into a missing directory did not fail"; exit 1; }
 expect OK SET b 1

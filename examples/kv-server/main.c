@@ -74,7 +74,7 @@
  *   writes made while a BGSAVE runs still count after it completes.
  * - --save takes Redis's save points: a BGSAVE starts once SECONDS have
  *   passed since the last save and at least CHANGES writes were made.  The
- *   default is none (redis-server --save "").
+ *   default is Redis's, "3600 1 300 100 60 10000"; --save "" sets none.
  * - SIGTERM and SIGINT shut down as SHUTDOWN does: with save points
  *   configured the data set is saved first (synchronously); SHUTDOWN SAVE
  *   always saves, SHUTDOWN NOSAVE never.  If that save fails the server

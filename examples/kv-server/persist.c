@@ -24,6 +24,10 @@
 struct persist_state persist = {.save_fd = -1,
                                 .last_status = "ok",
                                 .stop_writes_on_error = true,
+                                /* Redis's default save points (redis-server without a
+                                 * configuration file) */
+                                .save_points = {{3600, 1}, {300, 100}, {60, 10000}},
+                                .nsave_points = 3,
                                 .dbfile = "dump.tkimg",
                                 .dir = ".",
                                 .last_bgsave_ms = -1,
