@@ -34,6 +34,20 @@
 
 #define MAX_STRING (512ull << 20) /* Redis's proto-max-bulk-len: APPEND and SETRANGE */
 
+/* Unlinks node from a doubly linked list whose links are its fields prev
+ * and next and whose ends are head and tail (lvalues). */
+#define DLIST_UNLINK(node, head, tail, prev, next)                                                 \
+    do {                                                                                           \
+        if ((node)->prev)                                                                          \
+            (node)->prev->next = (node)->next;                                                     \
+        else                                                                                       \
+            (head) = (node)->next;                                                                 \
+        if ((node)->next)                                                                          \
+            (node)->next->prev = (node)->prev;                                                     \
+        else                                                                                       \
+            (tail) = (node)->prev;                                                                 \
+    } while (0)
+
 #define ERR_NOT_INT "ERR value is not an integer or out of range"
 #define ERR_NOT_FLOAT "ERR value is not a valid float"
 #define ERR_TOO_BIG "ERR string exceeds maximum allowed size (proto-max-bulk-len)"

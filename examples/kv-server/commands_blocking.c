@@ -155,14 +155,7 @@ static void unblock(struct conn *c)
     for (size_t i = 0; i < b->n; i++) {
         struct bwait *w = &b->w[i];
         struct strent *k = w->k;
-        if (w->prev)
-            w->prev->next = w->next;
-        else
-            k->head = w->next;
-        if (w->next)
-            w->next->prev = w->prev;
-        else
-            k->tail = w->prev;
+        DLIST_UNLINK(w, k->head, k->tail, prev, next);
         if (--k->count) continue;
         if (k->flag) /* off the ready list before it goes */
             for (struct strent **l = &ready; *l; l = &(*l)->link)

@@ -135,23 +135,9 @@ static void unsubscribe_node(struct conn *c, enum kind k, struct subn *x)
 {
     struct sub *s = c->subs;
     struct strent *e = x->e;
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        e->head = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    else
-        e->tail = x->prev;
+    DLIST_UNLINK(x, e->head, e->tail, prev, next);
     if (--e->count == 0) strtab_del(&tabs[k], e);
-    if (x->cprev)
-        x->cprev->cnext = x->cnext;
-    else
-        s->first[k] = x->cnext;
-    if (x->cnext)
-        x->cnext->cprev = x->cprev;
-    else
-        s->last[k] = x->cprev;
+    DLIST_UNLINK(x, s->first[k], s->last[k], cprev, cnext);
     strtab_del(&s->t[k], x->ce);
     free(x);
 }
