@@ -62,7 +62,7 @@ MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uf
               "llvm-libunwind", "error-code", "traditional", "append", "prepend", "perfect-tlb",
               "tksim", "bdwgc", "bdwgc-incremental", "trapkit-pagemap-scan", "trapkit-uffd-sigbus",
               "trapkit-posix", "trapkit-eager", "trapkit-lazy", "lmdb", "lmdb-writemap", "mpi", "ivy",
-              "rc", "uncompressed", "lz4", "lz4-thread", "zstd", "zram", "unlimited", "guard-page",
+              "rc", "uncompressed", "lz4", "lz4-thread", "bare-sigbus", "bare-sigbus-lz4", "zstd", "zram", "unlimited", "guard-page",
               "trap", "explicit-check", "no-check", "mprotect", "madv-guard", "uffd"]
 
 
@@ -403,7 +403,7 @@ def zpage_plots(results, outdir):
         for r in results)]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
-    mechs = ["uncompressed", "lz4", "lz4-thread", "zstd", "zram"]
+    mechs = ["bare-sigbus", "uncompressed", "bare-sigbus-lz4", "lz4", "lz4-thread", "zstd", "zram"]
     grouped_range_bars(ax, data, mechs,
                        lambda d, m: analysis.find(results, "zpage/fault-in-p50", m, data=d), 1e-3)
     w = 0.8 / len(mechs)
@@ -449,7 +449,8 @@ def zpage_plots(results, outdir):
              "each data set, and Zipfian throughput with the heap under a budget of 100%, 50% "
              "and 25% of its size (log scale; dashed: plain memory, no limit); zpage's lz4 is "
              "the pager with faults served in the faulting thread, uncompressed the same path "
-             "serving a plain copy")]
+             "serving a plain copy; bare-sigbus and bare-sigbus-lz4 the floor of a fault path "
+             "through a signal, without the library")]
 
 
 def guard_plots(results, outdir):
@@ -1008,6 +1009,7 @@ SECTIONS = [
         "dsm/pages-moved"]),
     ("Compressed paging (trapkit/zpage.h, and zram)", [
         "zpage/fault-in-p50", "zpage/fault-in-p99", "zpage/fault-in-p50-over-uncompressed",
+        "zpage/fault-in-p50-over-bare",
         "zpage/ratio", "zpage/zipf-throughput", "zpage/zipf-throughput-over-zram",
         "zpage/zipf-fault-ins-per-op", "zpage/zipf-time-per-fault-in",
         "zpage/zipf-sampling-faults-per-op", "zpage/zipf-resident-pages"]),
@@ -1045,7 +1047,13 @@ SECTION_TEXT = {
         "served in the faulting thread), lz4-thread the same with the userfaultfd's handler "
         "thread, uncompressed the same fault path serving a plain copy (what compression adds "
         "is lz4 over it), zram the set in plain memory pushed to swap on /dev/zram0 (lz4) with "
-        "MADV_PAGEOUT and touched the same way. ratio: the set's bytes over its compressed "
+        "MADV_PAGEOUT and touched the same way. bare-sigbus and bare-sigbus-lz4 are the floor "
+        "of any fault path through a signal, with no library: the set missing from an area "
+        "registered with the benchmark's own userfaultfd (UFFD_FEATURE_SIGBUS) and a SIGBUS "
+        "handler that places each page with UFFDIO_COPY from a plain copy, or after "
+        "LZ4_decompress_safe into a buffer on its stack; fault-in-p50-over-bare is trapkit's "
+        "path (uncompressed over bare-sigbus, lz4 over bare-sigbus-lz4) and zram's (over "
+        "bare-sigbus-lz4) over that floor. ratio: the set's bytes over its compressed "
         "form's (zram: mem_used_total of /sys/block/zram0, its own overhead included). "
         "zipf-throughput: reads and writes of 256-byte records picked by a Zipfian law (theta "
         "0.99, keys scattered over the heap of heap_mib) in a child process, the heap under a "

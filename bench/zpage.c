@@ -14,7 +14,12 @@
  *       the set dropped, then each touched once in random order, each touch
  *       timed; per repetition the median and 99th percentile.  zram: the
  *       set in plain memory pushed to swap on /dev/zram0 (lz4) with
- *       MADV_PAGEOUT, then touched the same way.
+ *       MADV_PAGEOUT, then touched the same way.  bare-sigbus and
+ *       bare-sigbus-lz4: the floor of a fault path in the faulting thread,
+ *       no library - the set's pages missing from an area registered with a
+ *       userfaultfd of the benchmark's own (UFFD_FEATURE_SIGBUS), and a
+ *       SIGBUS handler that places each page with UFFDIO_COPY from a plain
+ *       copy, or after LZ4_decompress_safe into a buffer on its stack.
  *   zpage/ratio  (lz4, zstd, zram): the set's bytes over the bytes its
  *       compressed form takes (zram: mem_used_total of /sys/block/zram0).
  *   zpage/zipf-throughput  (lz4, zram, unlimited): reads and writes of
@@ -67,6 +72,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/userfaultfd.h>
+#include <lz4.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <trapkit/error.h>
 #include <trapkit/zpage.h>
 #include "bench.h"
@@ -371,8 +380,9 @@ static size_t resident_pages(void *p, size_t len)
 
 /* ---- fault-in latency and ratio ----------------------------------------- */
 
-enum { M_LZ4, M_ZSTD, M_NONE, M_LZ4_THREAD, M_ZRAM, NMECH };
-static const char *mech_name[NMECH] = {"lz4", "zstd", "uncompressed", "lz4-thread", "zram"};
+enum { M_LZ4, M_ZSTD, M_NONE, M_LZ4_THREAD, M_BARE, M_BARE_LZ4, M_ZRAM, NMECH };
+static const char *mech_name[NMECH] = {
+    "lz4", "zstd", "uncompressed", "lz4-thread", "bare-sigbus", "bare-sigbus-lz4", "zram"};
 
 struct figs {
     struct bench_fig p50[NMECH], p99[NMECH], ratio[NMECH];
@@ -402,6 +412,81 @@ static void one_zpage(int m, const unsigned char *data, size_t pages, uint64_t *
     bench_add(&fg->p50[m], pct(t, pages, 0.5));
     bench_add(&fg->p99[m], pct(t, pages, 0.99));
     tk_zpage_destroy(z);
+}
+
+/* The floor: what serving a missing page in the faulting thread costs with
+ * nothing but the kernel's part and the copy (or the decompression).  The
+ * handler is the benchmark's own for the run; trapkit's comes back after. */
+static struct {
+    int uffd;
+    unsigned char *base;
+    const unsigned char *plain; /* the set, uncompressed */
+    char **cz;                  /* each page's LZ4 form (bare-sigbus-lz4) */
+    int *clen;
+} bare;
+
+static void bare_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr & ~(uintptr_t)(PAGE - 1);
+    size_t i = (a - (uintptr_t)bare.base) / PAGE;
+    unsigned char buf[PAGE] __attribute__((aligned(64)));
+    const void *src = bare.plain + i * PAGE;
+    if (bare.cz) {
+        if (LZ4_decompress_safe(bare.cz[i], (char *)buf, bare.clen[i], PAGE) != PAGE) abort();
+        src = buf;
+    }
+    struct uffdio_copy c = {.dst = a, .src = (uintptr_t)src, .len = PAGE};
+    if (ioctl(bare.uffd, UFFDIO_COPY, &c) != 0 && errno != EEXIST) abort();
+}
+
+/* Returns NULL, or why this repetition has no bare figure. */
+static const char *one_bare(int m, const unsigned char *data, size_t pages, uint64_t *t,
+                            struct figs *fg, uint64_t seed)
+{
+    size_t len = pages * PAGE;
+    const char *why = NULL;
+    memset(&bare, 0, sizeof bare);
+    bare.plain = data;
+    if (m == M_BARE_LZ4) {
+        bare.cz = calloc(pages, sizeof *bare.cz);
+        bare.clen = calloc(pages, sizeof *bare.clen);
+        if (!bare.cz || !bare.clen) abort();
+        for (size_t i = 0; i < pages; i++) {
+            char tmp[LZ4_COMPRESSBOUND(PAGE)];
+            bare.clen[i] =
+                LZ4_compress_default((const char *)data + i * PAGE, tmp, PAGE, (int)sizeof tmp);
+            if (bare.clen[i] <= 0 || !(bare.cz[i] = malloc((size_t)bare.clen[i]))) abort();
+            memcpy(bare.cz[i], tmp, (size_t)bare.clen[i]);
+        }
+    }
+    bare.base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    bare.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_SIGBUS};
+    struct uffdio_register reg = {.range = {.start = (uintptr_t)bare.base, .len = len},
+                                  .mode = UFFDIO_REGISTER_MODE_MISSING};
+    if (bare.base == MAP_FAILED || bare.uffd < 0 || ioctl(bare.uffd, UFFDIO_API, &api) != 0 ||
+        ioctl(bare.uffd, UFFDIO_REGISTER, &reg) != 0) {
+        why = "no userfaultfd with UFFD_FEATURE_SIGBUS";
+    } else {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = bare_handler;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, &old);
+        touch_all(bare.base, pages, t, seed);
+        sigaction(SIGBUS, &old, NULL);
+        bench_add(&fg->p50[m], pct(t, pages, 0.5));
+        bench_add(&fg->p99[m], pct(t, pages, 0.99));
+    }
+    if (bare.uffd >= 0) close(bare.uffd);
+    if (bare.base != MAP_FAILED) munmap(bare.base, len);
+    if (bare.cz)
+        for (size_t i = 0; i < pages; i++) free(bare.cz[i]);
+    free(bare.cz);
+    free(bare.clen);
+    return why;
 }
 
 /* Returns NULL, or why this repetition has no zram figure. */
@@ -437,6 +522,7 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
     memset(&fg, 0, sizeof fg);
     uint64_t *t = malloc(pages * sizeof *t);
     const char *zr_why = zram_why;            /* why a repetition had no zram figure */
+    const char *bare_why = NULL;              /* ... no bare-sigbus figure */
     int reps = opts.reps < 5 ? opts.reps : 5; /* 8,192 faults each */
     if (opts.quick) reps = 3;
     for (int rep = 0; rep < reps; rep++) {
@@ -447,6 +533,9 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
                     const char *why = one_zram(data, pages, t, &fg, seed);
                     if (why) zr_why = why;
                 }
+            } else if (m == M_BARE || m == M_BARE_LZ4) {
+                const char *why = one_bare(m, data, pages, t, &fg, seed);
+                if (why) bare_why = why;
             } else {
                 one_zpage(m, data, pages, t, &fg, seed);
             }
@@ -460,6 +549,12 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
             bench_emit_null("zpage/fault-in-p50", "zram", params, "time", "ns", why);
             bench_emit_null("zpage/fault-in-p99", "zram", params, "time", "ns", why);
             bench_emit_null("zpage/ratio", "zram", params, "ratio", "x", why);
+            continue;
+        }
+        if ((m == M_BARE || m == M_BARE_LZ4) && !fg.p50[m].n) {
+            const char *why = bare_why ? bare_why : "no repetition completed";
+            bench_emit_null("zpage/fault-in-p50", mech_name[m], params, "time", "ns", why);
+            bench_emit_null("zpage/fault-in-p99", mech_name[m], params, "time", "ns", why);
             continue;
         }
         bench_emit("zpage/fault-in-p50", mech_name[m], params, "time", "ns", &fg.p50[m]);
