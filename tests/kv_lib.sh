@@ -34,7 +34,9 @@ kv_check_log() {
 }
 
 # kv_start NAME [OPTIONS...]: starts the server (--dir $dir unless
-# OPTIONS give one; --port 0 unless they give one); waits until it
+# OPTIONS give one; --port 0 unless they give one; --save "" unless they
+# give save points or KV_DEFAULT_SAVE is set: no BGSAVE a test did not ask
+# for, however slowly a sanitizer build runs it); waits until it
 # listens.  Its output goes to $dir/NAME.out and .err.  KV_RUN_AS may hold
 # a command prefix (setpriv ...).
 kv_start() {
@@ -44,6 +46,7 @@ kv_start() {
     local args=("$@")
     [[ " $* " == *" --dir "* ]] || args+=(--dir "$dir")
     [[ " $* " == *" --port "* ]] || args+=(--port 0)
+    [[ " $* " == *" --save "* || -n ${KV_DEFAULT_SAVE:-} ]] || args+=(--save "")
     ${KV_RUN_AS:-} "$server" "${args[@]}" >"$dir/$name.out" 2>"$dir/$name.err" &
     pid=$!
     started+=("$pid")

@@ -199,7 +199,7 @@ kill -TERM "$pid"
 kv_wait_exit 30
 ((rc == 0)) || { echo "SIGTERM: exit status $rc"; exit 1; }
 # the default save points are Redis's: SIGTERM saves
-kv_start sd3b "${S[@]}"
+KV_DEFAULT_SAVE=1 kv_start sd3b "${S[@]}"
 expect "" GET w
 [[ $(cli CONFIG GET save | tr '\n' '|') == "save|3600 1 300 100 60 10000|" ]] ||
     { echo "CONFIG GET save by default: $(cli CONFIG GET save)"; exit 1; }
