@@ -1066,7 +1066,9 @@ SECTION_TEXT = {
         "repetition, per page brought back (a fault-in's whole cost to the workload); "
         "zipf-sampling-faults-per-op: zpage's clock-hand faults (zram's reclaim reads "
         "accessed bits instead); zipf-resident-pages: the heap's pages in memory at the end "
-        "of a run (zpage's count, mincore for zram's). The -over- ratios are derived from the medians, ranging "
+        "of a run (zpage's count, mincore for zram's). zipf-throughput-over-zram is measured: "
+        "each repetition's lz4 run over the zram run right after it, then the median [min, "
+        "max] of those ratios. The other -over- ratios are derived from the medians, ranging "
         "over the worst pairings of the two figures' [min, max]. zram needs root, an unused "
         "/dev/zram0 and a memory cgroup v1 hierarchy: the benchmark sets them up and puts them "
         "back; where it cannot, the zram figures are n/a with the reason.",

@@ -28,6 +28,9 @@
  *       budget of 100%, 50% and 25% of its size: a zpage area with that
  *       budget, or plain memory in a memory cgroup (v1) with that limit
  *       swapping to zram.  "unlimited": plain memory, no limit.
+ *   zpage/zipf-throughput-over-zram  (lz4): lz4's throughput over zram's,
+ *       each repetition's two runs paired (they run one after the other),
+ *       then the median [min, max] of those ratios.
  *   zpage/zipf-fault-ins-per-op  (lz4, zram; budgets 50% and 25%): pages
  *       brought back per op in those runs (zpage's fault-ins; zram's
  *       swap-ins, the child's major faults); zpage/zipf-time-per-fault-in:
@@ -789,6 +792,9 @@ static void zipf_throughput(void)
     /* [0] lz4, [1] zram: fault-ins per op, time per fault-in; lz4's
      * sampling faults per op */
     struct bench_fig fpo[2][3], tpf[2][3], spo[3], rsd[2][3];
+    /* lz4 over zram, each repetition's two runs (one after the other) */
+    struct bench_fig paired[3];
+    memset(paired, 0, sizeof paired);
     memset(zp, 0, sizeof zp);
     memset(zr, 0, sizeof zr);
     memset(&none, 0, sizeof none);
@@ -810,7 +816,7 @@ static void zipf_throughput(void)
             size_t budget = len * (size_t)pcts[b] / 100;
             bench_progress("zipf: %d%% budget, repetition %d", pcts[b], rep + 1);
             struct kv_result res;
-            double r = kv_run(1, nrec, budget, 0, secs, &res);
+            double r = kv_run(1, nrec, budget, 0, secs, &res), r_lz4 = r;
             if (r > 0) {
                 bench_add(&zp[b], r);
                 zipf_faults(&res, unl, &fpo[0][b], &tpf[0][b]);
@@ -823,6 +829,7 @@ static void zipf_throughput(void)
                 r = kv_run(0, nrec, 0, budget + SLACK, secs, &res);
                 if (r > 0) {
                     bench_add(&zr[b], r);
+                    if (r_lz4 > 0) bench_add(&paired[b], r_lz4 / r);
                     zipf_faults(&res, unl, &fpo[1][b], &tpf[1][b]);
                     bench_add(&rsd[1][b], res.resident);
                     break;
@@ -853,6 +860,8 @@ static void zipf_throughput(void)
         else
             bench_emit_ex("zpage/zipf-throughput", "zram", params, "ops_per_s", "ops/s", &zr[b],
                           extra);
+        if (paired[b].n)
+            bench_emit("zpage/zipf-throughput-over-zram", "lz4", params, "ratio", "x", &paired[b]);
         if (pcts[b] == 100) continue; /* (next to nothing brought back) */
         static const char *const who[2] = {"lz4", "zram"};
         for (int w = 0; w < 2; w++) {
