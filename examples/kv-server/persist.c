@@ -556,6 +556,13 @@ void persist_trim(void)
         fprintf(stderr, "kv-server: the free memory was not given back: %s\n", tk_last_error());
 }
 
+/* Whether a failed background save refuses writes (Redis's condition:
+ * stop-writes-on-bgsave-error yes and save points set). */
+static bool stop_writes_armed(void)
+{
+    return persist.stop_writes_on_error && persist.nsave_points > 0;
+}
+
 /* A background save has ended: its image published, in this thread. */
 static void commit_bgsave(int err, const tk_ckpt_stats *st)
 {
@@ -632,7 +639,7 @@ void persist_poll_bgsave(void)
     }
     if (err) {
         fprintf(stderr, "kv-server: background save failed: %s%s\n", persist.save_error,
-                persist.stop_writes_on_error && persist.nsave_points > 0
+                stop_writes_armed()
                     ? " (writes are refused until a save succeeds: stop-writes-on-bgsave-error)"
                     : "");
         return;
@@ -656,29 +663,31 @@ void persist_poll_bgsave(void)
  * empties the store counts on, as with Redis's fork.  Other clients'
  * writes meanwhile are before the instant, as if they had come before
  * BGSAVE.  fork's instant is the fork, here. */
+/* A background save that could not start (persist.save_error says why):
+ * noted as failed, and said.  -1. */
+static int start_failed(void)
+{
+    fprintf(stderr, "kv-server: the background save could not start: %s\n", persist.save_error);
+    persist.last_status = "err";
+    persist.bgsave_failed = true;
+    return -1;
+}
+
 int persist_start_bgsave(void)
 {
     persist.last_bgsave_try = time(NULL);
     persist.save_error[0] = 0;
-    if (open_tmp() < 0) { /* (a failed save: the save points wait 5 s to try again) */
-        persist.last_status = "err";
-        persist.bgsave_failed = true;
-        fprintf(stderr, "kv-server: the background save could not start: %s\n", persist.save_error);
-        return -1;
-    }
+    if (open_tmp() < 0) return start_failed(); /* (the save points wait 5 s to try again) */
     persist.changes_at_save = server.changes;
     int err = tk_ckpt_start(persist.ckpt, persist.save_fd,
                             save_flags() | TK_CKPT_ASYNC_START | TK_CKPT_CALLER_INSTANT);
     if (err) {
         snprintf(persist.save_error, sizeof persist.save_error, "%s", tk_last_error());
-        fprintf(stderr, "kv-server: the background save could not start: %s\n", persist.save_error);
         close(persist.save_fd);
         persist.save_fd = -1;
         unlink(persist.tmp_path);
-        persist.last_status = "err";
-        persist.bgsave_failed = true;
         persist.need_full = true;
-        return -1;
+        return start_failed();
     }
     persist.save_instant_ms = wall_ms();
     persist.bgsave = true;
@@ -691,7 +700,7 @@ int persist_start_bgsave(void)
 
 bool persist_writes_refused(void)
 {
-    return persist.stop_writes_on_error && persist.nsave_points > 0 && persist.bgsave_failed;
+    return stop_writes_armed() && persist.bgsave_failed;
 }
 
 /* SAVE: the image is complete and published when it returns 0. */
