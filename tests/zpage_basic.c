@@ -17,6 +17,11 @@
  *   madvise  a page the program drops itself reads as zeros; tk_zpage_discard
  *            zeroes pages in every state, dropped ones too; read(2) into a
  *            dropped page after tk_prefault
+ *   counts   4 threads count in every page of theirs, round after round,
+ *            while reading the others' pages, under a budget a quarter of
+ *            the area: the pager holds, evicts and brings back pages all
+ *            along, and a write that raced with it and was lost shows as a
+ *            count short at the end
  *   bad      bad configurations refused with -EINVAL and a message
  *   swap     pages the kernel swapped out (MADV_PAGEOUT to a swap file of
  *            the test's) are evicted with their data, not as zeros (root)
@@ -477,6 +482,69 @@ static void case_swap(void)
     tk_test_swap_off();
 }
 
+/* ---- counts ---- */
+
+/* rounds per thread: fewer under ThreadSanitizer (and TK_TEST_SCALE) */
+#if defined(__SANITIZE_THREAD__)
+static const long rounds_full = 6;
+#else
+static const long rounds_full = 30;
+#endif
+
+static uint64_t *counter(uint32_t page, unsigned k)
+{
+    return (uint64_t *)(base + (size_t)page * PAGE) + k * (PAGE / 8 / 4);
+}
+
+static void *counting(void *arg)
+{
+    uint32_t t = (uint32_t)(uintptr_t)arg;
+    long rounds = tk_test_scaled(rounds_full);
+    uint64_t h = mix(t + 77), seen = 0;
+    pthread_barrier_wait(&bar);
+    for (long r = 0; r < rounds; r++)
+        for (uint32_t i = t; i < NPAGES; i += THREADS) {
+            /* four words of the page, so that a lost write of any part
+             * of it shows */
+            for (unsigned k = 0; k < 4; k++) {
+                uint64_t *c = counter(i, k);
+                __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+            }
+            /* another thread's page, read (it comes back clean) */
+            h = mix(h);
+            seen += __atomic_load_n(counter((uint32_t)(h % NPAGES), (unsigned)(h >> 62)),
+                                    __ATOMIC_RELAXED);
+        }
+    return (void *)(uintptr_t)(seen & 1);
+}
+
+static void case_counts(void)
+{
+    make(BUDGET);
+    pthread_t th[THREADS];
+    pthread_barrier_init(&bar, NULL, THREADS);
+    for (uintptr_t t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, counting, (void *)t);
+    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    uint64_t want = (uint64_t)tk_test_scaled(rounds_full);
+    tk_zpage_stats st;
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    printf("%lu rounds: fault-ins %llu, evictions %llu, samples %llu\n", (unsigned long)want,
+           (unsigned long long)st.fault_ins, (unsigned long long)st.evictions,
+           (unsigned long long)st.sample_faults);
+    CHECK(st.evictions > NPAGES && st.fault_ins > NPAGES);
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < NPAGES; i++)
+            for (unsigned k = 0; k < 4; k++)
+                if (*counter(i, k) != want) {
+                    fprintf(stderr, "page %u word %u counts %llu, not %llu\n", i, k,
+                            (unsigned long long)*counter(i, k), (unsigned long long)want);
+                    exit(1);
+                }
+        CHECK_OK(tk_zpage_trim(z, 0)); /* and once more from their compressed copies */
+    }
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
 /* ---- bad ---- */
 
 static void expect_bad(tk_zpage_config cfg, const char *what)
@@ -532,6 +600,8 @@ int main(int argc, char **argv)
         case_fork();
     else if (!strcmp(c, "madvise"))
         case_madvise();
+    else if (!strcmp(c, "counts"))
+        case_counts();
     else if (!strcmp(c, "bad"))
         case_bad();
     else if (!strcmp(c, "swap"))

@@ -13,25 +13,31 @@
  * default), or on a handler thread of trapkit's while the faulting thread
  * sleeps in the kernel (TK_ZPAGE_THREAD).
  *
- * Clean pages.  A page brought back by a read keeps its compressed copy
- * and comes back write-protected by the userfaultfd (UFFDIO_COPY_MODE_WP):
- * while it is not written, evicting it again needs no compression, only
- * the drop.  Its first write costs the program no fault where the kernel
- * lifts the protection itself (UFFD_FEATURE_WP_ASYNC, Linux 6.7): the
- * pager asks PAGEMAP_SCAN, as it evicts the page, whether it was written,
- * and compresses it anew if so.  On older kernels the first write faults
- * once and frees the copy.  Where the kernel lacks userfaultfd write
- * protection (or TRAPKIT_ZPAGE_NO_CLEAN is set) no copy is kept.
+ * Kept copies.  A page brought back by a read keeps its compressed copy
+ * and comes back writable, with no protection: when the pager evicts it
+ * again it decompresses the copy and compares it with the page (a third of
+ * a compression's time), and if the page was not written keeps the copy
+ * instead of compressing the page anew.  Writes cost the program nothing
+ * (no fault).  With TRAPKIT_ZPAGE_NO_CLEAN set no copy is kept.
  *
  * Coldness.  The kernel offers no cheap way to see which pages were read:
  * PAGEMAP_SCAN reports written pages but has no accessed-bit category, and
  * idle-page tracking may be missing.  So reads are sampled by protection:
- * the pager's clock hand makes a few resident pages at a time inaccessible
- * (runs of 32 pages, about 64 + 1/16 of the budget in all), and a touch of
- * one costs a fault that opens it again and marks it used (a dropped page
- * of such a run faults twice: once to open it, once to bring it back).  A page still untouched when
- * the pager needs room is evicted; one touched is passed over.  A page's first touch ever also
- * faults (that is how the area counts its resident pages): it is answered with a zero page.
+ * the pager's clock hand takes a few resident pages at a time away from
+ * the program (runs of 32 pages, about 64 + 1/16 of the budget in all) and
+ * sees which are touched.  Where the area has userfaultfd write protection
+ * the hand holds them: copies them into a buffer of the pager's (with the
+ * pages write-protected meanwhile, so no write is lost) and drops them, and
+ * a touch of one is a missing-page fault that puts it back from the copy;
+ * one still untouched when the pager needs room is compressed from the
+ * copy.  The mapping's protection never changes.  Without write protection
+ * the hand makes the run inaccessible with mprotect instead, and a touch
+ * costs a protection fault that opens the page again (a dropped page of such
+ * a run faults twice).  Either way a page still untouched when the pager
+ * needs room is evicted; one touched is passed over.  A held page counts as
+ * resident: its copy takes the memory.  A page's first touch ever also
+ * faults (that is how the area counts its resident pages): it is answered
+ * with a zero page.
  *
  * The budget.  The pager starts when the resident pages exceed the budget
  * and stops at 1/64 below it; a thread about to bring a page back while the
@@ -45,19 +51,18 @@
  * as the interrupted code would).  The other calls are not
  * async-signal-safe.  System calls that read or write the area on the
  * program's behalf (read(2) into it, write(2) from it) fail with EFAULT on
- * a page not in memory under TK_ZPAGE_SIGBUS (a dropped page, one never
- * touched, one the program dropped itself), on a page of a run the clock
- * hand made inaccessible under either delivery, and (a write into it) on a
- * clean page where the kernel lacks WP_ASYNC, as the kernel raises no
- * signal for its own accesses: call tk_prefault() on the buffer first
- * (TK_ACCESS_WRITE for a read(2) into it).
- * (Under TK_ZPAGE_THREAD the kernel waits for trapkit's thread for a page
- * not in memory that is not in such a run.)
+ * a page not in memory under TK_ZPAGE_SIGBUS (a dropped page, one the
+ * hand holds, one never touched, one the program dropped itself), and (a
+ * write into it) for the moment the hand write-protects a page it is
+ * taking, as the kernel raises no signal for its own accesses: call tk_prefault() on the buffer
+ * first (TK_ACCESS_WRITE for a read(2) into it).  Under TK_ZPAGE_THREAD the kernel waits for
+ * trapkit's thread instead, but for a page of a run made inaccessible by
+ * mprotect (areas without write protection), which fails with EFAULT.
  *
  * Memory changed behind trapkit's back.  Drop pages with tk_zpage_discard():
  * madvise(MADV_DONTNEED) of the area zeroes the pages in memory (they keep
  * counting as resident until the pager next looks at them) but cannot
- * reach those the pager has dropped already, whose data comes back on their
+ * reach those the pager has dropped already or holds, whose data comes back on their
  * next touch.  Pages the kernel swaps out are the area's as before (the
  * pager reads them back to compress them).  mprotect, mremap and munmap of
  * the area are not allowed.
@@ -71,7 +76,8 @@
  * thread), the decompression of 4 KiB and an UFFDIO_COPY; bench/zpage.c
  * measures it beside the same path serving an uncompressed page
  * (TK_ZPAGE_NONE) and beside the kernel's zram swap.  Per page the area
- * keeps 16 bytes of metadata plus the compressed data.
+ * keeps 16 bytes of metadata plus the compressed data (and 8 bytes per run
+ * of 32 pages for the hand's buffers).
  */
 #ifndef TRAPKIT_ZPAGE_H
 #define TRAPKIT_ZPAGE_H
@@ -112,20 +118,20 @@ typedef struct tk_zpage_config {
 /* What an area holds and has done. */
 typedef struct tk_zpage_stats {
     uint64_t pages;         /* pages of the area */
-    uint64_t resident;      /* pages in memory (counted by the area) */
+    uint64_t resident;      /* pages in memory (counted by the area), the clock hand's
+                               held copies included */
     uint64_t compressed;    /* pages kept compressed */
     uint64_t markers;       /* pages kept as a marker (zeros, or one repeated word) */
     uint64_t clean;         /* resident pages brought back by a read whose compressed
-                               copy is kept (evicting one again is free if it was not
-                               written; under WP_ASYNC a write is seen at eviction, so
-                               pages written since may be counted until then) */
+                               copy is kept (evicting one not written since costs a
+                               decompression and a compare, not a compression) */
     uint64_t stored_bytes;  /* bytes the compressed data takes (allocations included),
                                clean pages' copies too */
     uint64_t fault_ins;     /* dropped pages brought back by a touch */
     uint64_t first_touches; /* pages touched for the first time, or the first time since
                                tk_zpage_discard (zero-filled) */
     uint64_t evictions;     /* pages compressed and dropped */
-    uint64_t sample_faults; /* touches of pages the clock hand was sampling */
+    uint64_t sample_faults; /* touches of pages the clock hand was sampling (held) */
     uint64_t waits;         /* fault-ins that waited for the pager (budget) */
 } tk_zpage_stats;
 

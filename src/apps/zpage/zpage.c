@@ -7,34 +7,41 @@
  *   kind (bits 0-2)  UNTOUCHED  never touched: missing, reads as zeros
  *                    RESIDENT   in memory, read-write
  *                    SAMPLED    in memory, made inaccessible by the clock
- *                               hand; a touch faults (on_sample) and makes
- *                               it RESIDENT again
+ *                               hand's mprotect (areas without write
+ *                               protection); a touch faults (on_sample) and
+ *                               makes it RESIDENT again.  (Where the hand
+ *                               holds pages, the kind of a page it is
+ *                               copying, BUSY.)
  *                    COMPRESSED dropped; z_slot holds its data
  *                    MARKER     dropped; z_slot holds the 8-byte word it
  *                               is filled with
+ *                    HELD       dropped by the clock hand, its data in the
+ *                               run's buffer (z->held): a touch puts it back
+ *                               from there (bring()); counted as resident
  *   BUSY (bit 3)     a thread is changing the page (bringing it back, or
  *                    the pager evicting it): everyone else waits
  *   WAITERS (bit 4)  someone sleeps on the word: wake it when BUSY clears
  *
- *   CLEAN (bit 5)    with RESIDENT or SAMPLED: the page came back from
- *                    z_slot and came back write-protected by the
- *                    userfaultfd (UFFDIO_COPY_MODE_WP): while it is not
- *                    written z_slot holds its data and evicting it again
- *                    needs no compression (Wilson's compression cache keeps
- *                    clean pages' copies the same way).  Its first write
- *                    faults and drops the copy (bring()), or, under
- *                    UFFD_FEATURE_WP_ASYNC, is let through by the kernel and
- *                    found by the pager at eviction (PAGEMAP_SCAN), which
- *                    then drops the copy and compresses the page anew
+ *   CLEAN (bit 5)    with RESIDENT, SAMPLED or HELD: the page came back
+ *                    from z_slot by a read, and z_slot still holds what
+ *                    it came back with (Wilson's compression cache keeps
+ *                    clean pages' copies the same way).  The page is
+ *                    writable; the pager compares it with the copy when it
+ *                    evicts it (store()) and keeps the copy if it was not
+ *                    written, with no compression
  *
  * Whoever sets BUSY (by compare-and-swap) owns the page until it clears
  * it; only the owner changes the kind, the slot or the page's memory.
  *
- * Eviction (the pager thread, never in a signal handler): a SAMPLED page
- * (inaccessible, untouched since the hand passed) is made BUSY, read
- * through /proc/self/mem (which reads an inaccessible page without opening
- * it), compressed, stored, dropped (MADV_DONTNEED) and made read-write
- * again, so that its next touch is a single missing-page fault.  Bringing
+ * Eviction (the pager thread, never in a signal handler): where the area
+ * has write protection, the hand holds runs of pages (hold_run: copied and
+ * dropped, HELD) and a HELD page still untouched when the pager needs room
+ * is compressed from its copy (evict_held), with no system call.  Without
+ * it, a SAMPLED page (inaccessible, untouched since the hand passed) is
+ * made BUSY, read through /proc/self/mem (which reads an inaccessible page
+ * without opening it), compressed, stored, dropped (MADV_DONTNEED) and made
+ * read-write again, so that its next touch is a single missing-page fault
+ * (evict_run).  Bringing
  * back (on_missing, in the faulting thread's SIGBUS handler or on the
  * handler thread): the page is made BUSY, decompressed into a buffer on the
  * stack and placed by UFFDIO_COPY (a page kept uncompressed is placed from
@@ -69,16 +76,14 @@
 
 #define PAGE 4096u
 
-enum { Z_UNTOUCHED = 0, Z_RESIDENT, Z_SAMPLED, Z_COMPRESSED, Z_MARKER };
+enum { Z_UNTOUCHED = 0, Z_RESIDENT, Z_SAMPLED, Z_COMPRESSED, Z_MARKER, Z_HELD };
 #define Z_KIND 0x7
 #define Z_BUSY 0x8
 #define Z_WAITERS 0x10
-#define Z_CLEAN                                                                                    \
-    0x20                  /* RESIDENT or SAMPLED: z_slot still holds the page's data               \
-                             and the page is write-protected by the userfaultfd */
+#define Z_CLEAN 0x20      /* z_slot holds a copy of what the page came back with */
 #define Z_RAW 0x80000000u /* z_len: stored uncompressed */
 
-enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64, RUN = 32 };
+enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64, RUN = 32, HOLD_BATCH = 8 };
 
 struct tk_zpage {
     unsigned char *base;
@@ -112,11 +117,13 @@ struct tk_zpage {
     size_t hand;
     size_t *ring; /* sampled runs of RUN pages, oldest first (a circular buffer) */
     size_t ring_cap, ring_head, ring_n;
-    int memfd;     /* /proc/self/mem */
-    int pidfd;     /* this process, for process_madvise; -1 where it is refused */
-    bool wp;       /* the area is registered for write-protect faults too (CLEAN) */
-    bool wp_async; /* ... resolved by the kernel (UFFD_FEATURE_WP_ASYNC): the pager
-                      asks PAGEMAP_SCAN which clean pages were written */
+    bool hold;            /* the hand samples by holding pages (write protection here) */
+    bool keep;            /* pages brought back by a read keep their copy (CLEAN) */
+    unsigned char **held; /* per run: its held pages' data, page k at k * PAGE (the pager's) */
+    void *spare;          /* the pager's free run buffers (a list through their first word) */
+    int memfd;            /* /proc/self/mem */
+    int pidfd;            /* this process, for process_madvise; -1 where it is refused */
+    bool wp;              /* the area is registered for write-protect faults too */
     ZSTD_CCtx *cctx;
     unsigned char *cbuf; /* the pager's compression buffer */
 
@@ -299,14 +306,15 @@ static void kick_pager(struct tk_zpage *z)
 
 /* Places one page at addr: a copy of src, or the zero page (src NULL).
  * EEXIST (the page is there: a racing placement the program made by
- * touching it some other way) counts as done.  [signal-safe] */
-static int place(struct tk_zpage *z, unsigned char *addr, const void *src, bool wp)
+ * touching it some other way) counts as done, and sets *there if given.
+ * [signal-safe] */
+static int place(struct tk_zpage *z, unsigned char *addr, const void *src, bool *there)
 {
     int saved = errno;
     int r = 0;
     /* nobody sleeps on the page under TK_ZPAGE_SIGBUS; the handler thread
      * wakes the faulting thread itself */
-    uint64_t mode = UFFDIO_COPY_MODE_DONTWAKE | (wp ? UFFDIO_COPY_MODE_WP : 0);
+    uint64_t mode = UFFDIO_COPY_MODE_DONTWAKE;
     for (;;) {
         int e;
         if (src) {
@@ -318,7 +326,11 @@ static int place(struct tk_zpage *z, unsigned char *addr, const void *src, bool 
                                         .mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE};
             e = ioctl(z->uffd, UFFDIO_ZEROPAGE, &c);
         }
-        if (e == 0 || errno == EEXIST) break;
+        if (e == 0) break;
+        if (errno == EEXIST) {
+            if (there) *there = true;
+            break;
+        }
         if (errno == EAGAIN || errno == EINTR) continue;
         r = -errno;
         break;
@@ -342,25 +354,38 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
         }
         int kind = s & Z_KIND;
         if (kind == Z_RESIDENT || kind == Z_SAMPLED) {
-            /* in memory as far as the area knows: the program dropped it
-             * itself (MADV_DONTNEED), so it reads as zeros */
-            if (!(s & Z_CLEAN)) return place(z, addr, write ? zero_page : NULL, false);
-            /* A write to a page kept clean (or a touch of one the program
-             * dropped itself: the retry then finds it missing and not
-             * clean): its copy goes, the write goes on. */
+            /* In memory as far as the area knows: the program dropped it
+             * itself (MADV_DONTNEED), so it reads as zeros (a copy kept of
+             * it no longer matches: the pager sees that at eviction) */
+            if (!write || !z->hold) return place(z, addr, write ? zero_page : NULL, NULL);
+            /* ... or a write to one the hand write-protected with the
+             * pages around it while it held them (hold_run): owned, so that
+             * the hand does not take it between the check and the lifting */
             uint64_t mask;
             if (!own_page(z, i, s, &mask)) continue;
-            void *copy = atomic_load(&z->slot[i]);
-            bool chunk = z->zlen[i] != 0;
-            atomic_store(&z->slot[i], NULL);
-            int r = tk__uffd_wp(z->uffd, addr, PAGE, false, true);
-            atomic_fetch_sub(&z->n_clean, 1);
+            bool there = false;
+            int r = place(z, addr, zero_page, &there);
+            if (r == 0 && there) r = tk__uffd_wp(z->uffd, addr, PAGE, false, true);
             if (r == 0 || r == -ENOENT)
-                release_resolved(z, i, kind);
+                release_resolved(z, i, s & ~Z_WAITERS);
             else
-                release_owned(z, i, kind, &mask);
-            if (chunk) discard_chunk(z, copy);
+                release_owned(z, i, s & ~Z_WAITERS, &mask);
             return r == -ENOENT ? 0 : r;
+        }
+        if (kind == Z_HELD) {
+            /* held by the hand (dropped, its data in the run's buffer): a
+             * touch while it samples; the page counts as resident already */
+            uint64_t mask;
+            if (!own_page(z, i, s, &mask)) continue;
+            const unsigned char *src = z->held[i / RUN] + i % RUN * PAGE;
+            int r = place(z, addr, src, NULL);
+            if (r != 0) {
+                release_owned(z, i, s & ~Z_WAITERS, &mask);
+                return r;
+            }
+            atomic_fetch_add(&z->sample_faults, 1);
+            release_resolved(z, i, Z_RESIDENT | (s & Z_CLEAN)); /* (a copy kept stays) */
+            return 0;
         }
         /* The budget: wait for the pager while well over it (not while a
          * fork() pauses it: pager_main) */
@@ -380,20 +405,20 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
         void *old = NULL;
         bool clean = false;
         if (kind == Z_UNTOUCHED) {
-            r = place(z, addr, write ? zero_page : NULL, false);
+            r = place(z, addr, write ? zero_page : NULL, NULL);
             if (r == 0) atomic_fetch_add(&z->first_touches, 1);
         } else {
             unsigned char buf[PAGE] __attribute__((aligned(64)));
-            /* a read keeps the copy (the page comes back write-protected);
-             * a write drops it */
-            clean = z->wp && !write;
+            /* a read keeps the copy (if the page is not written, evicting
+             * it again needs no compression); a write drops it */
+            clean = z->keep && !write;
             if (kind == Z_COMPRESSED && (z->zlen[i] & Z_RAW)) {
                 /* kept as it was: the kernel copies it from its slot
                  * (ours while the page is BUSY) */
-                r = place(z, addr, atomic_load(&z->slot[i]), clean);
+                r = place(z, addr, atomic_load(&z->slot[i]), NULL);
             } else {
                 r = decompress(z, i, kind, buf);
-                if (r == 0) r = place(z, addr, buf, clean);
+                if (r == 0) r = place(z, addr, buf, NULL);
             }
             if (r == 0) {
                 atomic_fetch_sub(kind == Z_COMPRESSED ? &z->n_compressed : &z->n_markers, 1);
@@ -522,7 +547,8 @@ static size_t ring_target(const struct tk_zpage *z)
     size_t b = atomic_load(&z->budget);
     size_t t = (64 + (b ? b : z->npages) / 16) / RUN;
     if (t < 4) t = 4;
-    return t < z->ring_cap ? t : z->ring_cap;
+    /* (hold_run adds up to HOLD_BATCH runs at a time) */
+    return t < z->ring_cap - HOLD_BATCH ? t : z->ring_cap - HOLD_BATCH;
 }
 
 /* The next stretch of set bits of mask at or after bit a: returns its
@@ -671,22 +697,42 @@ static void drop_stretches(struct tk_zpage *z, const struct iovec *v, int n)
     for (; done < n; done++) madvise(v[done].iov_base, v[done].iov_len, MADV_DONTNEED);
 }
 
-/* Under wp_async: the pages of [a, b) written since they were write-
- * protected (bit k: page a + k), by PAGEMAP_SCAN; all of them where it
- * fails (they are compressed anew, which is always right). */
-static uint32_t written_pages(struct tk_zpage *z, size_t a, size_t b)
+/* Counts n pages evicted and wakes the threads waiting for room; returns
+ * n, or err if none went. */
+static int evicted(struct tk_zpage *z, int n, int err)
 {
-    uint32_t all = b - a >= 32 ? UINT32_MAX : (1u << (b - a)) - 1, w = 0;
-    struct page_region v[RUN];
-    int pm = tk__pagemap_fd();
-    if (pm < 0) return all;
-    uintptr_t lo = (uintptr_t)(z->base + a * PAGE), hi = (uintptr_t)(z->base + b * PAGE);
-    long n = tk__pagemap_scan(pm, lo, hi, 0, PAGE_IS_WRITTEN, PAGE_IS_WRITTEN, v, RUN, NULL);
-    if (n < 0) return all;
-    for (long k = 0; k < n; k++)
-        for (uintptr_t q = v[k].start; q < v[k].end && q < hi; q += PAGE)
-            if (q >= lo) w |= 1u << ((q - lo) / PAGE);
-    return w;
+    if (n) {
+        atomic_fetch_sub(&z->resident, (size_t)n);
+        atomic_fetch_add(&z->evictions, (uint64_t)n);
+        atomic_fetch_add(&z->evict_seq, 1);
+        tk__futex_wake(&z->evict_seq, INT_MAX);
+    }
+    return err && !n ? err : n;
+}
+
+/* Page i's data, in `page`, stored (the pager's): a copy kept of it
+ * (CLEAN) if the page still matches it - decompressed into tmp and
+ * compared, a third of a compression's time - else compressed anew.  A
+ * page the program wrote, or dropped itself (read as zeros), no longer
+ * matches.  Returns the kind (COMPRESSED or MARKER), or -ENOMEM: the copy
+ * is gone then, and the page stays as it is. */
+static int store(struct tk_zpage *z, size_t i, int s, const unsigned char *page, unsigned char *tmp)
+{
+    if (s & Z_CLEAN) {
+        atomic_fetch_sub(&z->n_clean, 1);
+        int kind = z->zlen[i] ? Z_COMPRESSED : Z_MARKER;
+        if (decompress(z, i, kind, tmp) == 0 && memcmp(tmp, page, PAGE) == 0) return kind;
+        void *old = atomic_load(&z->slot[i]);
+        atomic_store(&z->slot[i], NULL);
+        if (kind == Z_COMPRESSED) discard_chunk(z, old);
+    }
+    void *slot = NULL;
+    uint32_t len = 0;
+    int kind = compress(z, page, &slot, &len);
+    if (kind < 0) return kind;
+    atomic_store(&z->slot[i], slot);
+    z->zlen[i] = len;
+    return kind;
 }
 
 /* Evicts the pages of run r still sampled and untouched: each read,
@@ -696,14 +742,15 @@ static uint32_t written_pages(struct tk_zpage *z, size_t a, size_t b)
  * negative errno. */
 static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
 {
-    uint32_t mask = 0, dirty = 0;
+    uint32_t mask = 0;
+    int was[RUN];
     size_t end = r * RUN + RUN > z->npages ? z->npages : r * RUN + RUN;
     for (size_t i = r * RUN; i < end; i++) {
         int s = atomic_load(&z->state[i]);
         if ((s & (Z_KIND | Z_BUSY)) != Z_SAMPLED) continue;
         if (atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
             mask |= 1u << (i - r * RUN);
-            if (!(s & Z_CLEAN)) dirty |= 1u << (i - r * RUN);
+            was[i - r * RUN] = s;
         }
     }
     size_t base = r * RUN;
@@ -719,46 +766,18 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
         return 0;
     }
     int kinds[RUN], err = 0, n = 0;
-    if (mask & ~dirty) {
-        /* a clean page whose copy no longer holds: one the program dropped
-         * itself (MADV_DONTNEED), zeros now whatever its copy says, or,
-         * where the kernel lifts the write protection itself, one written
-         * since it came back; each is compressed anew */
-        uint32_t clean = mask & ~dirty, stale = 0;
-        unsigned char vec[RUN];
-        if (populated(z, base, end, vec) != 0) memset(vec, 0, RUN); /* (all compressed anew) */
-        for (unsigned k = 0; k < end - base; k++)
-            if (!(vec[k] & 1)) stale |= 1u << k;
-        if (z->wp_async && (clean & ~stale)) stale |= written_pages(z, base, end);
-        for (unsigned k = 0; k < end - base; k++)
-            if ((clean & stale) >> k & 1) {
-                void *copy = atomic_load(&z->slot[base + k]);
-                atomic_store(&z->slot[base + k], NULL);
-                if (copy && z->zlen[base + k]) discard_chunk(z, copy);
-                atomic_fetch_sub(&z->n_clean, 1);
-                dirty |= 1u << k;
-            }
-    }
-    /* clean pages: their copy is there */
-    for (unsigned k = 0; k < RUN; k++)
-        if ((mask & ~dirty) >> k & 1) {
-            kinds[k] = z->zlen[base + k] ? Z_COMPRESSED : Z_MARKER;
-            atomic_fetch_sub(&z->n_clean, 1);
-            atomic_fetch_add(kinds[k] == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
-        }
-    for (unsigned a = 0, b; (a = span(dirty, a, &b)) < RUN; a = b) {
+    for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
         int e = err ? err : read_span(z, base + a, base + b, buf);
         for (unsigned k = a; k < b; k++) {
-            void *slot = NULL;
-            uint32_t len = 0;
-            int kind = e ? e : compress(z, buf + (size_t)(k - a) * PAGE, &slot, &len);
+            int kind = e ? e
+                         : store(z, base + k, was[k], buf + (size_t)(k - a) * PAGE,
+                                 buf + (size_t)RUN * PAGE);
             if (kind < 0) {
                 err = kind;
-                kinds[k] = Z_RESIDENT; /* stays */
+                /* stays (with its copy, if the read failed) */
+                kinds[k] = Z_RESIDENT | (e ? was[k] & Z_CLEAN : 0);
                 continue;
             }
-            atomic_store(&z->slot[base + k], slot);
-            z->zlen[base + k] = len;
             atomic_fetch_add(kind == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
             kinds[k] = kind;
         }
@@ -769,10 +788,10 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
     for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
         for (unsigned i = a; i < b;) {
             unsigned j = i;
-            while (j < b && kinds[j] != Z_RESIDENT) j++;
+            while (j < b && (kinds[j] & Z_KIND) != Z_RESIDENT) j++;
             if (j > i)
                 drop[ndrop++] = (struct iovec){z->base + (base + i) * PAGE, (size_t)(j - i) * PAGE};
-            for (i = j; i < b && kinds[i] == Z_RESIDENT; i++) {
+            for (i = j; i < b && (kinds[i] & Z_KIND) == Z_RESIDENT; i++) {
             }
         }
     }
@@ -780,17 +799,176 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
     open_stretches(z, base, open);
     for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
         for (unsigned k = a; k < b; k++) {
-            if (kinds[k] != Z_RESIDENT) n++;
+            if ((kinds[k] & Z_KIND) != Z_RESIDENT) n++;
             release_page(z, base + k, kinds[k]);
         }
     }
-    if (n) {
-        atomic_fetch_sub(&z->resident, (size_t)n);
-        atomic_fetch_add(&z->evictions, (uint64_t)n);
-        atomic_fetch_add(&z->evict_seq, 1);
-        tk__futex_wake(&z->evict_seq, INT_MAX);
+    return evicted(z, n, err);
+}
+
+/* ---- the hand holding pages ------------------------------------------------ */
+
+/* A run's buffer for held pages (RUN pages), from the pager's spares. */
+static unsigned char *take_buffer(struct tk_zpage *z)
+{
+    unsigned char *b = z->spare;
+    if (b) {
+        memcpy(&z->spare, b, sizeof z->spare);
+        return b;
     }
-    return err && !n ? err : n;
+    return aligned_alloc(PAGE, (size_t)RUN * PAGE);
+}
+
+static void give_buffer(struct tk_zpage *z, unsigned char *b)
+{
+    memcpy(b, &z->spare, sizeof z->spare);
+    z->spare = b;
+}
+
+/* The clock hand's sampling where the area has write protection: the
+ * resident pages of the next run with any are held - copied into a buffer
+ * of the pager's and dropped - so that a touch of one is a missing-page
+ * fault that puts it back from the buffer (bring()), and one still
+ * untouched when the pager needs room is compressed from the buffer with
+ * no further system call (evict_held).  No protection of the mapping
+ * changes: mprotect would split and merge the area's mapping under the
+ * address space's lock the program's own faults take, and each page the
+ * program touched would cost it a call to open it again.
+ *
+ * While the pages are copied they are write-protected (one
+ * UFFDIO_WRITEPROTECT over the stretch from the first to the last): a
+ * write then faults and waits for the page (BUSY), as it must, since a
+ * write between the copy and the drop would be lost.  A page in the
+ * stretch that is not the hand's (being brought back meanwhile) may be
+ * caught by the protection; its first write lifts it (bring()).  Returns
+ * whether a run was held; the hand goes round at most once. */
+static bool hold_run(struct tk_zpage *z)
+{
+    size_t nruns = (z->npages + RUN - 1) / RUN;
+    size_t run[HOLD_BATCH];
+    uint32_t mask[HOLD_BATCH], clean[HOLD_BATCH];
+    int was[HOLD_BATCH][RUN];
+    unsigned n = 0;
+    /* the next runs with resident pages, up to HOLD_BATCH of them next to
+     * each other (one write protection and one drop for them all) */
+    for (size_t step = 0; step < nruns && n < HOLD_BATCH; step++) {
+        size_t r = z->hand;
+        if (n && r != run[n - 1] + 1) break; /* (the hand went round) */
+        z->hand = (z->hand + 1) % nruns;
+        size_t base = r * RUN, end = base + RUN > z->npages ? z->npages : base + RUN;
+        uint32_t m = 0, c = 0;
+        for (size_t i = base; i < end; i++) {
+            int s = atomic_load(&z->state[i]);
+            if ((s & (Z_KIND | Z_BUSY)) == Z_RESIDENT &&
+                atomic_compare_exchange_strong(&z->state[i], &s,
+                                               (s & ~Z_KIND) | Z_SAMPLED | Z_BUSY)) {
+                m |= 1u << (i - base);
+                if (s & Z_CLEAN) c |= 1u << (i - base);
+                was[n][i - base] = s & ~Z_WAITERS;
+            }
+        }
+        if (!m) {
+            if (n) break;
+            continue;
+        }
+        run[n] = r;
+        mask[n] = m;
+        clean[n] = c;
+        n++;
+    }
+    if (!n) return false;
+    unsigned char *buf[HOLD_BATCH];
+    int err = 0;
+    for (unsigned k = 0; k < n; k++) {
+        buf[k] = z->held[run[k]] ? z->held[run[k]] : take_buffer(z);
+        if (!buf[k]) err = -ENOMEM;
+    }
+    /* write-protected from the first page held to the last */
+    unsigned char *lo = z->base + (run[0] * RUN + (unsigned)__builtin_ctz(mask[0])) * PAGE;
+    unsigned char *hi =
+        z->base + (run[n - 1] * RUN + 32u - (unsigned)__builtin_clz(mask[n - 1])) * PAGE;
+    bool wp = !err && tk__uffd_wp(z->uffd, lo, (size_t)(hi - lo), true, true) == 0;
+    if (!err && !wp) err = -EPERM;
+    for (unsigned k = 0; k < n && !err; k++) {
+        size_t base = run[k] * RUN;
+        for (unsigned a = 0, b; !err && (a = span(mask[k], a, &b)) < RUN; a = b)
+            err = read_span(z, base + a, base + b, buf[k] + (size_t)a * PAGE);
+    }
+    if (err) {
+        /* (out of memory, or /proc/self/mem refused): they stay */
+        if (wp) tk__uffd_wp(z->uffd, lo, (size_t)(hi - lo), false, false);
+        for (unsigned k = 0; k < n; k++) {
+            if (buf[k] && !z->held[run[k]]) give_buffer(z, buf[k]);
+            for (unsigned j = 0; j < RUN; j++)
+                if (mask[k] >> j & 1) release_page(z, run[k] * RUN + j, was[k][j]);
+        }
+        return false;
+    }
+    struct iovec drop[HOLD_BATCH * RUN / 2];
+    int ndrop = 0;
+    for (unsigned k = 0; k < n; k++) {
+        size_t base = run[k] * RUN;
+        z->held[run[k]] = buf[k];
+        for (unsigned a = 0, b; (a = span(mask[k], a, &b)) < RUN; a = b) {
+            unsigned char *at = z->base + (base + a) * PAGE;
+            size_t len = (size_t)(b - a) * PAGE;
+            if (ndrop && (unsigned char *)drop[ndrop - 1].iov_base + drop[ndrop - 1].iov_len == at)
+                drop[ndrop - 1].iov_len += len; /* (across a run boundary) */
+            else
+                drop[ndrop++] = (struct iovec){at, len};
+        }
+    }
+    drop_stretches(z, drop, ndrop);
+    for (unsigned k = 0; k < n; k++) {
+        for (unsigned j = 0; j < RUN; j++)
+            if (mask[k] >> j & 1)
+                release_page(z, run[k] * RUN + j, Z_HELD | (clean[k] >> j & 1 ? Z_CLEAN : 0));
+        z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = run[k];
+        z->ring_n++;
+    }
+    return true;
+}
+
+/* Evicts the pages of run r the hand holds still untouched: compressed
+ * from the run's buffer (a clean one's copy is there already), then the
+ * buffer goes back to the spares.  A page a thread is putting back from
+ * the buffer meanwhile is waited for.  Returns the number evicted, or a
+ * negative errno (out of memory: the page is put back in place). */
+static int evict_held(struct tk_zpage *z, size_t r, unsigned char *tmp)
+{
+    unsigned char *buf = z->held[r];
+    if (!buf) return 0; /* (the run was in the ring twice) */
+    size_t base = r * RUN, end = base + RUN > z->npages ? z->npages : base + RUN;
+    int n = 0, err = 0;
+    for (size_t i = base; i < end; i++) {
+        int s = atomic_load(&z->state[i]);
+        if ((s & Z_KIND) != Z_HELD) continue;
+        if ((s & Z_BUSY) || !atomic_compare_exchange_strong(&z->state[i], &s, s | Z_BUSY)) {
+            /* a thread puts it back from the buffer: wait, look again */
+            if (s & Z_BUSY) wait_page(z, i, s);
+            i--;
+            continue;
+        }
+        int kind = store(z, i, s, buf + (i - base) * PAGE, tmp);
+        if (kind < 0) {
+            /* out of memory: back in place */
+            err = kind;
+            if (place(z, z->base + i * PAGE, buf + (i - base) * PAGE, NULL) != 0) {
+                /* (cannot happen: the page is missing and ours); the
+                 * buffer stays */
+                release_page(z, i, Z_HELD);
+                return err;
+            }
+            release_page(z, i, Z_RESIDENT);
+            continue;
+        }
+        atomic_fetch_add(kind == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
+        release_page(z, i, kind);
+        n++;
+    }
+    z->held[r] = NULL;
+    give_buffer(z, buf);
+    return evicted(z, n, err);
 }
 
 /* Evicts until at most `target` pages are resident (or nothing more can
@@ -801,7 +979,7 @@ static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
     size_t misses = 0; /* sampled runs found all touched since the last eviction */
     while (atomic_load(&z->resident) > target && !atomic_load(&z->stop)) {
         free_garbage(z);
-        while (z->ring_n < ring_target(z) && sample_run(z)) {
+        while (z->ring_n < ring_target(z) && (z->hold ? hold_run(z) : sample_run(z))) {
         }
         if (!z->ring_n) {
             /* every resident page is busy: let their owners finish */
@@ -812,7 +990,7 @@ static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
         size_t run = z->ring[z->ring_head];
         z->ring_head = (z->ring_head + 1) % z->ring_cap;
         z->ring_n--;
-        int r = evict_run(z, run, buf);
+        int r = z->hold ? evict_held(z, run, buf) : evict_run(z, run, buf);
         if (r < 0) {
             char msg[120];
             snprintf(msg, sizeof msg, "trapkit zpage: cannot evict pages of run %zu (%s)\n", run,
@@ -835,7 +1013,7 @@ static void *pager_main(void *arg)
 {
     struct tk_zpage *z = arg;
     tk__block_async_signals();
-    unsigned char *buf = aligned_alloc(PAGE, RUN * PAGE);
+    unsigned char *buf = aligned_alloc(PAGE, (RUN + 1) * PAGE); /* (and a page for store()) */
     if (!buf) abort();
     while (!atomic_load(&z->stop)) {
         if (atomic_load(&z->pause_req)) {
@@ -880,6 +1058,21 @@ static void *pager_main(void *arg)
     return NULL;
 }
 
+/* The run buffers of held pages, and the spares. */
+static void free_buffers(struct tk_zpage *z)
+{
+    if (z->held)
+        for (size_t r = 0; r < (z->npages + RUN - 1) / RUN; r++) {
+            free(z->held[r]);
+            z->held[r] = NULL;
+        }
+    while (z->spare) {
+        void *b = z->spare;
+        memcpy(&z->spare, b, sizeof z->spare);
+        free(b);
+    }
+}
+
 /* ---- fork() ---------------------------------------------------------------- */
 
 static void pause_pagers(void)
@@ -918,11 +1111,14 @@ static void detach_child(struct tk_zpage *z)
             tk_unprot(z->region, addr, (z->npages - i < RUN ? z->npages - i : RUN) * PAGE);
         if ((kind == Z_COMPRESSED || kind == Z_MARKER) && !present(z, i)) {
             if (decompress(z, i, kind, buf) == 0) memcpy(addr, buf, PAGE);
+        } else if (kind == Z_HELD && !present(z, i)) {
+            memcpy(addr, z->held[i / RUN] + i % RUN * PAGE, PAGE);
         }
         if (atomic_load(&z->slot[i]) && z->zlen[i]) free(atomic_load(&z->slot[i]));
         atomic_store(&z->slot[i], NULL);
         atomic_store(&z->state[i], Z_RESIDENT);
     }
+    free_buffers(z);
     /* the parent's userfaultfd is not the child's to use */
     close(z->uffd);
     z->uffd = -1;
@@ -991,6 +1187,8 @@ static void destroy_parts(struct tk_zpage *z)
         free(z->slot);
     }
     free_garbage(z);
+    free_buffers(z);
+    free(z->held);
     if (z->state) munmap(z->state, z->npages * sizeof *z->state);
     free(z->zlen);
     free(z->ring);
@@ -1083,32 +1281,36 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
         r = tk__failf(-ENOMEM, "%s: cannot map %zu bytes", who, z->len);
         goto fail;
     }
-    /* Clean pages' first writes resolved by the kernel where it can
-     * (Linux 6.7: WP_ASYNC, and PAGEMAP_SCAN to find them), else each
-     * faults once (bring()). */
+    /* Write protection that faults (not UFFD_FEATURE_WP_ASYNC, where the
+     * kernel would let a write through unseen): the hand holds pages with
+     * it (hold_run). */
     uint64_t feat = cfg->delivery == TK_ZPAGE_SIGBUS ? UFFD_FEATURE_SIGBUS : 0;
-    if (tk_probe_has_uffd(p, UFFD_FEATURE_WP_ASYNC) && p->pagemap_scan && tk__pagemap_fd() >= 0) {
-        z->uffd = tk__uffd_create(feat | UFFD_FEATURE_WP_ASYNC);
-        z->wp_async = z->uffd >= 0;
-    }
-    if (z->uffd < 0) z->uffd = tk__uffd_create(feat);
+    z->uffd = tk__uffd_create(feat);
     if (z->uffd < 0) {
         r = tk__failf(-EOPNOTSUPP, "%s: userfaultfd: %s", who, strerror(-z->uffd));
         z->uffd = -1;
         goto fail;
     }
-    /* write-protect faults too where the kernel has them (CLEAN pages) */
+    /* write-protect faults too where the kernel has them */
     struct uffdio_register reg = {.range = {.start = (uintptr_t)z->base, .len = z->len},
                                   .mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP};
-    z->wp = ioctl(z->uffd, UFFDIO_REGISTER, &reg) == 0 &&
-            (reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) && !getenv("TRAPKIT_ZPAGE_NO_CLEAN");
+    z->wp = tk_probe_has_uffd(p, UFFD_FEATURE_PAGEFAULT_FLAG_WP) &&
+            ioctl(z->uffd, UFFDIO_REGISTER, &reg) == 0 &&
+            (reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT));
     if (!z->wp) {
-        z->wp_async = false;
         tk__uffd_unregister(z->uffd, z->base, z->len);
         reg.mode = UFFDIO_REGISTER_MODE_MISSING;
     }
     if (!z->wp && ioctl(z->uffd, UFFDIO_REGISTER, &reg) < 0) {
         r = tk__failf(-errno, "%s: UFFDIO_REGISTER: %s", who, strerror(errno));
+        goto fail;
+    }
+    /* the hand holds pages where it can write-protect them while it copies
+     * them, else it samples by mprotect (sample_run) */
+    z->hold = z->wp;
+    z->keep = !getenv("TRAPKIT_ZPAGE_NO_CLEAN");
+    if (z->hold && !(z->held = calloc((z->npages + RUN - 1) / RUN, sizeof *z->held))) {
+        r = tk__failf(-ENOMEM, "%s: no memory for the bookkeeping of %zu pages", who, z->npages);
         goto fail;
     }
     uint64_t need = (1ull << _UFFDIO_COPY) | (1ull << _UFFDIO_ZEROPAGE);
@@ -1244,6 +1446,12 @@ int tk_zpage_discard(tk_zpage *z, void *addr, size_t len)
             if (kind == Z_COMPRESSED || kind == Z_MARKER) {
                 /* its data goes; its next touch is a first one (zeros) */
                 atomic_fetch_sub(kind == Z_COMPRESSED ? &z->n_compressed : &z->n_markers, 1);
+                kind = Z_UNTOUCHED;
+            } else if (kind == Z_HELD) {
+                /* dropped already, its data in the hand's buffer (which the
+                 * pager frees when it reaches the run) */
+                if (s & Z_CLEAN) atomic_fetch_sub(&z->n_clean, 1);
+                atomic_fetch_sub(&z->resident, 1);
                 kind = Z_UNTOUCHED;
             } else if (kind != Z_UNTOUCHED) {
                 /* in memory (or in a run the clock hand samples): dropped as
