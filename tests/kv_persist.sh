@@ -400,6 +400,7 @@ echo "FLUSHALL: the image took $full KiB with 60,000 keys and $empty KiB after i
 (( rss_flushed * 2 < rss_full )) || { echo "FLUSHALL gave no memory back"; exit 1; }
 # ... and a FLUSHALL during a background save does so once the save is done
 kv_start fl3 --dir "$dir/fl" --memory 256m --incremental no
+kv_loaded
 python3 -c '
 for i in range(60000):
     print(f"SET key{i} {str(i) * 200}")' | cli --pipe >"$dir/fl3.pipe" 2>&1
@@ -443,6 +444,7 @@ PY
     expect before GET marker
     expect "" GET later
     expect 50001 DBSIZE
+    kv_loaded # (a BGSAVE while the image still loads is refused)
     # a client that sends a write while it waits and closes at once: its
     # write is done all the same (after the instant)
     python3 - "$port" <<'PY'
@@ -464,6 +466,7 @@ PY
     rm -f "$dir/bi-$mech/go"
     kv_start "bi3-$mech" --dir "$dir/bi-$mech" --mechanism "$mech" --memory 256m \
         --instant-hold "$dir/bi-$mech/go"
+    kv_loaded
     python3 - "$port" "$dir/bi-$mech/go" <<'PY'
 import socket, sys, time
 port, go = int(sys.argv[1]), sys.argv[2]
