@@ -117,13 +117,12 @@ struct tk_zpage {
     size_t hand;
     size_t *ring; /* sampled runs of RUN pages, oldest first (a circular buffer) */
     size_t ring_cap, ring_head, ring_n;
-    bool hold;            /* the hand samples by holding pages (write protection here) */
     bool keep;            /* pages brought back by a read keep their copy (CLEAN) */
     unsigned char **held; /* per run: its held pages' data, page k at k * PAGE (the pager's) */
     void *spare;          /* the pager's free run buffers (a list through their first word) */
     int memfd;            /* /proc/self/mem */
     int pidfd;            /* this process, for process_madvise; -1 where it is refused */
-    bool wp;              /* the area is registered for write-protect faults too */
+    bool wp;              /* registered for write-protect faults too: the hand holds pages */
     ZSTD_CCtx *cctx;
     unsigned char *cbuf; /* the pager's compression buffer */
 
@@ -357,7 +356,7 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
             /* In memory as far as the area knows: the program dropped it
              * itself (MADV_DONTNEED), so it reads as zeros (a copy kept of
              * it no longer matches: the pager sees that at eviction) */
-            if (!write || !z->hold) return place(z, addr, write ? zero_page : NULL, NULL);
+            if (!write || !z->wp) return place(z, addr, write ? zero_page : NULL, NULL);
             /* ... or a write to one the hand write-protected with the
              * pages around it while it held them (hold_run): owned, so that
              * the hand does not take it between the check and the lifting */
@@ -979,7 +978,7 @@ static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
     size_t misses = 0; /* sampled runs found all touched since the last eviction */
     while (atomic_load(&z->resident) > target && !atomic_load(&z->stop)) {
         free_garbage(z);
-        while (z->ring_n < ring_target(z) && (z->hold ? hold_run(z) : sample_run(z))) {
+        while (z->ring_n < ring_target(z) && (z->wp ? hold_run(z) : sample_run(z))) {
         }
         if (!z->ring_n) {
             /* every resident page is busy: let their owners finish */
@@ -990,7 +989,7 @@ static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
         size_t run = z->ring[z->ring_head];
         z->ring_head = (z->ring_head + 1) % z->ring_cap;
         z->ring_n--;
-        int r = z->hold ? evict_held(z, run, buf) : evict_run(z, run, buf);
+        int r = z->wp ? evict_held(z, run, buf) : evict_run(z, run, buf);
         if (r < 0) {
             char msg[120];
             snprintf(msg, sizeof msg, "trapkit zpage: cannot evict pages of run %zu (%s)\n", run,
@@ -1306,10 +1305,9 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
         goto fail;
     }
     /* the hand holds pages where it can write-protect them while it copies
-     * them, else it samples by mprotect (sample_run) */
-    z->hold = z->wp;
+     * them (z->wp), else it samples by mprotect (sample_run) */
     z->keep = !getenv("TRAPKIT_ZPAGE_NO_CLEAN");
-    if (z->hold && !(z->held = calloc((z->npages + RUN - 1) / RUN, sizeof *z->held))) {
+    if (z->wp && !(z->held = calloc((z->npages + RUN - 1) / RUN, sizeof *z->held))) {
         r = tk__failf(-ENOMEM, "%s: no memory for the bookkeeping of %zu pages", who, z->npages);
         goto fail;
     }
