@@ -17,6 +17,10 @@ struct trap_slot {
     bool claimed; /* trapkit itself needs it (sub-page single-steps) */
 };
 
+#ifndef X86_EFLAGS_TF
+#define X86_EFLAGS_TF 0x100 /* the trap flag */
+#endif
+
 static struct trap_slot slots[3];
 static pthread_mutex_t trap_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -34,6 +38,20 @@ static struct trap_slot *slot_of(int sig)
     }
 }
 
+/* Whether a SIGTRAP is the trace trap after an instruction run with the
+ * trap flag set: TRAP_TRACE, or TRAP_BRKPT with the trap flag set in the
+ * interrupted context.  The kernel takes a debug exception whose status
+ * (DR6) says nothing for an icebp instruction and reports TRAP_BRKPT; a
+ * virtual machine that does not keep the guest's DR6 across an exit makes a
+ * single-step look so, and the flags saved in the frame still have the trap
+ * flag (an icebp run without it does not).  [signal-safe] */
+static bool trace_trap(const siginfo_t *si, const void *uc)
+{
+    if (si->si_code == TRAP_TRACE) return true;
+    return si->si_code == TRAP_BRKPT &&
+           (((const ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF);
+}
+
 /* The handler for the three signals.  [signal-safe] */
 static void on_trap(int sig, siginfo_t *si, void *uc)
 {
@@ -42,7 +60,8 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
     uint64_t entry_mask;
     memcpy(&entry_mask, &((ucontext_t *)uc)->uc_sigmask, sizeof entry_mask);
     bool stepped = false;
-    if (sig == SIGTRAP && si->si_code == TRAP_TRACE) {
+    bool trace = sig == SIGTRAP && trace_trap(si, uc);
+    if (trace) {
         stepped = tk__dirty_step_done(uc);
         stepped |= tk__subpage_step_done(uc);
     }
@@ -62,9 +81,8 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
      * had stopped counting (vm/dirty.c releases a step it takes for one left
      * by an escape).  With no handler to pass it to, its default action
      * would kill the program for nothing. */
-    if (sig == SIGTRAP && si->si_code == TRAP_TRACE && s->old.sa_handler == SIG_DFL &&
-        !(s->old.sa_flags & SA_SIGINFO)) {
-        ((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x100;
+    if (trace && s->old.sa_handler == SIG_DFL && !(s->old.sa_flags & SA_SIGINFO)) {
+        ((ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
         errno = saved_errno;
         return;
     }
