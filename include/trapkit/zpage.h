@@ -34,7 +34,9 @@
  * the hand makes the run inaccessible with mprotect instead, and a touch
  * costs a protection fault that opens the page again (a dropped page of such
  * a run faults twice).  Either way a page still untouched when the pager
- * needs room is evicted; one touched is passed over.  A held page counts as
+ * needs room is evicted; one touched is passed over, and the hand leaves it
+ * alone for its next 16 passes (a page the program keeps using is not
+ * sampled, nor faulted on, again and again).  A held page counts as
  * resident: its copy takes the memory.  A page's first touch ever also
  * faults (that is how the area counts its resident pages): it is answered
  * with a zero page.

@@ -83,7 +83,15 @@ enum { Z_UNTOUCHED = 0, Z_RESIDENT, Z_SAMPLED, Z_COMPRESSED, Z_MARKER, Z_HELD };
 #define Z_CLEAN 0x20      /* z_slot holds a copy of what the page came back with */
 #define Z_RAW 0x80000000u /* z_len: stored uncompressed */
 
-enum { DCTX_POOL = 16, RING_MAX = 4096, MIN_BUDGET_PAGES = 64, RUN = 32, HOLD_BATCH = 8 };
+enum {
+    DCTX_POOL = 16,
+    RING_MAX = 4096,
+    MIN_BUDGET_PAGES = 64,
+    RUN = 32,
+    HOLD_BATCH = 8,
+    HOLD_SPAN = 32,
+    HEAT = 16
+};
 
 struct tk_zpage {
     unsigned char *base;
@@ -96,6 +104,8 @@ struct tk_zpage {
     atomic_int *state;
     _Atomic(void *) *slot; /* chunk, or the marker's word */
     uint32_t *zlen;
+    unsigned char *heat; /* per page: passes of the hand that leave it alone (HEAT after a
+                          * touch the hand caught) */
 
     /* the budget, in pages (0: none) and its marks */
     _Atomic size_t budget, high, hard, low;
@@ -338,6 +348,8 @@ static int place(struct tk_zpage *z, unsigned char *addr, const void *src, bool 
     return r;
 }
 
+static void caught(struct tk_zpage *z, size_t i);
+
 /* Makes page i present for an access (write: a write).  Returns 0 when the
  * page is in place (or was placed by another thread meanwhile), or a
  * negative errno.  In the faulting thread's signal handler or on the
@@ -383,6 +395,7 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
                 return r;
             }
             atomic_fetch_add(&z->sample_faults, 1);
+            caught(z, i);
             release_resolved(z, i, Z_RESIDENT | (s & Z_CLEAN)); /* (a copy kept stays) */
             return 0;
         }
@@ -498,6 +511,7 @@ static tk_action on_sample(const tk_fault *f, void *arg)
         if (kind == Z_SAMPLED) {
             kind = Z_RESIDENT;
             atomic_fetch_add(&z->sample_faults, 1);
+            caught(z, i);
         }
         /* Open already: the pager's eviction opened it after this fault
          * was raised; the retry finds the page as it left it.  Only an
@@ -561,6 +575,23 @@ static unsigned span(uint32_t mask, unsigned a, unsigned *b)
     return a;
 }
 
+/* The hand caught a touch of page i (sampled or held): it leaves the page
+ * alone for the next HEAT passes.  [signal-safe] */
+static void caught(struct tk_zpage *z, size_t i)
+{
+    __atomic_store_n(&z->heat[i], (unsigned char)HEAT, __ATOMIC_RELAXED);
+}
+
+/* Whether the hand may sample resident page i now: a page whose touch it
+ * caught is left alone for that many passes. */
+static bool cooled(struct tk_zpage *z, size_t i)
+{
+    unsigned char h = __atomic_load_n(&z->heat[i], __ATOMIC_RELAXED);
+    if (!h) return true;
+    __atomic_store_n(&z->heat[i], (unsigned char)(h - 1), __ATOMIC_RELAXED);
+    return false;
+}
+
 /* Opens the stretches of run base's pages set in `open` (read-write). */
 static void open_stretches(struct tk_zpage *z, size_t base, uint32_t open)
 {
@@ -581,7 +612,7 @@ static bool sample_run(struct tk_zpage *z)
         size_t end = r * RUN + RUN > z->npages ? z->npages : r * RUN + RUN;
         for (size_t i = r * RUN; i < end; i++) {
             int s = atomic_load(&z->state[i]);
-            if ((s & (Z_KIND | Z_BUSY)) == Z_RESIDENT &&
+            if ((s & (Z_KIND | Z_BUSY)) == Z_RESIDENT && cooled(z, i) &&
                 atomic_compare_exchange_strong(&z->state[i], &s, (s & ~Z_KIND) | Z_SAMPLED))
                 mask |= 1u << (i - r * RUN);
         }
@@ -848,17 +879,17 @@ static bool hold_run(struct tk_zpage *z)
     uint32_t mask[HOLD_BATCH], clean[HOLD_BATCH];
     int was[HOLD_BATCH][RUN];
     unsigned n = 0;
-    /* the next runs with resident pages, up to HOLD_BATCH of them next to
-     * each other (one write protection and one drop for them all) */
+    /* the next runs with pages to hold, up to HOLD_BATCH of them within
+     * HOLD_SPAN runs (one write protection and one drop for them all) */
     for (size_t step = 0; step < nruns && n < HOLD_BATCH; step++) {
         size_t r = z->hand;
-        if (n && r != run[n - 1] + 1) break; /* (the hand went round) */
+        if (n && (r < run[n - 1] || r - run[0] >= HOLD_SPAN)) break; /* (or the hand went round) */
         z->hand = (z->hand + 1) % nruns;
         size_t base = r * RUN, end = base + RUN > z->npages ? z->npages : base + RUN;
         uint32_t m = 0, c = 0;
         for (size_t i = base; i < end; i++) {
             int s = atomic_load(&z->state[i]);
-            if ((s & (Z_KIND | Z_BUSY)) == Z_RESIDENT &&
+            if ((s & (Z_KIND | Z_BUSY)) == Z_RESIDENT && cooled(z, i) &&
                 atomic_compare_exchange_strong(&z->state[i], &s,
                                                (s & ~Z_KIND) | Z_SAMPLED | Z_BUSY)) {
                 m |= 1u << (i - base);
@@ -866,10 +897,7 @@ static bool hold_run(struct tk_zpage *z)
                 was[n][i - base] = s & ~Z_WAITERS;
             }
         }
-        if (!m) {
-            if (n) break;
-            continue;
-        }
+        if (!m) continue;
         run[n] = r;
         mask[n] = m;
         clean[n] = c;
@@ -918,6 +946,13 @@ static bool hold_run(struct tk_zpage *z)
         }
     }
     drop_stretches(z, drop, ndrop);
+    /* pages of the stretch not held (passed over, or another thread's) lose
+     * the protection again: one call, where each would otherwise fault on
+     * its next write */
+    size_t held_pages = 0;
+    for (unsigned k = 0; k < n; k++) held_pages += (size_t)__builtin_popcount(mask[k]);
+    if (held_pages < (size_t)(hi - lo) / PAGE)
+        tk__uffd_wp(z->uffd, lo, (size_t)(hi - lo), false, false);
     for (unsigned k = 0; k < n; k++) {
         for (unsigned j = 0; j < RUN; j++)
             if (mask[k] >> j & 1)
@@ -1190,6 +1225,7 @@ static void destroy_parts(struct tk_zpage *z)
     free(z->held);
     if (z->state) munmap(z->state, z->npages * sizeof *z->state);
     free(z->zlen);
+    free(z->heat);
     free(z->ring);
     if (z->memfd >= 0) close(z->memfd);
     if (z->pidfd >= 0) close(z->pidfd);
@@ -1255,10 +1291,11 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
     }
     z->slot = calloc(z->npages, sizeof *z->slot);
     z->zlen = calloc(z->npages, sizeof *z->zlen);
+    z->heat = calloc(z->npages, 1);
     z->ring_cap = RING_MAX;
     z->ring = calloc(z->ring_cap, sizeof *z->ring);
     z->cbuf = malloc(ZSTD_compressBound(PAGE) + LZ4_compressBound(PAGE));
-    if (!z->slot || !z->zlen || !z->ring || !z->cbuf) goto fail;
+    if (!z->slot || !z->zlen || !z->heat || !z->ring || !z->cbuf) goto fail;
     if (z->codec == TK_ZPAGE_ZSTD) {
         z->cctx = ZSTD_createCCtx();
         if (!z->cctx) goto fail;
