@@ -72,6 +72,12 @@ static void on_rt(int sig)
     atomic_fetch_add(&rts, 1);
 }
 
+/* Whether either handler has run MIN_HANDLERS times or fewer so far. */
+static bool handlers_behind(void)
+{
+    return atomic_load(&alarms) <= MIN_HANDLERS || atomic_load(&rts) <= MIN_HANDLERS;
+}
+
 static void *sender(void *arg)
 {
     (void)arg;
@@ -153,8 +159,7 @@ int main(int argc, char **argv)
          * call it intercepts: past SECONDS, with the handlers behind, each
          * round ends in a short sleep (the handlers then run there, beside
          * the ones run at the other intercepted calls inside trapkit) */
-        if (t.tv_sec - t0.tv_sec >= SECONDS &&
-            (atomic_load(&alarms) <= MIN_HANDLERS || atomic_load(&rts) <= MIN_HANDLERS)) {
+        if (t.tv_sec - t0.tv_sec >= SECONDS && handlers_behind()) {
             struct timespec nap = {0, 50 * 1000};
             nanosleep(&nap, NULL);
         }
@@ -162,9 +167,7 @@ int main(int argc, char **argv)
         /* SECONDS, and on a loaded machine (or under a sanitizer, which
          * defers signals) until each handler has run MIN_HANDLERS times, up
          * to a minute */
-    } while (t.tv_sec - t0.tv_sec < SECONDS ||
-             ((atomic_load(&alarms) <= MIN_HANDLERS || atomic_load(&rts) <= MIN_HANDLERS) &&
-              t.tv_sec - t0.tv_sec < 60));
+    } while (t.tv_sec - t0.tv_sec < SECONDS || (handlers_behind() && t.tv_sec - t0.tv_sec < 60));
 
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
