@@ -348,7 +348,12 @@ static int place(struct tk_zpage *z, unsigned char *addr, const void *src, bool 
     return r;
 }
 
-static void caught(struct tk_zpage *z, size_t i);
+/* The hand caught a touch of page i (sampled or held): it leaves the page
+ * alone for the next HEAT passes.  [signal-safe] */
+static void caught(struct tk_zpage *z, size_t i)
+{
+    __atomic_store_n(&z->heat[i], (unsigned char)HEAT, __ATOMIC_RELAXED);
+}
 
 /* Makes page i present for an access (write: a write).  Returns 0 when the
  * page is in place (or was placed by another thread meanwhile), or a
@@ -573,13 +578,6 @@ static unsigned span(uint32_t mask, unsigned a, unsigned *b)
     while (e < RUN && (mask >> e & 1)) e++;
     *b = e;
     return a;
-}
-
-/* The hand caught a touch of page i (sampled or held): it leaves the page
- * alone for the next HEAT passes.  [signal-safe] */
-static void caught(struct tk_zpage *z, size_t i)
-{
-    __atomic_store_n(&z->heat[i], (unsigned char)HEAT, __ATOMIC_RELAXED);
 }
 
 /* Whether the hand may sample resident page i now: a page whose touch it
