@@ -10,6 +10,9 @@
  *            checked again
  *   signal   a timer signal's handler reads (and checks) dropped pages while
  *            the main thread writes and trims
+ *   reread   pages written once are read at random by three threads and by
+ *            the handler of signals sent to them, under a budget a quarter of
+ *            them: every word read is the one written
  *   fork     a child of fork() sees every page, dropped ones included, and
  *            the parent's area goes on working after; a fork handler of the
  *            program's that reads the whole area while the pager is paused
@@ -36,7 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -313,6 +318,92 @@ static void case_signal(void)
     CHECK_OK(tk_zpage_destroy(z));
 }
 
+/* ---- reread ---- */
+
+/* Pages written once and then only read, three threads reading them at
+ * random under a budget a quarter of them, while signals interrupt the
+ * readers and their handler reads the area too (and spins a while, as a
+ * profiler's might): every word read is the one written.  A fault that
+ * found its page brought back by another thread, and the pager taking it
+ * again before the fault placed anything, once put a zero page over data
+ * the pager kept. */
+#define REREAD_PAGES 256u
+static unsigned char *reread_expect; /* the pages' contents */
+static atomic_bool reread_stop;
+static atomic_ulong reread_wrong, reread_reads, reread_handled;
+
+static bool reread_word(uint64_t *h)
+{
+    *h = mix(*h);
+    size_t off = (size_t)(*h % (REREAD_PAGES * PAGE / 8)) * 8;
+    return memcmp(base + off, reread_expect + off, 8) == 0;
+}
+
+static void on_reread_signal(int sig)
+{
+    (void)sig;
+    static _Thread_local uint64_t h;
+    if (!h) h = (uintptr_t)&h;
+    for (int k = 0; k < 2; k++)
+        if (!reread_word(&h)) atomic_fetch_add(&reread_wrong, 1);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+    atomic_fetch_add(&reread_handled, 1);
+}
+
+static void *rereader(void *arg)
+{
+    uint64_t h = 17 + (uintptr_t)arg;
+    while (!atomic_load(&reread_stop)) {
+        if (!reread_word(&h)) atomic_fetch_add(&reread_wrong, 1);
+        atomic_fetch_add(&reread_reads, 1);
+    }
+    return NULL;
+}
+
+static void case_reread(void)
+{
+    make(64);
+    reread_expect = malloc((size_t)REREAD_PAGES * PAGE);
+    CHECK(reread_expect);
+    for (uint32_t i = 0; i < REREAD_PAGES; i++) {
+        write_page(i, 1);
+        gen(i, 1, reread_expect + (size_t)i * PAGE);
+    }
+    struct sigaction sa = {.sa_handler = on_reread_signal};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    pthread_t th[3];
+    for (uintptr_t t = 0; t < 3; t++) CHECK(pthread_create(&th[t], NULL, rereader, (void *)t) == 0);
+    uint64_t h = 5;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ms = tk_test_scaled(6000);
+    do {
+        h = mix(h);
+        pthread_kill(th[h % 3], SIGUSR1);
+        usleep(30);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L < ms &&
+             !atomic_load(&reread_wrong));
+    atomic_store(&reread_stop, true);
+    for (int k = 0; k < 3; k++) CHECK(pthread_join(th[k], NULL) == 0);
+    tk_zpage_stats st;
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    printf("%lu reads, %lu handlers, %llu fault-ins, %lu wrong\n",
+           (unsigned long)atomic_load(&reread_reads), (unsigned long)atomic_load(&reread_handled),
+           (unsigned long long)st.fault_ins, (unsigned long)atomic_load(&reread_wrong));
+    CHECK(atomic_load(&reread_wrong) == 0);
+    CHECK(st.fault_ins > 0);
+    for (uint32_t i = 0; i < REREAD_PAGES; i++) check_page(i);
+    free(reread_expect);
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
 /* ---- fork ---- */
 
 /* A fork handler of the program's that reads the whole area (registered
@@ -579,6 +670,29 @@ static void case_bad(void)
     CHECK(tk_zpage_set_budget(z, 100) == -EINVAL);
     CHECK(tk_zpage_stats_get(z, NULL) == -EINVAL);
     CHECK_OK(tk_zpage_destroy(z));
+    /* out of file descriptors, with one left (taken by /proc/self/mem, and
+     * none for the userfaultfd, nor for the handler thread's eventfd):
+     * -EMFILE, said so */
+    for (int left = 1; left <= 3; left++) {
+        struct rlimit old_lim, lim;
+        CHECK(getrlimit(RLIMIT_NOFILE, &old_lim) == 0);
+        int lowest = dup(0);
+        CHECK(lowest >= 0);
+        close(lowest);
+        lim = old_lim;
+        lim.rlim_cur = (rlim_t)(lowest + left);
+        CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+        tk_zpage *zz = NULL;
+        int r = tk_zpage_create(&ok, &zz);
+        CHECK(setrlimit(RLIMIT_NOFILE, &old_lim) == 0);
+        if (r == 0) {
+            CHECK_OK(tk_zpage_destroy(zz));
+            continue;
+        }
+        printf("%d descriptor(s) left: %d (%s)\n", left, r, tk_last_error());
+        CHECK(r == -EMFILE);
+        CHECK(strstr(tk_last_error(), "Too many open files"));
+    }
 }
 
 int main(int argc, char **argv)
@@ -596,6 +710,8 @@ int main(int argc, char **argv)
         case_content();
     else if (!strcmp(c, "signal"))
         case_signal();
+    else if (!strcmp(c, "reread"))
+        case_reread();
     else if (!strcmp(c, "fork"))
         case_fork();
     else if (!strcmp(c, "madvise"))

@@ -45,21 +45,32 @@
  * and stops at 1/64 below it; a thread about to bring a page back while the
  * area is 1/8 over its budget waits for the pager first.  So the resident
  * pages never exceed budget + budget/8 + the number of threads faulting at
- * once.  tk_zpage_trim() evicts down to any number at once.
+ * once, but while a fork() is under way: the pager pauses for it, and pages
+ * brought back meanwhile do not wait (a thread waiting could hold a lock the
+ * forking thread needs, such as malloc's), so the count can pass the bound
+ * until the pager catches up after fork() returns.  tk_zpage_trim() evicts
+ * down to any number at once.
  *
  * Threads and signals.  Any thread may touch the area, also from a signal
  * handler (the SIGBUS and SIGSEGV handling is trapkit's fault dispatch,
  * async-signal-safe; a handler that touches a dropped page brings it back
- * as the interrupted code would).  The other calls are not
+ * as the interrupted code would).  Under TK_ZPAGE_SIGBUS the touching
+ * thread must not have SIGBUS blocked (nor SIGSEGV, for a page of a run the
+ * hand made inaccessible): the kernel kills a process whose thread faults
+ * with that signal blocked.  A thread that blocks every signal (one that
+ * waits in sigwait(), or a signal handler whose sa_mask is full) and
+ * touches the area needs TK_ZPAGE_THREAD.  The other calls are not
  * async-signal-safe.  System calls that read or write the area on the
  * program's behalf (read(2) into it, write(2) from it) fail with EFAULT on
  * a page not in memory under TK_ZPAGE_SIGBUS (a dropped page, one the
  * hand holds, one never touched, one the program dropped itself), and (a
  * write into it) for the moment the hand write-protects a page it is
  * taking, as the kernel raises no signal for its own accesses: call tk_prefault() on the buffer
- * first (TK_ACCESS_WRITE for a read(2) into it).  Under TK_ZPAGE_THREAD the kernel waits for
- * trapkit's thread instead, but for a page of a run made inaccessible by
- * mprotect (areas without write protection), which fails with EFAULT.
+ * first (TK_ACCESS_WRITE for a read(2) into it).  While the pager runs it
+ * may take such a page again between the two, so a call that fails with
+ * EFAULT is to be made again after another tk_prefault().  Under TK_ZPAGE_THREAD the kernel waits
+ * for trapkit's thread instead, but for a page of a run made inaccessible by mprotect (areas
+ * without write protection), which fails with EFAULT.
  *
  * Memory changed behind trapkit's back.  Drop pages with tk_zpage_discard():
  * madvise(MADV_DONTNEED) of the area zeroes the pages in memory (they keep

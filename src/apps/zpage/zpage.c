@@ -372,16 +372,19 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
         if (kind == Z_RESIDENT || kind == Z_SAMPLED) {
             /* In memory as far as the area knows: the program dropped it
              * itself (MADV_DONTNEED), so it reads as zeros (a copy kept of
-             * it no longer matches: the pager sees that at eviction) */
-            if (!write || !z->wp) return place(z, addr, write ? zero_page : NULL, NULL);
-            /* ... or a write to one the hand write-protected with the
-             * pages around it while it held them (hold_run): owned, so that
-             * the hand does not take it between the check and the lifting */
+             * it no longer matches: the pager sees that at eviction); or
+             * another thread brought it back since this fault, and it is
+             * there (EEXIST); or a write to one the hand write-protected
+             * with the pages around it while it held them (hold_run).
+             * Owned, so that the pager cannot evict it between the check
+             * and the placing: a zero page placed over a page it had just
+             * dropped would stand for the data it keeps. */
             uint64_t mask;
             if (!own_page(z, i, s, &mask)) continue;
             bool there = false;
-            int r = place(z, addr, zero_page, &there);
-            if (r == 0 && there) r = tk__uffd_wp(z->uffd, addr, PAGE, false, true);
+            int r = place(z, addr, write ? zero_page : NULL, &there);
+            if (r == 0 && there && write && z->wp)
+                r = tk__uffd_wp(z->uffd, addr, PAGE, false, true);
             if (r == 0 || r == -ENOENT)
                 release_resolved(z, i, s & ~Z_WAITERS);
             else
@@ -674,6 +677,23 @@ static bool present(struct tk_zpage *z, size_t i)
     return populated(z, i, i + 1, &v) == 0 && v;
 }
 
+/* read_span's one page i, asked of the page map again first (a page the
+ * program dropped reads as zeros).  0 or a negative errno. */
+static int read_page(struct tk_zpage *z, size_t i, unsigned char *buf)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        unsigned char v;
+        int err = populated(z, i, i + 1, &v);
+        if (err) return err;
+        if (!(v & 1)) {
+            memset(buf, 0, PAGE);
+            return 0;
+        }
+        if (pread(z->memfd, buf, PAGE, (off_t)(uintptr_t)(z->base + i * PAGE)) == PAGE) return 0;
+    }
+    return errno ? -errno : -EIO;
+}
+
 /* Reads pages [a, b) (inaccessible, BUSY) into buf, one pread of
  * /proc/self/mem per stretch of them populated (in memory or swapped out:
  * the read brings a swapped page back, with no userfaultfd fault); a page
@@ -694,8 +714,14 @@ static int read_span(struct tk_zpage *z, size_t a, size_t b, unsigned char *buf)
         if (j > i) {
             size_t len = (j - i) * PAGE;
             if (pread(z->memfd, buf + (i - a) * PAGE, len,
-                      (off_t)(uintptr_t)(z->base + i * PAGE)) != (ssize_t)len)
-                return errno ? -errno : -EIO;
+                      (off_t)(uintptr_t)(z->base + i * PAGE)) != (ssize_t)len) {
+                /* the program dropped a page of it since (MADV_DONTNEED):
+                 * page by page, one gone reading as zeros */
+                for (size_t k = i; k < j; k++) {
+                    int e = read_page(z, k, buf + (k - a) * PAGE);
+                    if (e) return e;
+                }
+            }
         }
         for (i = j; i < b && !(vec[i - a] & 1); i++) memset(buf + (i - a) * PAGE, 0, PAGE);
     }
@@ -1321,7 +1347,11 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
     uint64_t feat = cfg->delivery == TK_ZPAGE_SIGBUS ? UFFD_FEATURE_SIGBUS : 0;
     z->uffd = tk__uffd_create(feat);
     if (z->uffd < 0) {
-        r = tk__failf(-EOPNOTSUPP, "%s: userfaultfd: %s", who, strerror(-z->uffd));
+        /* out of descriptors or memory: that error; else what the probe
+         * found was not there after all */
+        int e =
+            z->uffd == -EMFILE || z->uffd == -ENFILE || z->uffd == -ENOMEM ? z->uffd : -EOPNOTSUPP;
+        r = tk__failf(e, "%s: userfaultfd: %s", who, strerror(-z->uffd));
         z->uffd = -1;
         goto fail;
     }
@@ -1365,12 +1395,12 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
          * (its thread woken by a placement of another's) */
         int fl = fcntl(z->uffd, F_GETFL);
         if (fl < 0 || fcntl(z->uffd, F_SETFL, fl | O_NONBLOCK) < 0) {
-            r = -errno;
+            r = tk__failf(-errno, "%s: fcntl of the userfaultfd: %s", who, strerror(errno));
             goto fail;
         }
         z->stop_fd = eventfd(0, EFD_CLOEXEC);
         if (z->stop_fd < 0) {
-            r = -errno;
+            r = tk__failf(-errno, "%s: eventfd for the handler thread: %s", who, strerror(errno));
             goto fail;
         }
         r = -pthread_create(&z->handler, NULL, handler_main, z);
