@@ -659,6 +659,8 @@ static void test_bad_config(void)
     tk_lazy_stack *s;
     tk_lazy_stack_config sc = {.mech = TK_MECH_PAGEMAP_SCAN};
     REFUSED(tk_lazy_stack_create(&sc, &s), -EOPNOTSUPP, "pagemap-scan");
+    sc.mech = (enum tk_mech)99;
+    REFUSED(tk_lazy_stack_create(&sc, &s), -EINVAL, "unknown mechanism 99");
     REFUSED(tk_lazy_stack_destroy(NULL), -EINVAL, "NULL");
     REFUSED(tk_lazy_cells_destroy(NULL), -EINVAL, "NULL");
     REFUSED(tk_lazy_array_destroy(NULL), -EINVAL, "NULL");

@@ -104,7 +104,8 @@
  * it as out of bounds if not.  A reset is one MADV_DONTNEED (the pages are
  * missing again); the price is a signal and an ioctl per page first
  * touched.  An out-of-bounds access there outside tk_sandbox_call kills
- * the process with SIGBUS rather than SIGSEGV.  The kernel's own accesses
+ * the process with SIGBUS rather than SIGSEGV below max_size (at or above
+ * it, in the guard region, with SIGSEGV as on the other paths).  The kernel's own accesses
  * raise no signal: a system call that reads or writes in-bounds memory
  * not touched yet since creation or the last reset (read(2) into a buffer
  * there) fails with EFAULT; touch the buffer first (a store to each page),
@@ -298,7 +299,8 @@ typedef struct tk_sandbox_trap {
 } tk_sandbox_trap;
 
 /* Creates a sandbox: reserves 4 GiB + guard of address space and makes the
- * first size bytes read-write (zero).  Returns 0, or -EINVAL (a size not a
+ * first size bytes read-write (zero).  cfg may be NULL (size 0, max_size
+ * 4 GiB, a 2 GiB guard, the path chosen).  Returns 0, or -EINVAL (a size not a
  * multiple of the page size, size > max_size, max_size > 4 GiB, flags, an
  * unknown path; tk_last_error() says which), -EOPNOTSUPP (the forced path
  * needs what this kernel lacks: tk_last_error() names it), -ENOMEM (also

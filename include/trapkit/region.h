@@ -62,8 +62,10 @@
  * is handled in turn, on every mechanism.  On uffd-thread the handler runs on
  * one of trapkit's service threads, and a fault it raises on a
  * write-protected page is served by another (started as needed).  A handler
- * that faults on the very page it handles recurses; at 8 levels the fault is
- * passed on (the program dies of SIGSEGV, as without trapkit).
+ * that faults on the very page it handles recurses; at 72 levels (48 on
+ * uffd-thread, where each level takes a service thread), or nested with
+ * less than a signal frame and 4 KiB left on the alternate signal stack,
+ * the fault is passed on (the program dies of SIGSEGV, as without trapkit).
  *
  * fork().  A child of fork() keeps every region, with the same protections,
  * handlers and DIRTY state: userfaultfd regions are registered again with

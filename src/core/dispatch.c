@@ -11,9 +11,11 @@
  *
  * SA_NODEFER lets a fault in a region be handled while another signal's
  * handler runs (a timer handler touching a protected heap).  A fault inside
- * trapkit's own handler at more than TK_MAX_NESTING levels is passed on, so a
- * handler that faults on its own protected page crashes instead of recursing
- * forever.
+ * trapkit's own handler at more than TK_MAX_NESTING levels, or with less
+ * than altstack_reserve left below it on the alternate signal stack (a
+ * nested fault: the first is handled on any), is passed on, so a handler that faults on its own
+ * protected page crashes instead of recursing forever, or running its frames off the end of an
+ * alternate stack into whatever lies below it.
  *
  * Escapes.  A handler may never return: runtimes leave fault handlers by
  * siglongjmp or by throwing.  So nothing trapkit sets on entry may depend on
@@ -46,10 +48,17 @@
 #include "core/region_impl.h"
 #include "trapkit/fast.h"
 
-#define TK_MAX_NESTING 8
+/* (above the 64 sandbox calls and arena tries a thread may nest, each of
+ * whose faults may interrupt the one before: a timer's handler making such
+ * calls, under SA_NODEFER) */
+#define TK_MAX_NESTING 72
 #define TK_STACK_OVERFLOW_WINDOW (64 * 1024)
 
 static struct sigaction old_segv, old_bus;
+/* room a nested fault handled on the alternate signal stack must find
+ * below itself: the next signal's frame (AT_MINSIGSTKSZ) and the handlers'
+ * own frames */
+static uintptr_t altstack_reserve = 8 * 1024;
 void *tk__kernel_restorer; /* the trampoline the kernel returns handlers to */
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_result;
@@ -148,8 +157,13 @@ int tk__route_fault(int sig, siginfo_t *si, void *uc)
     uintptr_t isp = TK_CTX_SP(uc);
     bool isp_on_altstack = (ss->ss_flags & SS_ONSTACK) != 0;
     drop_dead_levels(isp, ss, isp_on_altstack);
+    /* (a nested fault only: the first is handled on any alternate stack) */
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    bool room = depth == 0 || (ss->ss_flags & SS_DISABLE) ||
+                here - (uintptr_t)ss->ss_sp >= ss->ss_size ||
+                here - (uintptr_t)ss->ss_sp >= altstack_reserve;
 
-    if (fault && depth < TK_MAX_NESTING) {
+    if (fault && depth < TK_MAX_NESTING && room) {
         int my = depth++;
         levels[my].frame = (uintptr_t)__builtin_frame_address(0);
         levels[my].uc = uc;
@@ -270,6 +284,9 @@ static void install(void)
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
     sigemptyset(&sa.sa_mask);
+    size_t min = getauxval(AT_MINSIGSTKSZ);
+    if (min < (size_t)MINSIGSTKSZ) min = (size_t)MINSIGSTKSZ;
+    altstack_reserve = min + 4 * 1024;
     tk__fast_init();
     tk__fork_init();
     if (sigaction(SIGSEGV, &sa, &old_segv) < 0 || sigaction(SIGBUS, &sa, &old_bus) < 0) {

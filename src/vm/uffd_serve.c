@@ -13,7 +13,9 @@
 #include "os/linux/os.h"
 #include "os/linux/uffd.h"
 
-#define TK_SERVICE_NESTING 8 /* handlers faulting inside handlers, as core/dispatch.c */
+/* handlers faulting inside handlers (each level a service thread of its
+ * own, up to TK_SERVICE_MAX: 64) */
+#define TK_SERVICE_NESTING 48
 
 __thread bool tk__uffd_serving __attribute__((tls_model("initial-exec")));
 

@@ -794,6 +794,8 @@ int tk_lazy_stack_create(const tk_lazy_stack_config *cfg, tk_lazy_stack **out)
     static const char who[] = "tk_lazy_stack_create";
     if (!cfg || !out)
         return tk__failf(-EINVAL, "%s: give a configuration and somewhere to put the stack", who);
+    if ((unsigned)cfg->mech >= TK_MECH_COUNT_)
+        return tk__failf(-EINVAL, "%s: unknown mechanism %d", who, (int)cfg->mech);
     if (!region_mech_ok(cfg->mech))
         return tk__failf(-EOPNOTSUPP,
                          "%s: mechanism %s cannot serve a lazy stack (it needs no-access pages "
