@@ -36,10 +36,25 @@ int neg_errno()
 
 } // namespace
 
+namespace
+{
+unsigned std_closed; // the standard descriptors reserve_std() found closed (bit fd)
+} // namespace
+
+void GuestFs::reserve_std()
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        std_closed |= 1u << fd;
+        int h = ::open("/dev/null", O_RDWR); // (the lowest free number: fd)
+        if (h >= 0 && h != fd) ::close(h);
+    }
+}
+
 GuestFs::GuestFs()
 {
     for (int fd = 0; fd < 3; fd++) {
-        int h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        int h = std_closed >> fd & 1 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
         fds_.push_back(Fd{h, false}); // -1 where tksim's own is closed: closed for the guest too
     }
     cwd_fd_ = ::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);

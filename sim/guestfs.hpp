@@ -38,6 +38,10 @@ class GuestFs
 
     GuestFs(); // the standard descriptors; no root; the host's working directory
     ~GuestFs();
+    // Before tksim opens a file of its own: standard descriptors (0-2)
+    // closed now are taken by /dev/null, so that no file of tksim's gets
+    // their numbers, and stay closed for the guest (as under Linux).
+    static void reserve_std();
     GuestFs(const GuestFs &) = delete;
     GuestFs &operator=(const GuestFs &) = delete;
 

@@ -52,7 +52,7 @@ void usage(FILE *f)
     fprintf(f, "usage: tksim [options] PROGRAM [ARGS...]\n"
                "Runs a static RV64GC (and Zba, Zbb) Linux program on tksim's timing model.\n"
                "  --config FILE      timing parameters, \"key = value\" lines (sim/configs/)\n"
-               "  --set KEY=VALUE    one parameter (after --config; repeatable)\n"
+               "  --set KEY=VALUE    one parameter, over --config's (repeatable)\n"
                "  --functional       the functional machine alone (no timing model)\n"
                "  --tlb-model        with --functional: count data TLB misses with a plain model\n"
                "  --trace-pc FILE    with --functional: every executed PC, one a line\n"
@@ -122,6 +122,8 @@ int main(int argc, char **argv)
     std::vector<std::string> env_set; // -E NAME=VALUE, in order
     Config cfg;
     std::string cerr;
+    GuestFs::reserve_std();
+    std::vector<std::string> configs, sets; // (read in that order once every option is in)
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         std::string a = argv[i];
@@ -133,15 +135,11 @@ int main(int argc, char **argv)
             functional = true;
         else if (a == "--tlb-model")
             tlb_model = true;
-        else if (a == "--config") {
-            if (!cfg.read(value(), &cerr)) fail(TK_EXIT_USAGE, "%s", cerr.c_str());
-        } else if (a == "--set") {
-            std::string kv = value();
-            size_t eq = kv.find('=');
-            if (eq == std::string::npos || !cfg.set(kv.substr(0, eq), kv.substr(eq + 1), &cerr))
-                fail(TK_EXIT_USAGE, "--set %s: %s", kv.c_str(),
-                     eq == std::string::npos ? "wants KEY=VALUE" : cerr.c_str());
-        } else if (a == "-E" || a == "--env") {
+        else if (a == "--config")
+            configs.push_back(value());
+        else if (a == "--set")
+            sets.push_back(value());
+        else if (a == "-E" || a == "--env") {
             std::string kv = value();
             size_t eq = kv.find('=');
             if (eq == 0 || eq == std::string::npos)
@@ -180,6 +178,16 @@ int main(int argc, char **argv)
     if (i >= argc) {
         usage(stderr);
         fail(TK_EXIT_USAGE, "no program given");
+    }
+    // the configuration files, then every --set over them, wherever on the
+    // command line they came
+    for (const std::string &c : configs)
+        if (!cfg.read(c, &cerr)) fail(TK_EXIT_USAGE, "%s", cerr.c_str());
+    for (const std::string &kv : sets) {
+        size_t eq = kv.find('=');
+        if (eq == std::string::npos || !cfg.set(kv.substr(0, eq), kv.substr(eq + 1), &cerr))
+            fail(TK_EXIT_USAGE, "--set %s: %s", kv.c_str(),
+                 eq == std::string::npos ? "wants KEY=VALUE" : cerr.c_str());
     }
     if (!functional && trace_path) fail(TK_EXIT_USAGE, "--trace-pc goes with --functional");
     if (!functional && tlb_model) fail(TK_EXIT_USAGE, "--tlb-model goes with --functional");
@@ -303,7 +311,9 @@ int main(int argc, char **argv)
         fault = b;
     }
     double secs = now() - t0;
-    if (trace) fclose(trace);
+    if (trace && (ferror(trace) | fclose(trace)))
+        fail(TK_EXIT_USAGE, "--trace-pc %s: %s", trace_path,
+             errno ? strerror(errno) : "a write failed");
     fflush(stdout);
     double mips = secs > 0 ? static_cast<double>(m.instret()) / secs / 1e6 : 0;
     if (!quiet)

@@ -5,7 +5,9 @@
 # instruction; a program's own exit status (3, 4, 5...) is told apart from
 # tksim's; an unsupported system call (any number) is reported and answered
 # -ENOSYS; hostile ELF headers, large mappings, the program's environment,
-# --max-insns and the statistics file of a fault.
+# --max-insns and the statistics file of a fault; tksim's own files with
+# standard descriptors closed, a trace that cannot be written, --set before
+# --config.
 # Usage: tksim_bad_input.sh TKSIM WORKLOAD_DIR
 set -euo pipefail
 tksim=$1 wdir=$2
@@ -250,4 +252,42 @@ for mode in --quiet --functional; do
         echo "tksim $mode: a fault's statistics file names it: $(jq -c .fault "$dir/s.json")"
     fi
 done
+# tksim's own files never take a standard descriptor its caller closed:
+# the statistics and trace files stay whole, and the guest finds the
+# descriptor closed (its write(1) fails with EBADF, as under Linux)
+printf '#include <errno.h>\n#include <unistd.h>\nint main(void) { return write(1, "x\\n", 2) < 0 && errno == EBADF ? 7 : 8; }\n' >"$dir/w1.c"
+riscv64-linux-gnu-gcc -static -O2 -o "$dir/w1" "$dir/w1.c"
+for mode in --quiet --functional; do
+    rc=0
+    "$tksim" --quiet $mode --stats-json "$dir/c.json" "$dir/w1" >&- || rc=$?
+    if [[ $rc != 7 ]] || ! jq -e '.exit_code == 7' "$dir/c.json" >/dev/null 2>&1; then
+        echo "FAIL: $mode with stdout closed: exit $rc, statistics: $(head -c 200 "$dir/c.json")"; fail=1
+    else
+        echo "tksim $mode, stdout closed: the guest's write(1) EBADF, the statistics whole"
+    fi
+done
+rc=0
+"$tksim" --stats-json "$dir/c.json" "$dir/w1" >/dev/null 2>&- || rc=$?
+if [[ $rc != 8 ]] || ! jq -e '.exit_code == 8' "$dir/c.json" >/dev/null 2>&1; then
+    echo "FAIL: stderr closed: exit $rc, statistics: $(head -c 200 "$dir/c.json")"; fail=1
+else
+    echo "tksim, stderr closed: its summary not in the statistics file"
+fi
+rc=0
+"$tksim" --quiet --functional --trace-pc "$dir/t.tr" "$dir/w1" >&- || rc=$?
+if [[ $rc != 7 ]] || grep -qv '^[0-9a-f]*$' "$dir/t.tr"; then
+    echo "FAIL: stdout closed: exit $rc, the trace holds: $(grep -v '^[0-9a-f]*$' "$dir/t.tr" | head -3)"; fail=1
+else
+    echo "tksim --trace-pc, stdout closed: $(wc -l <"$dir/t.tr") PCs and nothing else"
+fi
+# a trace that cannot be written whole fails the run, with the reason
+[[ -w /dev/full ]] && expect 100 "trace-pc /dev/full: No space left on device" --functional --trace-pc /dev/full "$dir/w1"
+# --set is over the configuration files wherever it comes
+printf 'tlb_entries = 32\n' >"$dir/t32.cfg"
+"$tksim" --quiet --set tlb_entries=8 --config "$dir/t32.cfg" --stats-json "$dir/s8.json" "$dir/w1" >/dev/null || true
+if [[ $(jq -r .tlb_entries "$dir/s8.json") != 8 ]]; then
+    echo "FAIL: --set before --config: tlb_entries $(jq -r .tlb_entries "$dir/s8.json"), want 8"; fail=1
+else
+    echo "tksim --set tlb_entries=8 --config (32): 8"
+fi
 exit $fail
