@@ -13,9 +13,10 @@
  * handler runs (a timer handler touching a protected heap).  A fault inside
  * trapkit's own handler at more than TK_MAX_NESTING levels, or with less
  * than altstack_reserve left below it on the alternate signal stack (a
- * nested fault: the first is handled on any), is passed on, so a handler that faults on its own
- * protected page crashes instead of recursing forever, or running its frames off the end of an
- * alternate stack into whatever lies below it.
+ * nested fault: the first is handled on any), is passed on, so a handler
+ * that faults on its own protected page crashes instead of recursing
+ * forever, or running its frames off the end of an alternate stack into
+ * whatever lies below it.
  *
  * Escapes.  A handler may never return: runtimes leave fault handlers by
  * siglongjmp or by throwing.  So nothing trapkit sets on entry may depend on
@@ -62,6 +63,13 @@ static uintptr_t altstack_reserve = 8 * 1024;
 void *tk__kernel_restorer; /* the trampoline the kernel returns handlers to */
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_result;
+
+/* The room the kernel needs for a signal frame on this machine. */
+static size_t min_sigstack(void)
+{
+    size_t min = getauxval(AT_MINSIGSTKSZ);
+    return min < (size_t)MINSIGSTKSZ ? (size_t)MINSIGSTKSZ : min;
+}
 
 /* The thread's live trapkit fault handlers, innermost last: the address of
  * the handler's frame and the context it handles. */
@@ -165,7 +173,7 @@ int tk__route_fault(int sig, siginfo_t *si, void *uc)
 
     if (fault && depth < TK_MAX_NESTING && room) {
         int my = depth++;
-        levels[my].frame = (uintptr_t)__builtin_frame_address(0);
+        levels[my].frame = here;
         levels[my].uc = uc;
         tk__table_enter();
         struct tk_region *r = tk__table_find(addr);
@@ -284,9 +292,7 @@ static void install(void)
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    size_t min = getauxval(AT_MINSIGSTKSZ);
-    if (min < (size_t)MINSIGSTKSZ) min = (size_t)MINSIGSTKSZ;
-    altstack_reserve = min + 4 * 1024;
+    altstack_reserve = min_sigstack() + 4 * 1024;
     tk__fast_init();
     tk__fork_init();
     if (sigaction(SIGSEGV, &sa, &old_segv) < 0 || sigaction(SIGBUS, &sa, &old_bus) < 0) {
@@ -366,9 +372,7 @@ int tk_altstack_install(void)
     pthread_once(&altstack_once, altstack_key_init);
     stack_t cur;
     if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_sp) return 0;
-    size_t min = getauxval(AT_MINSIGSTKSZ);
-    if (min < (size_t)MINSIGSTKSZ) min = (size_t)MINSIGSTKSZ;
-    size_t size = min + 32 * 1024;
+    size_t size = min_sigstack() + 32 * 1024;
     stack_t ss = {.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
     if (!ss.ss_sp) return tk__fail(-ENOMEM, "tk_altstack_install: out of memory");
     if (sigaltstack(&ss, NULL) < 0) {
