@@ -163,6 +163,12 @@ static void test_bad_config(void)
     CHECK_ERR(tk_sandbox_create(NULL, NULL), -EINVAL);
     CHECK_ERR(tk_sandbox_call(NULL, do_access, NULL, NULL), -EINVAL);
     CHECK_ERR(tk_sandbox_destroy(NULL), -EINVAL);
+    /* NULL handles to the accessors: an answer, not a crash */
+    CHECK(tk_sandbox_base(NULL) == NULL && tk_sandbox_size(NULL) == 0);
+    CHECK(tk_sandbox_path(NULL) == TK_SANDBOX_PATH_COUNT_);
+    CHECK(tk_arena_base(NULL) == NULL && tk_arena_used(NULL) == 0 && tk_arena_committed(NULL) == 0);
+    tk_arena_reset(NULL);
+    CHECK(tk_arena_alloc_slow(NULL, 10) == NULL && strstr(tk_last_error(), "NULL"));
     CHECK(tk_sandbox_path_parse("madv-guard") == TK_SANDBOX_MADV_GUARD);
     CHECK(tk_sandbox_path_parse("uffd") == TK_SANDBOX_UFFD);
     CHECK(tk_sandbox_path_parse("nonsense") == TK_SANDBOX_PATH_COUNT_);
@@ -700,6 +706,15 @@ static void test_arena_grow(bool checked)
     CHECK(big != NULL);
     memset(big, 1, 300 * KIB);
     CHECK(tk_arena_committed(a) >= tk_arena_used(a));
+    /* their last 8 bytes zero too, memory reused after a reset included */
+    tk_arena_reset(a);
+    char *p1 = tk_arena_alloc(a, 10000);
+    memset(p1, 0xee, TK__ARENA_ROUND(10000));
+    tk_arena_reset(a);
+    char *p2 = tk_arena_alloc(a, 10000);
+    uint64_t last;
+    memcpy(&last, p2 + TK__ARENA_ROUND(10000) - 8, 8);
+    CHECK(p2 == p1 && last == 0 && (unsigned char)p2[0] == 0xee);
     CHECK_OK(tk_arena_destroy(a));
 }
 

@@ -122,6 +122,13 @@
  * A SIGSEGV handler the program installed before trapkit keeps every fault
  * that is not an arena's or a sandbox's.
  *
+ * Handles.  An arena or a sandbox destroyed is gone, as memory after
+ * free(): destroying it again or using it is undefined.  A NULL one gives
+ * -EINVAL from the functions that return an int, NULL or 0 from the
+ * accessors (TK_SANDBOX_PATH_COUNT_ from tk_sandbox_path), nothing from
+ * tk_arena_reset; tk_arena_alloc and tk_arena_alloc_checked (inline, no
+ * check) need a live arena.
+ *
  * Threads and signals.  Every function may be called from any thread;
  * tk_arena_* on one arena from one thread at a time; tk_sandbox_grow,
  * tk_sandbox_reset and tk_sandbox_destroy on one sandbox from one thread at

@@ -107,16 +107,23 @@
  * in the child so that they never read as zeros, and so the hardware pages
  * of computed pages the program dropped (MADV_DONTNEED) before the fork,
  * which the parent would compute again), and tk_lazy_array_fill
- * and _retry fail with -ECHILD.  A region-backed array's memory is a memfd
- * shared with the child (MAP2): pages the parent computes later change in
- * the child too, but stay inaccessible there.
+ * and _retry fail with -ECHILD.  A region-backed array's memory (a memfd,
+ * MAP2) becomes a private copy-on-write mapping of it in the child: the
+ * child's stores stay in the child; a page the child has not written shows
+ * the parent's later stores to it, and pages the parent computes later stay
+ * inaccessible in the child.
  *
  * Kernel accesses.  A system call that reads or writes an uncomputed page
  * of an array (read(2) into it) waits for the page on uffd-missing; where
  * userfaultfd is limited to user-mode faults (vm.unprivileged_userfaultfd
  * = 0 and no CAP_SYS_PTRACE) it fails with EFAULT instead, as it does on a
  * region-backed array or an empty cell: compute the pages first
- * (tk_lazy_array_fill) or use tk_prefault().
+ * (tk_lazy_array_fill) or use tk_prefault().  Cells smaller than the
+ * hardware page (sub-page, posix) are the exception: while any cell of its
+ * hardware page is empty the page stays inaccessible to the kernel, so a
+ * system call on a full cell there fails with EFAULT whatever tk_prefault
+ * did: copy the value into a buffer of the program's own (a plain load
+ * works) and give the system call that copy.
  *
  * Threads.  Every call may be made from any thread; none is
  * async-signal-safe.  A thread blocked reading an empty cell or an
@@ -124,7 +131,9 @@
  * pthread_cancel does not reach it: the cancellation acts at the thread's
  * next cancellation point after the value comes.
  * The destroy functions need the structure idle: no thread blocked on it
- * or using its memory.  Functions return 0 or a
+ * or using its memory.  A structure destroyed is gone, as memory after
+ * free(): destroying it again or using it is undefined (a NULL one gives
+ * -EINVAL, or 0 and NULL from the accessors).  Functions return 0 or a
  * negative errno, with tk_last_error() saying why.
  */
 #ifndef TRAPKIT_LAZY_H

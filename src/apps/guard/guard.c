@@ -402,6 +402,7 @@ int tk_arena_destroy(tk_arena *a)
 /* [signal-safe] */
 void tk_arena_reset(tk_arena *a)
 {
+    if (!a) return;
     a->top = a->base_;
     a->resets_++;
 }
@@ -409,18 +410,18 @@ void tk_arena_reset(tk_arena *a)
 /* [signal-safe] */
 void *tk_arena_base(const tk_arena *a)
 {
-    return a->base_;
+    return a ? a->base_ : NULL;
 }
 
 /* [signal-safe] */
 size_t tk_arena_used(const tk_arena *a)
 {
-    return (size_t)(a->top - a->base_);
+    return a ? (size_t)(a->top - a->base_) : 0;
 }
 
 size_t tk_arena_committed(const tk_arena *a)
 {
-    return (size_t)(a->limit - a->base_);
+    return a ? (size_t)(a->limit - a->base_) : 0;
 }
 
 /* Makes room for an object of sz bytes that would end at *end: asks
@@ -478,6 +479,10 @@ static void arena_escape_here(const tk_arena *a, int r)
 
 void *tk_arena_alloc_slow(tk_arena *a, size_t n)
 {
+    if (!a) {
+        tk__fail(-EINVAL, "tk_arena_alloc: the arena is NULL");
+        return NULL;
+    }
     size_t sz = TK__ARENA_ROUND(n);
     if (sz < n || sz > a->max_) {
         a->top = a->limit;
@@ -500,6 +505,9 @@ void *tk_arena_alloc_slow(tk_arena *a, size_t n)
         }
     }
     a->top = (char *)end;
+    /* as tk_arena_alloc's store does: the last 8 bytes zero (for every
+     * object: a large one comes here from tk_arena_alloc itself) */
+    memset((char *)end - 8, 0, 8);
     return (char *)end - sz;
 }
 
@@ -770,18 +778,18 @@ int tk_sandbox_destroy(tk_sandbox *sb)
 /* [signal-safe] */
 void *tk_sandbox_base(const tk_sandbox *sb)
 {
-    return sb->base;
+    return sb ? sb->base : NULL;
 }
 
 /* [signal-safe] */
 size_t tk_sandbox_size(const tk_sandbox *sb)
 {
-    return atomic_load_explicit(&sb->size, memory_order_acquire);
+    return sb ? atomic_load_explicit(&sb->size, memory_order_acquire) : 0;
 }
 
 enum tk_sandbox_path tk_sandbox_path(const tk_sandbox *sb)
 {
-    return sb->path;
+    return sb ? sb->path : TK_SANDBOX_PATH_COUNT_;
 }
 
 int tk_sandbox_grow(tk_sandbox *sb, size_t new_size)

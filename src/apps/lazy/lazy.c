@@ -184,14 +184,17 @@ static void fork_parent(void)
 static void cells_orphan(void);
 static void stacks_after_fork(void);
 
-/* In a child of fork(): makes inaccessible the hardware pages of computed
- * pages [i, j) of an uffd-missing array that hold no data - pages the
- * program dropped (MADV_DONTNEED) since they were computed, which the
- * parent would compute again on their next touch but which would read as
- * zeros here.  /proc/self/pagemap tells (bit 63 present, bit 62 swapped
- * out: mincore() would take a swapped page for a dropped one); pm is the
- * child's own (a descriptor the parent opened reads the parent's). */
-static void close_dropped(const tk_lazy_array *a, int pm, size_t i, size_t j)
+/* In a child of fork(): makes inaccessible the hardware pages of pages
+ * [i, j) of an uffd-missing array that hold no data - pages not computed,
+ * and pages the program dropped (MADV_DONTNEED) since they were computed,
+ * which the parent would compute again on their next touch but which would
+ * read as zeros here.  /proc/self/pagemap tells (bit 63 present, bit 62
+ * swapped out: mincore() would take a swapped page for a dropped one); pm
+ * is the child's own (a descriptor the parent opened reads the parent's).
+ * The page table, not the page's state, is what counts: the handler thread
+ * marks a page computed just after placing it, and a thread that read it
+ * may fork in between.  Returns false if pagemap could not be read. */
+static bool close_absent(const tk_lazy_array *a, int pm, size_t i, size_t j)
 {
     size_t hw = hw_page();
     uintptr_t lo = (uintptr_t)(a->base + i * a->ps), hi = (uintptr_t)(a->base + j * a->ps);
@@ -200,7 +203,7 @@ static void close_dropped(const tk_lazy_array *a, int pm, size_t i, size_t j)
         size_t n = (hi - at) / hw < 512 ? (hi - at) / hw : 512;
         if (pread(pm, e, n * sizeof e[0], (off_t)(at / hw * sizeof e[0])) !=
             (ssize_t)(n * sizeof e[0]))
-            return; /* (not known: left as it is) */
+            return false;
         for (size_t k = 0; k < n;) {
             if (e[k] >> 62 & 3) {
                 k++;
@@ -213,6 +216,36 @@ static void close_dropped(const tk_lazy_array *a, int pm, size_t i, size_t j)
         }
         at += n * hw;
     }
+    return true;
+}
+
+/* In a child of fork(): a region-backed array's memory becomes the child's
+ * own, a private (copy-on-write) mapping of the memfd in place of the shared
+ * one, so that the child's stores stay in the child; its pages not computed
+ * stay inaccessible.  (Until the child writes a page, the parent's later
+ * stores to it show through, as its later computed pages would.)  Should the
+ * mapping fail, the array is left shared, as before, with a message. */
+static void privatise(const tk_lazy_array *a)
+{
+    if (a->region->rg_memfd < 0) return;
+    if (mmap(a->base, a->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED,
+             a->region->rg_memfd, 0) == MAP_FAILED) {
+        tk__write_stderr("trapkit lazy: an array could not be made private in a child of "
+                         "fork(): the child's stores to it reach the parent\n");
+        return;
+    }
+    /* by the region's page states, not the array's: a page is open as soon
+     * as its state says so, before the array marks it computed */
+    const struct tk_region *r = a->region;
+    for (size_t i = 0; i < r->rg_npages;) {
+        size_t j = i + 1;
+        bool open = (atomic_load(&r->rg_state[i]) & PS_PROT_MASK) != TK_PROT_NONE;
+        while (j < r->rg_npages &&
+               ((atomic_load(&r->rg_state[j]) & PS_PROT_MASK) != TK_PROT_NONE) == open)
+            j++;
+        if (!open) mprotect(a->base + (i << r->rg_shift), (j - i) << r->rg_shift, PROT_NONE);
+        i = j;
+    }
 }
 
 static void fork_child(void)
@@ -223,16 +256,18 @@ static void fork_child(void)
     for (tk_lazy_array *a = reg_head; a; a = a->next) {
         atomic_store(&a->orphan, true);
         a->have_thread = false; /* not the child's to join */
-        if (!a->missing) continue;
+        if (!a->missing) {
+            privatise(a);
+            continue;
+        }
         if (pm < 0) pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        if (pm >= 0 && close_absent(a, pm, 0, a->npages)) continue;
+        /* (no pagemap: by the pages' states, dropped pages left open) */
         for (size_t i = 0; i < a->npages;) {
             size_t j = i + 1;
             bool done = atomic_load(&a->state[i]) == P_DONE;
             while (j < a->npages && (atomic_load(&a->state[j]) == P_DONE) == done) j++;
-            if (!done)
-                mprotect(a->base + i * a->ps, (j - i) * a->ps, PROT_NONE);
-            else if (pm >= 0)
-                close_dropped(a, pm, i, j);
+            if (!done) mprotect(a->base + i * a->ps, (j - i) * a->ps, PROT_NONE);
             i = j;
         }
     }
@@ -571,6 +606,8 @@ int tk_lazy_array_create(const tk_lazy_array_config *cfg, tk_lazy_array **out)
     if (cfg->backend != TK_LAZY_REGION && cfg->mech != TK_MECH_AUTO)
         return tk__failf(-EINVAL, "%s: a mechanism is chosen only with backend TK_LAZY_REGION",
                          who);
+    if ((unsigned)cfg->mech >= TK_MECH_COUNT_)
+        return tk__failf(-EINVAL, "%s: unknown mechanism %d", who, (int)cfg->mech);
     if (!region_mech_ok(cfg->mech))
         return tk__failf(-EOPNOTSUPP,
                          "%s: mechanism %s cannot serve a lazy array (it needs no-access pages "
@@ -947,6 +984,8 @@ int tk_lazy_cells_create(const tk_lazy_cells_config *cfg, tk_lazy_cells **out)
     static const char who[] = "tk_lazy_cells_create";
     if (!cfg || !out)
         return tk__failf(-EINVAL, "%s: give a configuration and somewhere to put the cells", who);
+    if ((unsigned)cfg->mech >= TK_MECH_COUNT_)
+        return tk__failf(-EINVAL, "%s: unknown mechanism %d", who, (int)cfg->mech);
     if (!region_mech_ok(cfg->mech))
         return tk__failf(-EOPNOTSUPP,
                          "%s: mechanism %s cannot serve cells (they need no-access pages and "
