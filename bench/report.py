@@ -1009,7 +1009,7 @@ SECTIONS = [
         "dsm/pages-moved"]),
     ("Compressed paging (trapkit/zpage.h, and zram)", [
         "zpage/fault-in-p50", "zpage/fault-in-p99", "zpage/fault-in-p50-over-uncompressed",
-        "zpage/fault-in-p50-over-bare",
+        "zpage/fault-in-p50-over-zram", "zpage/fault-in-p50-over-bare",
         "zpage/ratio", "zpage/zipf-throughput", "zpage/zipf-throughput-over-zram",
         "zpage/zipf-fault-ins-per-op", "zpage/zipf-time-per-fault-in",
         "zpage/zipf-sampling-faults-per-op", "zpage/zipf-resident-pages"]),
@@ -1043,7 +1043,8 @@ SECTION_TEXT = {
         "a large object graph; doc, the text files of /usr/share/doc. fault-in-p50 and -p99: "
         "every page of the set dropped, then each touched once in random order and each touch "
         "timed; per repetition the median and the 99th percentile, then the median [min, max] "
-        "of the repetitions. lz4 and zstd are trapkit/zpage.h's pager with that codec (faults "
+        "of the repetitions (each repetition runs every path once, starting at another each "
+        "time). lz4 and zstd are trapkit/zpage.h's pager with that codec (faults "
         "served in the faulting thread), lz4-thread the same with the userfaultfd's handler "
         "thread, uncompressed the same fault path serving a plain copy (what compression adds "
         "is lz4 over it), zram the set in plain memory pushed to swap on /dev/zram0 (lz4) with "
@@ -1053,7 +1054,9 @@ SECTION_TEXT = {
         "handler that places each page with UFFDIO_COPY from a plain copy, or after "
         "LZ4_decompress_safe into a buffer on its stack; fault-in-p50-over-bare is trapkit's "
         "path (uncompressed over bare-sigbus, lz4 over bare-sigbus-lz4) and zram's (over "
-        "bare-sigbus-lz4) over that floor. ratio: the set's bytes over its compressed "
+        "bare-sigbus-lz4) over that floor. The fault-in-p50-over- ratios (over-zram: lz4's over "
+        "zram's) are measured: each repetition's p50 over the same repetition's, then the "
+        "median [min, max] of those ratios. ratio: the set's bytes over its compressed "
         "form's (zram: mem_used_total of /sys/block/zram0, its own overhead included). "
         "zipf-throughput: reads and writes of 256-byte records picked by a Zipfian law (theta "
         "0.99, keys scattered over the heap of heap_mib) in a child process, the heap under a "
@@ -1068,8 +1071,7 @@ SECTION_TEXT = {
         "accessed bits instead); zipf-resident-pages: the heap's pages in memory at the end "
         "of a run (zpage's count, mincore for zram's). zipf-throughput-over-zram is measured: "
         "each repetition's lz4 run over the zram run right after it, then the median [min, "
-        "max] of those ratios. The other -over- ratios are derived from the medians, ranging "
-        "over the worst pairings of the two figures' [min, max]. zram needs root, an unused "
+        "max] of those ratios. zram needs root, an unused "
         "/dev/zram0 and a memory cgroup v1 hierarchy: the benchmark sets them up and puts them "
         "back; where it cannot, the zram figures are n/a with the reason.",
     "Guard pages (trapkit/guard.h)":

@@ -20,6 +20,12 @@
  *       userfaultfd of the benchmark's own (UFFD_FEATURE_SIGBUS), and a
  *       SIGBUS handler that places each page with UFFDIO_COPY from a plain
  *       copy, or after LZ4_decompress_safe into a buffer on its stack.
+ *   zpage/fault-in-p50-over-uncompressed (lz4, zstd, lz4-thread, zram;
+ *       bare-sigbus-lz4 over bare-sigbus), -over-zram (lz4) and -over-bare
+ *       (uncompressed over bare-sigbus; lz4 and zram over bare-sigbus-lz4):
+ *       paired, each repetition's p50 over the same repetition's, then the
+ *       median [min, max] of those ratios.  Each repetition runs every
+ *       mechanism once, starting at another one each time.
  *   zpage/ratio  (lz4, zstd, zram): the set's bytes over the bytes its
  *       compressed form takes (zram: mem_used_total of /sys/block/zram0).
  *   zpage/zipf-throughput  (lz4, zram, unlimited): reads and writes of
@@ -53,8 +59,10 @@
  * reclaim sometimes gives up and the OOM killer ends the child although swap
  * has room: such a run is run again (up to 3 times; "oom_kills" counts them).
  *
- * TK_BENCH_ZIPF_ONLY=1 runs the Zipfian part alone; TK_BENCH_VERBOSE=1 prints
- * each zpage child's counts (fault-ins, evictions, samples, waits).
+ * TK_BENCH_ZIPF_ONLY=1 runs the Zipfian part alone, TK_BENCH_FAULT_ONLY=1 the
+ * kv set's fault-ins alone (TK_BENCH_FAULT_REPS=N repetitions of them, up to
+ * 64); TK_BENCH_VERBOSE=1 prints each repetition's fault-in p50s and each
+ * zpage child's counts (fault-ins, evictions, samples, waits).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -528,9 +536,22 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
     const char *bare_why = NULL;              /* ... no bare-sigbus figure */
     int reps = opts.reps < 5 ? opts.reps : 5; /* 8,192 faults each */
     if (opts.quick) reps = 3;
+    if (getenv("TK_BENCH_FAULT_REPS")) reps = atoi(getenv("TK_BENCH_FAULT_REPS"));
+    if (reps < 1 || reps > 64) reps = reps < 1 ? 1 : 64; /* (a figure holds 64) */
+    /* paired per repetition: lz4 (and the others) over the same
+     * repetition's uncompressed run, zram's, and the bare floor's */
+    struct bench_fig over_none[NMECH], over_zram[NMECH], over_bare[NMECH];
+    memset(over_none, 0, sizeof over_none);
+    memset(over_zram, 0, sizeof over_zram);
+    memset(over_bare, 0, sizeof over_bare);
     for (int rep = 0; rep < reps; rep++) {
         uint64_t seed = 77 + (uint64_t)rep;
-        for (int m = 0; m < NMECH; m++) {
+        int had[NMECH];
+        for (int m = 0; m < NMECH; m++) had[m] = fg.p50[m].n;
+        /* each repetition starts at another mechanism, so that none is
+         * always first (or always right after zram's swapping) */
+        for (int k = 0; k < NMECH; k++) {
+            int m = (k + rep) % NMECH;
             if (m == M_ZRAM) {
                 if (!zram_why) {
                     const char *why = one_zram(data, pages, t, &fg, seed);
@@ -543,6 +564,26 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
                 one_zpage(m, data, pages, t, &fg, seed);
             }
         }
+        double now[NMECH];
+        for (int m = 0; m < NMECH; m++)
+            now[m] = fg.p50[m].n > had[m] ? fg.p50[m].v[fg.p50[m].n - 1] : 0;
+        if (getenv("TK_BENCH_VERBOSE")) {
+            fprintf(stderr, "rep %d:", rep);
+            for (int m = 0; m < NMECH; m++) fprintf(stderr, " %s %.0f", mech_name[m], now[m]);
+            fprintf(stderr, "\n");
+        }
+        for (int m = 0; m < NMECH; m++) {
+            if (!now[m]) continue;
+            bool coded = m == M_LZ4 || m == M_ZSTD || m == M_LZ4_THREAD || m == M_ZRAM;
+            if (coded && now[M_NONE]) bench_add(&over_none[m], now[m] / now[M_NONE]);
+            if (m == M_BARE_LZ4 && now[M_BARE]) bench_add(&over_none[m], now[m] / now[M_BARE]);
+        }
+        if (now[M_LZ4] && now[M_ZRAM]) bench_add(&over_zram[M_LZ4], now[M_LZ4] / now[M_ZRAM]);
+        if (now[M_NONE] && now[M_BARE]) bench_add(&over_bare[M_NONE], now[M_NONE] / now[M_BARE]);
+        if (now[M_BARE_LZ4])
+            for (int m = 0; m < NMECH; m++)
+                if ((m == M_LZ4 || m == M_ZRAM) && now[m])
+                    bench_add(&over_bare[m], now[m] / now[M_BARE_LZ4]);
     }
     char params[64];
     snprintf(params, sizeof params, "\"data\": \"%s\", \"pages\": %zu", set, pages);
@@ -564,6 +605,17 @@ static void fault_in(const char *set, const unsigned char *data, size_t pages)
         bench_emit("zpage/fault-in-p99", mech_name[m], params, "time", "ns", &fg.p99[m]);
         if (m == M_LZ4 || m == M_ZSTD || m == M_ZRAM)
             bench_emit("zpage/ratio", mech_name[m], params, "ratio", "x", &fg.ratio[m]);
+    }
+    for (int m = 0; m < NMECH; m++) {
+        if (over_none[m].n)
+            bench_emit("zpage/fault-in-p50-over-uncompressed", mech_name[m], params, "ratio", "x",
+                       &over_none[m]);
+        if (over_bare[m].n)
+            bench_emit("zpage/fault-in-p50-over-bare", mech_name[m], params, "ratio", "x",
+                       &over_bare[m]);
+        if (over_zram[m].n)
+            bench_emit("zpage/fault-in-p50-over-zram", mech_name[m], params, "ratio", "x",
+                       &over_zram[m]);
     }
     free(t);
 }
@@ -898,6 +950,7 @@ int main(int argc, char **argv)
     bench_progress("kv records");
     make_kv(data, len);
     fault_in("kv", data, set_pages);
+    if (getenv("TK_BENCH_FAULT_ONLY")) return 0; /* the kv set's fault-ins alone */
 
     bench_progress("a Python interpreter's memory");
     const char *why = NULL;
