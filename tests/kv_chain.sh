@@ -6,7 +6,9 @@
 #  - a full image again after --full-after incremental ones, and the old
 #    incremental images are removed; --compress yes chains load too
 #  - files left over from an earlier chain are ignored and removed;
-#    incremental images without their full image stop the server, kept
+#    incremental images without their full image, or after a gap in the
+#    chain, stop the server, kept; a full image moved away while the server
+#    runs, or a damaged image the compaction finds, make the next save full
 #  - kill -9 at random instants of a BGSAVE (full or incremental) leaves
 #    a chain that loads and holds the last completed save (or the one
 #    being written, if it completed before the kill)
@@ -110,6 +112,74 @@ kv_start orphan2 --dir "$dir/orphan" --memory 16m
 expect three GET s3
 kv_kill
 echo "incremental images without their full image: refused, kept: ok"
+
+# an incremental image missing from the middle of the chain: the server
+# refuses to start and keeps the later ones, rather than load the chain up
+# to the gap (older data) and remove them at the next save
+mkdir -p "$dir/gap"
+G=(--dir "$dir/gap" --memory 16m)
+kv_start g1 "${G[@]}"
+expect OK SET g v1
+bgsave full
+expect OK SET g v2
+bgsave incremental
+expect OK SET g v3
+bgsave incremental
+kv_kill
+mv "$dir/gap/dump.tkimg.inc.2" "$dir/gap.inc.2"
+kv_start_fails g2 "${G[@]}"
+grep -q "dump.tkimg.inc.3 continues the chain, but .*dump.tkimg.inc.2 before it is missing" "$dir/g2.err" ||
+    { cat "$dir/g2.err"; echo "no word of the gap"; exit 1; }
+[[ $(files "$dir/gap") == "dump.tkimg dump.tkimg.inc.3 " ]] || { echo "after the gap: $(files "$dir/gap")"; exit 1; }
+mv "$dir/gap.inc.2" "$dir/gap/dump.tkimg.inc.2"
+kv_start g3 "${G[@]}"
+expect v3 GET g
+echo "an incremental image missing from the chain: refused, the later ones kept: ok"
+
+# the full image moved away while the server runs (a backup job): the next
+# save is a full image, not an incremental one that could never be loaded
+bgsave full # (a new server's first image)
+expect OK SET g v3b
+bgsave incremental
+mv "$dir/gap/dump.tkimg" "$dir/gap.full"
+expect OK SET g v4
+bgsave full
+grep -q "the chain on disk is not the one this server saved" "$dir/g3.err" ||
+    { cat "$dir/g3.err"; echo "no word of the chain changed"; exit 1; }
+[[ $(files "$dir/gap") == "dump.tkimg " ]] || { echo "after the full image: $(files "$dir/gap")"; exit 1; }
+expect OK SET g v5
+bgsave incremental
+kv_kill
+kv_start g4 "${G[@]}"
+expect v5 GET g
+kv_kill
+echo "the full image moved away while running: the next save is a full image: ok"
+
+# a damaged page in an incremental image, found when the chain is
+# compacted: a full image is saved in its place, and the store restores
+mkdir -p "$dir/dmg"
+D=(--dir "$dir/dmg" --memory 16m --compact-after 2)
+kv_start d1 "${D[@]}"
+cli DEBUG POPULATE 2000 k 200 >/dev/null 2>&1 || for i in $(seq 0 1999); do echo "SET k:$i $(printf 'v%.0s' {1..50})"; done | cli >/dev/null
+expect OK SET d v1
+bgsave full
+for i in $(seq 0 1999); do echo "SET k:$i w$i"; done | cli >/dev/null
+bgsave incremental
+# a byte of inc.2's first page of data (the header's page comes before it)
+printf '\xff' | dd of="$dir/dmg/dump.tkimg.inc.2" bs=1 seek=$((4096 + 100)) conv=notrunc status=none
+expect OK SET d v2
+bgsave incremental # the third image: the chain is compacted, and cannot be
+wait_until 60 '[[ $(info_field trapkit_last_compact_status) == err ]]'
+grep -q "compacting the chain failed: .*damaged.*a full image is saved in its place" "$dir/d1.err" ||
+    { cat "$dir/d1.err"; echo "no word of the damaged chain"; exit 1; }
+wait_until 60 '[[ $(info_field trapkit_chain_incremental_images) == 0 && $(info_field rdb_bgsave_in_progress) == 0 ]]'
+[[ $(files "$dir/dmg") == "dump.tkimg " ]] || { echo "after the full image: $(files "$dir/dmg")"; exit 1; }
+kv_kill
+kv_start d2 "${D[@]}"
+expect v2 GET d
+expect w1999 GET k:1999
+kv_kill
+echo "a damaged image found by the compaction: a full image saved in its place: ok"
 
 # ---- 3. --full-after and --compress
 mkdir -p "$dir/b"

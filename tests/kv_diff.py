@@ -12,7 +12,7 @@ sequences over a few keys of every type, some inside MULTI, some watched.
 Replies whose order Redis does not define (SMEMBERS, KEYS, HGETALL, SUNION,
 UNSUBSCRIBE from all, CONFIG GET ...) are compared as sets, inside EXEC's
 reply too; sorted-set scores of -0 as 0 (Redis keeps the sign only in some
-of its encodings); TTLs and expiry times within a second (each server took the
+of its encodings); TTLs, expiry times and OBJECT IDLETIME within a second (each server took the
 command at its own instant); SCAN, SSCAN, HSCAN and ZSCAN from cursor 0 by
 iterating to the end and comparing what was returned; CLIENT ID, HELLO's id
 and version, MEMORY USAGE by their type (each server's own); ZRANDMEMBER
@@ -122,6 +122,9 @@ def equal(cmd, a, b):
     name = cmd[0].upper()
     if name in TTLS and isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0:
         return abs(a - b) <= (1000 if name.startswith("P") else 1)
+    if (name == "OBJECT" and len(cmd) > 1 and str(cmd[1]).upper() == "IDLETIME" and
+            isinstance(a, int) and isinstance(b, int)):  # seconds: each server's clock
+        return abs(a - b) <= 1
     return a == b and type(a) is type(b)
 
 
@@ -131,12 +134,19 @@ def changes(conn):
     return int(next(l.split(":")[1] for l in txt.split("\r\n") if l.startswith("rdb_changes_since_last_save:")))
 
 
-def saved(conn, timeout=60):
-    """Waits until conn's server has no background save under way."""
+def persistence(conn):
+    """INFO persistence as a dict."""
+    txt = conn.cmd("INFO", "persistence").decode()
+    return dict(l.split(":", 1) for l in txt.split("\r\n") if ":" in l)
+
+
+def saved(conn, saves, timeout=60):
+    """Waits until conn's server has made more than `saves` saves (a BGSAVE
+    scheduled by EXEC starts a moment later) and none is under way."""
     end = time.time() + timeout
     while time.time() < end:
-        txt = conn.cmd("INFO", "persistence").decode()
-        if "rdb_bgsave_in_progress:0" in txt.split("\r\n"):
+        p = persistence(conn)
+        if int(p["rdb_saves"]) > saves and p["rdb_bgsave_in_progress"] == "0":
             return
         time.sleep(0.02)
     raise SystemExit("a background save did not end in %d s" % timeout)
@@ -205,12 +215,15 @@ def run2(steps):
     ("pipe", commands): sent at once on the first connections, so that each
     server runs them one after the other with nothing between (no active
     expiry: a key that expires among them stays until something looks)."""
+    saves = (0, 0)
     for who, cmd in steps:
         if who == "sleep":
             time.sleep(cmd)
+        elif who == "saves":  # the servers' counts of saves, before a BGSAVE
+            saves = int(persistence(kv)["rdb_saves"]), int(persistence(rd)["rdb_saves"])
         elif who == "saved":  # both background saves done (one that ends later
-            saved(kv)  # would reset the change counters the next commands compare)
-            saved(rd)
+            saved(kv, saves[0])  # would reset the change counters the next commands
+            saved(rd, saves[1])  # compare)
         elif who == "pipe":
             a, b = kv.pipeline(cmd), rd.pipeline(cmd)
             for c, x, y in zip(cmd, a, b):
@@ -935,18 +948,18 @@ tx_script = [
     (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
     (0, ("SET", "we", "1", "EX", "100")), (0, ("WATCH", "we")), (1, ("PEXPIRE", "we", "1")), ("sleep", 0.05),
     (0, ("MULTI",)), (0, ("PING",)), (0, ("EXEC",)),
-    # ... the same with nothing between that would delete the key (the
-    # SUNIONSTOREs take the millisecond it needs to expire, several times
-    # over on a fast host: 30,000 members took less there): EXEC sees it
-    # expired; watched once expired, it is still missing to EXEC
-    (0, ("SADD", "burn", *range(100000))),
-    ("pipe", [("SET", "we", "1", "PX", "1"), ("WATCH", "we"), ("SUNIONSTORE", "burn2", "burn"),
-              ("SUNIONSTORE", "burn2", "burn"), ("MULTI",), ("PING",), ("EXEC",)]),
-    ("pipe", [("SET", "we", "1", "PX", "1"), ("SUNIONSTORE", "burn2", "burn"),
-              ("SUNIONSTORE", "burn2", "burn"), ("WATCH", "we"), ("MULTI",), ("PING",), ("EXEC",)]),
-    ("pipe", [("SET", "we", "1", "PX", "1"), ("SUNIONSTORE", "burn2", "burn"),
-              ("SUNIONSTORE", "burn2", "burn"), ("WATCH", "we"), ("GET", "we"), ("MULTI",), ("PING",),
-              ("EXEC",)]),
+    # ... the same with nothing between that would delete the key (six
+    # SUNIONSTOREs of 300,000 members take the 50 ms it needs to expire,
+    # about twice over on a fast host; 50 ms, so that a stall of the host
+    # between the SET and the WATCH sent with it does not expire it first):
+    # EXEC sees it expired; watched once expired, it is still missing to EXEC
+    (0, ("SADD", "burn", *range(300000))),
+    ("pipe", [("SET", "we", "1", "PX", "50"), ("WATCH", "we")] +
+     [("SUNIONSTORE", "burn2", "burn")] * 6 + [("MULTI",), ("PING",), ("EXEC",)]),
+    ("pipe", [("SET", "we", "1", "PX", "50")] + [("SUNIONSTORE", "burn2", "burn")] * 6 +
+     [("WATCH", "we"), ("MULTI",), ("PING",), ("EXEC",)]),
+    ("pipe", [("SET", "we", "1", "PX", "50")] + [("SUNIONSTORE", "burn2", "burn")] * 6 +
+     [("WATCH", "we"), ("GET", "we"), ("MULTI",), ("PING",), ("EXEC",)]),
     (0, ("DEL", "burn", "burn2")),
     # FLUSHALL changes the watched keys that exist (the expired key gone
     # first: FLUSHALL counts the keys it deletes, and whether active expiry
@@ -957,7 +970,7 @@ tx_script = [
     (0, ("SET", "fk", "1")), (0, ("WATCH", "fk", "nokey2")), (0, ("MULTI",)), (0, ("FLUSHALL",)),
     (0, ("SET", "fk", "2")), (0, ("EXEC",)), (0, ("GET", "fk")),
     # SAVE and SHUTDOWN are refused in MULTI; BGSAVE is scheduled after EXEC
-    (0, ("MULTI",)), (0, ("BGSAVE",)), (0, ("EXEC",)), ("saved", None),
+    ("saves", None), (0, ("MULTI",)), (0, ("BGSAVE",)), (0, ("EXEC",)), ("saved", None),
 ]
 
 

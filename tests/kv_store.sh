@@ -2,7 +2,9 @@
 # examples/kv-server's store, which lives in the checkpointed area:
 #  - memory freed by DEL serves other sizes: after filling a 16 MiB store
 #    with values of many sizes and deleting them all, 1 MiB and 8 MiB values
-#    fit; memory in use returns to where it started
+#    fit; memory in use returns to where it started; a 10 MiB value
+#    overwritten by one byte gives its memory back (another 10 MiB fits);
+#    a SET refused because free memory is in holes says so
 #  - deleted keys leave nothing behind in the hash table: 1,000,000 SET/DEL
 #    pairs of distinct keys in a 16 MiB store all succeed
 #  - the table grows and shrinks; a SCAN that runs while keys are added
@@ -51,6 +53,47 @@ for rnd in range(3):
           "(%d at the start)" % (rnd, used, base))
 print("memory freed by DEL serves other sizes: ok (3 rounds of 6,000 values of 1 B-20 KB "
       "deleted in random order, then 1 and 8 MiB values in a 16 MiB store)")
+
+# ---- a value overwritten by a much smaller one gives its memory back
+# (string, hash field, list element), and a small block (the keys' table)
+# taken meanwhile is not left between it and the free space after it
+for kind in ("string", "hash", "list"):
+    big = b"x" * (10 << 20)
+    if kind == "string":
+        set_big, set_small = ("SET", "a", big), ("SET", "a", "x")
+    elif kind == "hash":
+        set_big, set_small = ("HSET", "a", "f", big), ("HSET", "a", "f", "x")
+    else:
+        c.cmd("RPUSH", "a", "e")
+        set_big, set_small = ("LSET", "a", "0", big), ("LSET", "a", "0", "x")
+    got = c.cmd(*set_big)
+    check(got in ("OK", 1), "%s: a 10 MiB value in a 16 MiB store: %r" % (kind, got))
+    c.cmd(*set_small)
+    check(info("used_memory") - base < 64 << 10, "%s: %d bytes in use after the 10 MiB value was "
+          "overwritten by one byte" % (kind, info("used_memory")))
+    got = c.cmd("SET", "b", big)
+    check(got == "OK", "%s: another 10 MiB value after the first shrank: %r" % (kind, got))
+    check(c.cmd("DEL", "a", "b") == 2, "DEL a b")
+print("a 10 MiB value overwritten by one byte gives its memory back (string, hash field, list "
+      "element): ok")
+
+# ---- fragmented free memory: the error says so.  Full of 100-byte values,
+# then every other one deleted: half the store is free, in holes
+n = 0
+while True:
+    got = c.pipeline([("SET", "f:%d" % i, b"v" * 100) for i in range(n, n + 5000)])
+    n += 5000
+    if any(isinstance(g, Err) for g in got):
+        break
+c.pipeline([("DEL", "f:%d" % i) for i in range(0, n, 2)])
+for size in (4 << 10, 64 << 10, 1 << 20, 4 << 20):  # (a table shrunk may have left a hole)
+    got = c.cmd("SET", "wide", b"w" * size)
+    if got != "OK":
+        break
+check(isinstance(got, Err) and "fragmented" in got,
+      "a %d-byte SET with half the store free in 100-byte holes: %r" % (size, got))
+print("a SET no free block can hold, half the store free in holes: %r" % got[:60])
+c.cmd("FLUSHALL")
 
 # ---- transactions and the memory
 OOM = "OOM command not allowed when used memory > 'maxmemory'."

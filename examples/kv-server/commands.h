@@ -75,6 +75,8 @@ uint64_t command_needs(const struct arg *a, size_t argc);
 /* Whether need bytes of the heap are free, after removing expired keys if
  * they are not. */
 bool memory_for(uint64_t need);
+/* The number of commands in the table (COMMAND COUNT). */
+size_t command_count(void);
 
 extern int64_t now_ms; /* the command's time, as the store sees it */
 extern bool in_exec;   /* EXEC is running its queue */

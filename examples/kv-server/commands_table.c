@@ -303,6 +303,11 @@ static struct command commands[] = {
 #undef Q
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
+size_t command_count(void)
+{
+    return NCOMMANDS;
+}
+
 static int command_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct command *)a)->name, ((const struct command *)b)->name);
@@ -438,7 +443,7 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
     set_now();
     if ((cmd->flags & CMD_DENYOOM) && !memory_for(command_needs(a, argc))) {
         multi_flag_error(c);
-        return out_oom(c);
+        return out_oom_full(c);
     }
     if (((cmd->flags & CMD_WRITE) || cmd->fn == cmd_ping) && persist_writes_refused()) {
         multi_flag_error(c);

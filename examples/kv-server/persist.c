@@ -97,6 +97,30 @@ static bool first_inc(char *buf, size_t n)
     return found;
 }
 
+/* An incremental image in DIR of the chain's lineage past last_seq: the
+ * chain loaded stops before it because one between is missing (or not what
+ * it should be).  Its name in buf if so. */
+static bool inc_past_gap(uint64_t lineage, uint64_t last_seq, char *buf, size_t n)
+{
+    DIR *d = opendir(persist.dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        uint64_t seq = inc_seq(e->d_name);
+        if (seq <= last_seq) continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        tk_ckpt_image_info info;
+        if (fd >= 0 && tk_ckpt_info(fd, &info) == 0 && info.incremental &&
+            info.lineage == lineage) {
+            snprintf(buf, n, "%s", e->d_name);
+            found = true;
+        }
+        if (fd >= 0) close(fd);
+    }
+    closedir(d);
+    return found;
+}
+
 /* ---- loading ----------------------------------------------------------- */
 /* A page of the chain is damaged (or cannot be read) and was found only
  * now, while the server runs: it is never served - the server stops.
@@ -324,6 +348,22 @@ int persist_load_image(const struct tk_ckpt_area *ar)
         persist.chain.inc_bytes += inc.file_bytes;
         created_ns = inc.created_ns;
     }
+    char later[NAME_MAX + 1];
+    if (inc_past_gap(persist.chain.lineage, persist.chain.last_seq, later, sizeof later)) {
+        /* Later images of this chain, but one between them and the chain is
+         * gone: loading the chain up to the gap would roll the data back
+         * and the next save would remove the later ones.  The user's to
+         * decide. */
+        fprintf(stderr,
+                "kv-server: %s/%s continues the chain, but %s.inc.%llu before it is missing or "
+                "not of this chain; not starting, as loading the chain up to the gap would roll "
+                "the data back and the next save would remove the later images (restore that "
+                "file, or move the later %s.inc.* files away to start from the state the chain "
+                "holds up to it)\n",
+                persist.dir, later, persist.path, (unsigned long long)(persist.chain.last_seq + 1),
+                persist.dbfile);
+        goto out;
+    }
     int err, nimg = n;
     if (persist.eager_restore) {
         err = tk_ckpt_restore(ar, 1, fds, (size_t)n);
@@ -421,6 +461,64 @@ static int open_tmp(void)
 
 /* Whether the chain is compacted in the background (--compact-after,
  * --compact-percentage). */
+/* Opens the chain as persist.chain describes it (DIR/NAME, then
+ * DIR/NAME.inc.SEQ up to its last seq) into fds, checking each file's
+ * header: its seq, full or incremental, one lineage.  Returns 0, or -1
+ * with why (the files opened closed). */
+static int open_chain(int *fds, size_t *n, char *why, size_t why_len)
+{
+    uint64_t lineage = 0;
+    *n = 0;
+    for (uint64_t seq = persist.chain.base_seq; seq <= persist.chain.last_seq; seq++) {
+        char path[PATH_MAX + 32];
+        bool base = seq == persist.chain.base_seq;
+        if (base)
+            snprintf(path, sizeof path, "%s", persist.path);
+        else
+            inc_path(path, sizeof path, seq);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        tk_ckpt_image_info info;
+        bool ok = fd >= 0 && tk_ckpt_info(fd, &info) == 0;
+        if (ok && base) lineage = info.lineage;
+        if (!ok || info.seq != seq || info.lineage != lineage || info.incremental == base) {
+            snprintf(why, why_len, "%s: %s", path,
+                     fd < 0 ? strerror(errno) : "not the image of the chain it should be");
+            if (fd >= 0) close(fd);
+            for (size_t i = 0; i < *n; i++) close(fds[i]);
+            *n = 0;
+            return -1;
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        fds[(*n)++] = fd;
+    }
+    return 0;
+}
+
+static bool compaction_live(void);
+
+/* Whether the chain on disk is still the one this server saved, for an
+ * incremental image to continue: a full image moved away or replaced, an
+ * incremental one missing, would leave every later image unloadable. */
+static bool chain_intact(void)
+{
+    if (compaction_live()) return true; /* (its thread checks the images as it reads them) */
+    int fds[MAX_CHAIN + 1];
+    size_t n;
+    char why[PATH_MAX + 128];
+    if (persist.chain.last_seq - persist.chain.base_seq > MAX_CHAIN ||
+        open_chain(fds, &n, why, sizeof why) < 0) {
+        if (persist.chain.last_seq - persist.chain.base_seq > MAX_CHAIN)
+            snprintf(why, sizeof why, "more than %d incremental images", MAX_CHAIN);
+        fprintf(stderr,
+                "kv-server: the chain on disk is not the one this server saved (%s): this save "
+                "writes a full image\n",
+                why);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) close(fds[i]);
+    return true;
+}
+
 static bool compaction_on(void)
 {
     return persist.incremental && (persist.compact_after > 0 || persist.compact_percentage > 0);
@@ -436,7 +534,7 @@ static unsigned save_flags(void)
     uint64_t incs = persist.chain.last_seq - persist.chain.base_seq;
     bool heavy = persist.chain.inc_bytes > persist.chain.base_bytes && !compaction_on();
     if (persist.incremental && !persist.need_full && persist.chain.ours &&
-        incs < (uint64_t)persist.full_after && !heavy)
+        incs < (uint64_t)persist.full_after && !heavy && chain_intact())
         f |= TK_CKPT_INCREMENTAL;
     return f;
 }
@@ -916,10 +1014,23 @@ static bool compact_due(void)
                 persist.chain.base_bytes * (uint64_t)persist.compact_percentage);
 }
 
+/* The chain could not be compacted: a damaged or missing image, or the
+ * compacted one could not be written.  The next save is a full image, and
+ * one is saved now: the data is in memory, and an image chained onto a
+ * damaged one would not load. */
 static void compact_failed(const char *why)
 {
     persist.last_compact_status = "err";
-    fprintf(stderr, "kv-server: compacting the chain failed: %s\n", why);
+    persist.need_full = true;
+    fprintf(stderr,
+            "kv-server: compacting the chain failed: %s; a full image is saved in its place\n",
+            why);
+    persist.bgsave_scheduled = true; /* (persist_poll_loading starts it) */
+}
+
+static bool compaction_live(void)
+{
+    return atomic_load(&compact.live);
 }
 
 /* Opens the chain as it is on disk (no save is being published: the event
@@ -940,26 +1051,7 @@ static void start_compact(void)
     compact.generation = full_generation;
     pthread_mutex_unlock(&publish_lock);
     char why[PATH_MAX + 128];
-    uint64_t lineage = 0;
-    for (uint64_t seq = compact.base_seq; seq <= compact.last_seq; seq++) {
-        char path[PATH_MAX + 32];
-        if (seq == compact.base_seq)
-            snprintf(path, sizeof path, "%s", persist.path);
-        else
-            inc_path(path, sizeof path, seq);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        tk_ckpt_image_info info;
-        if (fd >= 0 && tk_ckpt_info(fd, &info) == 0 && seq == compact.base_seq)
-            lineage = info.lineage;
-        if (fd < 0 || tk_ckpt_info(fd, &info) < 0 || info.seq != seq || info.lineage != lineage ||
-            info.incremental != (seq != compact.base_seq)) {
-            snprintf(why, sizeof why, "%s: %s", path,
-                     fd < 0 ? strerror(errno) : "not the image of the chain it should be");
-            if (fd >= 0) close(fd);
-            goto fail;
-        }
-        compact.fds[compact.n++] = fd;
-    }
+    if (open_chain(compact.fds, &compact.n, why, sizeof why) < 0) goto fail;
     atomic_store(&compact.done, false);
     compact.start_ms = mono_ms();
     if (pthread_create(&compact.thread, NULL, compact_thread, NULL) != 0) {

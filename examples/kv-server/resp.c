@@ -9,6 +9,8 @@
 
 #include "net.h"
 #include "resp.h"
+#include "server.h"
+#include "store.h"
 
 /* ---- replies ----------------------------------------------------------- */
 void out_str(struct conn *c, const char *s)
@@ -106,9 +108,22 @@ void out_help(struct conn *c, const char *const *lines, size_t n)
     for (size_t i = 0; i < n; i++) out_fmt(c, "+%s\r\n", lines[i]);
 }
 
-void out_oom(struct conn *c)
+/* The command needs more than the store has free (Redis's words). */
+void out_oom_full(struct conn *c)
 {
     out_str(c, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+}
+
+/* A block the command needed could not be had: the store is full, or (a
+ * fifth of it free or more) its free memory is in pieces too small - the
+ * store is one fixed area (--memory), which the checkpointer saves as it
+ * is, so it cannot take more pages as a malloc heap would. */
+void out_oom(struct conn *c)
+{
+    if (server.kv && kv_free(server.kv) * 5 >= kv_used(server.kv) + kv_free(server.kv))
+        return out_str(c, "-OOM command not allowed: no free block of the store is large enough "
+                          "(its free memory is fragmented; --memory sets its size)\r\n");
+    out_oom_full(c);
 }
 
 void out_wrongtype(struct conn *c)

@@ -69,6 +69,9 @@ void out_double(struct conn *c, double d); /* a bulk string, as Redis writes a s
 void out_help(struct conn *c, const char *const *lines, size_t n);
 
 /* Redis's common error replies */
+/* -OOM: the command needs more than the store has free */
+void out_oom_full(struct conn *c);
+/* -OOM: an allocation failed (the store full, or its free memory in pieces) */
 void out_oom(struct conn *c);
 void out_wrongtype(struct conn *c);
 void out_syntax(struct conn *c);

@@ -8,6 +8,8 @@
 #define KV_MAGIC 0x32305254534b564bull    /* "KVSTR02" */
 #define NBINS 368
 #define BLK_MIN 32
+#define SMALL_BLOCK (64u << 10) /* blocks below this are taken from the top ... */
+#define BIG_FREE (1u << 20)     /* ... of free blocks this big or more */
 #define INUSE 1ull
 #define DICT_MIN 4
 #define KEYS_MIN 1024
@@ -209,7 +211,15 @@ static uint64_t heap_alloc(struct kv_store *s, uint64_t n)
     uint64_t b = find_free(s, size);
     if (!b) return 0;
     uint64_t have = bsize(s, b);
-    if (have - size >= BLK_MIN) {
+    if (have - size >= BLK_MIN && size < SMALL_BLOCK && have >= BIG_FREE) {
+        /* a small block out of a big free one: from its end, so that small
+         * blocks gather at the top and big ones at the bottom, and a small
+         * one (a table, a key) is not left between a big value freed or
+         * shrunk and the free space after it */
+        set_block(s, b, have - size, 0);
+        bin_insert(s, b, have - size);
+        b += have - size;
+    } else if (have - size >= BLK_MIN) {
         set_block(s, b + size, have - size, 0);
         bin_insert(s, b + size, have - size);
     } else {
@@ -254,6 +264,20 @@ static void heap_free(struct kv_store *s, uint64_t p)
 static uint64_t heap_usable(struct kv_store *s, uint64_t p)
 {
     return bsize(s, p - 8) - 16;
+}
+
+/* The block at p now holds n bytes: if a quarter of it or more is left
+ * over, the rest goes back to the free blocks (merged with a free one after
+ * it), so that a value overwritten by a much smaller one in place does not
+ * keep the larger one's memory. */
+static void heap_shrink(struct kv_store *s, uint64_t p, uint64_t n)
+{
+    uint64_t b = p - 8, size = bsize(s, b), want = (n + 16 + 15) & ~15ull;
+    if (want < BLK_MIN) want = BLK_MIN;
+    if (want >= size || size - want < BLK_MIN || (size - want) * 4 < size) return;
+    set_block(s, b, want, INUSE);
+    set_block(s, b + want, size - want, INUSE);
+    heap_free(s, b + want + 8); /* (accounts for the rest as free) */
 }
 
 /* Grows the block at p to hold n bytes by taking in the free block after
@@ -1044,6 +1068,7 @@ kv_obj *kv_str_set(struct kv_store *s, const char *key, size_t klen, const char 
         if (o->r.type == KV_STRING && heap_usable(s, off) >= sizeof *o + klen + vlen) {
             memmove(str_data(o), val, vlen); /* val may be the old value's bytes */
             o->v = vlen;
+            heap_shrink(s, off, sizeof *o + klen + vlen);
         } else {
             uint64_t n = new_obj(s, key, klen, hv, KV_STRING, vlen);
             if (!n) return NULL;
@@ -1198,6 +1223,7 @@ int kv_list_set(struct kv_store *s, kv_obj *o, kv_lnode *n, const char *v, size_
     if (heap_usable(s, off) >= sizeof *n + len) { /* in place */
         memmove(n->data, v, len);
         n->len = len;
+        heap_shrink(s, off, sizeof *n + len);
         touched(s, &o->r, false);
         return 0;
     }
@@ -1356,6 +1382,7 @@ int kv_hash_set(struct kv_store *s, kv_obj *o, const char *f, size_t fn, const c
         struct kv_field *e = (struct kv_field *)AT(s, *link);
         memmove(field_value(e), v, vn);
         e->vlen = vn;
+        heap_shrink(s, *link, sizeof(struct kv_field) + fn + vn);
         touched(s, &o->r, false);
         return 0;
     }
