@@ -96,8 +96,21 @@ int main(void)
     CHECK_ERR(tk_ckpt_start(c, pipefd[0], 0), -EINVAL); /* not a regular file */
 
     char path[128];
+    /* opened with O_APPEND (pwrite would append: the header never at 0),
+     * or read-only: refused before anything is written */
+    snprintf(path, sizeof path, "%s/append.img", dir);
+    int app = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    CHECK_ERR(tk_ckpt_start(c, app, 0), -EINVAL);
+    CHECK(strstr(tk_last_error(), "O_APPEND"));
+    int ro = open(path, O_RDONLY);
+    CHECK_ERR(tk_ckpt_start(c, ro, 0), -EINVAL);
+    CHECK(strstr(tk_last_error(), "open for writing"));
+    close(ro);
     snprintf(path, sizeof path, "%s/good.img", dir);
     int good = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK_ERR(tk_ckpt_compact(&good, 1, app, 0), -EINVAL);
+    CHECK(strstr(tk_last_error(), "O_APPEND"));
+    close(app);
     tk_ckpt_stats st;
     CHECK_OK(tk_ckpt_snapshot(c, good, 0, &st));
     CHECK(st.pages_saved == 64 && st.pages_done == 64 && st.error == 0 && !st.running);

@@ -43,8 +43,20 @@
  * do not make regions of them yourself.  Threads of the program may read
  * and write the areas at any time, except during tk_ckpt_restore().
  * System calls that write into the areas (read(2) into them) fail with
- * EFAULT while a page is protected on uffd-sigbus and posix; use
+ * EFAULT while a page is protected on every mechanism but uffd-thread
+ * (uffd-sigbus, posix, and fork and stop-the-world with TK_CKPT_TRACK); use
  * tk_prefault() first.
+ *
+ * Signals.  A signal handler of the program may write to the areas, in any
+ * thread, and may leave by siglongjmp.  So that none waits for a pause its
+ * own thread holds, the write-fault handler keeps the faulting thread's
+ * asynchronous signals waiting until it returns (tens of microseconds),
+ * and tk_ckpt_start() and tk_ckpt_instant() (and so tk_ckpt_snapshot() and
+ * tk_ckpt_wait(), which call them) keep the calling thread's waiting while
+ * they run: with stop-the-world, for the whole snapshot.
+ *
+ * A checkpointer destroyed is gone, as memory after free(): destroying it
+ * again or using it is undefined.
  */
 #ifndef TRAPKIT_CHECKPOINT_H
 #define TRAPKIT_CHECKPOINT_H
@@ -196,8 +208,8 @@ int tk_ckpt_destroy(tk_ckpt *c);
            data are consistent (between two requests): the                                         \
            image never holds half of an operation */
 
-/* Starts a snapshot into fd (a regular file opened for writing; it is
- * truncated and written with pwrite).  Returns once the snapshot instant
+/* Starts a snapshot into fd (a regular file opened for writing, without
+ * O_APPEND; it is truncated and written with pwrite).  Returns once the snapshot instant
  * has passed: 0, -EBUSY (a snapshot is running), -EINVAL, or a system
  * call's error.  The header is written last, after the pages and the
  * directory and an fsync, so a crash leaves an image that restore

@@ -113,6 +113,7 @@
 #include "apps/checkpoint/chain.h"
 #include "apps/checkpoint/image.h"
 #include "core/internal.h"
+#include "core/region_impl.h" /* tk__defer_signals */
 #include "os/linux/os.h"
 #include "trapkit/checkpoint.h"
 #include "trapkit/probe.h"
@@ -835,6 +836,15 @@ static tk_action on_write(const tk_fault *f, void *arg)
     /* a writer's stall: from its fault to its resumption, while a
      * snapshot runs or is being set up */
     uint64_t t0 = atomic_load(&c->running) ? (t_in ? t_in : now_ns(CLOCK_MONOTONIC)) : 0;
+    /* In the faulting thread, its asynchronous signals wait until the
+     * handler returns (whose return gives back the interrupted code's mask:
+     * no call to restore it): a handler of one that wrote to an area would
+     * wait for a pause that waits for this writer, and one that left by
+     * siglongjmp would leave it counted inside for ever. */
+    if (f->ucontext) { /* (in the faulting thread's signal handler) */
+        uint64_t mask;
+        tk__defer_signals(&mask);
+    }
     /* Enter unless a snapshot is pausing; it waits for those inside, so no
      * page is opened after it protected its pages for good.  A snapshot
      * that starts waits only for those of the epoch before. */
@@ -2063,7 +2073,18 @@ static int arm_then_wait(struct tk_ckpt *c)
     return err;
 }
 
+static int instant(tk_ckpt *c);
+
 int tk_ckpt_instant(tk_ckpt *c)
+{
+    uint64_t mask;
+    tk__defer_signals(&mask); /* (see tk_ckpt_start) */
+    int r = instant(c);
+    tk__restore_signals(&mask);
+    return r;
+}
+
+static int instant(tk_ckpt *c)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_instant: checkpointer is NULL");
     note_cpu(c);
@@ -2113,7 +2134,22 @@ static void fail_start(struct tk_ckpt *c, int err)
     set_phase(c, PHASE_RUNNING);
 }
 
+static int start(tk_ckpt *c, int fd, unsigned flags);
+
+/* The pause may be taken in the caller's thread (tk_ckpt_start, and
+ * tk_ckpt_instant, which tk_ckpt_wait calls): its asynchronous signals wait
+ * meanwhile, since a handler of one that wrote to an area would wait for
+ * the pause its own thread holds. */
 int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
+{
+    uint64_t mask;
+    tk__defer_signals(&mask);
+    int r = start(c, fd, flags);
+    tk__restore_signals(&mask);
+    return r;
+}
+
+static int start(tk_ckpt *c, int fd, unsigned flags)
 {
     if (!c) return tk__fail(-EINVAL, "tk_ckpt_start: checkpointer is NULL");
     note_cpu(c);
@@ -2126,8 +2162,13 @@ int tk_ckpt_start(tk_ckpt *c, int fd, unsigned flags)
         return tk__fail(-EINVAL, "tk_ckpt_start: incremental snapshots need a checkpointer made "
                                  "with TK_CKPT_TRACK");
     struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+    int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || fl < 0 ||
+        (fl & O_ACCMODE) == O_RDONLY)
         return tk__fail(-EINVAL, "tk_ckpt_start: fd must be a regular file open for writing");
+    if (fl & O_APPEND) /* (pwrite appends there: the header would never be at 0) */
+        return tk__fail(-EINVAL, "tk_ckpt_start: fd is open with O_APPEND: the image is written "
+                                 "at fixed offsets; open it without O_APPEND");
     pthread_mutex_lock(&c->lock);
     if (atomic_load(&c->running)) {
         pthread_mutex_unlock(&c->lock);
