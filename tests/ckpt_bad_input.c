@@ -81,6 +81,23 @@ int main(void)
     CHECK_ERR(tk_ckpt_create(&cfg, &c), -EINVAL);
     bad = (struct tk_ckpt_area){mem, len + 1};
     CHECK_ERR(tk_ckpt_create(&cfg, &c), -EINVAL);
+    /* memory not mapped (on every mechanism: posix, fork and
+     * stop-the-world used to take it), and lengths past the address space */
+    unsigned char *gone =
+        mmap(NULL, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(gone != MAP_FAILED && munmap(gone + len, len) == 0);
+    for (int m = TK_CKPT_AUTO; m < TK_CKPT_COUNT_; m++) {
+        cfg.mech = (enum tk_ckpt_mech)m;
+        bad = (struct tk_ckpt_area){gone, 2 * len};
+        CHECK_ERR(tk_ckpt_create(&cfg, &c), -EINVAL);
+        CHECK(strstr(tk_last_error(), "not wholly mapped"));
+        bad = (struct tk_ckpt_area){mem, (size_t)1 << 62};
+        CHECK_ERR(tk_ckpt_create(&cfg, &c), -EINVAL);
+        bad = (struct tk_ckpt_area){mem, SIZE_MAX - ps + 1};
+        CHECK_ERR(tk_ckpt_create(&cfg, &c), -EINVAL);
+    }
+    cfg.mech = TK_CKPT_AUTO;
+    munmap(gone, len);
     cfg.nareas = 0;
     CHECK_ERR(tk_ckpt_create(&cfg, &c), -EINVAL);
     struct tk_ckpt_area ok = {mem, len};

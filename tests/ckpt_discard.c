@@ -6,7 +6,9 @@
  * zero with no data (where PAGEMAP_SCAN finds pages never populated); a
  * discarded page written again is in the next image with its new data;
  * while a snapshot runs the call is refused (-EBUSY) and changes nothing;
- * bad ranges are refused (-EINVAL).
+ * bad ranges are refused (-EINVAL); an image restored into the live
+ * area, saved pages write-protected, rolls it back, and the next
+ * incremental image holds the rolled-back pages.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -154,6 +156,25 @@ int main(int argc, char **argv)
         int want = p == 50 ? 0x77 : p == 200 ? 0x78 : p >= FROM && p < TO ? 0 : want_byte(p, 3);
         CHECK(page_is(back, p, want));
     }
+
+    /* rolled back: image 3 restored into the live area, whose saved pages
+     * the checkpointer keeps write-protected (the kernel cannot write
+     * them: each is read aside and stored, a write the checkpointer sees),
+     * after every page was changed; the next incremental image then holds
+     * the rolled-back pages, and the chain restores them */
+    for (size_t p = 0; p < NPAGES; p++) memset(area + p * ps, 0x33, ps);
+    CHECK_OK(tk_ckpt_restore(&ar, 1, &fds[3], 1));
+    for (size_t p = 0; p < NPAGES; p++) {
+        int want = p == 50 ? 0x77 : p == 200 ? 0x78 : p >= FROM && p < TO ? 0 : want_byte(p, 3);
+        CHECK(page_is(area, p, want));
+    }
+    int roll[2] = {fds[3], image(dir, 4)};
+    CHECK_OK(tk_ckpt_snapshot(c, roll[1], TK_CKPT_INCREMENTAL, &st));
+    memset(back, 0x55, len);
+    CHECK_OK(tk_ckpt_restore(&tgt, 1, roll, 2));
+    CHECK(memcmp(back, area, len) == 0);
+    close(roll[1]);
+    printf("%s: rolled back in place, and the next incremental image holds it\n", argv[1]);
 
     CHECK_OK(tk_ckpt_destroy(c));
     for (int k = 0; k < 4; k++) close(fds[k]);

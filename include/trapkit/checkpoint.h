@@ -178,7 +178,8 @@ typedef struct tk_ckpt_config {
 
 typedef struct tk_ckpt tk_ckpt;
 
-/* Creates a checkpointer over the areas.  Returns 0, -EINVAL (bad areas),
+/* Creates a checkpointer over the areas.  Returns 0, -EINVAL (bad areas:
+ * not page-aligned, of no length, not wholly mapped),
  * -EOPNOTSUPP (the mechanism is not available here; tk_last_error() says
  * why), -EEXIST (an area is already a trapkit region), -EBUSY (an area is
  * still being restored lazily: tk_ckpt_lazy_wait first) or -ENOMEM. */
@@ -289,7 +290,10 @@ int tk_ckpt_info(int fd, tk_ckpt_image_info *info);
  * were taken of.  Every image is checked completely (header, directory,
  * each page's CRC, the chain's lineage and sequence) before any memory is
  * written; on any error nothing is written and tk_last_error() says what
- * was wrong with which image.  Not during a snapshot of the same areas. */
+ * was wrong with which image.  Not during a snapshot of the same areas.
+ * The areas may be a live checkpointer's own (rolling them back): the
+ * pages it keeps write-protected are stored by the calling thread, writes
+ * the checkpointer sees, so the next incremental image holds them. */
 int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *fds, size_t nfds);
 
 /* ---- lazy restore ------------------------------------------------------

@@ -1003,6 +1003,16 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
                              "with a length that is a positive multiple of %zu",
                              a, ar->addr, ar->len, ps);
         }
+        /* (msync fails with ENOMEM on a range not wholly mapped; on private
+         * memory MS_ASYNC does nothing else) */
+        if ((uintptr_t)ar->addr + ar->len < (uintptr_t)ar->addr ||
+            msync(ar->addr, ar->len, MS_ASYNC) < 0) {
+            release(c);
+            return tk__failf(-EINVAL,
+                             "tk_ckpt_create: area %zu (%p, %zu bytes) is not wholly mapped "
+                             "memory",
+                             a, ar->addr, ar->len);
+        }
         c->areas[a] = *ar;
         c->first[a + 1] = c->first[a] + ar->len / ps;
     }

@@ -204,6 +204,15 @@ int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *
             continue;
         }
         int e = tk__img_read(&ch.imgs[k], i, rank, dst, scratch);
+        if (e == -EFAULT) {
+            /* a page the kernel may not write: write-protected by a
+             * checkpointer of these areas (TK_CKPT_TRACK).  Read aside and
+             * stored by this thread, whose write fault the checkpointer
+             * handles (the page counts as written).  A failed read has
+             * written nothing. */
+            e = tk__img_read(&ch.imgs[k], i, rank, page, scratch);
+            if (!e) memcpy(dst, page, ps);
+        }
         if (e)
             err = tk__failf(e,
                             "tk_ckpt_restore: image %zu changed while being restored: memory "
