@@ -9,7 +9,7 @@
 #  - writes made during a BGSAVE still count as unsaved after it completes;
 #    LASTSAVE is when the last save completed, the snapshot instant is
 #    reported apart
-#  - SHUTDOWN [SAVE|NOSAVE], SIGTERM with and without save points (Redis's
+#  - SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE] [ABORT], SIGTERM with and without save points (Redis's
 #    by default), a save
 #    that fails at shutdown keeps the server running; save points save;
 #    a failed background save makes writes fail with MISCONF where save
@@ -191,6 +191,19 @@ expect OK SET y 1
 cli SHUTDOWN SAVE >/dev/null 2>&1 || true
 kv_wait_exit 60
 ((rc == 0)) || { echo "SHUTDOWN SAVE: exit status $rc"; exit 1; }
+# a save that cannot be written: SHUTDOWN SAVE refuses to exit, SHUTDOWN
+# SAVE FORCE exits all the same; ABORT: no shutdown in progress (Redis 7.0)
+kv_start sd2b "${S[@]}"
+expect 1 GET y
+mkdir "$dir/s/dump.tkimg.tmp" # (where a save writes: opening it fails)
+expect "ERR No shutdown in progress." SHUTDOWN ABORT
+expect "ERR syntax error" SHUTDOWN ABORT NOW
+expect "ERR Errors trying to SHUTDOWN. Check logs." SHUTDOWN SAVE NOW
+expect 1 GET y
+cli SHUTDOWN SAVE FORCE >/dev/null 2>&1 || true
+kv_wait_exit 30
+((rc == 0)) || { echo "SHUTDOWN SAVE FORCE: exit status $rc"; exit 1; }
+rmdir "$dir/s/dump.tkimg.tmp"
 kv_start sd3 "${S[@]}" --save ""
 expect 1 GET y
 # no save points: SIGTERM exits without saving, as redis-server --save "" does

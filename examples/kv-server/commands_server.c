@@ -87,18 +87,39 @@ void cmd_save(struct conn *c, struct arg *a, size_t argc)
     out_ok(c);
 }
 
+/* SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], as Redis 7.0 takes it: NOW
+ * (do not wait for replicas) changes nothing here, FORCE exits even if the
+ * save fails, ABORT (alone) answers that no shutdown is in progress - this
+ * server never delays one. */
 void cmd_shutdown(struct conn *c, struct arg *a, size_t argc)
 {
     enum shutdown_mode mode = SHUTDOWN_DEFAULT;
+    bool now = false, force = false, abort_it = false;
     for (size_t i = 1; i < argc; i++) {
         if (arg_is(&a[i], "SAVE") && mode == SHUTDOWN_DEFAULT)
             mode = SHUTDOWN_SAVE;
         else if (arg_is(&a[i], "NOSAVE") && mode == SHUTDOWN_DEFAULT)
             mode = SHUTDOWN_NOSAVE;
+        else if (arg_is(&a[i], "NOW") && !now)
+            now = true;
+        else if (arg_is(&a[i], "FORCE") && !force)
+            force = true;
+        else if (arg_is(&a[i], "ABORT") && !abort_it)
+            abort_it = true;
         else
             return out_syntax(c);
     }
-    if (persist_shutdown(mode) < 0) out_err(c, "ERR Errors trying to SHUTDOWN. Check logs.");
+    if (abort_it) {
+        if (mode != SHUTDOWN_DEFAULT || now || force) return out_syntax(c);
+        return out_err(c, "ERR No shutdown in progress.");
+    }
+    if (persist_shutdown(mode) < 0) {
+        if (force) {
+            fprintf(stderr, "kv-server: SHUTDOWN FORCE: exiting without the save\n");
+            persist_shutdown(SHUTDOWN_NOSAVE);
+        }
+        out_err(c, "ERR Errors trying to SHUTDOWN. Check logs.");
+    }
 }
 
 void cmd_lastsave(struct conn *c, struct arg *a, size_t argc)
