@@ -12,7 +12,9 @@
  */
 #include <fcntl.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <trapkit/checkpoint.h>
 #include <trapkit/probe.h>
 #include <unistd.h>
@@ -175,6 +177,21 @@ int main(int argc, char **argv)
     CHECK(memcmp(back, area, len) == 0);
     close(roll[1]);
     printf("%s: rolled back in place, and the next incremental image holds it\n", argv[1]);
+
+    /* a file that cannot grow (RLIMIT_FSIZE): the snapshot fails with the
+     * write's own error on every mechanism (the fork mechanism's child
+     * passes its errno on; it used to be -EIO) */
+    struct rlimit was, small = {64 << 10, 64 << 10};
+    CHECK(getrlimit(RLIMIT_FSIZE, &was) == 0);
+    if (was.rlim_cur == RLIM_INFINITY || was.rlim_cur > small.rlim_cur) {
+        signal(SIGXFSZ, SIG_IGN);
+        small.rlim_max = was.rlim_max;
+        CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+        int big = image(dir, 5);
+        CHECK_ERR(tk_ckpt_snapshot(c, big, 0, &st), -EFBIG);
+        CHECK(setrlimit(RLIMIT_FSIZE, &was) == 0);
+        close(big);
+    }
 
     CHECK_OK(tk_ckpt_destroy(c));
     for (int k = 0; k < 4; k++) close(fds[k]);

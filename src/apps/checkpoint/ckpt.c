@@ -1909,8 +1909,8 @@ static void *snapshot_thread(void *arg)
                          (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u);
         if (atomic_load(&c->cancel))
             set_error(c, -ECANCELED);
-        else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            set_error(c, -EIO);
+        else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) /* (the child's errno, if it says) */
+            set_error(c, WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO);
         atomic_store(&c->done, c->ndata);
         atomic_store(&c->by_thread, c->ndata);
         atomic_store(&c->bytes, c->ndata * c->ps);
@@ -1998,7 +1998,7 @@ static void fork_child(struct tk_ckpt *c, pid_t parent)
     copy_all(c, true);
     int err = atomic_load(&c->error);
     if (!err) err = finish_image(c);
-    _exit(err ? 1 : 0);
+    _exit(!err ? 0 : -err > 0 && -err < 256 ? -err : EIO); /* (the parent's error) */
 }
 
 /* Puts the pages back as they were after a failed start: writable, to be
