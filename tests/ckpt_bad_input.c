@@ -136,8 +136,13 @@ int main(void)
     mem[5] = 99; /* after the snapshot: not in the image */
     CHECK_OK(tk_ckpt_destroy(c));
 
-    /* the good image restores */
+    /* the good image restores; into read-only memory (no region of
+     * trapkit's: nothing would handle a store) it fails, not crashes */
     struct tk_ckpt_area t = {target, len};
+    CHECK(mprotect(target, len, PROT_READ) == 0);
+    CHECK(tk_ckpt_restore(&t, 1, &good, 1) == -EFAULT);
+    CHECK(strstr(tk_last_error(), "cannot be written"));
+    CHECK(mprotect(target, len, PROT_READ | PROT_WRITE) == 0);
     CHECK_OK(tk_ckpt_restore(&t, 1, &good, 1));
     CHECK(target[5] == (unsigned char)(5 * 7 + 3));
     CHECK(memcmp(target + 6, mem + 6, len - 6) == 0);

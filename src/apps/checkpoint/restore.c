@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "apps/checkpoint/chain.h"
+#include "core/region_impl.h" /* tk__table_find */
 #include "apps/checkpoint/image.h"
 #include "core/internal.h"
 #include "trapkit/checkpoint.h"
@@ -162,6 +163,15 @@ static bool is_zero(const unsigned char *p, size_t n)
     return true;
 }
 
+/* Whether p lies in a trapkit region (whose faults trapkit handles). */
+static bool in_region(const void *p)
+{
+    tk__table_enter();
+    bool in = tk__table_find((uintptr_t)p) != NULL;
+    tk__table_leave();
+    return in;
+}
+
 int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *fds, size_t nfds)
 {
     struct tk_chain ch;
@@ -204,7 +214,7 @@ int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *
             continue;
         }
         int e = tk__img_read(&ch.imgs[k], i, rank, dst, scratch);
-        if (e == -EFAULT) {
+        if (e == -EFAULT && in_region(dst)) {
             /* a page the kernel may not write: write-protected by a
              * checkpointer of these areas (TK_CKPT_TRACK).  Read aside and
              * stored by this thread, whose write fault the checkpointer
@@ -213,7 +223,12 @@ int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *
             e = tk__img_read(&ch.imgs[k], i, rank, page, scratch);
             if (!e) memcpy(dst, page, ps);
         }
-        if (e)
+        if (e == -EFAULT)
+            err = tk__failf(e,
+                            "tk_ckpt_restore: page %lu of the areas cannot be written (not "
+                            "writable memory): memory is partly restored",
+                            (unsigned long)i);
+        else if (e)
             err = tk__failf(e,
                             "tk_ckpt_restore: image %zu changed while being restored: memory "
                             "is partly restored",
