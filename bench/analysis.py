@@ -774,11 +774,11 @@ def zpage_goals(results, note):
     def p50(m, d="kv"):
         return find(results, "zpage/fault-in-p50", m, data=d)
 
-    def over(exp, m, num, den, d="kv"):
+    def over(exp, num, den, d="kv"):
         """The ratio num/den of the set d: bench/zpage.c's paired one (each
         repetition's figures over the same repetition's) where it measured
         it, else from the two figures' ranges.  (Span or None, how)"""
-        r = find(results, f"zpage/fault-in-p50-over-{exp}", m, data=d)
+        r = find(results, f"zpage/fault-in-p50-over-{exp}", num, data=d)
         if r and not r.get("derived") and Span.of(r):
             return Span.of(r), " (paired per repetition)"
         a, b = Span.of(p50(num, d)), Span.of(p50(den, d))
@@ -786,7 +786,7 @@ def zpage_goals(results, note):
 
     def paired(text, a_label, b_label, exp, target, extra=""):
         gone = missing((a_label, p50(a_label)), (b_label, p50(b_label)))
-        r, how = over(exp, a_label, a_label, b_label)
+        r, how = over(exp, a_label, b_label)
         if gone or r is None:
             return one(text, a_label, p50(a_label), b_label, p50(b_label), target, True, us,
                        extra)
@@ -796,16 +796,16 @@ def zpage_goals(results, note):
 
     others = []
     for d in ZPAGE_DATA[1:]:
-        r, _ = over("uncompressed", "lz4", "lz4", "uncompressed", d)
+        r, _ = over("uncompressed", "lz4", "uncompressed", d)
         if r:
             others.append(f"{d} {r.text(suffix='×')}")
     # for information: the floor of any path through a signal, no library
-    fl_ratio, _ = over("uncompressed", "bare-sigbus-lz4", "bare-sigbus-lz4", "bare-sigbus")
+    fl_ratio, _ = over("uncompressed", "bare-sigbus-lz4", "bare-sigbus")
     floor_ratio = (f"; the bare floor's own lz4 over its plain copy {fl_ratio.text(suffix='×')}"
                    if fl_ratio else "")
     fl_lz4 = Span.of(p50("bare-sigbus-lz4"))
-    zr_floor, _ = over("bare", "zram", "zram", "bare-sigbus-lz4")
-    lz_floor, _ = over("bare", "lz4", "lz4", "bare-sigbus-lz4")
+    zr_floor, _ = over("bare", "zram", "bare-sigbus-lz4")
+    lz_floor, _ = over("bare", "lz4", "bare-sigbus-lz4")
     floor_zram = (f"; the bare floor without the library (bare-sigbus-lz4) "
                   f"{fl_lz4.scale(1e-3).text(suffix=' µs')}: lz4 {lz_floor.text(suffix='×')} "
                   f"of it, zram {zr_floor.text(suffix='×')}"

@@ -459,8 +459,6 @@ static int open_tmp(void)
     return persist.save_fd;
 }
 
-/* Whether the chain is compacted in the background (--compact-after,
- * --compact-percentage). */
 /* Opens the chain as persist.chain describes it (DIR/NAME, then
  * DIR/NAME.inc.SEQ up to its last seq) into fds, checking each file's
  * header: its seq, full or incremental, one lineage.  Returns 0, or -1
@@ -505,10 +503,12 @@ static bool chain_intact(void)
     int fds[MAX_CHAIN + 1];
     size_t n;
     char why[PATH_MAX + 128];
-    if (persist.chain.last_seq - persist.chain.base_seq > MAX_CHAIN ||
-        open_chain(fds, &n, why, sizeof why) < 0) {
-        if (persist.chain.last_seq - persist.chain.base_seq > MAX_CHAIN)
-            snprintf(why, sizeof why, "more than %d incremental images", MAX_CHAIN);
+    int r = -1;
+    if (persist.chain.last_seq - persist.chain.base_seq > MAX_CHAIN)
+        snprintf(why, sizeof why, "more than %d incremental images", MAX_CHAIN);
+    else
+        r = open_chain(fds, &n, why, sizeof why);
+    if (r < 0) {
         fprintf(stderr,
                 "kv-server: the chain on disk is not the one this server saved (%s): this save "
                 "writes a full image\n",
@@ -519,6 +519,8 @@ static bool chain_intact(void)
     return true;
 }
 
+/* Whether the chain is compacted in the background (--compact-after,
+ * --compact-percentage). */
 static bool compaction_on(void)
 {
     return persist.incremental && (persist.compact_after > 0 || persist.compact_percentage > 0);

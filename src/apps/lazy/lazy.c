@@ -184,8 +184,8 @@ static void fork_parent(void)
 static void cells_orphan(void);
 static void stacks_after_fork(void);
 
-/* In a child of fork(): makes inaccessible the hardware pages of pages
- * [i, j) of an uffd-missing array that hold no data - pages not computed,
+/* In a child of fork(): makes inaccessible the hardware pages of an
+ * uffd-missing array that hold no data - pages not computed,
  * and pages the program dropped (MADV_DONTNEED) since they were computed,
  * which the parent would compute again on their next touch but which would
  * read as zeros here.  /proc/self/pagemap tells (bit 63 present, bit 62
@@ -194,10 +194,10 @@ static void stacks_after_fork(void);
  * The page table, not the page's state, is what counts: the handler thread
  * marks a page computed just after placing it, and a thread that read it
  * may fork in between.  Returns false if pagemap could not be read. */
-static bool close_absent(const tk_lazy_array *a, int pm, size_t i, size_t j)
+static bool close_absent(const tk_lazy_array *a, int pm)
 {
     size_t hw = hw_page();
-    uintptr_t lo = (uintptr_t)(a->base + i * a->ps), hi = (uintptr_t)(a->base + j * a->ps);
+    uintptr_t lo = (uintptr_t)a->base, hi = (uintptr_t)(a->base + a->npages * a->ps);
     uint64_t e[512];
     for (uintptr_t at = lo; at < hi;) {
         size_t n = (hi - at) / hw < 512 ? (hi - at) / hw : 512;
@@ -261,7 +261,7 @@ static void fork_child(void)
             continue;
         }
         if (pm < 0) pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-        if (pm >= 0 && close_absent(a, pm, 0, a->npages)) continue;
+        if (pm >= 0 && close_absent(a, pm)) continue;
         /* (no pagemap: by the pages' states, dropped pages left open) */
         for (size_t i = 0; i < a->npages;) {
             size_t j = i + 1;
