@@ -89,12 +89,18 @@ for bad, what in [(b"*9999999999999999999\r\n", b"invalid multibulk length"),
                   (b"*1\r\n$-1\r\n", b"invalid bulk length"),
                   (b"*1\r\n$ 5\r\n", b"invalid bulk length"),
                   (b"*+1\r\n", b"invalid multibulk length"),
+                  (b"*01\r\n", b"invalid multibulk length"),  # leading zeros, as Redis
+                  (b"*-0\r\n", b"invalid multibulk length"),
+                  (b"*1\r\n$04\r\n", b"invalid bulk length"),
+                  (b"*1\r\n$-0\r\n", b"invalid bulk length"),
                   (b"*" + b"1" * 70000, b"too big mbulk count string"),
                   (b"*1\r\n$" + b"1" * 70000, b"too big bulk count string")]:
     c = Conn(port)
     got = c.raw(bad)
     check(got == b"-ERR Protocol error: " + what + b"\r\n", "%r: %r" % (bad[:40], got[:100]))
 print("overflowing lengths: ok")
+c = Conn(port)
+check(c.raw(b"*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n") == b"+PONG\r\n", "empty commands skipped")
 
 # ---- parsing across reads
 c = Conn(port)

@@ -688,8 +688,8 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
     if (want[5]) {
         ADD("# Keyspace\r\n");
         if (kv_count(server.kv))
-            ADD("db0:keys=%lu,expires=%lu,avg_ttl=0\r\n", (unsigned long)kv_count(server.kv),
-                (unsigned long)kv_expires(server.kv));
+            ADD("db0:keys=%lu,expires=%lu,avg_ttl=%lld\r\n", (unsigned long)kv_count(server.kv),
+                (unsigned long)kv_expires(server.kv), (long long)kv_avg_ttl(server.kv));
         ADD("\r\n");
     }
 #undef ADD

@@ -138,16 +138,16 @@ static void on_signal(int sig)
 
 static int usage(const char *msg)
 {
-    fprintf(stderr,
-            "kv-server: %s\nusage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
+    fprintf(msg ? stderr : stdout,
+            "%s%s%susage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
             "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
             "SIZE] [--stop-writes-on-bgsave-error yes|no] [--mechanism "
             "uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
             "yes|no] [--full-after N] [--compress yes|no] [--compact-after N] "
             "[--compact-percentage P] [--compact-min-size SIZE] [--eager-restore yes|no] "
             "[--restore-prefetch yes|no]\n",
-            msg);
-    return 2;
+            msg ? "kv-server: " : "", msg ? msg : "", msg ? "\n" : "");
+    return msg ? 2 : 0;
 }
 
 static size_t parse_size(const char *s)
@@ -184,7 +184,12 @@ int main(int argc, char **argv)
     server.mech = TK_CKPT_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return usage("every option takes a value");
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
+        if (!v) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%.120s takes a value (every option does)", o);
+            return usage(msg);
+        }
         i++;
         if (!strcmp(o, "--port")) {
             char *end;
@@ -265,7 +270,9 @@ int main(int argc, char **argv)
             server.mech = tk_ckpt_mech_parse(v);
             if (server.mech == TK_CKPT_COUNT_) return usage("unknown --mechanism");
         } else {
-            return usage("unknown option");
+            char msg[160];
+            snprintf(msg, sizeof msg, "unknown option %.120s", o);
+            return usage(msg);
         }
     }
     /* as redis-server, which cannot chdir there: a mistyped --dir would

@@ -163,8 +163,9 @@ int resp_protocol_error(struct conn *c, const char *what)
     return PARSE_ERROR;
 }
 
-/* Parses a decimal line "<digits>\r\n" at p (after the type byte): an
- * optional '-', then 1 to 19 digits whose value fits in a long long.
+/* Parses a decimal line "<digits>\r\n" at p (after the type byte): "0",
+ * or an optional '-' and 1 to 19 digits with no leading zero whose value
+ * fits in a long long (Redis's string2ll: "01" and "-0" are malformed).
  * Returns bytes used, 0 if incomplete, -1 if malformed. */
 static long parse_len_line(const char *p, size_t n, long long *v)
 {
@@ -174,7 +175,7 @@ static long parse_len_line(const char *p, size_t n, long long *v)
     if (len == 0 || p[len - 1] != '\r') return -1;
     len--;
     size_t i = p[0] == '-';
-    if (i == len || len - i > 19) return -1;
+    if (i == len || len - i > 19 || (p[i] == '0' && len != 1)) return -1;
     long long x = 0;
     for (; i < len; i++) {
         if (p[i] < '0' || p[i] > '9') return -1;

@@ -95,6 +95,7 @@ struct kv_store {
     struct kv_hdr *h;
     int64_t now;
     uint64_t rng, expired;
+    int64_t avg_ttl;    /* kv_avg_ttl's estimate, ms */
     bool hold_resize;   /* a snapshot runs: resize tables only when they must */
     bool hold_rehash;   /* the store is being loaded lazily: no rehash steps */
     kv_touch_fn *touch; /* kv_set_touch_hook's */
@@ -1006,7 +1007,8 @@ uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_o
 
 struct expire_ctx {
     struct kv_store *s;
-    size_t seen, n;
+    size_t seen, n, timed;
+    int64_t ttl_sum; /* of the keys seen that expire later */
     uint64_t hit[64];
 };
 
@@ -1015,7 +1017,12 @@ static void note_expired(void *arg, uint64_t e)
     struct expire_ctx *x = arg;
     kv_obj *o = (kv_obj *)AT(x->s, e);
     x->seen++;
-    if (o->expire && o->expire <= x->s->now && x->n < 64) x->hit[x->n++] = e;
+    if (o->expire && o->expire <= x->s->now && x->n < 64) {
+        x->hit[x->n++] = e;
+    } else if (o->expire > x->s->now) {
+        x->ttl_sum += o->expire - x->s->now;
+        x->timed++;
+    }
 }
 
 size_t kv_expire_cycle(struct kv_store *s, size_t max_keys)
@@ -1034,7 +1041,20 @@ size_t kv_expire_cycle(struct kv_store *s, size_t max_keys)
         }
         if (h->expire_cursor == 0) break; /* a whole pass */
     }
+    /* as Redis: the mean remaining time of the keys sampled, folded into
+     * a running estimate (each cycle weighs 1/50) */
+    if (!h->expires) {
+        s->avg_ttl = 0;
+    } else if (x.timed) {
+        int64_t avg = x.ttl_sum / (int64_t)x.timed;
+        s->avg_ttl = s->avg_ttl ? s->avg_ttl / 50 * 49 + avg / 50 : avg;
+    }
     return deleted;
+}
+
+int64_t kv_avg_ttl(const struct kv_store *s)
+{
+    return s->h->expires ? s->avg_ttl : 0;
 }
 
 bool kv_rehashing(const struct kv_store *s)

@@ -127,6 +127,10 @@ uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_o
 /* Active expiry: looks at up to max_keys keys, deleting the expired;
  * returns how many it deleted. */
 size_t kv_expire_cycle(struct kv_store *s, size_t max_keys);
+/* The mean time to live, in ms, of keys with an expiry time, estimated as
+ * Redis does from the keys kv_expire_cycle visits; 0 before its first
+ * visit or without such keys (INFO's avg_ttl). */
+int64_t kv_avg_ttl(const struct kv_store *s);
 /* Background work: a few steps (100 buckets) of the keyspace's incremental
  * rehash; whether it still runs. */
 bool kv_cron(struct kv_store *s);
