@@ -374,7 +374,8 @@ int tk_ckpt_lazy_destroy(tk_ckpt_lazy *l);
 
 /* Compaction: writes one full image holding the state the chain restores
  * (its newest image's seq and lineage, so incremental images taken after the
- * newest still chain onto it) into out_fd (a regular file, truncated).  Every
+ * newest still chain onto it) into out_fd (a regular file open for writing,
+ * not with O_APPEND; truncated).  Every
  * page read is verified; a damaged chain is refused and out_fd's content is
  * then unspecified.  flags: TK_CKPT_COMPRESS.  Crash safety is the caller's:
  * write to a new file, fsync, rename over (the man page shows how).

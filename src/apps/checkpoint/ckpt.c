@@ -2171,14 +2171,8 @@ static int start(tk_ckpt *c, int fd, unsigned flags)
     if ((flags & TK_CKPT_INCREMENTAL) && !c->track)
         return tk__fail(-EINVAL, "tk_ckpt_start: incremental snapshots need a checkpointer made "
                                  "with TK_CKPT_TRACK");
-    struct stat sb;
-    int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
-    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || fl < 0 ||
-        (fl & O_ACCMODE) == O_RDONLY)
-        return tk__fail(-EINVAL, "tk_ckpt_start: fd must be a regular file open for writing");
-    if (fl & O_APPEND) /* (pwrite appends there: the header would never be at 0) */
-        return tk__fail(-EINVAL, "tk_ckpt_start: fd is open with O_APPEND: the image is written "
-                                 "at fixed offsets; open it without O_APPEND");
+    int bad = tk__img_check_output(fd, "tk_ckpt_start");
+    if (bad) return bad;
     pthread_mutex_lock(&c->lock);
     if (atomic_load(&c->running)) {
         pthread_mutex_unlock(&c->lock);

@@ -2,6 +2,7 @@
  * header and directory checked once, then any page on demand, checked
  * against its CRC.  Shared by the eager and lazy restores and compaction. */
 #include <errno.h>
+#include <fcntl.h>
 #include <lz4.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "apps/checkpoint/image.h"
+#include "core/internal.h"
 
 /* [signal-safe] */
 int tk__pread_all(int fd, void *buf, size_t n, uint64_t off)
@@ -271,4 +273,18 @@ int tk__img_read(const struct tk_img *img, uint64_t idx, uint64_t rank, void *ou
     if (err == -ENODATA) return -EINVAL; /* the file ends early */
     if (err) return err;
     return tk__crc32c((uint32_t)idx, out, img->ps) == crc ? 0 : -EINVAL;
+}
+
+int tk__img_check_output(int fd, const char *who)
+{
+    struct stat sb;
+    int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+    if (fl < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (fl & O_ACCMODE) == O_RDONLY)
+        return tk__failf(-EINVAL, "%s: the image must go to a regular file open for writing", who);
+    if (fl & O_APPEND)
+        return tk__failf(-EINVAL,
+                         "%s: the file is open with O_APPEND: an image is written at "
+                         "fixed offsets; open it without O_APPEND",
+                         who);
+    return 0;
 }

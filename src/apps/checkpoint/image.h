@@ -124,6 +124,12 @@ enum { TK_IMG_ABSENT, TK_IMG_ZERO, TK_IMG_DATA };
 int tk__img_open(int fd, struct tk_img *img, bool dir_too, const char **msg);
 void tk__img_close(struct tk_img *img);
 
+/* Whether an image may be written to fd: a regular file open for writing
+ * without O_APPEND (pwrite would append there, and the header, written at
+ * offset 0, would never be at 0).  0, or -EINVAL with the error set for
+ * `who`. */
+int tk__img_check_output(int fd, const char *who);
+
 /* Checks the image's layout against the areas (page size, areas, page
  * count); msg is a static description, detail written into buf. */
 int tk__img_check_layout(const struct tk_img *img, const struct tk_ckpt_area *areas, size_t nareas,

@@ -304,12 +304,8 @@ int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags)
     for (size_t k = 0; k < nfds; k++)
         if (fds[k] == out_fd)
             return tk__failf(-EINVAL, "tk_ckpt_compact: the output is image %zu of the chain", k);
-    int fl = fcntl(out_fd, F_GETFL);
-    if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
-        return tk__fail(-EINVAL, "tk_ckpt_compact: the output must be open for writing");
-    if (fl & O_APPEND) /* (pwrite appends there: the header would never be at 0) */
-        return tk__fail(-EINVAL, "tk_ckpt_compact: the output is open with O_APPEND: the image "
-                                 "is written at fixed offsets; open it without O_APPEND");
+    int bad = tk__img_check_output(out_fd, who);
+    if (bad) return bad;
     /* the layout is the first image's; the chain is checked against it */
     struct tk_img first;
     const char *msg = NULL;
