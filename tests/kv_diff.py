@@ -1156,8 +1156,49 @@ def bulk_script(rng):
     return out
 
 
+def command_table():
+    """COMMAND INFO of every command kv-server lists (subcommands too) beside
+    redis-server's: the arity, the key positions and the flags kv-server
+    knows must be Redis's; COMMAND GETKEYS on commands whose keys move with
+    their arguments, and its errors."""
+    known = {"write", "readonly", "denyoom", "pubsub", "blocking", "no_multi", "movablekeys"}
+    names = [n.decode() for n in kv.cmd("COMMAND", "LIST")]
+    check = [n for n in names if n != "sort_ro"] + ["sort_ro"]
+    for name in check:
+        a, b = kv.cmd("COMMAND", "INFO", name)[0], rd.cmd("COMMAND", "INFO", name)[0]
+        compared["commands"] += 1
+        if b is None:
+            mismatches.append((("COMMAND", "INFO", name), a, "(unknown to redis-server)"))
+            continue
+        mine = (a[1], sorted(set(a[2]) & known), a[3], a[4], a[5])
+        theirs = (b[1], sorted(set(b[2]) & known), b[3], b[4], b[5])
+        if mine != theirs:
+            mismatches.append((("COMMAND", "INFO", name), mine, theirs))
+    if len(names) < 170 or "object|encoding" not in names or "get" not in names:
+        mismatches.append((("COMMAND", "LIST"), names, "(170 commands or more)"))
+    run([("COMMAND", "GETKEYS", *c.split()) for c in [
+        "zunion 2 a b", "zunionstore d 2 a b", "zunion x a", "zunion 3 a b", "zunionstore d 0 a",
+        "zinterstore d 1 a WEIGHTS 2", "zdiff 1 a", "zintercard 2 a b LIMIT 1", "sintercard 1 a",
+        "lmpop 2 a b LEFT", "blmpop 0 2 a b LEFT", "bzmpop 0 1 a MIN", "zmpop 1 a MAX COUNT 2",
+        "ping x", "foo a", "get a b", "set a", "get a", "mset a 1 b 2", "msetnx a 1",
+        "blpop a b 0", "bzpopmax a 0", "rename a b", "bitop AND d a b", "object encoding k",
+        "memory usage k", "sort k BY x STORE d", "sort k LIMIT 0 store GET store STORE e",
+        "sort k store", "sort_ro k", "del a b c", "watch a b", "spublish ch m", "lmove a b LEFT RIGHT",
+        "getkeys a b"]])
+    run([("COMMAND", "INFO", "nosuch"), ("COMMAND", "GETKEYS", "get"), ("COMMAND", "COUNT", "x"),
+         ("COMMAND", "NOSUCH"), ("COMMAND", "LIST", "FILTERBY", "NOSUCH", "x"),
+         ("COMMAND", "LIST", "x")])
+    for pattern in ("zrange*", "object|*", "nosuch*"):  # (in no defined order)
+        cmd = ("COMMAND", "LIST", "FILTERBY", "PATTERN", pattern)
+        a, b = kv.cmd(*cmd), rd.cmd(*cmd)
+        compared["commands"] += 1
+        if sorted(a) != sorted(b):
+            mismatches.append((cmd, a, b))
+
+
 kv.cmd("FLUSHALL")
 rd.cmd("FLUSHALL")
+command_table()
 run(script)
 count_changes = True  # (for the commands added with transactions, and one random round)
 run(script2)

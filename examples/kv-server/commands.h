@@ -77,6 +77,27 @@ uint64_t command_needs(const struct arg *a, size_t argc);
 bool memory_for(uint64_t need);
 /* The number of commands in the table (COMMAND COUNT). */
 size_t command_count(void);
+/* COMMAND's view of the table: the i-th command (NULL past the last); a
+ * command or "container|subcommand" by its lower-case name, NULL if none. */
+const struct command *command_nth(size_t i);
+const struct command *command_find(const char *name, size_t n);
+/* Where a command's keys are, as Redis's COMMAND INFO gives them: the
+ * first and last argument and the step between (last < 0 counts from the
+ * end; 0 0 0: none), and whether others move with the arguments (a count
+ * of keys, SORT's STORE). */
+struct command_keys {
+    int first, last, step;
+    bool movable;
+};
+struct command_keys command_keys(const struct command *cmd);
+/* Its flags as COMMAND INFO names them (write, readonly, denyoom, pubsub,
+ * blocking, no_multi, movablekeys: those kv-server knows), into out[7]. */
+size_t command_flags(const struct command *cmd, const char **out);
+/* COMMAND GETKEYS: the indexes in a[] (a[0] the command's name, argc
+ * checked against its arity) of its keys, into idx[argc]; -1 if the
+ * arguments do not say where they are (a bad count of keys), or the
+ * command has none. */
+long command_getkeys(const struct command *cmd, const struct arg *a, size_t argc, size_t *idx);
 
 extern int64_t now_ms; /* the command's time, as the store sees it */
 extern bool in_exec;   /* EXEC is running its queue */
@@ -272,7 +293,9 @@ command_fn cmd_ping, cmd_echo, cmd_time, cmd_info, cmd_config_get, cmd_config_re
     cmd_client_setname, cmd_client_getname, cmd_client_id, cmd_client_info, cmd_client_list,
     cmd_client_kill, cmd_client_unblock, cmd_client_help, cmd_reset, cmd_hello, cmd_auth,
     cmd_config_set, cmd_config_rewrite, cmd_config_help, cmd_slowlog_get, cmd_slowlog_len,
-    cmd_slowlog_reset, cmd_slowlog_help, cmd_role, cmd_swapdb, cmd_lolwut, cmd_wait;
+    cmd_slowlog_reset, cmd_slowlog_help, cmd_role, cmd_swapdb, cmd_lolwut, cmd_wait,
+    cmd_command_count, cmd_command_docs, cmd_command_getkeys, cmd_command_help, cmd_command_info,
+    cmd_command_list;
 
 /* ---- commands_server.c: the slow log (SLOWLOG, CONFIG SET slowlog-*) */
 struct slowlog_state {

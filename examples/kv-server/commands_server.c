@@ -520,10 +520,165 @@ void cmd_hello(struct conn *c, struct arg *a, size_t argc)
 
 /* COMMAND: an empty list (kv-server keeps no command documentation);
  * COMMAND COUNT: how many commands it has, as Redis answers. */
+/* ---- COMMAND ------------------------------------------------------------ */
+/* A command's entry as Redis 7.0's COMMAND INFO has it: name, arity,
+ * flags, first key, last key, step, ACL categories, tips, key
+ * specifications, subcommands (kv-server has no ACLs, tips or key
+ * specifications: those are empty) */
+static void out_command(struct conn *c, const struct command *cmd)
+{
+    const char *flags[8];
+    size_t nf = command_flags(cmd, flags), nsubs = 0;
+    struct command_keys k = command_keys(cmd);
+    for (const struct command *s = cmd->subs; s && s->name; s++) nsubs++;
+    out_array(c, 10);
+    out_cstr(c, cmd->name);
+    out_int(c, cmd->arity);
+    out_array(c, nf);
+    for (size_t i = 0; i < nf; i++) out_fmt(c, "+%s\r\n", flags[i]);
+    out_int(c, k.first);
+    out_int(c, k.last);
+    out_int(c, k.step);
+    out_array(c, 0);
+    out_array(c, 0);
+    out_array(c, 0);
+    out_array(c, nsubs);
+    for (const struct command *s = cmd->subs; s && s->name; s++) out_command(c, s);
+}
+
+/* A command or "container|sub" named by a (any case), NULL if none. */
+static const struct command *named(const struct arg *a)
+{
+    char low[64];
+    if (a->n >= sizeof low) return NULL;
+    for (size_t i = 0; i < a->n; i++)
+        low[i] = a->p[i] >= 'A' && a->p[i] <= 'Z' ? (char)(a->p[i] + 32) : a->p[i];
+    return command_find(low, a->n);
+}
+
+/* COMMAND: every command's entry */
 void cmd_command(struct conn *c, struct arg *a, size_t argc)
 {
-    if (argc == 2 && arg_is(&a[1], "COUNT")) return out_int(c, (long long)command_count());
+    (void)a, (void)argc;
+    size_t n = command_count();
+    out_array(c, n);
+    for (size_t i = 0; i < n; i++) out_command(c, command_nth(i));
+}
+
+void cmd_command_count(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    out_int(c, (long long)command_count());
+}
+
+/* COMMAND INFO [name ...]: each one's entry, nil for a name unknown */
+void cmd_command_info(struct conn *c, struct arg *a, size_t argc)
+{
+    if (argc == 2) return cmd_command(c, a, argc);
+    out_array(c, argc - 2);
+    for (size_t i = 2; i < argc; i++) {
+        const struct command *cmd = named(&a[i]);
+        if (cmd)
+            out_command(c, cmd);
+        else
+            out_nil(c);
+    }
+}
+
+/* COMMAND DOCS [name ...]: kv-server keeps no documentation of its
+ * commands (redis-cli then uses its own), so an empty map */
+void cmd_command_docs(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
     out_array(c, 0);
+}
+
+/* COMMAND LIST [FILTERBY MODULE m|ACLCAT c|PATTERN p]: the names, the
+ * subcommands' ("container|sub") too; no modules or ACL categories here */
+void cmd_command_list(struct conn *c, struct arg *a, size_t argc)
+{
+    const struct arg *pattern = NULL;
+    if (argc == 5 && arg_is(&a[2], "filterby") && arg_is(&a[3], "pattern"))
+        pattern = &a[4];
+    else if (argc == 5 && arg_is(&a[2], "filterby") &&
+             (arg_is(&a[3], "module") || arg_is(&a[3], "aclcat")))
+        return out_array(c, 0);
+    else if (argc != 2)
+        return out_err(c, "ERR syntax error");
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = 0;
+        for (size_t i = 0; i < command_count(); i++) {
+            const struct command *cmd = command_nth(i);
+            for (const struct command *s = cmd; s && s->name; s = s == cmd ? cmd->subs : s + 1) {
+                if (pattern && !glob_match(pattern->p, pattern->n, s->name, strlen(s->name)))
+                    continue;
+                if (pass) out_cstr(c, s->name);
+                n++;
+            }
+        }
+        if (!pass) out_array(c, n);
+    }
+}
+
+/* COMMAND GETKEYS command arg ...: its keys */
+void cmd_command_getkeys(struct conn *c, struct arg *a, size_t argc)
+{
+    struct arg *ca = a + 2;
+    size_t cargc = argc - 2;
+    const struct command *cmd = named(&ca[0]);
+    if (cmd && cmd->subs && cargc >= 2) {
+        char full[80];
+        int len = snprintf(full, sizeof full, "%s|%.*s", cmd->name,
+                           (int)(ca[1].n < 32 ? ca[1].n : 32), ca[1].p);
+        struct arg sub = {full, (size_t)len};
+        const struct command *s = named(&sub);
+        if (s) cmd = s;
+    }
+    if (!cmd) return out_err(c, "ERR Invalid command specified");
+    struct command_keys k = command_keys(cmd);
+    bool shard = !strcmp(cmd->name, "ssubscribe") || !strcmp(cmd->name, "sunsubscribe") ||
+                 !strcmp(cmd->name, "spublish"); /* (channels, which Redis's key specs mark) */
+    if ((k.first == 0 && !k.movable) || shard)
+        return out_err(c, "ERR The command has no key arguments");
+    if (cmd->arity > 0 ? cargc != (size_t)cmd->arity : cargc < (size_t)-cmd->arity)
+        return out_err(c, "ERR Invalid number of arguments specified for command");
+    size_t *idx = malloc(cargc * sizeof *idx);
+    if (!idx) return out_oom(c);
+    long n = command_getkeys(cmd, ca, cargc, idx);
+    if (n <= 0) {
+        free(idx);
+        return out_err(c, "ERR Invalid arguments specified for command");
+    }
+    out_array(c, (size_t)n);
+    for (long i = 0; i < n; i++) out_bulk(c, ca[idx[i]].p, ca[idx[i]].n);
+    free(idx);
+}
+
+void cmd_command_help(struct conn *c, struct arg *a, size_t argc)
+{
+    (void)a, (void)argc;
+    static const char *const lines[] = {
+        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "(no subcommand)",
+        "    Return details about all Redis commands.",
+        "COUNT",
+        "    Return the total number of commands in this Redis server.",
+        "LIST",
+        "    Return a list of all commands in this Redis server.",
+        "INFO [<command-name> ...]",
+        "    Return details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
+        "DOCS [<command-name> ...]",
+        "    Return documentation details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
+        "GETKEYS <full-command>",
+        "    Return the keys from a full Redis command.",
+        "HELP",
+        "    Prints this help.",
+    };
+    out_help(c, lines, sizeof lines / sizeof lines[0]);
 }
 
 /* CONFIG RESETSTAT: INFO's counters from 0 (total_commands_processed,

@@ -38,9 +38,9 @@
  *             slowlog-max-len stop-writes-on-bgsave-error) CONFIG SET (save
  *             stop-writes-on-bgsave-error slowlog-log-slower-than slowlog-max-len
  *             maxclients appendonly no maxmemory-policy noeviction) CONFIG RESETSTAT|REWRITE|HELP
- *             SLOWLOG GET|LEN|RESET|HELP WAIT ROLE SWAPDB 0 0 LOLWUT COMMAND (an empty list)
- *             CLIENT SETNAME|GETNAME|ID|INFO|LIST|KILL|UNBLOCK|HELP SELECT 0 QUIT SAVE
- *             BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE] HELLO [2] AUTH RESET
+ *             SLOWLOG GET|LEN|RESET|HELP WAIT ROLE SWAPDB 0 0 LOLWUT COMMAND
+ * [INFO|LIST|COUNT|GETKEYS|DOCS|HELP] CLIENT SETNAME|GETNAME|ID|INFO|LIST|KILL|UNBLOCK|HELP SELECT
+ * 0 QUIT SAVE BGSAVE LASTSAVE SHUTDOWN [SAVE|NOSAVE] HELLO [2] AUTH RESET
  *
  * Each is in commands_TYPE.c (strings, keys, lists, sets, hashes, zsets,
  * multi, blocking, pubsub, bits, sort, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or
@@ -70,6 +70,15 @@ static const struct command config_subs[] = {
     {"config|resetstat", 2, 0, cmd_config_resetstat},
     {"config|rewrite", 2, 0, cmd_config_rewrite},
     {"config|help", 2, 0, cmd_config_help},
+    {NULL},
+};
+static const struct command command_subs[] = {
+    {"command|count", 2, 0, cmd_command_count},
+    {"command|docs", -2, 0, cmd_command_docs},
+    {"command|getkeys", -4, 0, cmd_command_getkeys},
+    {"command|help", 2, 0, cmd_command_help},
+    {"command|info", -2, 0, cmd_command_info},
+    {"command|list", -2, 0, cmd_command_list},
     {NULL},
 };
 static const struct command slowlog_subs[] = {
@@ -282,7 +291,7 @@ static struct command commands[] = {
     {"info", -1, 0, cmd_info},
     {"config", -2, 0, NULL, config_subs},
     {"client", -2, 0, NULL, client_subs},
-    {"command", -1, 0, cmd_command},
+    {"command", -1, 0, cmd_command, command_subs},
     {"select", 2, 0, cmd_select},
     {"quit", -1, Q, cmd_quit},
     {"reset", 1, Q, cmd_reset},
@@ -338,6 +347,139 @@ static const struct command *lookup_sub(const struct command *cmd, const struct 
     for (const struct command *s = cmd->subs; s->name; s++)
         if (arg_is(a, s->name + pre)) return s;
     return NULL;
+}
+
+/* ---- COMMAND's view of the table ------------------------------------- */
+const struct command *command_nth(size_t i)
+{
+    return i < NCOMMANDS ? &commands[i] : NULL;
+}
+
+const struct command *command_find(const char *name, size_t n)
+{
+    const char *bar = memchr(name, '|', n);
+    struct arg top = {name, bar ? (size_t)(bar - name) : n};
+    const struct command *cmd = lookup_command(&top);
+    if (!cmd || !bar) return cmd;
+    if (!cmd->subs) return NULL;
+    struct arg sub = {bar + 1, n - (size_t)(bar + 1 - name)};
+    return lookup_sub(cmd, &sub);
+}
+
+/* Whether " name " is in list (names between spaces). */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(list, name); p; p = strstr(p + 1, name))
+        if (p > list && p[-1] == ' ' && p[n] == ' ') return true;
+    return false;
+}
+
+/* Redis's key positions, by command (the default: the first argument) */
+static const char no_keys[] =
+    " keys scan dbsize flushall flushdb randomkey object memory lmpop blmpop sintercard zmpop "
+    "zunion zinter zdiff zintercard bzmpop subscribe unsubscribe psubscribe punsubscribe publish "
+    "pubsub multi exec discard unwatch ping echo time info config client command select quit "
+    "reset hello auth bgsave save lastsave shutdown slowlog role swapdb lolwut wait ";
+static const char all_keys[] = " mget del unlink exists touch watch sinter sunion sdiff "
+                               "sinterstore sunionstore sdiffstore ssubscribe sunsubscribe ";
+static const char two_keys[] =
+    " rename renamenx copy lmove rpoplpush blmove brpoplpush smove zrangestore ";
+static const char keys_then_timeout[] = " blpop brpop bzpopmin bzpopmax ";
+/* numkeys, then the keys, after the arguments before it (destination key,
+ * timeout) */
+static const char numkeys_at_1[] = " lmpop sintercard zmpop zunion zinter zdiff zintercard ";
+static const char numkeys_at_2[] = " blmpop bzmpop zunionstore zinterstore zdiffstore ";
+static const char blocking[] = " blpop brpop blmove brpoplpush blmpop bzpopmin bzpopmax bzmpop ";
+static const char pubsub[] =
+    " subscribe unsubscribe psubscribe punsubscribe ssubscribe sunsubscribe publish spublish ";
+
+struct command_keys command_keys(const struct command *cmd)
+{
+    const char *n = cmd->name;
+    struct command_keys k = {1, 1, 1, false};
+    if (strchr(n, '|')) k = (struct command_keys){0, 0, 0, false};
+    if (!strcmp(n, "object|encoding") || !strcmp(n, "object|refcount") ||
+        !strcmp(n, "object|idletime") || !strcmp(n, "object|freq") || !strcmp(n, "memory|usage"))
+        k = (struct command_keys){2, 2, 1, false};
+    else if (listed(no_keys, n))
+        k = (struct command_keys){0, 0, 0, false};
+    else if (listed(all_keys, n))
+        k.last = -1;
+    else if (!strcmp(n, "mset") || !strcmp(n, "msetnx"))
+        k = (struct command_keys){1, -1, 2, false};
+    else if (!strcmp(n, "bitop"))
+        k = (struct command_keys){2, -1, 1, false};
+    else if (listed(two_keys, n))
+        k.last = 2;
+    else if (listed(keys_then_timeout, n))
+        k.last = -2;
+    k.movable = listed(numkeys_at_1, n) || listed(numkeys_at_2, n) || !strcmp(n, "sort") ||
+                !strcmp(n, "sort_ro");
+    return k;
+}
+
+size_t command_flags(const struct command *cmd, const char **out)
+{
+    struct command_keys k = command_keys(cmd);
+    const char *n = cmd->name;
+    bool ps = listed(pubsub, n) || (!strncmp(n, "pubsub|", 7) && strcmp(n, "pubsub|help"));
+    size_t nf = 0;
+    if (cmd->flags & CMD_WRITE)
+        out[nf++] = "write";
+    else if (!ps && strcmp(n, "watch") && strcmp(n, "object|help") &&
+             (k.first > 0 || k.movable || listed(" keys scan dbsize randomkey lolwut ", n)))
+        out[nf++] = "readonly";
+    if (cmd->flags & CMD_DENYOOM) out[nf++] = "denyoom";
+    if (ps) out[nf++] = "pubsub";
+    if (listed(blocking, n)) out[nf++] = "blocking";
+    if (cmd->flags & CMD_NO_MULTI) out[nf++] = "no_multi";
+    if (k.movable) out[nf++] = "movablekeys";
+    return nf;
+}
+
+/* Where a count of keys says how many follow: keys from numkeys' argument
+ * + 1; false if it is not a count of the arguments there are. */
+static bool numkeys(const struct arg *a, size_t argc, size_t at, size_t *from, size_t *to)
+{
+    long long n;
+    if (at >= argc || !parse_ll(&a[at], &n) || n <= 0 || (unsigned long long)n > argc - at - 1)
+        return false;
+    *from = at + 1;
+    *to = at + (size_t)n;
+    return true;
+}
+
+long command_getkeys(const struct command *cmd, const struct arg *a, size_t argc, size_t *idx)
+{
+    struct command_keys k = command_keys(cmd);
+    size_t n = 0;
+    const char *name = cmd->name;
+    if (listed(numkeys_at_1, name) || listed(numkeys_at_2, name)) {
+        size_t from, to;
+        bool dst = strstr(name, "store") != NULL; /* Z...STORE's destination */
+        if (!numkeys(a, argc, listed(numkeys_at_1, name) ? 1 : 2, &from, &to)) return -1;
+        if (dst) idx[n++] = 1;
+        for (size_t i = from; i <= to; i++) idx[n++] = i;
+        return (long)n;
+    }
+    if (k.first == 0) return -1;
+    size_t last = k.last >= 0 ? (size_t)k.last : argc + (size_t)k.last;
+    if (k.last < 0 && (size_t)-k.last > argc) return -1;
+    for (size_t i = (size_t)k.first; i <= last && i < argc; i += (size_t)k.step) idx[n++] = i;
+    if (!strcmp(name, "sort")) { /* STORE's destination (the last), as Redis's sortGetKeys */
+        size_t dst = 0;
+        for (size_t i = 2; i < argc; i++) {
+            if (arg_is(&a[i], "limit"))
+                i += 2;
+            else if (arg_is(&a[i], "get") || arg_is(&a[i], "by"))
+                i += 1;
+            else if (arg_is(&a[i], "store") && i + 1 < argc)
+                dst = ++i;
+        }
+        if (dst) idx[n++] = dst;
+    }
+    return (long)n;
 }
 
 /* The command's time: the store's too, so that what expired is gone. */
