@@ -13,6 +13,10 @@
 #    (kill -9), in a store restored at another address; a key whose time
 #    passed while the server was down is gone; active expiry deletes keys
 #    nobody touches
+#  - UNLINK of values of many elements answers at once and frees them in
+#    slices after (lazyfree_pending_objects); a write that needs their
+#    memory meanwhile gets it; values left to free in an image are freed
+#    after the restart
 #  - a transaction's writes are checked against the free memory as they are
 #    queued (one too large: -OOM, and EXEC fails) and together at EXEC (too
 #    large together: EXECABORT, none of them done), as Redis checks them
@@ -238,6 +242,79 @@ c.pipeline([("SADD", "set", "m%d" % i) for i in range(3000)])
 check(c.cmd("SCARD", "set") == 3003, "SCARD")
 print("every type and expiry times restored; the key whose time passed while the server was down "
       "is gone")
+PY
+kv_kill
+
+# ---- UNLINK: large values freed after the reply, in slices
+kv_start unlink --memory 64m --mechanism "$mech" --dbfilename unlink.img
+KV_PORT=$port PYTHONPATH=$(dirname "$0") python3 - "$dir/unlink-state" <<'PY'
+import json, sys, time
+from kv_resp import Conn, Err, check, port_from_env
+c = Conn(port_from_env(), timeout=120)
+base = int(c.info("used_memory"))
+
+def fill(n):
+    for k in range(0, n, 1000):
+        c.pipeline([("SADD", "set", *["m%d" % i for i in range(k, k + 1000)]),
+                    ("RPUSH", "list", *["e%d" % i for i in range(k, k + 1000)]),
+                    ("HSET", "hash", *[x for i in range(k, k + 1000) for x in ("f%d" % i, "v" * 40)]),
+                    ("ZADD", "zset", *[x for i in range(k, k + 1000) for x in (str(i), "z%d" % i)])])
+
+def pending():
+    return int(c.info("lazyfree_pending_objects"))
+
+def drained(what):
+    for _ in range(1200):
+        if pending() == 0:
+            break
+        time.sleep(0.05)
+    check(pending() == 0, "%s: %d values still to free" % (what, pending()))
+    used = int(c.info("used_memory"))
+    check(used - base < 64 << 10, "%s: %d bytes in use after freeing, %d at the start" % (what, used, base))
+
+fill(60000)
+c.cmd("SADD", "small", "a", "b")  # (freed at once)
+got = c.pipeline([("UNLINK", "set", "list", "hash", "zset", "small", "nokey"), ("INFO", "memory")])
+check(got[0] == 5, "UNLINK: %r" % got[0])
+left = int(got[1].decode().split("lazyfree_pending_objects:")[1].split("\r\n")[0])
+check(1 <= left <= 4, "lazyfree_pending_objects right after UNLINK: %d" % left)
+check(c.cmd("DBSIZE") == 0 and c.cmd("EXISTS", "set", "hash") == 0, "keys gone at once")
+drained("UNLINK")
+# a write that needs the memory being freed gets it at once
+fill(60000)
+used = int(c.info("used_memory"))
+size = (64 << 20) - used + (4 << 20)  # more than is free: it needs what UNLINK left
+check(used > 12 << 20 and size < (60 << 20) - base, "the values fill %d bytes" % used)
+got = c.pipeline([("UNLINK", "set", "list", "hash", "zset"), ("SET", "big", b"x" * size)])
+check(got == [4, "OK"], "a %d MiB SET right after UNLINK of %d MiB: %r" % (size >> 20, used >> 20, got))
+check(pending() == 0, "the write freed what UNLINK left")
+c.cmd("DEL", "big")
+# an image taken with values left to free: they are freed after the restart
+fill(30000)
+got = c.pipeline([("UNLINK", "set", "list", "hash", "zset"), ("SAVE",), ("INFO", "memory")])
+check(got[:2] == [4, "OK"], "UNLINK, SAVE: %r" % got[:2])
+json.dump({"base": base}, open(sys.argv[1], "w"))
+print("UNLINK: 4 values of 60,000 elements freed after the reply; a SET right after that "
+      "needed their memory got it")
+PY
+kv_kill
+kv_start unlink2 --memory 64m --mechanism "$mech" --dbfilename unlink.img
+KV_PORT=$port PYTHONPATH=$(dirname "$0") python3 - "$dir/unlink-state" <<'PY'
+import json, sys, time
+from kv_resp import Conn, check, port_from_env
+c = Conn(port_from_env(), timeout=120)
+base = json.load(open(sys.argv[1]))["base"]
+for _ in range(1200):
+    if int(c.info("lazyfree_pending_objects")) == 0:
+        break
+    time.sleep(0.05)
+used = int(c.info("used_memory"))
+check(int(c.info("lazyfree_pending_objects")) == 0 and used - base < 64 << 10,
+      "after the restart: %s values to free, %d bytes in use (%d empty)"
+      % (c.info("lazyfree_pending_objects"), used, base))
+check(c.cmd("DBSIZE") == 0, "DBSIZE after the restart")
+check(c.cmd("SET", "big", b"y" * (50 << 20)) == "OK", "a 50 MiB SET after the restart")
+print("values left to free in an image: freed after the restart")
 PY
 kv_kill
 kv_check_log

@@ -250,9 +250,9 @@ command_fn cmd_get, cmd_set, cmd_setnx, cmd_setex, cmd_getset, cmd_getdel, cmd_g
     cmd_mset, cmd_msetnx, cmd_incr, cmd_incrby, cmd_decrby, cmd_incrbyfloat, cmd_append, cmd_strlen,
     cmd_getrange, cmd_setrange;
 /* commands_keys.c */
-command_fn cmd_del, cmd_exists, cmd_type, cmd_rename, cmd_renamenx, cmd_keys, cmd_scan, cmd_dbsize,
-    cmd_flushall, cmd_expire, cmd_pexpire, cmd_expireat, cmd_pexpireat, cmd_ttl, cmd_pttl,
-    cmd_expiretime, cmd_pexpiretime, cmd_persist, cmd_copy, cmd_touch, cmd_randomkey,
+command_fn cmd_del, cmd_unlink, cmd_exists, cmd_type, cmd_rename, cmd_renamenx, cmd_keys, cmd_scan,
+    cmd_dbsize, cmd_flushall, cmd_expire, cmd_pexpire, cmd_expireat, cmd_pexpireat, cmd_ttl,
+    cmd_pttl, cmd_expiretime, cmd_pexpiretime, cmd_persist, cmd_copy, cmd_touch, cmd_randomkey,
     cmd_object_encoding, cmd_object_refcount, cmd_object_idletime, cmd_object_freq, cmd_object_help,
     cmd_memory_usage, cmd_memory_help;
 /* commands_sort.c */

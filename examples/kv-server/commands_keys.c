@@ -18,6 +18,17 @@ void cmd_del(struct conn *c, struct arg *a, size_t argc)
     out_int(c, n);
 }
 
+/* UNLINK: DEL, but a large value is freed in slices between the event
+ * loop's turns (net.c), as Redis frees it in a background thread */
+void cmd_unlink(struct conn *c, struct arg *a, size_t argc)
+{
+    long long n = 0;
+    for (size_t i = 1; i < argc; i++)
+        if (lookup_key(&a[i])) n += kv_unlink(server.kv, a[i].p, a[i].n);
+    server.changes += (uint64_t)n;
+    out_int(c, n);
+}
+
 void cmd_exists(struct conn *c, struct arg *a, size_t argc)
 {
     long long n = 0;

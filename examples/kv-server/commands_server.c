@@ -770,9 +770,10 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
     if (want[2])
         ADD("# Memory\r\nused_memory:%lu\r\nused_memory_human:%.2fM\r\n"
             "used_memory_dataset:%lu\r\nmaxmemory:%zu\r\nmaxmemory_policy:noeviction\r\n"
-            "kv_heap_free:%lu\r\nkv_keyspace_rehashing:%d\r\n\r\n",
+            "lazyfree_pending_objects:%lu\r\nkv_heap_free:%lu\r\nkv_keyspace_rehashing:%d\r\n\r\n",
             (unsigned long)kv_used(server.kv), kv_used(server.kv) / 1048576.0,
-            (unsigned long)kv_used(server.kv), server.mem, (unsigned long)kv_free(server.kv),
+            (unsigned long)kv_used(server.kv), server.mem,
+            (unsigned long)kv_lazyfree_pending(server.kv), (unsigned long)kv_free(server.kv),
             kv_rehashing(server.kv) ? 1 : 0);
     if (want[3]) {
         tk_ckpt_stats st = persist.last_stats;

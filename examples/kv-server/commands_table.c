@@ -45,9 +45,10 @@
  * Each is in commands_TYPE.c (strings, keys, lists, sets, hashes, zsets,
  * multi, blocking, pubsub, bits, sort, server) as cmd_NAME (a subcommand's cmd_CONTAINER_SUB), or
  * as the cmd_ of the command it shares an implementation with (DECR: cmd_incr, PSETEX: cmd_setex,
- * UNLINK: cmd_del, FLUSHDB: cmd_flushall, SUBSTR: cmd_getrange, ZREVRANK: cmd_zrank).
+ * FLUSHDB: cmd_flushall, SUBSTR: cmd_getrange, ZREVRANK: cmd_zrank).
  */
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -148,7 +149,7 @@ static struct command commands[] = {
     {"bitop", -4, WM, cmd_bitop},
     /* keys */
     {"del", -2, W, cmd_del},
-    {"unlink", -2, W, cmd_del},
+    {"unlink", -2, W, cmd_unlink},
     {"exists", -2, 0, cmd_exists},
     {"type", 2, 0, cmd_type},
     {"rename", 3, W, cmd_rename},
@@ -525,6 +526,8 @@ uint64_t command_needs(const struct arg *a, size_t argc)
 
 bool memory_for(uint64_t need)
 {
+    if (need > kv_free(server.kv) && kv_lazyfree_pending(server.kv))
+        kv_lazyfree_step(server.kv, LONG_MAX); /* what UNLINK left, freed now */
     return need <= kv_free(server.kv) || reclaim_expired(need);
 }
 

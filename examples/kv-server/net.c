@@ -450,7 +450,8 @@ void net_event_loop(void)
             persist_shutdown(SHUTDOWN_DEFAULT);
             server.stop = 0; /* the save failed: keep serving */
         }
-        int timeout = net.pending ? 0 : persist.bgsave || persist.lazy ? 5 : 100;
+        bool freeing = kv_lazyfree_pending(server.kv) != 0; /* what UNLINK left */
+        int timeout = net.pending || freeing ? 0 : persist.bgsave || persist.lazy ? 5 : 100;
         int64_t deadline = blocking_next_deadline(); /* a blocked client's timeout */
         if (deadline) {
             int64_t left = deadline - mono_ms();
@@ -465,6 +466,7 @@ void net_event_loop(void)
         }
         kv_hold_resize(server.kv, persist.bgsave);
         run_pending();
+        if (freeing) kv_lazyfree_step(server.kv, 2048); /* (~0.1 ms a turn) */
         int64_t now = mono_ms();
         if (deadline && now >= deadline) blocking_timeouts(now);
         free_closed();

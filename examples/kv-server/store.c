@@ -1,6 +1,7 @@
 /* examples/kv-server/store.c - the in-area key-value store (see store.h). */
 #include "store.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,10 @@ struct kv_hdr {
     struct kv_dict keys;
     uint64_t bin_map[(NBINS + 63) / 64];
     uint64_t bin[NBINS]; /* the first free block of each size bin */
+    /* values kv_unlink left to free (their keys, chained by r.next), and how
+     * many; after the fields above, so that an area formatted before they
+     * existed (zeros there) opens with none */
+    uint64_t lazyfree, lazyfree_objects;
 };
 
 /* The process's handle on an area. */
@@ -210,6 +215,10 @@ static uint64_t heap_alloc(struct kv_store *s, uint64_t n)
     uint64_t size = (n + 16 + 15) & ~15ull;
     if (size < BLK_MIN) size = BLK_MIN;
     uint64_t b = find_free(s, size);
+    if (!b && h->lazyfree) { /* what UNLINK left may make room: free it now */
+        kv_lazyfree_step(s, LONG_MAX);
+        b = find_free(s, size);
+    }
     if (!b) return 0;
     uint64_t have = bsize(s, b);
     if (have - size >= BLK_MIN && size < SMALL_BLOCK && have >= BIG_FREE) {
@@ -684,7 +693,9 @@ struct kv_store *kv_open(void *area, size_t len, const char **why)
     else if (h->magic != KV_MAGIC)
         *why = "it holds no kv-server store";
     else if (h->len != len || h->heap_off < sizeof *h || h->heap_end != len ||
-             h->heap_off >= h->heap_end || h->used + h->free + 16 != h->heap_end - h->heap_off)
+             h->heap_off >= h->heap_end || h->used + h->free + 16 != h->heap_end - h->heap_off ||
+             (h->lazyfree != 0) != (h->lazyfree_objects != 0) ||
+             (h->lazyfree && (h->lazyfree < h->heap_off || h->lazyfree >= h->heap_end)))
         *why = "its store's header is inconsistent";
     if (*why) return NULL;
     return handle(area);
@@ -822,16 +833,99 @@ static void free_value(struct kv_store *s, kv_obj *o)
     }
 }
 
-static void delete_at(struct kv_store *s, uint64_t *link, int t)
+static void delete_at(struct kv_store *s, uint64_t *link, int t, bool lazy)
 {
     kv_obj *o = (kv_obj *)AT(s, *link);
     uint64_t off = *link;
     touched(s, &o->r, true);
     dict_unlink(&s->h->keys, link, &o->r, t);
     if (o->expire) s->h->expires--;
-    free_value(s, o);
-    heap_free(s, off);
+    if (lazy) {
+        o->r.next = s->h->lazyfree;
+        s->h->lazyfree = off;
+        s->h->lazyfree_objects++;
+    } else {
+        free_value(s, o);
+        heap_free(s, off);
+    }
     dict_maybe_shrink(s, &s->h->keys, KEYS_MIN);
+}
+
+/* Frees up to *budget entries of the table (from its last bucket down, so
+ * that what is left is a smaller table); true when it is all freed. */
+static bool dict_free_some(struct kv_store *s, struct kv_dict *d, long *budget)
+{
+    for (int t = 1; t >= 0; t--) {
+        if (!d->size[t]) continue;
+        uint64_t *b = buckets(s, d, t);
+        while (d->size[t] && *budget > 0) {
+            uint64_t i = d->size[t] - 1;
+            while (b[i] && *budget > 0) {
+                uint64_t e = b[i];
+                b[i] = rec(s, e)->next;
+                heap_free(s, e);
+                --*budget;
+            }
+            if (b[i]) return false;
+            d->size[t]--;
+        }
+        if (d->size[t]) return false;
+        heap_free(s, d->table[t]);
+        d->table[t] = 0;
+    }
+    return true;
+}
+
+/* Frees up to *budget elements of the value; true when it is all freed
+ * (its key's block included). */
+static bool free_some(struct kv_store *s, kv_obj *o, long *budget)
+{
+    switch (o->r.type) {
+    case KV_LIST: {
+        struct kv_list *l = list_of(s, o);
+        while (l->head && *budget > 0) {
+            uint64_t next = ((struct kv_lnode *)AT(s, l->head))->next;
+            heap_free(s, l->head);
+            l->head = next;
+            --*budget;
+        }
+        if (l->head) return false;
+        break;
+    }
+    case KV_SET:
+    case KV_HASH:
+        if (!dict_free_some(s, &((struct kv_set *)AT(s, o->v))->d, budget)) return false;
+        break;
+    case KV_ZSET: {
+        struct kv_zset *z = (struct kv_zset *)AT(s, o->v);
+        if (!dict_free_some(s, &z->d, budget)) return false; /* the nodes */
+        heap_free(s, z->header);
+        break;
+    }
+    default:
+        return true; /* (kv_unlink frees the others at once) */
+    }
+    heap_free(s, o->v);
+    heap_free(s, OFF(s, o));
+    return true;
+}
+
+bool kv_lazyfree_step(struct kv_store *s, long budget)
+{
+    struct kv_hdr *h = s->h;
+    while (h->lazyfree && budget > 0) {
+        kv_obj *o = (kv_obj *)AT(s, h->lazyfree);
+        uint64_t next = o->r.next;
+        if (!free_some(s, o, &budget)) break;
+        h->lazyfree = next;
+        h->lazyfree_objects--;
+    }
+    return h->lazyfree != 0;
+}
+
+uint64_t kv_lazyfree_pending(const struct kv_store *s)
+{
+    return s->h->lazyfree_objects;
 }
 
 uint64_t kv_obj_bytes(struct kv_store *s, const kv_obj *o)
@@ -865,7 +959,7 @@ kv_obj *kv_lookup(struct kv_store *s, const char *key, size_t klen)
     if (!link) return NULL;
     kv_obj *o = (kv_obj *)AT(s, *link);
     if (o->expire && o->expire <= s->now) {
-        delete_at(s, link, t);
+        delete_at(s, link, t, false);
         s->expired++;
         return NULL;
     }
@@ -895,7 +989,34 @@ bool kv_delete(struct kv_store *s, const char *key, size_t klen)
     int t;
     uint64_t *link = dict_link(s, &s->h->keys, key, klen, hash_key(s, key, klen), &t);
     if (!link) return false;
-    delete_at(s, link, t);
+    delete_at(s, link, t, false);
+    return true;
+}
+
+/* As Redis's lazyfree: a value of more than 64 elements is left to
+ * kv_lazyfree_step */
+bool kv_unlink(struct kv_store *s, const char *key, size_t klen)
+{
+    int t;
+    uint64_t *link = dict_link(s, &s->h->keys, key, klen, hash_key(s, key, klen), &t);
+    if (!link) return false;
+    kv_obj *o = (kv_obj *)AT(s, *link);
+    uint64_t n = 0;
+    switch (o->r.type) {
+    case KV_LIST:
+        n = list_of(s, o)->len;
+        break;
+    case KV_SET:
+    case KV_HASH:
+    case KV_ZSET: {
+        struct kv_dict *d = &((struct kv_set *)AT(s, o->v))->d; /* (a zset's starts so too) */
+        n = d->used[0] + d->used[1];
+        break;
+    }
+    default:
+        break;
+    }
+    delete_at(s, link, t, n > 64);
     return true;
 }
 

@@ -108,6 +108,15 @@ bool kv_obj_expired(const struct kv_store *s, const kv_obj *o);
 void kv_set_expire(struct kv_store *s, kv_obj *o, int64_t when_ms);
 bool kv_delete(struct kv_store *s, const char *key, size_t klen);
 void kv_delete_obj(struct kv_store *s, kv_obj *o);
+/* Deletes the key as kv_delete, but a value of more than 64 elements (a
+ * list, set, hash or sorted set) is only unlinked: its memory stays in use
+ * until kv_lazyfree_step frees it (Redis's UNLINK).  False if no such key. */
+bool kv_unlink(struct kv_store *s, const char *key, size_t klen);
+/* Frees up to `budget` elements of the values kv_unlink left; whether some
+ * remain.  The list is in the area: a value unlinked before a snapshot is
+ * freed after its restore. */
+bool kv_lazyfree_step(struct kv_store *s, long budget);
+uint64_t kv_lazyfree_pending(const struct kv_store *s); /* values left to free */
 /* Gives o the name newkey (which must not exist), keeping its value and
  * expiry; returns the object under its new name, NULL on no memory. */
 kv_obj *kv_rename(struct kv_store *s, kv_obj *o, const char *newkey, size_t nklen);
