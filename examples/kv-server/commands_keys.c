@@ -9,24 +9,26 @@
 #include "persist.h"
 #include "server.h"
 
-void cmd_del(struct conn *c, struct arg *a, size_t argc)
+/* DEL; UNLINK the same, but a large value is freed in slices between the
+ * event loop's turns (net.c), as Redis frees it in a background thread */
+static void delete_keys(struct conn *c, struct arg *a, size_t argc, bool lazy)
 {
     long long n = 0;
     for (size_t i = 1; i < argc; i++)
-        if (lookup_key(&a[i])) n += kv_delete(server.kv, a[i].p, a[i].n);
+        if (lookup_key(&a[i]))
+            n += lazy ? kv_unlink(server.kv, a[i].p, a[i].n) : kv_delete(server.kv, a[i].p, a[i].n);
     server.changes += (uint64_t)n;
     out_int(c, n);
 }
 
-/* UNLINK: DEL, but a large value is freed in slices between the event
- * loop's turns (net.c), as Redis frees it in a background thread */
+void cmd_del(struct conn *c, struct arg *a, size_t argc)
+{
+    delete_keys(c, a, argc, false);
+}
+
 void cmd_unlink(struct conn *c, struct arg *a, size_t argc)
 {
-    long long n = 0;
-    for (size_t i = 1; i < argc; i++)
-        if (lookup_key(&a[i])) n += kv_unlink(server.kv, a[i].p, a[i].n);
-    server.changes += (uint64_t)n;
-    out_int(c, n);
+    delete_keys(c, a, argc, true);
 }
 
 void cmd_exists(struct conn *c, struct arg *a, size_t argc)
