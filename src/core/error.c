@@ -86,6 +86,30 @@ const char *tk_strerror(int err)
         return "no space left (a reserved range or a fixed table is full)";
     case ENAMETOOLONG:
         return "a path is too long";
+    case EMFILE:
+        return "too many open files in this process (RLIMIT_NOFILE)";
+    case ENFILE:
+        return "too many open files in the system";
+    case ECHILD:
+        return "not available in a fork child (the handler thread is the parent's)";
+    case EOVERFLOW:
+        return "a count or nesting depth passed its limit";
+    case ECANCELED:
+        return "the operation was cancelled (its object was destroyed or the peer left)";
+    case EBADMSG:
+        return "a message or record is malformed";
+    case ENOTCONN:
+        return "not connected";
+    case ENODATA:
+        return "no data (nothing was recorded or written yet)";
+    case EROFS:
+        return "read-only (opened for reading only)";
+    case EALREADY:
+        return "already done or already in progress";
+    case EINTR:
+        return "interrupted by a signal";
+    case ETIMEDOUT:
+        return "timed out";
     default:
         return "unknown error";
     }
