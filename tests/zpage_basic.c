@@ -26,6 +26,11 @@
  *            along, and a write that raced with it and was lost shows as a
  *            count short at the end
  *   bad      bad configurations refused with -EINVAL and a message
+ *   locked   memory the kernel will not drop: refused under
+ *            mlockall(MCL_FUTURE); pages mlock()ed later stay resident with
+ *            their data (trim -EBUSY, discard -EINVAL), a thread faulting
+ *            far over the budget does not wait for ever, and after munlock
+ *            the pager drops them again
  *   swap     pages the kernel swapped out (MADV_PAGEOUT to a swap file of
  *            the test's) are evicted with their data, not as zeros (root)
  */
@@ -543,6 +548,65 @@ static void case_madvise(void)
     CHECK_OK(tk_zpage_destroy(z));
 }
 
+/* ---- locked ---- */
+
+static void case_locked(void)
+{
+    struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+    setrlimit(RLIMIT_MEMLOCK, &rl); /* (root may; others keep their limit) */
+    if (mlockall(MCL_FUTURE) != 0) {
+        printf("SKIP: mlockall: %s\n", strerror(errno));
+        exit(TK_SKIP);
+    }
+    tk_zpage_config cfg = {.len = (size_t)NPAGES * PAGE,
+                           .budget = 64 * PAGE,
+                           .codec = codec,
+                           .level = codec == TK_ZPAGE_ZSTD ? 3 : 0,
+                           .delivery = delivery};
+    tk_zpage *locked;
+    CHECK_ERR(tk_zpage_create(&cfg, &locked), -EOPNOTSUPP);
+    CHECK(strstr(tk_last_error(), "mlockall"));
+    CHECK(munlockall() == 0);
+
+    make(64);
+    const uint32_t n = 512;
+    for (uint32_t i = 0; i < n; i++) write_page(i, 1);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    /* (under SIGBUS the kernel's own touches of dropped pages fail: mlock's
+     * too, so they are brought back first, with no budget meanwhile) */
+    CHECK_OK(tk_zpage_set_budget(z, 0));
+    CHECK_OK(tk_prefault(base, n * PAGE, TK_ACCESS_READ));
+    if (mlock(base, n * PAGE) != 0) {
+        printf("SKIP: mlock: %s\n", strerror(errno));
+        exit(TK_SKIP);
+    }
+    /* eight times the budget: the pager cannot drop them, and the faults do
+     * not wait for it */
+    CHECK_OK(tk_zpage_set_budget(z, 64 * PAGE));
+    for (uint32_t i = 0; i < n; i++) check_page(i);
+    for (uint32_t i = 0; i < n; i += 2) write_page(i, 2);
+    tk_zpage_stats st;
+    CHECK_ERR(tk_zpage_trim(z, 0), -EBUSY);
+    CHECK(strstr(tk_last_error(), "mlock"));
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    printf("locked: %llu pages resident, budget 64\n", (unsigned long long)st.resident);
+    CHECK(st.resident >= n);
+    for (uint32_t i = 0; i < n; i++) check_page(i);
+    CHECK_ERR(tk_zpage_discard(z, base, 16 * PAGE), -EINVAL);
+    for (uint32_t i = 0; i < n; i++) check_page(i); /* (their data kept) */
+    /* unlocked: the pager drops them again (after its second's wait) */
+    CHECK(munlock(base, n * PAGE) == 0);
+    usleep(1100 * 1000);
+    CHECK_OK(tk_zpage_trim(z, 0));
+    CHECK_OK(tk_zpage_stats_get(z, &st));
+    CHECK(st.resident == 0);
+    for (uint32_t i = 0; i < n; i++) check_page(i);
+    CHECK_OK(tk_zpage_discard(z, base, 16 * PAGE));
+    for (uint32_t i = 0; i < 16; i++) atomic_store(&version[i], 0);
+    for (uint32_t i = 0; i < n; i++) check_page(i);
+    CHECK_OK(tk_zpage_destroy(z));
+}
+
 /* ---- swap ---- */
 
 /* Pages the kernel swaps out are the area's all along: the pager reads
@@ -722,6 +786,8 @@ int main(int argc, char **argv)
         case_bad();
     else if (!strcmp(c, "swap"))
         case_swap();
+    else if (!strcmp(c, "locked"))
+        case_locked();
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;

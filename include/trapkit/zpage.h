@@ -80,6 +80,22 @@
  * pager reads them back to compress them).  mprotect, mremap and munmap of
  * the area are not allowed.
  *
+ * I/O that pins pages.  The pager cannot see which pages the kernel holds
+ * pinned for a transfer still in flight: O_DIRECT reads, io_uring fixed
+ * buffers, vmsplice, RDMA registrations.  A page it takes meanwhile is
+ * copied and dropped, the transfer completes into the dropped page, and the
+ * page comes back on its next touch as it was before the transfer: the data
+ * is lost, with no error.  Do such I/O through a buffer outside the area
+ * (and copy), or into an area without a budget that is not trimmed while
+ * the transfer runs.  Buffered read(2) and write(2) are not affected.
+ *
+ * Locked memory.  The kernel does not drop pages locked by mlock() or
+ * mlockall(): tk_zpage_create refuses to start under mlockall(MCL_FUTURE)
+ * (-EOPNOTSUPP), and pages of an area locked later stay resident, over the
+ * budget (the pager says so once on stderr and tries again every second;
+ * threads do not wait for room meanwhile; tk_zpage_trim returns -EBUSY and
+ * tk_zpage_discard -EINVAL for them, their data kept).
+ *
  * fork().  The child gets a copy of every page: before fork() returns in
  * the child, trapkit puts back every dropped page there (decompressing),
  * and the child's area is plain memory from then on (no budget, no pager;
@@ -165,7 +181,8 @@ size_t tk_zpage_len(const tk_zpage *z);
 
 /* Compresses and drops pages now, the coldest first, until at most
  * `resident` bytes of the area are in memory (0: all of it); waits until
- * done.  Returns 0, or -EINVAL. */
+ * done.  Returns 0, -EINVAL, or -EBUSY: the kernel would not drop pages
+ * (memory locked, below). */
 int tk_zpage_trim(tk_zpage *z, size_t resident);
 
 /* Changes the budget (the same rules as tk_zpage_config.budget).  Returns 0
@@ -177,7 +194,8 @@ int tk_zpage_set_budget(tk_zpage *z, size_t budget);
  * madvise(MADV_DONTNEED).  Use it instead of that madvise on an area, which
  * does not reach the pages the pager has dropped already (their data would
  * come back on the next touch).  Returns 0 or -EINVAL (a range that is not
- * whole pages of the area). */
+ * whole pages of the area, or pages locked in memory, which keep their
+ * data: tk_last_error() says which). */
 int tk_zpage_discard(tk_zpage *z, void *addr, size_t len);
 
 /* Fills *st.  Returns 0 or -EINVAL. */

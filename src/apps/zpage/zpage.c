@@ -119,20 +119,24 @@ struct tk_zpage {
     bool pager_started;
     atomic_int kick; /* the futex the pager sleeps on */
     atomic_bool stop;
-    atomic_int pause_req;      /* fork(): the pager stops at a page boundary ... */
-    atomic_int paused;         /* ... and says so here */
-    pthread_mutex_t trim_lock; /* one trim at a time */
-    atomic_size_t trim_target; /* pages; SIZE_MAX: none */
+    atomic_bool refused;        /* the kernel refuses to drop pages (mlock): no waits for room */
+    bool said_refused;          /* ... and the pager said so on stderr */
+    struct timespec refused_at; /* ... and last then: it waits a second before trying again */
+    atomic_int pause_req;       /* fork(): the pager stops at a page boundary ... */
+    atomic_int paused;          /* ... and says so here */
+    pthread_mutex_t trim_lock;  /* one trim at a time */
+    atomic_size_t trim_target;  /* pages; SIZE_MAX: none */
     atomic_int trim_gen, trim_done;
     size_t hand;
     size_t *ring; /* sampled runs of RUN pages, oldest first (a circular buffer) */
     size_t ring_cap, ring_head, ring_n;
-    bool keep;            /* pages brought back by a read keep their copy (CLEAN) */
-    unsigned char **held; /* per run: its held pages' data, page k at k * PAGE (the pager's) */
-    void *spare;          /* the pager's free run buffers (a list through their first word) */
-    int memfd;            /* /proc/self/mem */
-    int pidfd;            /* this process, for process_madvise; -1 where it is refused */
-    bool wp;              /* registered for write-protect faults too: the hand holds pages */
+    bool keep;                /* pages brought back by a read keep their copy (CLEAN) */
+    unsigned char **held;     /* per run: its held pages' data, page k at k * PAGE (the pager's) */
+    void *spare;              /* the pager's free run buffers (a list through their first word) */
+    unsigned char *pager_buf; /* the pager's: a run's pages and one for store() */
+    int memfd;                /* /proc/self/mem */
+    int pidfd;                /* this process, for process_madvise; -1 where it is refused */
+    bool wp;                  /* registered for write-protect faults too: the hand holds pages */
     ZSTD_CCtx *cctx;
     unsigned char *cbuf; /* the pager's compression buffer */
 
@@ -412,7 +416,8 @@ static int bring(struct tk_zpage *z, size_t i, bool write)
         size_t hard = atomic_load(&z->hard);
         if (hard && atomic_load(&z->resident) >= hard) {
             int seq = atomic_load(&z->evict_seq);
-            if (atomic_load(&z->resident) >= hard && !atomic_load(&z->pause_req)) {
+            if (atomic_load(&z->resident) >= hard && !atomic_load(&z->pause_req) &&
+                !atomic_load(&z->refused)) {
                 atomic_fetch_add(&z->waits, 1);
                 kick_pager(z);
                 tk__futex_wait(&z->evict_seq, seq);
@@ -731,10 +736,14 @@ static int read_span(struct tk_zpage *z, size_t a, size_t b, unsigned char *buf)
 /* Drops the n stretches: one process_madvise for them all, where the
  * kernel allows it (Linux 6.13; from 6.16 it also flushes the TLBs once,
  * not once per stretch: each flush interrupts the program's CPUs), else a
- * madvise each. */
-static void drop_stretches(struct tk_zpage *z, const struct iovec *v, int n)
+ * madvise each.  A stretch the kernel refuses to drop (memory locked by
+ * mlock or mlockall: EINVAL) keeps its pages: failed[k] says so, and the
+ * count of them is returned; the pager then says so once on stderr and
+ * waits a second before it tries again (drops_refused). */
+static int drop_stretches(struct tk_zpage *z, const struct iovec *v, int n, bool *failed)
 {
-    int done = 0;
+    int done = 0, nfailed = 0;
+    for (int k = 0; k < n; k++) failed[k] = false;
     if (z->pidfd >= 0 && n > 1) {
         long r = syscall(SYS_process_madvise, z->pidfd, v, (size_t)n, MADV_DONTNEED, 0u);
         if (r < 0) {
@@ -748,7 +757,36 @@ static void drop_stretches(struct tk_zpage *z, const struct iovec *v, int n)
                 left -= v[done].iov_len;
         }
     }
-    for (; done < n; done++) madvise(v[done].iov_base, v[done].iov_len, MADV_DONTNEED);
+    for (; done < n; done++)
+        if (madvise(v[done].iov_base, v[done].iov_len, MADV_DONTNEED) != 0) {
+            failed[done] = true;
+            nfailed++;
+        }
+    if (nfailed) {
+        if (!z->said_refused)
+            tk__write_stderr("trapkit zpage: the kernel refuses to drop pages of an area (locked "
+                             "in memory by mlock or mlockall?): they stay resident, over the "
+                             "budget\n");
+        z->said_refused = true;
+        clock_gettime(CLOCK_MONOTONIC, &z->refused_at);
+        /* threads waiting for room go on: none may come */
+        atomic_store(&z->refused, true);
+        atomic_fetch_add(&z->evict_seq, 1);
+        tk__futex_wake(&z->evict_seq, INT_MAX);
+    } else if (n) {
+        atomic_store(&z->refused, false);
+    }
+    return nfailed;
+}
+
+/* Whether a drop was refused less than a second ago (the pager waits). */
+static bool drops_refused(struct tk_zpage *z)
+{
+    if (!atomic_load(&z->refused)) return false;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - z->refused_at.tv_sec) * 1000000000L + (t.tv_nsec - z->refused_at.tv_nsec) <
+           1000000000L;
 }
 
 /* Counts n pages evicted and wakes the threads waiting for room; returns
@@ -838,18 +876,28 @@ static int evict_run(struct tk_zpage *z, size_t r, unsigned char *buf)
     }
     /* the stretches of pages stored: dropped */
     struct iovec drop[RUN];
+    unsigned first[RUN];
+    bool failed[RUN];
     int ndrop = 0;
     for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
         for (unsigned i = a; i < b;) {
             unsigned j = i;
             while (j < b && (kinds[j] & Z_KIND) != Z_RESIDENT) j++;
-            if (j > i)
+            if (j > i) {
+                first[ndrop] = i;
                 drop[ndrop++] = (struct iovec){z->base + (base + i) * PAGE, (size_t)(j - i) * PAGE};
+            }
             for (i = j; i < b && (kinds[i] & Z_KIND) == Z_RESIDENT; i++) {
             }
         }
     }
-    drop_stretches(z, drop, ndrop);
+    if (drop_stretches(z, drop, ndrop, failed))
+        for (int d = 0; d < ndrop; d++) /* still in memory: resident, the copy kept */
+            for (unsigned k = first[d]; failed[d] && k < first[d] + drop[d].iov_len / PAGE; k++) {
+                atomic_fetch_sub(kinds[k] == Z_MARKER ? &z->n_markers : &z->n_compressed, 1);
+                atomic_fetch_add(&z->n_clean, 1);
+                kinds[k] = Z_RESIDENT | Z_CLEAN;
+            }
     open_stretches(z, base, open);
     for (unsigned a = 0, b; (a = span(mask, a, &b)) < RUN; a = b) {
         for (unsigned k = a; k < b; k++) {
@@ -969,22 +1017,30 @@ static bool hold_run(struct tk_zpage *z)
                 drop[ndrop++] = (struct iovec){at, len};
         }
     }
-    drop_stretches(z, drop, ndrop);
+    bool failed[HOLD_BATCH * RUN / 2];
+    int nfailed = drop_stretches(z, drop, ndrop, failed);
     /* pages of the stretch not held (passed over, or another thread's) lose
      * the protection again: one call, where each would otherwise fault on
-     * its next write */
+     * its next write; so do pages the kernel would not drop */
     size_t held_pages = 0;
     for (unsigned k = 0; k < n; k++) held_pages += (size_t)__builtin_popcount(mask[k]);
-    if (held_pages < (size_t)(hi - lo) / PAGE)
+    if (held_pages < (size_t)(hi - lo) / PAGE || nfailed)
         tk__uffd_wp(z->uffd, lo, (size_t)(hi - lo), false, false);
     for (unsigned k = 0; k < n; k++) {
-        for (unsigned j = 0; j < RUN; j++)
-            if (mask[k] >> j & 1)
-                release_page(z, run[k] * RUN + j, Z_HELD | (clean[k] >> j & 1 ? Z_CLEAN : 0));
+        for (unsigned j = 0; j < RUN; j++) {
+            if (!(mask[k] >> j & 1)) continue;
+            unsigned char *at = z->base + (run[k] * RUN + j) * PAGE;
+            bool kept = false; /* (a stretch the kernel would not drop) */
+            for (int d = 0; nfailed && d < ndrop && !kept; d++)
+                kept = failed[d] && at >= (unsigned char *)drop[d].iov_base &&
+                       at < (unsigned char *)drop[d].iov_base + drop[d].iov_len;
+            release_page(z, run[k] * RUN + j,
+                         kept ? was[k][j] : Z_HELD | (clean[k] >> j & 1 ? Z_CLEAN : 0));
+        }
         z->ring[(z->ring_head + z->ring_n) % z->ring_cap] = run[k];
         z->ring_n++;
     }
-    return true;
+    return !nfailed;
 }
 
 /* Evicts the pages of run r the hand holds still untouched: compressed
@@ -1036,6 +1092,7 @@ static void reclaim(struct tk_zpage *z, size_t target, unsigned char *buf)
     int idle_rounds = 0;
     size_t misses = 0; /* sampled runs found all touched since the last eviction */
     while (atomic_load(&z->resident) > target && !atomic_load(&z->stop)) {
+        if (drops_refused(z)) break; /* (locked memory: not again for a second) */
         free_garbage(z);
         while (z->ring_n < ring_target(z) && (z->wp ? hold_run(z) : sample_run(z))) {
         }
@@ -1071,8 +1128,7 @@ static void *pager_main(void *arg)
 {
     struct tk_zpage *z = arg;
     tk__block_async_signals();
-    unsigned char *buf = aligned_alloc(PAGE, (RUN + 1) * PAGE); /* (and a page for store()) */
-    if (!buf) abort();
+    unsigned char *buf = z->pager_buf;
     while (!atomic_load(&z->stop)) {
         if (atomic_load(&z->pause_req)) {
             atomic_store(&z->paused, 1);
@@ -1112,7 +1168,6 @@ static void *pager_main(void *arg)
             tk__futex_wait(&z->kick, 0);
         atomic_store(&z->kick, 0);
     }
-    free(buf);
     return NULL;
 }
 
@@ -1256,6 +1311,7 @@ static void destroy_parts(struct tk_zpage *z)
     ZSTD_freeCCtx(z->cctx);
     for (int k = 0; k < DCTX_POOL; k++) ZSTD_freeDCtx(z->dctx[k]);
     free(z->cbuf);
+    free(z->pager_buf);
     pthread_mutex_destroy(&z->trim_lock);
     free(z);
 }
@@ -1341,6 +1397,15 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
         r = tk__failf(-ENOMEM, "%s: cannot map %zu bytes", who, z->len);
         goto fail;
     }
+    /* memory locked as it is mapped (mlockall(MCL_FUTURE)) is never dropped */
+    if (madvise(z->base, PAGE, MADV_DONTNEED) != 0) {
+        r = tk__failf(-EOPNOTSUPP,
+                      "%s: the kernel will not drop pages of a new mapping (%s): this process "
+                      "locks its memory (mlockall with MCL_FUTURE), so no page could be "
+                      "compressed",
+                      who, strerror(errno));
+        goto fail;
+    }
     /* Write protection that faults (not UFFD_FEATURE_WP_ASYNC, where the
      * kernel would let a write through unseen): the hand holds pages with
      * it (hold_run). */
@@ -1410,6 +1475,12 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
         }
         z->handler_started = true;
     }
+    /* (here, not in the thread: out of memory is an error of create's) */
+    z->pager_buf = aligned_alloc(PAGE, (RUN + 1) * PAGE);
+    if (!z->pager_buf) {
+        r = tk__failf(-ENOMEM, "%s: no memory for the pager's buffer", who);
+        goto fail;
+    }
     r = -pthread_create(&z->pager, NULL, pager_main, z);
     if (r) {
         r = tk__failf(r, "%s: the pager thread: %s", who, strerror(-r));
@@ -1467,6 +1538,9 @@ int tk_zpage_trim(tk_zpage *z, size_t resident)
         tk__futex_wait(&z->trim_done, done);
     }
     pthread_mutex_unlock(&z->trim_lock);
+    if (atomic_load(&z->refused) && atomic_load(&z->resident) > resident / PAGE)
+        return tk__fail(-EBUSY, "tk_zpage_trim: the kernel will not drop pages of the area "
+                                "(locked in memory by mlock?): they stay resident");
     return 0;
 }
 
@@ -1489,6 +1563,7 @@ int tk_zpage_discard(tk_zpage *z, void *addr, size_t len)
     if (a % PAGE || len % PAGE || a < lo || a - lo > z->len || len > z->len - (a - lo))
         return tk__failf(-EINVAL, "%s: [%p, +%zu) is not whole pages of the area [%p, +%zu)", who,
                          addr, len, (void *)z->base, z->len);
+    int locked = 0;
     if (z->detached) /* plain memory now */
         return len && madvise(addr, len, MADV_DONTNEED)
                    ? tk__failf(-errno, "%s: madvise: %s", who, strerror(errno))
@@ -1521,8 +1596,9 @@ int tk_zpage_discard(tk_zpage *z, void *addr, size_t len)
                  * a madvise of the program's own drops it, and its clean
                  * copy with it */
                 if (s & Z_CLEAN) atomic_fetch_sub(&z->n_clean, 1);
-                madvise(z->base + i * PAGE, PAGE, MADV_DONTNEED);
-                if (kind == Z_RESIDENT) {
+                if (madvise(z->base + i * PAGE, PAGE, MADV_DONTNEED) != 0) {
+                    locked = errno; /* (mlock): it keeps its data */
+                } else if (kind == Z_RESIDENT) {
                     atomic_fetch_sub(&z->resident, 1);
                     kind = Z_UNTOUCHED;
                 }
@@ -1532,6 +1608,11 @@ int tk_zpage_discard(tk_zpage *z, void *addr, size_t len)
             break;
         }
     }
+    if (locked)
+        return tk__failf(-locked,
+                         "%s: the kernel will not drop pages of [%p, +%zu) (%s): locked "
+                         "in memory by mlock? They keep their data",
+                         who, addr, len, strerror(locked));
     return 0;
 }
 
