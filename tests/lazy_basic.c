@@ -40,7 +40,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <setjmp.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <trapkit/lazy.h>
 #include <unistd.h>
@@ -579,6 +581,13 @@ static void *read_cell7(void *arg)
     return NULL;
 }
 
+static void *read_cell2(void *arg)
+{
+    const volatile uint64_t *p = tk_lazy_cell_addr(arg, 2);
+    CHECK(p[0] == 0xFEEDu);
+    return NULL;
+}
+
 static void test_same_cell(void)
 {
     tk_lazy_cells *c;
@@ -591,6 +600,53 @@ static void test_same_cell(void)
     CHECK_OK(tk_lazy_cell_put(c, 7, &v, sizeof v));
     for (int t = 0; t < 4; t++) pthread_join(th[t], NULL);
     CHECK(tk_lazy_cell_waiting(c, 7) == 0);
+    CHECK_OK(tk_lazy_cells_destroy(c));
+}
+
+/* ---- a reader that gives up: its own SIGALRM handler leaves the load by
+ * siglongjmp; the cell counts it until its next put, and then none ---------- */
+
+static sigjmp_buf timeout_jmp;
+
+static void on_timeout(int sig)
+{
+    (void)sig;
+    siglongjmp(timeout_jmp, 1);
+}
+
+static void test_timeout(void)
+{
+    tk_lazy_cells *c;
+    tk_lazy_cells_config cfg = {.ncells = 4, .mech = mech};
+    CHECK_OK(tk_lazy_cells_create(&cfg, &c));
+    struct sigaction sa = {.sa_handler = on_timeout}, old;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGALRM, &sa, &old) == 0);
+    const volatile uint64_t *p = tk_lazy_cell_addr(c, 2);
+    for (int k = 0; k < 3; k++) {
+        if (sigsetjmp(timeout_jmp, 1) == 0) {
+            struct itimerval it = {.it_value = {0, 20000}};
+            CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+            uint64_t x = p[0];
+            printf("FAIL: a load of an empty cell returned %llu\n", (unsigned long long)x);
+            exit(1);
+        }
+        CHECK(tk_lazy_cell_waiting(c, 2) == k + 1);
+    }
+    uint64_t v = 5;
+    CHECK_OK(tk_lazy_cell_put(c, 2, &v, sizeof v));
+    CHECK(tk_lazy_cell_waiting(c, 2) == 0);
+    CHECK(p[0] == 5);
+    CHECK_OK(tk_lazy_cell_take(c, 2, NULL, 0));
+    /* and a reader that waits to the end is counted, then not */
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, read_cell2, c) == 0);
+    while (tk_lazy_cell_waiting(c, 2) < 1) sched_yield();
+    v = 0xFEED;
+    CHECK_OK(tk_lazy_cell_put(c, 2, &v, sizeof v));
+    pthread_join(th, NULL);
+    CHECK(tk_lazy_cell_waiting(c, 2) == 0);
+    CHECK(sigaction(SIGALRM, &old, NULL) == 0);
     CHECK_OK(tk_lazy_cells_destroy(c));
 }
 
@@ -849,6 +905,7 @@ int main(int argc, char **argv)
     test_callback_faults();
     test_cells();
     test_same_cell();
+    test_timeout();
     test_handoff();
     for (int what = 0; what < 3; what++) dies_of_segv(what);
     dies_of_segv(4);

@@ -265,7 +265,9 @@ int tk_lazy_cell_put(tk_lazy_cells *c, size_t i, const void *val, size_t len);
 int tk_lazy_cell_take(tk_lazy_cells *c, size_t i, void *out, size_t len);
 /* 1 if cell i is full, 0 if empty (or being filled or emptied), -EINVAL. */
 int tk_lazy_cell_full(const tk_lazy_cells *c, size_t i);
-/* How many threads are blocked reading cell i now (0 for a bad index). */
+/* How many threads are blocked reading cell i now (0 for a bad index).  A
+ * reader that left its wait by siglongjmp (a timeout's signal handler)
+ * counts until the cell is next filled. */
 int tk_lazy_cell_waiting(const tk_lazy_cells *c, size_t i);
 
 #ifdef __cplusplus

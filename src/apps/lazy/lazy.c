@@ -929,8 +929,11 @@ struct tk_lazy_cells {
     tk_region *region;
     unsigned char *base, *view;
     size_t n, size;
-    atomic_int *state;   /* per cell, C_* */
-    atomic_int *waiting; /* per cell: readers blocked */
+    atomic_int *state; /* per cell, C_* */
+    /* per cell: readers blocked (low 32 bits) since the cell was last filled
+     * (the generation, high 32 bits): a reader that left its wait by
+     * siglongjmp never takes itself out, and counts until the next put */
+    _Atomic uint64_t *waiting;
     /* in a child of fork(): the memory is the parent's too (MAP2 shares
      * its memfd), so the child neither puts nor takes, and a load of a cell
      * empty at the fork is passed on instead of waiting for ever */
@@ -973,9 +976,12 @@ static tk_action cells_fault(const tk_fault *f, void *arg)
             ", empty when this process was forked: nothing can fill it here; passed on");
         return TK_DECLINE;
     }
-    atomic_fetch_add(&c->waiting[i], 1);
+    uint64_t w = atomic_fetch_add(&c->waiting[i], 1);
     while ((s = atomic_load(st)) != C_FULL) tk__futex_wait(st, s);
-    atomic_fetch_sub(&c->waiting[i], 1);
+    /* out of the count, unless the put that filled the cell began a new one */
+    uint64_t v = atomic_load(&c->waiting[i]);
+    while (v >> 32 == w >> 32 && !atomic_compare_exchange_weak(&c->waiting[i], &v, v - 1)) {
+    }
     return TK_RESUME;
 }
 
@@ -1148,6 +1154,10 @@ int tk_lazy_cell_put(tk_lazy_cells *c, size_t i, const void *val, size_t len)
         return wrap(err, who);
     }
     cell_set(c, i, C_FULL);
+    /* every reader blocked on it is released: a new count begins */
+    uint64_t w = atomic_load(&c->waiting[i]);
+    while (!atomic_compare_exchange_weak(&c->waiting[i], &w, ((w >> 32) + 1) << 32)) {
+    }
     return 0;
 }
 
@@ -1178,5 +1188,5 @@ int tk_lazy_cell_full(const tk_lazy_cells *c, size_t i)
 int tk_lazy_cell_waiting(const tk_lazy_cells *c, size_t i)
 {
     if (!c || i >= c->n) return 0;
-    return atomic_load(&c->waiting[i]);
+    return (int)(uint32_t)atomic_load(&c->waiting[i]);
 }
