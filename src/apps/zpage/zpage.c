@@ -1349,6 +1349,24 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
                          "TK_ZPAGE_THREAD",
                          who);
 
+    /* Memory locked as it is mapped (mlockall(MCL_FUTURE)) is never
+     * dropped.  Asked of one page before anything is mapped: under that
+     * flag every mapping is populated and counts against RLIMIT_MEMLOCK,
+     * so the area itself could fail for that reason (EAGAIN). */
+    void *probe = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int locked = probe == MAP_FAILED                        ? (errno == EAGAIN ? EAGAIN : 0)
+                 : madvise(probe, PAGE, MADV_DONTNEED) != 0 ? errno
+                                                            : 0;
+    if (probe != MAP_FAILED) munmap(probe, PAGE);
+    if (probe == MAP_FAILED && !locked)
+        return tk__failf(-ENOMEM, "%s: cannot map a page: %s", who, strerror(errno));
+    if (locked)
+        return tk__failf(-EOPNOTSUPP,
+                         "%s: the kernel will not drop pages of a new mapping (%s): this "
+                         "process locks its memory (mlockall with MCL_FUTURE), so no page "
+                         "could be compressed",
+                         who, strerror(locked));
+
     struct tk_zpage *z = calloc(1, sizeof *z);
     if (!z) return tk__failf(-ENOMEM, "%s: out of memory", who);
     z->len = cfg->len;
@@ -1394,16 +1412,7 @@ int tk_zpage_create(const tk_zpage_config *cfg, tk_zpage **out)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (z->base == MAP_FAILED) {
         z->base = NULL;
-        r = tk__failf(-ENOMEM, "%s: cannot map %zu bytes", who, z->len);
-        goto fail;
-    }
-    /* memory locked as it is mapped (mlockall(MCL_FUTURE)) is never dropped */
-    if (madvise(z->base, PAGE, MADV_DONTNEED) != 0) {
-        r = tk__failf(-EOPNOTSUPP,
-                      "%s: the kernel will not drop pages of a new mapping (%s): this process "
-                      "locks its memory (mlockall with MCL_FUTURE), so no page could be "
-                      "compressed",
-                      who, strerror(errno));
+        r = tk__failf(-ENOMEM, "%s: cannot map %zu bytes: %s", who, z->len, strerror(errno));
         goto fail;
     }
     /* Write protection that faults (not UFFD_FEATURE_WP_ASYNC, where the
