@@ -4,7 +4,8 @@
  * image is a full image with the newest one's sequence and lineage, so an
  * incremental image taken afterwards chains onto it (and the old
  * incremental images given after it are skipped); a damaged chain is
- * refused; the compacted image restores lazily as well.
+ * refused; an output that cannot grow fails with the write's error; the
+ * compacted image restores lazily as well.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -132,6 +133,21 @@ static void run(bool compress_chain)
     int five[5] = {out, chain[1], chain[2], chain[3]};
     restore_equals(five, 4, want);
     restore_equals(chain, 4, want);
+
+    /* an output that cannot grow (a full disk, RLIMIT_FSIZE): the write's
+     * error, at once (a failed write used to leave compaction copying
+     * nothing forever), and the chain as it was */
+    struct rlimit was;
+    if (tk_test_fsize_limit(64 << 10, &was)) {
+        for (int z = 0; z < 2; z++) {
+            int full = new_file(z ? "no-room.z" : "no-room");
+            CHECK_ERR(tk_ckpt_compact(chain, 4, full, z ? TK_CKPT_COMPRESS : 0), -EFBIG);
+            CHECK(strstr(tk_last_error(), "writing the image failed"));
+            close(full);
+        }
+        CHECK(setrlimit(RLIMIT_FSIZE, &was) == 0);
+        restore_equals(chain, 4, want);
+    }
 
     /* refused: a damaged page the chain restores, the output one of the
      * chain, an incremental image first */

@@ -181,12 +181,8 @@ int main(int argc, char **argv)
     /* a file that cannot grow (RLIMIT_FSIZE): the snapshot fails with the
      * write's own error on every mechanism (the fork mechanism's child
      * passes its errno on; it used to be -EIO) */
-    struct rlimit was, small = {64 << 10, 64 << 10};
-    CHECK(getrlimit(RLIMIT_FSIZE, &was) == 0);
-    if (was.rlim_cur == RLIM_INFINITY || was.rlim_cur > small.rlim_cur) {
-        signal(SIGXFSZ, SIG_IGN);
-        small.rlim_max = was.rlim_max;
-        CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    struct rlimit was;
+    if (tk_test_fsize_limit(64 << 10, &was)) {
         int big = image(dir, 5);
         CHECK_ERR(tk_ckpt_snapshot(c, big, 0, &st), -EFBIG);
         CHECK(setrlimit(RLIMIT_FSIZE, &was) == 0);

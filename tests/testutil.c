@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/swap.h>
@@ -151,4 +152,14 @@ void tk_test_swap_on(const char *name)
         swapfile[0] = 0;
         exit(TK_SKIP);
     }
+}
+
+bool tk_test_fsize_limit(unsigned long bytes, struct rlimit *was)
+{
+    CHECK(getrlimit(RLIMIT_FSIZE, was) == 0);
+    if (was->rlim_cur != RLIM_INFINITY && was->rlim_cur <= bytes) return false;
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = {bytes, was->rlim_max};
+    CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    return true;
 }

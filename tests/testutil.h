@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <trapkit/trapkit.h>
 
 #define TK_SKIP 77
@@ -98,5 +99,10 @@ int tk_test_in_child(void (*fn)(void *), void *arg);
  * report's zram measurements. */
 void tk_test_swap_on(const char *name);
 void tk_test_swap_off(void);
+
+/* Lowers RLIMIT_FSIZE to `bytes` (SIGXFSZ ignored: a write past it fails
+ * with EFBIG, as on a full disk) and returns true, saving the limit before
+ * in *was; returns false where the limit is already that low. */
+bool tk_test_fsize_limit(unsigned long bytes, struct rlimit *was);
 
 #endif

@@ -266,16 +266,18 @@ struct out {
     uint32_t crc; /* of what went through put_crc */
 };
 
+/* After a failed write (o->err) the rest is dropped: the caller sees
+ * o->err and gives up. */
 static void out_flush(struct out *o)
 {
-    if (!o->used || o->err) return;
-    o->err = pwrite_all(o->fd, o->buf, o->used, o->off);
+    if (o->used && !o->err) o->err = pwrite_all(o->fd, o->buf, o->used, o->off);
     o->off += o->used;
     o->used = 0;
 }
 
 static void out_put(struct out *o, const void *p, size_t n, bool crc)
 {
+    if (o->err) return;
     if (crc) o->crc = tk__crc32c(o->crc, p, n);
     const unsigned char *s = p;
     while (n) {
@@ -335,7 +337,7 @@ int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags)
     if (!err && ftruncate(out_fd, 0) < 0)
         err = tk__failf(-errno, "%s: truncating the output failed: %s", who, strerror(errno));
     uint64_t ndata = 0, nzero = 0;
-    for (uint64_t i = 0; i < npages && !err; i++) {
+    for (uint64_t i = 0; i < npages && !err && !o.err; i++) {
         held[i / 64] |= 1ull << (i % 64);
         int k = tk__chain_find(&ch, i);
         uint64_t rank = 0;
