@@ -193,7 +193,8 @@ int tk_ckpt_destroy(tk_ckpt *c);
 #define TK_CKPT_INCREMENTAL                                                                        \
     0x1 /* only the pages written since the previous                                               \
            snapshot (needs TK_CKPT_TRACK; the first                                                \
-           snapshot is always full) */
+           snapshot is always full, and so is the one                                              \
+           after a snapshot that failed) */
 #define TK_CKPT_COMPRESS                                                                           \
     0x2 /* each page compressed with LZ4 (the CRC stays                                            \
            the uncompressed page's) */

@@ -1106,17 +1106,21 @@ struct dirw {
     int err;
 };
 
+/* After a failed write (d->err) the rest is dropped: finish_image sees
+ * d->err and gives up. */
 static void dir_flush(struct dirw *d)
 {
-    if (!d->used || d->err) return;
-    d->crc = tk__crc32c(d->crc, d->buf, d->used);
-    d->err = pwrite_all(d->c->fd, d->buf, d->used, d->off);
+    if (d->used && !d->err) {
+        d->crc = tk__crc32c(d->crc, d->buf, d->used);
+        d->err = pwrite_all(d->c->fd, d->buf, d->used, d->off);
+    }
     d->off += d->used;
     d->used = 0;
 }
 
 static void dir_put(struct dirw *d, const void *p, size_t n)
 {
+    if (d->err) return;
     const unsigned char *s = p;
     while (n) {
         size_t k = d->cap - d->used < n ? d->cap - d->used : n;
