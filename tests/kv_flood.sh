@@ -7,6 +7,9 @@
 #  - replies held back that way all arrive, in order, once the client reads
 #  - a client whose unsent replies would pass --client-output-buffer-limit
 #    is disconnected; the others go on
+#  - client-output-buffer-limit as Redis's: CONFIG GET/SET in its syntax,
+#    no limit for normal clients by default (a 5 MiB reply arrives whole), a
+#    subscriber over its soft limit for longer than its seconds disconnected
 #  - a transaction's queued commands are bounded as the replies are: a
 #    client queuing past the limit is told, disconnected and nothing of its
 #    transaction runs; clients that disconnect inside MULTI have their
@@ -19,7 +22,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
 source "$(dirname "$0")/kv_lib.sh"
 kv_start flood --memory 64m --client-output-buffer-limit 4m
 KV_PORT=$port KV_PID=$pid PYTHONPATH=$(dirname "$0") python3 - <<'PY'
-import os, subprocess, sys, time
+import os, socket, subprocess, sys, time
 from kv_resp import Conn, Err, resp, rss_kib, check, fail, port_from_env
 port, pid = port_from_env(), int(os.environ["KV_PID"])
 BOUND = 1.0     # seconds: a PING answered later than this is a stall
@@ -149,6 +152,39 @@ grown = rss_kib(pid) - base
 check(grown < 32 << 10, "24 clients gone with 3 MiB queued each: the server grew by %d KiB" % grown)
 check(other.cmd("EXISTS", "q0") == 0, "a transaction of a client gone ran")
 print("24 clients gone inside MULTI with 3 MiB queued each: the server grew by %d KiB" % grown)
+
+# client-output-buffer-limit as Redis has it: CONFIG GET shows both classes
+got = other.cmd("CONFIG", "GET", "client-output-buffer-limit")
+check(got == [b"client-output-buffer-limit",
+              b"normal 4194304 0 0 slave 0 0 0 pubsub 4194304 0 0"], "CONFIG GET: %r" % got)
+for bad in ("normal 1x 0 0", "normal 0 0", "bogus 0 0 0", "normal 0 0 -1"):
+    r = other.cmd("CONFIG", "SET", "client-output-buffer-limit", bad)
+    check(isinstance(r, Err) and "Invalid argument" in r, "CONFIG SET %r: %r" % (bad, r))
+# no limit for normal clients (Redis's default): the 5 MiB reply arrives whole
+check(other.cmd("CONFIG", "SET", "client-output-buffer-limit",
+                "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60") == "OK", "CONFIG SET")
+got = other.cmd("CONFIG", "GET", "client-output-buffer-limit")[1]
+check(got == b"normal 0 0 0 slave 0 0 0 pubsub 33554432 8388608 60", "CONFIG GET: %r" % got)
+c = Conn(port)
+c.send(resp("GET", "huge"))
+time.sleep(0.5)
+check(c.reply() == b"h" * (5 << 20), "a 5 MiB reply without a normal limit")
+print("without a normal class limit, a 5 MiB reply read late arrives whole")
+# a subscriber that does not read, past the pubsub soft limit for over
+# 1 s while messages keep coming: disconnected, though under no hard limit
+check(other.cmd("CONFIG", "SET", "client-output-buffer-limit", "pubsub 0 1mb 1") == "OK", "SET")
+before = int(other.info("client_output_limit_disconnections"))
+sub = Conn(port)
+sub.send(resp("SUBSCRIBE", "news"))
+check(sub.reply() == [b"subscribe", b"news", 1], "SUBSCRIBE")
+sub.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+msg = b"m" * (64 << 10)
+end = time.monotonic() + 10
+while time.monotonic() < end and other.cmd("PUBLISH", "news", msg) == 1:
+    time.sleep(0.01)
+check(other.cmd("PUBLISH", "news", msg) == 0, "the subscriber past its soft limit stayed")
+check(int(other.info("client_output_limit_disconnections")) == before + 1, "not counted")
+print("a subscriber over the pubsub soft limit for more than its second: disconnected")
 PY
 kv_kill
 kv_check_log

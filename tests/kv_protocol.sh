@@ -80,12 +80,12 @@ print("inline commands: ok")
 for bad, what in [(b"*9999999999999999999\r\n", b"invalid multibulk length"),
                   (b"*18446744073709551617\r\n", b"invalid multibulk length"),
                   (b"*-9223372036854775809\r\n", b"invalid multibulk length"),
-                  (b"*1048577\r\n", b"invalid multibulk length"),
+                  (b"*2147483648\r\n", b"invalid multibulk length"),
                   (b"*1\r\n$9999999999999999999\r\n", b"invalid bulk length"),
                   (b"*1\r\n$18446744073709551617\r\n", b"invalid bulk length"),
                   (b"*1\r\n$9223372036854775808\r\n", b"invalid bulk length"),
                   (b"*1\r\n$-9223372036854775808\r\n", b"invalid bulk length"),
-                  (b"*1\r\n$67108865\r\n", b"invalid bulk length"),
+                  (b"*1\r\n$536870913\r\n", b"invalid bulk length"),
                   (b"*1\r\n$-1\r\n", b"invalid bulk length"),
                   (b"*1\r\n$ 5\r\n", b"invalid bulk length"),
                   (b"*+1\r\n", b"invalid multibulk length"),
@@ -99,6 +99,18 @@ for bad, what in [(b"*9999999999999999999\r\n", b"invalid multibulk length"),
     got = c.raw(bad)
     check(got == b"-ERR Protocol error: " + what + b"\r\n", "%r: %r" % (bad[:40], got[:100]))
 print("overflowing lengths: ok")
+# Redis 7.0's limits, not older ones: more than 1,048,576 arguments, an
+# argument of more than 64 MiB
+c = Conn(port)
+c.send(b"*1100001\r\n$6\r\nEXISTS\r\n" + b"$3\r\nnil\r\n" * 1100000)
+check(c.reply() == 0, "EXISTS with 1,100,000 keys")
+arg = b"e" * (70 << 20)
+c.send(b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % len(arg) + arg + b"\r\n")
+check(c.reply() == arg, "ECHO of a 70 MiB argument")
+del arg
+check(c.cmd("CONFIG", "GET", "proto-max-bulk-len") == [b"proto-max-bulk-len", b"536870912"],
+      "proto-max-bulk-len")
+print("1,100,000 arguments and a 70 MiB one: ok")
 c = Conn(port)
 check(c.raw(b"*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n") == b"+PONG\r\n", "empty commands skipped")
 

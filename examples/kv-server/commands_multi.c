@@ -230,11 +230,13 @@ bool multi_queue(struct conn *c, const struct command *cmd, const struct arg *a,
 {
     size_t bytes = argc * sizeof(struct arg);
     for (size_t i = 0; i < argc; i++) bytes += a[i].n;
-    if (c->queue_bytes + bytes + sizeof(struct queued) > net.out_hard) {
+    unsigned long long max = net.out_normal.hard ? net.out_normal.hard : QUEUE_MAX_DEFAULT;
+    if (c->queue_bytes + bytes + sizeof(struct queued) > max) {
         fprintf(stderr,
                 "kv-server: client %lu disconnected: its transaction's queued commands passed "
-                "the limit of %llu bytes (--client-output-buffer-limit)\n",
-                (unsigned long)c->id, net.out_hard);
+                "the limit of %llu bytes (client-output-buffer-limit's normal hard limit, or "
+                "256 MiB)\n",
+                (unsigned long)c->id, max);
         multi_discard(c);
         out_err(c, "ERR Transaction discarded: its queued commands passed the client output "
                    "buffer limit");

@@ -697,7 +697,8 @@ void cmd_config_resetstat(struct conn *c, struct arg *a, size_t argc)
  * save, appendonly), matched as globs */
 void cmd_config_get(struct conn *c, struct arg *a, size_t argc)
 {
-    char save[512], port[16], mem[24], maxc[24], slower[24], slowmax[24];
+    char save[512], port[16], mem[24], maxc[24], slower[24], slowmax[24], cobl[200];
+    net_out_limits_str(cobl, sizeof cobl);
     snprintf(slower, sizeof slower, "%lld", slowlog.slower_than);
     snprintf(slowmax, sizeof slowmax, "%lld", slowlog.max_len);
     snprintf(maxc, sizeof maxc, "%llu", (unsigned long long)net.maxclients);
@@ -713,11 +714,12 @@ void cmd_config_get(struct conn *c, struct arg *a, size_t argc)
         {"maxmemory", mem},
         {"maxmemory-policy", "noeviction"},
         {"databases", "1"},
-        {"proto-max-bulk-len", "67108864"},
+        {"proto-max-bulk-len", "536870912"},
         {"maxclients", maxc},
         {"slowlog-log-slower-than", slower},
         {"slowlog-max-len", slowmax},
-        {"stop-writes-on-bgsave-error", persist.stop_writes_on_error ? "yes" : "no"}};
+        {"stop-writes-on-bgsave-error", persist.stop_writes_on_error ? "yes" : "no"},
+        {"client-output-buffer-limit", cobl}};
     enum { NP = sizeof params / sizeof params[0] };
     bool want[NP] = {false};
     size_t count = 0;
@@ -764,9 +766,8 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
             (long)getpid(), server.port, (long)(now - server.start_time),
             (long)(now - server.start_time) / 86400);
     if (want[1])
-        ADD("# Clients\r\nconnected_clients:%lu\r\nblocked_clients:%lu\r\n"
-            "client_output_buffer_limit:%llu\r\n\r\n",
-            (unsigned long)net.nconns, (unsigned long)blocking_clients(), net.out_hard);
+        ADD("# Clients\r\nconnected_clients:%lu\r\nblocked_clients:%lu\r\n\r\n",
+            (unsigned long)net.nconns, (unsigned long)blocking_clients());
     if (want[2])
         ADD("# Memory\r\nused_memory:%lu\r\nused_memory_human:%.2fM\r\n"
             "used_memory_dataset:%lu\r\nmaxmemory:%zu\r\nmaxmemory_policy:noeviction\r\n"
@@ -858,6 +859,7 @@ void cmd_info(struct conn *c, struct arg *a, size_t argc)
 /* CONFIG SET parameter value [parameter value ...]: the parameters
  * kv-server honours - save (its save points), slowlog-log-slower-than,
  * slowlog-max-len, maxclients (up to what the descriptors allow),
+ * client-output-buffer-limit (normal and pubsub classes; replica accepted),
  * appendonly (no: kv-server saves images, it has no AOF), maxmemory-policy
  * (noeviction: it evicts nothing) - with Redis's checks and errors; those
  * CONFIG GET shows that are fixed at start (--port, --dir, --memory ...)
@@ -898,6 +900,16 @@ static const char *config_one(const struct arg *p, const struct arg *v, bool set
     if (config_param(p, "stop-writes-on-bgsave-error")) {
         if (!arg_is(v, "yes") && !arg_is(v, "no")) return "argument must be 'yes' or 'no'";
         if (set) persist.stop_writes_on_error = arg_is(v, "yes");
+        return NULL;
+    }
+    if (config_param(p, "client-output-buffer-limit")) {
+        struct out_limit normal = net.out_normal, pubsub = net.out_pubsub;
+        if (n != v->n || memchr(v->p, 0, v->n) || !net_parse_out_limits(val, &normal, &pubsub))
+            return "Invalid argument";
+        if (set) {
+            net.out_normal = normal;
+            net.out_pubsub = pubsub;
+        }
         return NULL;
     }
     if (config_param(p, "appendonly")) {

@@ -5,7 +5,8 @@
  *
  *   kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename NAME]
  *             [--memory SIZE] [--save "SECONDS CHANGES [SECONDS CHANGES ...]"]
- *             [--client-output-buffer-limit SIZE] [--stop-writes-on-bgsave-error yes|no]
+ *             [--client-output-buffer-limit SIZE|"CLASS HARD SOFT SECONDS ..."]
+ *             [--stop-writes-on-bgsave-error yes|no]
  *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
  *             [--incremental yes|no] [--full-after N] [--compress yes|no]
  *             [--compact-after N] [--compact-percentage P] [--compact-min-size SIZE]
@@ -33,17 +34,21 @@
  * Redis and redis-cli split them ("..." with \n \r \t \b \a \\ \" \xHH
  * escapes, '...' with \').  Malformed input gets "-ERR Protocol error: ..."
  * and the connection is closed after it; lengths that do not fit (a count
- * above 1,048,576 arguments, a bulk above 64 MiB, any number that
- * overflows) are malformed.  An error reply never carries a client's bytes
+ * above 2,147,483,647 arguments, a bulk above 512 MiB, any number that
+ * overflows: Redis 7.0's limits) are malformed.  An error reply never carries a client's bytes
  * as they came: a name is quoted with non-printable bytes as \xHH and cut
  * at 128 bytes.
  *
  * Fairness and memory (net.h): each event-loop turn reads at most 64 KiB from a
  * client and runs at most 1,000 of its commands, so a client pipelining
  * without pause cannot hold the others up; a client with 1 MiB of replies
- * unsent is not read until they drain (its input waits in the kernel), and
- * one whose unsent replies pass --client-output-buffer-limit (256 MiB) is
- * disconnected, as Redis's client-output-buffer-limit does.
+ * unsent is not read until they drain (its input waits in the kernel), so
+ * its replies pass 1 MiB only by the one command that did it.  Redis's
+ * client-output-buffer-limit (--client-output-buffer-limit, CONFIG SET) for
+ * the normal class (Redis's default: none) and the pubsub class (32mb 8mb
+ * 60) disconnects a client past its hard limit, or past its soft limit
+ * for longer than its seconds.  A transaction's queued commands are bounded
+ * by the normal hard limit, or 256 MiB without one.
  *
  * Persistence (persist.h), as Redis does it:
  * - An image holds the data as it was at its snapshot instant, always
@@ -138,15 +143,16 @@ static void on_signal(int sig)
 
 static int usage(const char *msg)
 {
-    fprintf(msg ? stderr : stdout,
-            "%s%s%susage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
-            "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
-            "SIZE] [--stop-writes-on-bgsave-error yes|no] [--mechanism "
-            "uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
-            "yes|no] [--full-after N] [--compress yes|no] [--compact-after N] "
-            "[--compact-percentage P] [--compact-min-size SIZE] [--eager-restore yes|no] "
-            "[--restore-prefetch yes|no]\n",
-            msg ? "kv-server: " : "", msg ? msg : "", msg ? "\n" : "");
+    fprintf(
+        msg ? stderr : stdout,
+        "%s%s%susage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
+        "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
+        "SIZE|\"CLASS HARD SOFT SECONDS ...\"] [--stop-writes-on-bgsave-error yes|no] [--mechanism "
+        "uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
+        "yes|no] [--full-after N] [--compress yes|no] [--compact-after N] "
+        "[--compact-percentage P] [--compact-min-size SIZE] [--eager-restore yes|no] "
+        "[--restore-prefetch yes|no]\n",
+        msg ? "kv-server: " : "", msg ? msg : "", msg ? "\n" : "");
     return msg ? 2 : 0;
 }
 
@@ -210,9 +216,15 @@ int main(int argc, char **argv)
             if (!persist_parse_save_points(v))
                 return usage("--save takes \"SECONDS CHANGES ...\" or \"\"");
         } else if (!strcmp(o, "--client-output-buffer-limit")) {
-            net.out_hard = parse_size(v);
-            if (net.out_hard < OUT_SOFT)
-                return usage("--client-output-buffer-limit must be at least 1m");
+            size_t one = strchr(v, ' ') ? 0 : parse_size(v);
+            if (one) { /* one size: the hard limit of both classes */
+                if (one < OUT_SOFT)
+                    return usage("--client-output-buffer-limit must be at least 1m");
+                net.out_normal = net.out_pubsub = (struct out_limit){one, 0, 0};
+            } else if (!net_parse_out_limits(v, &net.out_normal, &net.out_pubsub)) {
+                return usage("--client-output-buffer-limit takes SIZE or \"CLASS HARD SOFT "
+                             "SECONDS ...\" (classes normal, pubsub)");
+            }
         } else if (!strcmp(o, "--stop-writes-on-bgsave-error")) {
             if (strcmp(v, "yes") && strcmp(v, "no"))
                 return usage("--stop-writes-on-bgsave-error takes yes or no");

@@ -15,9 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <limits.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -27,20 +30,46 @@
 #include "server.h"
 #include "store.h"
 
-struct net_state net = {.listen_fd = -1, .ep = -1, .out_hard = OUT_HARD_DEFAULT, .spare_fd = -1};
+/* Redis's defaults: none for normal clients, 32mb 8mb 60 for subscribers. */
+struct net_state net = {
+    .listen_fd = -1, .ep = -1, .out_pubsub = {32ull << 20, 8ull << 20, 60}, .spare_fd = -1};
 
 /* ---- output ------------------------------------------------------------ */
+/* Whether a client whose unsent replies would be `after` bytes passes its
+ * class's limit, as Redis's checkClientOutputBufferLimits decides it: the
+ * hard limit at once, the soft one once it has stayed over it for more
+ * than its seconds (the time is kept from the first time it is over). */
+static bool over_limit(struct conn *c, size_t after, const char **which)
+{
+    const struct out_limit *l = c->subs ? &net.out_pubsub : &net.out_normal;
+    *which = "hard";
+    if (l->hard && after > l->hard) return true;
+    if (!l->soft || after <= l->soft) {
+        c->soft_since = 0;
+        return false;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec + 1;
+    if (!c->soft_since) c->soft_since = now;
+    *which = "soft";
+    return (unsigned long long)(now - c->soft_since) > l->soft_seconds;
+}
+
 /* Appends to the client's replies.  A client whose unsent replies would
- * pass the hard limit is marked dead: nothing more is added, and it is
+ * pass its class's limit is marked dead: nothing more is added, and it is
  * disconnected after the command. */
 void out_raw(struct conn *c, const void *p, size_t n)
 {
     if (c->dead) return;
-    if (conn_unsent(c) + n > net.out_hard) {
+    const char *which;
+    if (over_limit(c, conn_unsent(c) + n, &which)) {
+        const struct out_limit *l = c->subs ? &net.out_pubsub : &net.out_normal;
         fprintf(stderr,
-                "kv-server: client %lu disconnected: %zu bytes of replies unsent, above the "
-                "limit of %llu (--client-output-buffer-limit)\n",
-                (unsigned long)c->id, conn_unsent(c) + n, net.out_hard);
+                "kv-server: client %lu disconnected: %zu bytes of replies unsent, above its "
+                "%s limit of %llu (client-output-buffer-limit, class %s)\n",
+                (unsigned long)c->id, conn_unsent(c) + n, which,
+                which[0] == 'h' ? l->hard : l->soft, c->subs ? "pubsub" : "normal");
         net.out_limit_closed++;
         c->dead = true;
         return;
@@ -482,4 +511,76 @@ void net_event_loop(void)
             next_cron = now + 100;
         }
     }
+}
+
+/* ---- client-output-buffer-limit ---------------------------------------- */
+/* A size as Redis's memtoull reads it: digits, then nothing (bytes), k, kb,
+ * m, mb, g or gb, in any case. */
+static bool parse_mem(const char *s, size_t n, unsigned long long *v)
+{
+    size_t i = 0;
+    unsigned long long x = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        if (x > (ULLONG_MAX - 9) / 10) return false;
+        x = x * 10 + (unsigned)(s[i++] - '0');
+    }
+    if (i == 0) return false;
+    static const struct {
+        const char *suffix;
+        unsigned long long mul;
+    } units[] = {{"", 1},           {"k", 1000},        {"kb", 1024},
+                 {"m", 1000000},    {"mb", 1ull << 20}, {"g", 1000000000},
+                 {"gb", 1ull << 30}};
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
+        if (n - i == strlen(units[u].suffix) && !strncasecmp(s + i, units[u].suffix, n - i)) {
+            if (x > ULLONG_MAX / units[u].mul) return false;
+            *v = x * units[u].mul;
+            return true;
+        }
+    return false;
+}
+
+bool net_parse_out_limits(const char *s, struct out_limit *normal, struct out_limit *pubsub)
+{
+    const char *w[64];
+    size_t len[64], nw = 0;
+    for (const char *p = s; *p;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) break;
+        if (nw == 64) return false;
+        w[nw] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+        len[nw] = (size_t)(p - w[nw]);
+        nw++;
+    }
+    if (nw == 0 || nw % 4) return false;
+    struct out_limit got[2] = {*normal, *pubsub};
+    for (size_t i = 0; i < nw; i += 4) {
+        struct out_limit l;
+        if (!parse_mem(w[i + 1], len[i + 1], &l.hard) || !parse_mem(w[i + 2], len[i + 2], &l.soft))
+            return false;
+        size_t k = 0;
+        l.soft_seconds = 0;
+        for (; k < len[i + 3] && w[i + 3][k] >= '0' && w[i + 3][k] <= '9' && k < 18; k++)
+            l.soft_seconds = l.soft_seconds * 10 + (unsigned)(w[i + 3][k] - '0');
+        if (k == 0 || k != len[i + 3]) return false;
+#define IS(name) (len[i] == strlen(name) && !strncasecmp(w[i], name, len[i]))
+        if (IS("normal"))
+            got[0] = l;
+        else if (IS("pubsub"))
+            got[1] = l;
+        else if (!IS("replica") && !IS("slave"))
+            return false;
+#undef IS
+    }
+    *normal = got[0];
+    *pubsub = got[1];
+    return true;
+}
+
+void net_out_limits_str(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "normal %llu %llu %llu slave 0 0 0 pubsub %llu %llu %llu",
+             net.out_normal.hard, net.out_normal.soft, net.out_normal.soft_seconds,
+             net.out_pubsub.hard, net.out_pubsub.soft, net.out_pubsub.soft_seconds);
 }

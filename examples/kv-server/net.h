@@ -10,12 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define QUERY_LIMIT (1024u << 20)       /* most input buffered for one command */
-#define READ_CHUNK (64u << 10)          /* read from one client per event-loop turn */
-#define TURN_COMMANDS 1000              /* commands run for one client per turn */
-#define OUT_SOFT (1u << 20)             /* unsent output that stops reading a client */
-#define LINGER_MS 2000                  /* a closing client's time to read its last reply */
-#define OUT_HARD_DEFAULT (256ull << 20) /* unsent output that disconnects it */
+#define QUERY_LIMIT (1024u << 20) /* most input buffered for one command */
+#define READ_CHUNK (64u << 10)    /* read from one client per event-loop turn */
+#define TURN_COMMANDS 1000        /* commands run for one client per turn */
+#define OUT_SOFT (1u << 20)       /* unsent output that stops reading a client */
+#define LINGER_MS 2000            /* a closing client's time to read its last reply */
+#define QUEUE_MAX_DEFAULT                                                                          \
+    (256ull << 20) /* a transaction's queued commands, without a                                   \
+                      normal class hard limit */
+
+/* Redis's client-output-buffer-limit for one class of clients: unsent
+ * replies past `hard` disconnect the client at once; past `soft` for more
+ * than soft_seconds, too.  0: no such limit. */
+struct out_limit {
+    unsigned long long hard, soft;
+    unsigned long long soft_seconds;
+};
 
 /* A client.  Its input is parsed where it stands (resp.c): in[scan..] is
  * not yet looked at; a command being parsed began at cmd_start; a
@@ -46,6 +56,8 @@ struct conn {
     int64_t linger_until; /* ... after reading what the client still sends, until
                              EOF or this instant (mono_ms; 0: not yet) */
     bool dead;            /* close now: the output limit was passed */
+    int64_t soft_since;   /* CLOCK_MONOTONIC seconds + 1 since its output passed the soft
+                             limit; 0: it is below it */
     uint64_t id;
     char *name; /* CLIENT SETNAME's, NUL-terminated; NULL if none */
     /* A transaction (commands_multi.c): after MULTI the commands queued,
@@ -82,8 +94,9 @@ struct net_state {
     uint64_t nconns;             /* open */
     uint64_t next_id;            /* the last client's id */
     uint64_t total_conns;        /* accepted since start */
-    uint64_t out_limit_closed;   /* disconnected for passing out_hard */
-    unsigned long long out_hard; /* --client-output-buffer-limit */
+    uint64_t out_limit_closed;   /* disconnected for passing an output limit */
+    struct out_limit out_normal; /* --client-output-buffer-limit: clients not subscribed */
+    struct out_limit out_pubsub; /* ... and those subscribed to a channel or pattern */
     uint64_t maxclients;         /* the descriptors this process may open, less 32 (or fewer:
                                     CONFIG SET maxclients) */
     uint64_t maxclients_limit;   /* ... the most it may be */
@@ -117,8 +130,21 @@ static inline size_t conn_unsent(const struct conn *c)
  * is, within the limit, so that they may be written there in place. */
 static inline bool conn_out_fits(const struct conn *c, size_t n)
 {
-    return c->out_len + n <= c->out_cap && !c->dead && conn_unsent(c) + n <= net.out_hard;
+    const struct out_limit *l = c->subs ? &net.out_pubsub : &net.out_normal;
+    size_t after = conn_unsent(c) + n;
+    return c->out_len + n <= c->out_cap && !c->dead && (!l->hard || after <= l->hard) &&
+           (!l->soft || after <= l->soft);
 }
+
+/* Parses Redis's client-output-buffer-limit value, "CLASS HARD SOFT
+ * SECONDS ..." (classes normal, pubsub, and replica or slave, accepted and
+ * unused: kv-server has no replicas; sizes as Redis writes them: 1k is
+ * 1000, 1kb 1024), into *normal and *pubsub (classes not named keep what
+ * they hold).  False if malformed. */
+bool net_parse_out_limits(const char *s, struct out_limit *normal, struct out_limit *pubsub);
+
+/* The same, as CONFIG GET shows it. */
+void net_out_limits_str(char *buf, size_t cap);
 
 /* A client told something while it was not running (a blocked client
  * served or timed out, a subscriber sent a message): its output is sent,

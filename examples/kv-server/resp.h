@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define MAX_BULK (64u << 20)   /* longest argument */
-#define MAX_ARGS (1024 * 1024) /* most arguments in one command */
+#define MAX_BULK (512u << 20)  /* longest argument (Redis's proto-max-bulk-len) */
+#define MAX_ARGS 2147483647LL  /* most arguments in one command (Redis 7.0's, INT_MAX) */
 #define MAX_INLINE (64u << 10) /* longest inline command or length line */
 
 struct conn;
