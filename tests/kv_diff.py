@@ -602,7 +602,8 @@ script3 = [
     ("PUNSUBSCRIBE",), ("GET", "k"), ("PUNSUBSCRIBE", "a", "b"), ("SSUBSCRIBE", "sh"), ("SUBSCRIBE", "c"),
     ("UNSUBSCRIBE", "c"), ("GET", "k"), ("SUNSUBSCRIBE",), ("GET", "k"), ("SSUBSCRIBE",),
     ("SUBSCRIBE", "r"), ("MULTI",), ("RESET",), ("GET", "k"), ("MULTI",), ("SUBSCRIBE", "m"), ("PSUBSCRIBE", "p"),
-    ("SSUBSCRIBE", "s"), ("EXEC",), ("PING",), ("MULTI",), ("UNSUBSCRIBE",), ("RESET",), ("PUBSUB", "NUMPAT"),
+    ("SSUBSCRIBE", "s"), ("EXEC",), ("PING",), ("MULTI",), ("EXEC",), ("PING\x00x",), ("GET\x00", "k"),
+    ("UNSUBSCRIBE",), ("RESET",), ("PUBSUB", "NUMPAT"), ("PING\x00",),
     # HELLO, AUTH, RESET, CLIENT
     ("HELLO",), ("HELLO", "2"), ("HELLO", "4"), ("HELLO", "1"), ("HELLO", "x"), ("HELLO", "-1"),
     ("HELLO", "2", "SETNAME", "hn"), ("CLIENT", "GETNAME"), ("HELLO", "2", "SETNAME", "a b"),

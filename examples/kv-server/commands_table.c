@@ -331,7 +331,7 @@ void commands_init(void)
 static const struct command *lookup_command(const struct arg *name)
 {
     char low[32];
-    if (name->n >= sizeof low) return NULL;
+    if (name->n >= sizeof low || memchr(name->p, 0, name->n)) return NULL; /* ("GET\0x") */
     for (size_t i = 0; i < name->n; i++) {
         char ch = name->p[i];
         low[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
@@ -495,12 +495,13 @@ static void unknown_command(struct conn *c, struct arg *a, size_t argc)
     char name[600], args[700], one[600];
     size_t o = 0;
     args[0] = 0;
+    /* (each cut at a NUL byte, as Redis's %.*s cuts it) */
     for (size_t i = 1; i < argc && o < 128; i++) {
-        resp_escape(one, sizeof one, a[i].p, a[i].n, 128 - o);
+        resp_escape(one, sizeof one, a[i].p, strnlen(a[i].p, a[i].n), 128 - o);
         o += (size_t)snprintf(args + o, sizeof args - o, "'%s' ", one);
     }
     out_err(c, "ERR unknown command '%s', with args beginning with: %s",
-            resp_escape(name, sizeof name, a[0].p, a[0].n, 128), args);
+            resp_escape(name, sizeof name, a[0].p, strnlen(a[0].p, a[0].n), 128), args);
 }
 
 /* Removes expired keys until `need` bytes are free, for at most a
@@ -575,11 +576,16 @@ void commands_execute(struct conn *c, struct arg *a, size_t argc)
         return out_arity_error(c, cmd->name);
     }
     if (c->subs && !pubsub_allowed(cmd)) { /* (in RESP2, the only protocol here) */
-        multi_flag_error(c);
+        /* (Redis's rejectCommand: EXEC refused is EXECABORT) */
+        bool exec = cmd->fn == cmd_exec;
+        if (exec)
+            multi_discard(c);
+        else
+            multi_flag_error(c);
         return out_err(c,
-                       "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                       "%s Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
                        "QUIT / RESET are allowed in this context",
-                       cmd->name);
+                       exec ? "EXECABORT Transaction discarded because of:" : "ERR", cmd->name);
     }
     if (c->in_multi && (cmd->flags & CMD_NO_MULTI)) {
         multi_flag_error(c);
