@@ -512,7 +512,7 @@ static bool reclaim_expired(uint64_t need)
 {
     int64_t start = wall_ms();
     while (need > kv_free(server.kv)) {
-        if (!kv_expires(server.kv) || kv_expire_cycle(server.kv, 200) == 0) return false;
+        if (!kv_expires(server.kv) || kv_expire_cycle(server.kv, 200, NULL) == 0) return false;
         if (wall_ms() - start >= 1) return need <= kv_free(server.kv);
     }
     return true;
@@ -626,9 +626,12 @@ void command_run(struct conn *c, const struct command *cmd, struct arg *a, size_
                  (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
 }
 
-/* Background work for the store, every 100 ms: expired keys (rounds of 200
- * looked at while at least a quarter of them had expired, for at most 25
- * ms: a quarter of the period, as Redis's active expiry may take) and a
+/* Background work for the store, every 100 ms: expired keys (2,000 keys
+ * looked at, then more in rounds of 200 while at least a quarter of the
+ * keys with an expiry time among them had expired, as Redis's active
+ * expiry decides it from the keys with one it samples; for at most 25 ms: a
+ * quarter of the period, as Redis's may take.  The keys without one are
+ * walked past: kv-server keeps no table of the keys with one) and a
  * millisecond of rehashing
  * (as Redis's activerehashing: a table of a million keys is rehashed in
  * seconds, not the quarter of an hour 100 buckets a turn would take; each
@@ -638,8 +641,12 @@ void command_run(struct conn *c, const struct command *cmd, struct arg *a, size_
 void store_cron(void)
 {
     set_now();
-    while (kv_expires(server.kv))
-        if (kv_expire_cycle(server.kv, 200) < 50 || wall_ms() - now_ms >= 25) break;
+    for (int round = 0; kv_expires(server.kv); round++) {
+        size_t with_ttl, gone = kv_expire_cycle(server.kv, 200, &with_ttl);
+        if (wall_ms() - now_ms >= 25) break;
+        if (round >= 10 && gone * 4 < with_ttl) break;
+        if (with_ttl == 0 && round >= 60) break; /* (keys with one are few: the next turn) */
+    }
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int steps = persist.bgsave ? 1 : 1000;

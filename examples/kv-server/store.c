@@ -1128,7 +1128,7 @@ uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_o
 
 struct expire_ctx {
     struct kv_store *s;
-    size_t seen, n, timed;
+    size_t seen, n, timed, with_ttl;
     int64_t ttl_sum; /* of the keys seen that expire later */
     uint64_t hit[64];
 };
@@ -1138,6 +1138,7 @@ static void note_expired(void *arg, uint64_t e)
     struct expire_ctx *x = arg;
     kv_obj *o = (kv_obj *)AT(x->s, e);
     x->seen++;
+    x->with_ttl += o->expire != 0;
     if (o->expire && o->expire <= x->s->now && x->n < 64) {
         x->hit[x->n++] = e;
     } else if (o->expire > x->s->now) {
@@ -1146,7 +1147,7 @@ static void note_expired(void *arg, uint64_t e)
     }
 }
 
-size_t kv_expire_cycle(struct kv_store *s, size_t max_keys)
+size_t kv_expire_cycle(struct kv_store *s, size_t max_keys, size_t *with_ttl)
 {
     struct kv_hdr *h = s->h;
     size_t deleted = 0;
@@ -1170,6 +1171,7 @@ size_t kv_expire_cycle(struct kv_store *s, size_t max_keys)
         int64_t avg = x.ttl_sum / (int64_t)x.timed;
         s->avg_ttl = s->avg_ttl ? s->avg_ttl / 50 * 49 + avg / 50 : avg;
     }
+    if (with_ttl) *with_ttl = x.with_ttl;
     return deleted;
 }
 

@@ -134,8 +134,9 @@ void kv_free_pages(struct kv_store *s, void (*fn)(void *addr, size_t len, void *
  * the iteration is complete).  fn must not change the store. */
 uint64_t kv_scan(struct kv_store *s, uint64_t cursor, void (*fn)(void *arg, kv_obj *o), void *arg);
 /* Active expiry: looks at up to max_keys keys, deleting the expired;
- * returns how many it deleted. */
-size_t kv_expire_cycle(struct kv_store *s, size_t max_keys);
+ * returns how many it deleted, and in *with_ttl (if not NULL) how many of
+ * those it looked at had an expiry time (the deleted among them). */
+size_t kv_expire_cycle(struct kv_store *s, size_t max_keys, size_t *with_ttl);
 /* The mean time to live, in ms, of keys with an expiry time, estimated as
  * Redis does from the keys kv_expire_cycle visits; 0 before its first
  * visit or without such keys (INFO's avg_ttl). */
