@@ -428,6 +428,7 @@ static tk_action on_fault_page(const tk_fault *f, void *arg)
 /* [signal-safe] */
 static void dispatch(int sig, siginfo_t *si, void *ucv)
 {
+    tk__asan_signal_frame(si, ucv);
     int saved_errno = errno;
     ucontext_t *uc = ucv;
     struct aseq_priv *p = tk__aseq_priv();

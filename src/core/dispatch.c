@@ -263,6 +263,7 @@ int tk__route_fault(int sig, siginfo_t *si, void *uc)
 /* The SIGSEGV and SIGBUS handler.  [signal-safe] */
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
+    tk__asan_signal_frame(si, uc);
     /* Delivered by the kernel itself (not called by a handler that chains
      * to ours), so the thread's signal mask is the interrupted code's. */
     bool direct = TK_DELIVERED_BY_KERNEL();

@@ -18,15 +18,35 @@
 #include "os/linux/os.h"
 #include "trapkit/fast.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TK_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TK_ASAN 1
-#endif
-#endif
-#ifdef TK_ASAN
+#ifdef TK_ASAN_BUILD
 void __asan_handle_no_return(void);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+
+/* The end of the signal frame the kernel wrote for (si, uc): on x86-64 the
+ * saved register state (its size in the fxsave area's software bytes) lies
+ * above the ucontext and the siginfo.  [signal-safe] */
+static uintptr_t signal_frame_end(const siginfo_t *si, const void *uc)
+{
+    uintptr_t end = si ? (uintptr_t)(si + 1) : 0;
+    if ((uintptr_t)uc + sizeof(ucontext_t) > end) end = (uintptr_t)uc + sizeof(ucontext_t);
+#if defined(__x86_64__)
+    const unsigned char *fp = (const void *)((const ucontext_t *)uc)->uc_mcontext.fpregs;
+    if (fp) {
+        uint32_t sw[2]; /* struct _fpx_sw_bytes: magic1, extended_size */
+        memcpy(sw, fp + 464, sizeof sw);
+        uintptr_t fend = (uintptr_t)fp + (sw[0] == 0x46505853u ? sw[1] : 512);
+        if (fend > end) end = fend;
+    }
+#endif
+    return end;
+}
+
+void tk__asan_signal_frame(const siginfo_t *si, const void *uc)
+{
+    uintptr_t lo = (uintptr_t)uc < (uintptr_t)si ? (uintptr_t)uc : (uintptr_t)si;
+    lo -= sizeof(void *); /* the return address the frame starts with */
+    __asan_unpoison_memory_region((void *)lo, signal_frame_end(si, uc) - lo);
+}
 #endif
 
 static _Atomic unsigned fast_paths;
@@ -126,8 +146,20 @@ void tk__fast_return(void *uc, const uint64_t *entry_mask)
      * interrupted code had, as rt_sigreturn does.  One short system call. */
     if (tk__sigsetmask(&((ucontext_t *)uc)->uc_sigmask) != 0) return;
     fast_returns++;
-#ifdef TK_ASAN
-    __asan_handle_no_return(); /* the handler's frames are abandoned */
+#ifdef TK_ASAN_BUILD
+    /* The handler's frames, between here and the signal frame, are
+     * abandoned.  ASan's own call does nothing where it cannot tell the
+     * stack's bounds (a handler nested in another): they are unpoisoned
+     * here as well. */
+    __asan_handle_no_return();
+    /* (from below this frame: tk__arch_resume's own is abandoned too; not
+     * below an alternate stack this runs on) */
+    uintptr_t lo = (uintptr_t)__builtin_frame_address(0) - 1024;
+    const stack_t *ss = &((ucontext_t *)uc)->uc_stack;
+    uintptr_t ss_lo = (uintptr_t)ss->ss_sp, here = (uintptr_t)__builtin_frame_address(0);
+    if (!(ss->ss_flags & SS_DISABLE) && here >= ss_lo && here - ss_lo < ss->ss_size && lo < ss_lo)
+        lo = ss_lo;
+    __asan_unpoison_memory_region((void *)lo, signal_frame_end(NULL, uc) - lo);
 #endif
     tk__arch_resume(uc);
 }

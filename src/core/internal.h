@@ -23,27 +23,6 @@
 #define TK_ASSERT(cond) ((void)0)
 #else
 #define TK_ASSERT(cond) (TK_LIKELY(cond) ? (void)0 : tk__assert_fail(#cond, __FILE__, __LINE__))
-
-/* ---- missing pages (vm/region.c) ----------------------------------------
- * A posix region whose range an application registered with a userfaultfd
- * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
- * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
- * thread goes to h, with the tk_fault of a region fault (f->access from the
- * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
- * signal on as if trapkit were not there.  Set before the first such fault;
- * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
-int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
-
-/* ---- faults outside every region (core/dispatch.c) ----------------------
- * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
- * and SIGBUS faults no region claims: asked, in the order added, after the
- * regions and the stack-overflow handler, before the program's
- * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
- * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
- * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
- * installing trapkit's handlers. */
-int tk__add_fault_hook(tk_fault_handler h);
-
 #endif
 _Noreturn void tk__assert_fail(const char *cond, const char *file, int line);
 
@@ -60,49 +39,7 @@ _Noreturn void tk__assert_fail(const char *cond, const char *file, int line);
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define TK_TSAN_BUILD 1
-
-/* ---- missing pages (vm/region.c) ----------------------------------------
- * A posix region whose range an application registered with a userfaultfd
- * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
- * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
- * thread goes to h, with the tk_fault of a region fault (f->access from the
- * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
- * signal on as if trapkit were not there.  Set before the first such fault;
- * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
-int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
-
-/* ---- faults outside every region (core/dispatch.c) ----------------------
- * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
- * and SIGBUS faults no region claims: asked, in the order added, after the
- * regions and the stack-overflow handler, before the program's
- * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
- * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
- * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
- * installing trapkit's handlers. */
-int tk__add_fault_hook(tk_fault_handler h);
-
 #endif
-
-/* ---- missing pages (vm/region.c) ----------------------------------------
- * A posix region whose range an application registered with a userfaultfd
- * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
- * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
- * thread goes to h, with the tk_fault of a region fault (f->access from the
- * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
- * signal on as if trapkit were not there.  Set before the first such fault;
- * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
-int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
-
-/* ---- faults outside every region (core/dispatch.c) ----------------------
- * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
- * and SIGBUS faults no region claims: asked, in the order added, after the
- * regions and the stack-overflow handler, before the program's
- * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
- * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
- * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
- * installing trapkit's handlers. */
-int tk__add_fault_hook(tk_fault_handler h);
-
 #endif
 #ifdef TK_TSAN_BUILD
 void AnnotateIgnoreReadsBegin(const char *file, int line); /* TSan's runtime */
@@ -112,27 +49,27 @@ void AnnotateIgnoreReadsEnd(const char *file, int line);
 #else
 #define TK_TSAN_IGNORE_BEGIN() ((void)0)
 #define TK_TSAN_IGNORE_END() ((void)0)
+#endif
 
-/* ---- missing pages (vm/region.c) ----------------------------------------
- * A posix region whose range an application registered with a userfaultfd
- * of its own in MISSING mode with UFFD_FEATURE_SIGBUS (src/apps/zpage): the
- * SIGBUS (BUS_ADRERR) a touch of a missing page raises in the faulting
- * thread goes to h, with the tk_fault of a region fault (f->access from the
- * context, f->flags 0); TK_RESUME retries the access, TK_DECLINE passes the
- * signal on as if trapkit were not there.  Set before the first such fault;
- * NULL removes it.  Returns 0 or -EINVAL (not a live posix region). */
-int tk__region_on_missing(struct tk_region *r, tk_fault_handler h, void *arg);
-
-/* ---- faults outside every region (core/dispatch.c) ----------------------
- * Adds a handler of one of trapkit's modules (src/apps/guard) for SIGSEGV
- * and SIGBUS faults no region claims: asked, in the order added, after the
- * regions and the stack-overflow handler, before the program's
- * unclaimed-fault handler (tk_on_unclaimed_fault stays the program's); f as for the
- * unclaimed-fault handler, arg NULL.  It may leave by siglongjmp.  At most
- * 4; adding one twice is a no-op.  Returns 0, -ENOSPC, or an error
- * installing trapkit's handlers. */
-int tk__add_fault_hook(tk_fault_handler h);
-
+/* In an AddressSanitizer build: marks the signal frame the kernel wrote
+ * below the interrupted code's stack (siginfo, ucontext, the saved
+ * register state) addressable.  That memory may carry stale poison from
+ * instrumented frames that were left without ASan's knowledge - handlers
+ * that returned through tk__fast_return or siglongjmp while ASan could not
+ * tell the stack's bounds (a handler nested in another) - and the
+ * handler's reads of the frame would be reported as stack-buffer-underflow.
+ * Nothing in other builds.  [signal-safe] */
+#if defined(__SANITIZE_ADDRESS__)
+#define TK_ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TK_ASAN_BUILD 1
+#endif
+#endif
+#ifdef TK_ASAN_BUILD
+void tk__asan_signal_frame(const siginfo_t *si, const void *uc);
+#else
+#define tk__asan_signal_frame(si, uc) ((void)0)
 #endif
 
 /* ---- errors (error.c) ---------------------------------------------------

@@ -55,6 +55,7 @@ static bool trace_trap(const siginfo_t *si, const void *uc)
 /* The handler for the three signals.  [signal-safe] */
 static void on_trap(int sig, siginfo_t *si, void *uc)
 {
+    tk__asan_signal_frame(si, uc);
     int saved_errno = errno;
     bool direct = TK_DELIVERED_BY_KERNEL();
     uint64_t entry_mask;

@@ -1007,6 +1007,7 @@ static void scan_thread(const struct gc_thread *t)
  * collector reads them, acknowledges, and waits for the restart. */
 static void on_suspend(int sig, siginfo_t *si, void *ucv)
 {
+    tk__asan_signal_frame(si, ucv);
     (void)sig;
     (void)si;
     int e = errno;
