@@ -131,6 +131,15 @@ kv_start_fails g2 "${G[@]}"
 grep -q "dump.tkimg.inc.3 continues the chain, but .*dump.tkimg.inc.2 before it is missing" "$dir/g2.err" ||
     { cat "$dir/g2.err"; echo "no word of the gap"; exit 1; }
 [[ $(files "$dir/gap") == "dump.tkimg dump.tkimg.inc.3 " ]] || { echo "after the gap: $(files "$dir/gap")"; exit 1; }
+# the same where the later image's header is damaged: whether it is of this
+# chain cannot be told, and it is kept
+cp "$dir/gap/dump.tkimg.inc.3" "$dir/gap.inc.3"
+printf 'garbage' | dd of="$dir/gap/dump.tkimg.inc.3" bs=1 seek=16 conv=notrunc status=none
+kv_start_fails g2b "${G[@]}"
+grep -q "dump.tkimg.inc.3, after the chain loaded (to sequence 1 of .*dump.tkimg), cannot be read" \
+    "$dir/g2b.err" || { cat "$dir/g2b.err"; echo "no word of the unreadable image"; exit 1; }
+[[ $(files "$dir/gap") == "dump.tkimg dump.tkimg.inc.3 " ]] || { echo "after it: $(files "$dir/gap")"; exit 1; }
+mv "$dir/gap.inc.3" "$dir/gap/dump.tkimg.inc.3"
 mv "$dir/gap.inc.2" "$dir/gap/dump.tkimg.inc.2"
 kv_start g3 "${G[@]}"
 expect v3 GET g

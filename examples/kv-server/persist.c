@@ -99,8 +99,10 @@ static bool first_inc(char *buf, size_t n)
 
 /* An incremental image in DIR of the chain's lineage past last_seq: the
  * chain loaded stops before it because one between is missing (or not what
- * it should be).  Its name in buf if so. */
-static bool inc_past_gap(uint64_t lineage, uint64_t last_seq, char *buf, size_t n)
+ * it should be); or a NAME.inc.SEQ past it that cannot be read as an image
+ * (unreadable, damaged header: it may be of this chain too; *unreadable
+ * set).  Its name in buf if so. */
+static bool inc_past_gap(uint64_t lineage, uint64_t last_seq, char *buf, size_t n, bool *unreadable)
 {
     DIR *d = opendir(persist.dir);
     if (!d) return false;
@@ -110,9 +112,10 @@ static bool inc_past_gap(uint64_t lineage, uint64_t last_seq, char *buf, size_t 
         if (seq <= last_seq) continue;
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         tk_ckpt_image_info info;
-        if (fd >= 0 && tk_ckpt_info(fd, &info) == 0 && info.incremental &&
-            info.lineage == lineage) {
+        bool read = fd >= 0 && tk_ckpt_info(fd, &info) == 0;
+        if (!read || (info.incremental && info.lineage == lineage)) {
             snprintf(buf, n, "%s", e->d_name);
+            *unreadable = !read;
             found = true;
         }
         if (fd >= 0) close(fd);
@@ -348,8 +351,20 @@ int persist_load_image(const struct tk_ckpt_area *ar)
         persist.chain.inc_bytes += inc.file_bytes;
         created_ns = inc.created_ns;
     }
-    char later[NAME_MAX + 1];
-    if (inc_past_gap(persist.chain.lineage, persist.chain.last_seq, later, sizeof later)) {
+    char later[NAME_MAX + 1] = "";
+    bool unreadable = false;
+    if (inc_past_gap(persist.chain.lineage, persist.chain.last_seq, later, sizeof later,
+                     &unreadable) &&
+        unreadable) {
+        fprintf(stderr,
+                "kv-server: %s/%s, after the chain loaded (to sequence %llu of %s), cannot be read "
+                "as an image (unreadable, or its header damaged), so whether it continues the "
+                "chain is not known; not starting, as the next save would remove it (make it "
+                "readable, or move it away to start from the state the chain holds)\n",
+                persist.dir, later, (unsigned long long)persist.chain.last_seq, persist.path);
+        goto out;
+    }
+    if (*later) {
         /* Later images of this chain, but one between them and the chain is
          * gone: loading the chain up to the gap would roll the data back
          * and the next save would remove the later ones.  The user's to
