@@ -119,7 +119,7 @@ seed = int(os.environ.get("KV_FUZZ_SEED", "7"))
 rng = random.Random(seed)
 BATCHES, PER_BATCH = 40, 50
 INTENDED = BATCHES * PER_BATCH
-MAX_BULK, MAX_ARGS, MAX_INLINE = 64 << 20, 1024 * 1024, 64 << 10  # examples/kv-server/resp.h
+MAX_BULK, MAX_ARGS, MAX_INLINE = 512 << 20, 2**31 - 1, 64 << 10  # examples/kv-server/resp.h
 
 def resp(*args):
     out = b"*%d\r\n" % len(args)
