@@ -4,7 +4,9 @@
 #    with values of many sizes and deleting them all, 1 MiB and 8 MiB values
 #    fit; memory in use returns to where it started; a 10 MiB value
 #    overwritten by one byte gives its memory back (another 10 MiB fits);
-#    a SET refused because free memory is in holes says so
+#    a SET refused because free memory is in holes says so; a 10 MiB value
+#    fits right after everything is deleted (no turn of the event loop
+#    between), the keys' table moved out of its way
 #  - deleted keys leave nothing behind in the hash table: 1,000,000 SET/DEL
 #    pairs of distinct keys in a 16 MiB store all succeed
 #  - the table grows and shrinks; a SCAN that runs while keys are added
@@ -34,6 +36,21 @@ def info(field):
     return int(c.info(field))
 
 base = info("used_memory")
+# ---- a 10 MiB value right after deleting everything (one pipeline: no
+# background turn between them): the keys' table, placed while the store
+# was full, must not stand in the middle of the free memory then
+prng = random.Random(1)
+for rnd in range(3):
+    keys = ["v%d" % i for i in range(6000)]
+    kept = [k for k in keys if c.cmd("SET", k, b"x" * prng.randrange(1, 20000)) == "OK"]
+    prng.shuffle(kept)
+    cmds = [("DEL",) + tuple(kept[j:j + 100]) for j in range(0, len(kept), 100)]
+    got = c.pipeline(cmds + [("SET", "big", b"b" * (10 << 20)), ("DEL", "big")])
+    check(got[-2] == "OK", "round %d: a 10 MiB SET right after deleting %d keys: %r"
+          % (rnd, len(kept), got[-2]))
+check(info("used_memory") - base < 64 << 10, "memory in use after the rounds")
+print("a 10 MiB value right after deleting everything: ok (3 rounds)")
+
 # ---- many sizes, then nothing, then large values
 for rnd in range(3):
     sizes = [rng.choice([1, 7, 40, 100, 300, 1000, 3000, 20000]) for _ in range(6000)]

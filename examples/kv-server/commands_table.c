@@ -528,7 +528,8 @@ uint64_t command_needs(const struct arg *a, size_t argc)
 bool memory_for(uint64_t need)
 {
     if (need > kv_free(server.kv) && kv_lazyfree_pending(server.kv))
-        kv_lazyfree_step(server.kv, LONG_MAX); /* what UNLINK left, freed now */
+        kv_lazyfree_step(server.kv, LONG_MAX);              /* what UNLINK left, freed now */
+    if (need >= (64u << 10)) kv_make_room(server.kv, need); /* (the keys' table in the way) */
     return need <= kv_free(server.kv) || reclaim_expired(need);
 }
 

@@ -241,6 +241,29 @@ static uint64_t heap_alloc(struct kv_store *s, uint64_t n)
     return b + 8;
 }
 
+/* Whether find_free(s, size) would find a block (it takes none). */
+static bool has_free(struct kv_store *s, uint64_t size)
+{
+    struct kv_hdr *h = s->h;
+    unsigned i = bin_of(size);
+    if (i >= 64) {
+        uint64_t b = h->bin[i];
+        for (int k = 0; b && k < 32; k++, b = word(s, b)[1])
+            if (bsize(s, b) >= size) return true;
+        i++;
+    } else if (h->bin[i]) {
+        return true;
+    } else {
+        i++;
+    }
+    for (unsigned w = i / 64; w < (NBINS + 63) / 64; w++) {
+        uint64_t bits = h->bin_map[w];
+        if (w == i / 64) bits &= i % 64 ? ~0ull << (i % 64) : ~0ull;
+        if (bits) return true;
+    }
+    return false;
+}
+
 static uint64_t heap_alloc_zero(struct kv_store *s, uint64_t n)
 {
     uint64_t p = heap_alloc(s, n);
@@ -1183,6 +1206,41 @@ int64_t kv_avg_ttl(const struct kv_store *s)
 bool kv_rehashing(const struct kv_store *s)
 {
     return s->h->keys.rehash >= 0;
+}
+
+bool kv_make_room(struct kv_store *s, uint64_t n)
+{
+    struct kv_hdr *h = s->h;
+    struct kv_dict *d = &h->keys;
+    uint64_t size = (n + 16 + 15) & ~15ull;
+    if (n > h->heap_end - h->heap_off || has_free(s, size)) return false;
+    if (d->rehash >= 0 || s->hold_resize || s->hold_rehash || !d->size[0]) return false;
+    /* the table's block and the free blocks either side of it */
+    uint64_t tb = d->table[0] - 8, tsize = bsize(s, tb), around = tsize;
+    uint64_t prev = *word(s, tb - 8), next = *word(s, tb + tsize);
+    if (!(prev & INUSE)) around += prev & ~15ull;
+    if (!(next & INUSE)) around += next & ~15ull;
+    /* the heap's last block, free and not the table's neighbour: room for
+     * the table at its end */
+    uint64_t foot = *word(s, h->heap_end - 16), last = foot & ~15ull;
+    uint64_t lb = h->heap_end - 8 - last;
+    bool last_is_next = lb == tb + tsize;
+    if ((foot & INUSE) || last < tsize + BLK_MIN || around - (last_is_next ? tsize : 0) < size)
+        return false;
+    bin_remove(s, lb, last);
+    set_block(s, lb, last - tsize, 0);
+    bin_insert(s, lb, last - tsize);
+    uint64_t nb = lb + last - tsize;
+    set_block(s, nb, tsize, INUSE);
+    h->used += tsize;
+    h->free -= tsize;
+    memset(AT(s, nb + 8), 0, d->size[0] * 8);
+    d->table[1] = nb + 8;
+    d->size[1] = d->size[0];
+    d->used[1] = 0;
+    d->rehash = 0;
+    while (d->rehash >= 0) dict_rehash(s, d, 1 << 16); /* (frees the old table) */
+    return has_free(s, size);
 }
 
 bool kv_cron(struct kv_store *s)

@@ -146,6 +146,12 @@ int64_t kv_avg_ttl(const struct kv_store *s);
 bool kv_cron(struct kv_store *s);
 /* Whether the keyspace's table is being rehashed (INFO memory). */
 bool kv_rehashing(const struct kv_store *s);
+/* Where no free block holds n bytes but the keys' table stands between
+ * free blocks that together would (after many deletions, the table placed
+ * while the store was full): moves the table to the end of the heap's
+ * last free block.  Not while a lookup's link into the table is held, a
+ * snapshot runs or a lazy load goes on.  Whether it made the room. */
+bool kv_make_room(struct kv_store *s, uint64_t n);
 
 /* ---- strings */
 /* Sets key to the string val (replacing any value); keeps the expiry time
