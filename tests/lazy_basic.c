@@ -623,7 +623,14 @@ static void test_timeout(void)
     sigemptyset(&sa.sa_mask);
     CHECK(sigaction(SIGALRM, &sa, &old) == 0);
     const volatile uint64_t *p = tk_lazy_cell_addr(c, 2);
-    for (int k = 0; k < 3; k++) {
+    int leave = 3;
+#ifdef __SANITIZE_THREAD__
+    /* TSan runs a signal's handler at the thread's next call it intercepts,
+     * and the wait is a futex system call it does not see: the timer's
+     * handler would never run */
+    leave = 0;
+#endif
+    for (int k = 0; k < leave; k++) {
         if (sigsetjmp(timeout_jmp, 1) == 0) {
             struct itimerval it = {.it_value = {0, 20000}};
             CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
