@@ -41,7 +41,7 @@ struct net_state net = {
  * than its seconds (the time is kept from the first time it is over). */
 static bool over_limit(struct conn *c, size_t after, const char **which)
 {
-    const struct out_limit *l = c->subs ? &net.out_pubsub : &net.out_normal;
+    const struct out_limit *l = conn_out_class(c);
     *which = "hard";
     if (l->hard && after > l->hard) return true;
     if (!l->soft || after <= l->soft) {
@@ -64,7 +64,7 @@ void out_raw(struct conn *c, const void *p, size_t n)
     if (c->dead) return;
     const char *which;
     if (over_limit(c, conn_unsent(c) + n, &which)) {
-        const struct out_limit *l = c->subs ? &net.out_pubsub : &net.out_normal;
+        const struct out_limit *l = conn_out_class(c);
         fprintf(stderr,
                 "kv-server: client %lu disconnected: %zu bytes of replies unsent, above its "
                 "%s limit of %llu (client-output-buffer-limit, class %s)\n",

@@ -126,11 +126,18 @@ static inline size_t conn_unsent(const struct conn *c)
     return c->out_len - c->out_sent;
 }
 
+/* The client-output-buffer-limit class of the client: pubsub while it is
+ * subscribed to a channel or pattern, normal otherwise. */
+static inline const struct out_limit *conn_out_class(const struct conn *c)
+{
+    return c->subs ? &net.out_pubsub : &net.out_normal;
+}
+
 /* Whether n more bytes of replies fit in the client's output buffer as it
  * is, within the limit, so that they may be written there in place. */
 static inline bool conn_out_fits(const struct conn *c, size_t n)
 {
-    const struct out_limit *l = c->subs ? &net.out_pubsub : &net.out_normal;
+    const struct out_limit *l = conn_out_class(c);
     size_t after = conn_unsent(c) + n;
     return c->out_len + n <= c->out_cap && !c->dead && (!l->hard || after <= l->hard) &&
            (!l->soft || after <= l->soft);

@@ -173,23 +173,18 @@ static void bin_remove(struct kv_store *s, uint64_t b, uint64_t size)
     if (!h->bin[i]) h->bin_map[i / 64] &= ~(1ull << (i % 64));
 }
 
-/* A free block of at least size bytes, taken off its bin; 0 if none. */
-static uint64_t find_free(struct kv_store *s, uint64_t size)
+/* A free block of at least size bytes, left in its bin; 0 if none. */
+static uint64_t free_lookup(struct kv_store *s, uint64_t size)
 {
     struct kv_hdr *h = s->h;
     unsigned i = bin_of(size);
     if (i >= 64) { /* blocks of a bin differ in size: first fit, briefly */
         uint64_t b = h->bin[i];
         for (int k = 0; b && k < 32; k++, b = word(s, b)[1])
-            if (bsize(s, b) >= size) {
-                bin_remove(s, b, bsize(s, b));
-                return b;
-            }
+            if (bsize(s, b) >= size) return b;
         i++;
     } else if (h->bin[i]) {
-        uint64_t b = h->bin[i];
-        bin_remove(s, b, size);
-        return b;
+        return h->bin[i];
     } else {
         i++;
     }
@@ -197,14 +192,24 @@ static uint64_t find_free(struct kv_store *s, uint64_t size)
     for (unsigned w = i / 64; w < (NBINS + 63) / 64; w++) {
         uint64_t bits = h->bin_map[w];
         if (w == i / 64) bits &= ~0ull << (i % 64);
-        if (bits) {
-            unsigned j = w * 64 + (unsigned)__builtin_ctzll(bits);
-            uint64_t b = h->bin[j];
-            bin_remove(s, b, bsize(s, b));
-            return b;
-        }
+        if (bits) return h->bin[w * 64 + (unsigned)__builtin_ctzll(bits)];
     }
     return 0;
+}
+
+/* A free block of at least size bytes, taken off its bin; 0 if none. */
+static uint64_t find_free(struct kv_store *s, uint64_t size)
+{
+    uint64_t b = free_lookup(s, size);
+    if (b) bin_remove(s, b, bsize(s, b));
+    return b;
+}
+
+/* The size of the block that holds a payload of n bytes (its two boundary
+ * words included, rounded to 16). */
+static inline uint64_t block_for(uint64_t n)
+{
+    return (n + 16 + 15) & ~15ull;
 }
 
 /* Returns the payload's offset (8-byte aligned), 0 if no block fits. */
@@ -212,7 +217,7 @@ static uint64_t heap_alloc(struct kv_store *s, uint64_t n)
 {
     struct kv_hdr *h = s->h;
     if (n > h->heap_end - h->heap_off) return 0;
-    uint64_t size = (n + 16 + 15) & ~15ull;
+    uint64_t size = block_for(n);
     if (size < BLK_MIN) size = BLK_MIN;
     uint64_t b = find_free(s, size);
     if (!b && h->lazyfree) { /* what UNLINK left may make room: free it now */
@@ -239,29 +244,6 @@ static uint64_t heap_alloc(struct kv_store *s, uint64_t n)
     h->used += size;
     h->free -= size;
     return b + 8;
-}
-
-/* Whether find_free(s, size) would find a block (it takes none). */
-static bool has_free(struct kv_store *s, uint64_t size)
-{
-    struct kv_hdr *h = s->h;
-    unsigned i = bin_of(size);
-    if (i >= 64) {
-        uint64_t b = h->bin[i];
-        for (int k = 0; b && k < 32; k++, b = word(s, b)[1])
-            if (bsize(s, b) >= size) return true;
-        i++;
-    } else if (h->bin[i]) {
-        return true;
-    } else {
-        i++;
-    }
-    for (unsigned w = i / 64; w < (NBINS + 63) / 64; w++) {
-        uint64_t bits = h->bin_map[w];
-        if (w == i / 64) bits &= i % 64 ? ~0ull << (i % 64) : ~0ull;
-        if (bits) return true;
-    }
-    return false;
 }
 
 static uint64_t heap_alloc_zero(struct kv_store *s, uint64_t n)
@@ -305,7 +287,7 @@ static uint64_t heap_usable(struct kv_store *s, uint64_t p)
  * keep the larger one's memory. */
 static void heap_shrink(struct kv_store *s, uint64_t p, uint64_t n)
 {
-    uint64_t b = p - 8, size = bsize(s, b), want = (n + 16 + 15) & ~15ull;
+    uint64_t b = p - 8, size = bsize(s, b), want = block_for(n);
     if (want < BLK_MIN) want = BLK_MIN;
     if (want >= size || size - want < BLK_MIN || (size - want) * 4 < size) return;
     set_block(s, b, want, INUSE);
@@ -318,7 +300,7 @@ static void heap_shrink(struct kv_store *s, uint64_t p, uint64_t n)
 static bool heap_grow(struct kv_store *s, uint64_t p, uint64_t n)
 {
     struct kv_hdr *h = s->h;
-    uint64_t b = p - 8, size = bsize(s, b), want = (n + 16 + 15) & ~15ull;
+    uint64_t b = p - 8, size = bsize(s, b), want = block_for(n);
     if (want <= size) return true;
     uint64_t next = *word(s, b + size);
     if (next & INUSE || size + (next & ~15ull) < want) return false;
@@ -1212,8 +1194,8 @@ bool kv_make_room(struct kv_store *s, uint64_t n)
 {
     struct kv_hdr *h = s->h;
     struct kv_dict *d = &h->keys;
-    uint64_t size = (n + 16 + 15) & ~15ull;
-    if (n > h->heap_end - h->heap_off || has_free(s, size)) return false;
+    uint64_t size = block_for(n);
+    if (n > h->heap_end - h->heap_off || free_lookup(s, size) != 0) return false;
     if (d->rehash >= 0 || s->hold_resize || s->hold_rehash || !d->size[0]) return false;
     /* the table's block and the free blocks either side of it */
     uint64_t tb = d->table[0] - 8, tsize = bsize(s, tb), around = tsize;
@@ -1240,7 +1222,7 @@ bool kv_make_room(struct kv_store *s, uint64_t n)
     d->used[1] = 0;
     d->rehash = 0;
     while (d->rehash >= 0) dict_rehash(s, d, 1 << 16); /* (frees the old table) */
-    return has_free(s, size);
+    return free_lookup(s, size) != 0;
 }
 
 bool kv_cron(struct kv_store *s)

@@ -394,23 +394,6 @@ static bool zero_page(const unsigned char *p, size_t n)
 }
 
 /* [signal-safe] */
-static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
-{
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        if (w == 0) return -EIO;
-        p += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
 /* Writes n pages to the image at off, with direct I/O where the file
  * allows it (no page-cache copy, no write-back thread), else buffered.
  * The pages are the program's, read in place while write-protected
@@ -458,7 +441,7 @@ static int write_buffered(struct tk_ckpt *c, const struct iovec *iov, int n, uin
     uint64_t t0 = now_ns(CLOCK_MONOTONIC);
     int err = 0;
     for (int k = 0; k < n && !err; k++) {
-        err = pwrite_all(c->fd, iov[k].iov_base, iov[k].iov_len, off);
+        err = tk__pwrite_all(c->fd, iov[k].iov_base, iov[k].iov_len, off);
         off += iov[k].iov_len;
     }
     atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
@@ -523,7 +506,7 @@ static void write_page(struct tk_ckpt *c, size_t idx, unsigned char *src)
     } else if (!atomic_load(&c->error)) {
         c->crc[idx] = tk__crc32c((uint32_t)idx, src, c->ps);
         uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-        int err = pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
+        int err = tk__pwrite_all(c->fd, src, c->ps, image_offset(c, idx));
         atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
         if (err)
             set_error(c, err);
@@ -1096,66 +1079,30 @@ static void report(struct tk_ckpt *c)
     c->progress(&st, c->progress_arg);
 }
 
-/* Writes n bytes at *off through buf's staging, chaining the CRC. */
-struct dirw {
-    struct tk_ckpt *c;
-    unsigned char *buf;
-    size_t used, cap;
-    uint64_t off;
-    uint32_t crc;
-    int err;
-};
-
-/* After a failed write (d->err) the rest is dropped: finish_image sees
- * d->err and gives up. */
-static void dir_flush(struct dirw *d)
-{
-    if (d->used && !d->err) {
-        d->crc = tk__crc32c(d->crc, d->buf, d->used);
-        d->err = pwrite_all(d->c->fd, d->buf, d->used, d->off);
-    }
-    d->off += d->used;
-    d->used = 0;
-}
-
-static void dir_put(struct dirw *d, const void *p, size_t n)
-{
-    if (d->err) return;
-    const unsigned char *s = p;
-    while (n) {
-        size_t k = d->cap - d->used < n ? d->cap - d->used : n;
-        memcpy(d->buf + d->used, s, k);
-        d->used += k;
-        s += k;
-        n -= k;
-        if (d->used == d->cap) dir_flush(d);
-    }
-}
-
 /* Directory (streamed through a 64 KiB buffer), fsync, header, fsync.
  * Returns 0 or an error. */
 static int finish_image(struct tk_ckpt *c)
 {
     uint64_t dir_off = c->compress ? c->append : c->data_off + c->ndata * c->ps;
-    struct dirw d = {.c = c, .cap = 65536, .off = dir_off};
+    struct tk_imgw d = {.fd = c->fd, .cap = 65536, .off = dir_off};
     d.buf = map_zero(d.cap);
     if (!d.buf) return -ENOMEM;
     for (size_t w = 0; w < c->words; w++) c->zero[w] &= c->saved[w]; /* held as zero */
-    dir_put(&d, c->saved, c->words * 8);
-    dir_put(&d, c->zero, c->words * 8);
+    tk__imgw_put(&d, c->saved, c->words * 8, true);
+    tk__imgw_put(&d, c->zero, c->words * 8, true);
     for (size_t w = 0; w < c->words; w++) {
         for (uint64_t bits = c->saved[w] & ~c->zero[w]; bits; bits &= bits - 1) {
             size_t i = w * 64 + (size_t)__builtin_ctzll(bits);
             if (c->compress) {
                 struct tk_img_entry e = {c->loc[i] >> 20, (uint32_t)(c->loc[i] & 0xfffff),
                                          c->crc[i]};
-                dir_put(&d, &e, sizeof e);
+                tk__imgw_put(&d, &e, sizeof e, true);
             } else {
-                dir_put(&d, &c->crc[i], 4);
+                tk__imgw_put(&d, &c->crc[i], 4, true);
             }
         }
     }
-    dir_flush(&d);
+    tk__imgw_flush(&d);
     munmap(d.buf, d.cap);
     int err = d.err;
     uint64_t dir_len = d.off - dir_off;
@@ -1184,7 +1131,7 @@ static int finish_image(struct tk_ckpt *c)
     /* an uncompressed image whose last pages were zero ends in a hole:
      * the directory's write made the file long enough */
     if (!err && fsync(c->fd) < 0) err = -errno;
-    if (!err) err = pwrite_all(c->fd, &h, sizeof h, 0);
+    if (!err) err = tk__pwrite_all(c->fd, &h, sizeof h, 0);
     if (!err && fsync(c->fd) < 0) err = -errno;
     atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
     if (!err) {
@@ -1310,7 +1257,7 @@ static void flush_batch(struct tk_ckpt *c, struct batch *b)
             c->crc[idx] = tk__crc32c((uint32_t)idx, src, c->ps);
             if (!atomic_load(&c->error)) {
                 uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-                int err = pwrite_all(c->fd, src, c->ps, b->off + j * c->ps);
+                int err = tk__pwrite_all(c->fd, src, c->ps, b->off + j * c->ps);
                 atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
                 if (err) set_error(c, err);
             }

@@ -31,6 +31,45 @@ int tk__pread_all(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
+int tk__pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (w == 0) return -EIO;
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+void tk__imgw_flush(struct tk_imgw *w)
+{
+    if (w->used && !w->err) w->err = tk__pwrite_all(w->fd, w->buf, w->used, w->off);
+    w->off += w->used;
+    w->used = 0;
+}
+
+void tk__imgw_put(struct tk_imgw *w, const void *p, size_t n, bool crc)
+{
+    if (w->err) return;
+    if (crc) w->crc = tk__crc32c(w->crc, p, n);
+    const unsigned char *s = p;
+    while (n) {
+        size_t k = w->cap - w->used < n ? w->cap - w->used : n;
+        memcpy(w->buf + w->used, s, k);
+        w->used += k;
+        s += k;
+        n -= k;
+        if (w->used == w->cap) tk__imgw_flush(w);
+    }
+}
+
 /* [signal-safe] */
 uint64_t tk__bitmap_next(const uint64_t *bits, uint64_t n, uint64_t i)
 {

@@ -157,4 +157,22 @@ uint64_t tk__bitmap_next(const uint64_t *bits, uint64_t n, uint64_t i);
  * [signal-safe] */
 int tk__pread_all(int fd, void *buf, size_t n, uint64_t off);
 
+/* pwrite of n bytes at off: 0 or -errno (-EIO if the file takes none).
+ * [signal-safe] */
+int tk__pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
+
+/* A buffered writer of an image's parts: bytes put go to the file at off
+ * in writes of cap bytes (buf is the caller's), the CRC32C of those put
+ * with crc chained into crc.  After a failed write (err) the rest is
+ * dropped: the caller sees err once it has flushed, and gives up. */
+struct tk_imgw {
+    int fd, err;
+    unsigned char *buf;
+    size_t used, cap;
+    uint64_t off; /* of buf[0] in the file */
+    uint32_t crc;
+};
+void tk__imgw_put(struct tk_imgw *w, const void *p, size_t n, bool crc);
+void tk__imgw_flush(struct tk_imgw *w);
+
 #endif

@@ -242,54 +242,6 @@ int tk_ckpt_restore(const struct tk_ckpt_area *areas, size_t nareas, const int *
 
 /* ---- compaction ------------------------------------------------------------ */
 
-static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
-{
-    const unsigned char *p = buf;
-    while (n) {
-        ssize_t r = pwrite(fd, p, n, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        p += r;
-        n -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
-struct out {
-    int fd, err;
-    unsigned char *buf;
-    size_t used, cap;
-    uint64_t off; /* of buf[0] in the file */
-    uint32_t crc; /* of what went through put_crc */
-};
-
-/* After a failed write (o->err) the rest is dropped: the caller sees
- * o->err and gives up. */
-static void out_flush(struct out *o)
-{
-    if (o->used && !o->err) o->err = pwrite_all(o->fd, o->buf, o->used, o->off);
-    o->off += o->used;
-    o->used = 0;
-}
-
-static void out_put(struct out *o, const void *p, size_t n, bool crc)
-{
-    if (o->err) return;
-    if (crc) o->crc = tk__crc32c(o->crc, p, n);
-    const unsigned char *s = p;
-    while (n) {
-        size_t k = o->cap - o->used < n ? o->cap - o->used : n;
-        memcpy(o->buf + o->used, s, k);
-        o->used += k;
-        s += k;
-        n -= k;
-        if (o->used == o->cap) out_flush(o);
-    }
-}
-
 static void *map_zero(size_t n)
 {
     void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -330,7 +282,7 @@ int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags)
     uint64_t *held = map_zero(words * 8), *zero = map_zero(words * 8);
     unsigned char *entries = map_zero(npages * esize);
     unsigned char *page = malloc(ps), *scratch = malloc(ps), *lz = malloc(LZ4_COMPRESSBOUND(ps));
-    struct out o = {.fd = out_fd, .cap = 1u << 20, .off = TK_IMG_HEADER};
+    struct tk_imgw o = {.fd = out_fd, .cap = 1u << 20, .off = TK_IMG_HEADER};
     o.buf = malloc(o.cap);
     if (!held || !zero || !entries || !page || !scratch || !lz || !o.buf)
         err = tk__failf(-ENOMEM, "%s: out of memory", who);
@@ -370,27 +322,27 @@ int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags)
             struct tk_img_entry en = {o.off + o.used, (uint32_t)ps, crc};
             if (n > 0 && (size_t)n < ps) {
                 en.len = (uint32_t)n;
-                out_put(&o, lz, (size_t)n, false);
+                tk__imgw_put(&o, lz, (size_t)n, false);
             } else {
-                out_put(&o, page, ps, false); /* LZ4 does not make it smaller */
+                tk__imgw_put(&o, page, ps, false); /* LZ4 does not make it smaller */
             }
             memcpy(entries + ndata * esize, &en, sizeof en);
         } else {
-            out_put(&o, page, ps, false);
+            tk__imgw_put(&o, page, ps, false);
             memcpy(entries + ndata * esize, &crc, 4);
         }
         ndata++;
     }
-    out_flush(&o);
+    tk__imgw_flush(&o);
     if (!err && o.err)
         err = tk__failf(o.err, "%s: writing the image failed: %s", who, strerror(-o.err));
     uint64_t dir_off = o.off;
     if (!err) {
         o.crc = 0;
-        out_put(&o, held, words * 8, true);
-        out_put(&o, zero, words * 8, true);
-        out_put(&o, entries, ndata * esize, true);
-        out_flush(&o);
+        tk__imgw_put(&o, held, words * 8, true);
+        tk__imgw_put(&o, zero, words * 8, true);
+        tk__imgw_put(&o, entries, ndata * esize, true);
+        tk__imgw_flush(&o);
         if (o.err)
             err = tk__failf(o.err, "%s: writing the image failed: %s", who, strerror(-o.err));
     }
@@ -418,7 +370,7 @@ int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags)
         h.header_crc = tk__crc32c(0, &h, offsetof(struct tk_img_header, header_crc));
         /* the header last, after the rest is on disk: a crash before leaves
          * an image restore refuses */
-        if (fsync(out_fd) < 0 || (err = pwrite_all(out_fd, &h, sizeof h, 0)) != 0 ||
+        if (fsync(out_fd) < 0 || (err = tk__pwrite_all(out_fd, &h, sizeof h, 0)) != 0 ||
             fsync(out_fd) < 0) {
             if (!err) err = -errno;
             err = tk__failf(err, "%s: writing the image failed: %s", who, strerror(-err));
