@@ -374,6 +374,7 @@ def snapshot_run(a, srv, keys, rate, rng_seed):
         sampler = Sampler(srv.p.pid)
         sampler.start()
         t0 = time.monotonic()
+        t0_wall = time.time()
         lg.next(t0)  # -> during-snapshot, just before BGSAVE is sent
         c.cmd("BGSAVE")
         deadline = t0 + a.save_timeout
@@ -395,6 +396,14 @@ def snapshot_run(a, srv, keys, rate, rng_seed):
                    if "trapkit_last_pages_by_writers" in i else None)
         faults = (int(i["trapkit_last_write_faults"])
                   if "trapkit_last_write_faults" in i else None)
+        # kv-server's own view of the snapshot, for the round's line: the
+        # instant's pause, the longest a writer's fault took, and when the
+        # instant came after BGSAVE was sent
+        server = {k[len("trapkit_last_"):]: int(i[k]) for k in
+                  ("trapkit_last_pause_us", "trapkit_last_max_writer_stall_us",
+                   "trapkit_last_snapshot_instant_ms") if k in i}
+        if "snapshot_instant_ms" in server:
+            server["snapshot_instant_ms"] -= int(t0_wall * 1000)
         time.sleep(a.after)
         lg.next()  # the end
         d = lg.result()
@@ -410,7 +419,7 @@ def snapshot_run(a, srv, keys, rate, rng_seed):
     if list(ph) != ["warmup"] + PHASES:
         raise RuntimeError(f"tk-loadgen phases {list(ph)}")
     res = {"duration": dur, "extra_memory": max(0, sampler.peak - base), "writers": writers,
-           "faults": faults,
+           "faults": faults, "server": server,
            "start_s": None, "errors": d["errors"], "lateness": d["lateness"],
            "warnings": [l for l in lg.err if "warning" in l], "phases": ph}
     # the per-interval timeline, from the start of the steady phase
@@ -600,6 +609,10 @@ def measure_size(a, systems, size, loads, keys, mem, seed, servers):
                     f"during, max {du['max_us'] / 1e3:.1f} ms; send lateness p99 "
                     f"{r['lateness']['p99_us'] / 1e3:.2f} ms"
                     + (f"; {r['errors']} errors" if r["errors"] else "")
+                    + (f"; server: instant +{sv['snapshot_instant_ms']} ms, pause "
+                       f"{sv['pause_us'] / 1e3:.2f} ms, longest fault "
+                       f"{sv['max_writer_stall_us'] / 1e3:.2f} ms, {r['faults']:,} faults"
+                       if len(sv := r["server"]) == 3 and r["faults"] is not None else "")
                     + f" ({time.time() - t_start:.0f} s)")
                 for w in r["warnings"]:
                     log(f"      {w}")

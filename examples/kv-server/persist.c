@@ -765,6 +765,12 @@ void persist_poll_bgsave(void)
             st.incremental ? "an incremental" : "a full", (unsigned long)st.pages_saved,
             (unsigned long)st.image_bytes, st.duration_ns / 1e6, st.pause_ns / 1e6,
             (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
+    if (st.stall_total_ns) /* TRAPKIT_CKPT_TIMING=1: where the writers' faults spent it */
+        fprintf(stderr,
+                "kv-server: %lu write faults took %.1f ms in all: %.1f waiting for the instant, "
+                "%.1f for a page another writer copied, %.1f copying, %.1f opening pages again\n",
+                (unsigned long)st.faults, st.stall_total_ns / 1e6, st.stall_pause_ns / 1e6,
+                st.stall_page_ns / 1e6, st.stall_copy_ns / 1e6, st.stall_unprot_ns / 1e6);
 }
 
 /* Starts a background save.  tk_ckpt_start returns at once
