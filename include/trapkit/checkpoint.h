@@ -15,7 +15,9 @@
  * SCHED_IDLE the checkpointer's threads keep to the CPU the writers last
  * ran on, so that opening a page (a TLB flush) interrupts no other CPU;
  * one that waits there too long goes back to every CPU it may use
- * (TRAPKIT_CKPT_FOLLOW=0: they never follow).  The image is consistent at
+ * (TRAPKIT_CKPT_FOLLOW=0: they never follow); then a thread at the
+ * program's priority, on any CPU, fills in the memory of the writers'
+ * copies ahead of them (TRAPKIT_CKPT_POOLER=0: none).  The image is consistent at
  * the instant: every write that completed before its page was protected is in it, none after.
  * (Writes that fault while the areas are being protected wait until protection is complete.)
  *

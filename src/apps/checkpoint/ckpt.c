@@ -246,6 +246,16 @@ struct tk_ckpt {
     _Atomic uint64_t open_head; /* ranges done */
     atomic_int help_word;       /* futex: bumped at each post */
     atomic_bool help_stop;
+    /* The pool thread: populates the writers' pool slots ahead of them
+     * (pool_want, posted by writers and the background thread), where the
+     * helper follows the writers.  It does not follow them: populating a
+     * page the host has taken back costs 5-13 us on a virtual machine, time
+     * taken from the writers on their CPU when their faults need it most
+     * (the first snapshot after a start, whose pool is all such pages). */
+    bool pool_thread;        /* TRAPKIT_CKPT_POOLER=0: none */
+    atomic_bool pooler_live; /* read by writers (buffer_page) */
+    pthread_t pooler;
+    atomic_int pool_word;       /* futex: bumped at each new target */
     pid_t child;                /* the fork child not yet reaped, or 0 (under child_lock) */
     pthread_mutex_t child_lock; /* tk_ckpt_cancel kills only a child not yet reaped */
     bool close_fds;             /* TK_CKPT_CLOSE_FDS */
@@ -517,6 +527,7 @@ static void write_page(struct tk_ckpt *c, size_t idx, unsigned char *src)
 }
 
 static void wake_helper(struct tk_ckpt *c);
+static void wake_pooler(struct tk_ckpt *c);
 
 /* A written slot to use again, or UINT64_MAX if none waits.  [signal-safe]:
  * lock-free. */
@@ -559,14 +570,14 @@ static void buffer_page(struct tk_ckpt *c, size_t idx)
     uint64_t s = pop_slot(c);
     if (s == UINT64_MAX) {
         s = atomic_fetch_add(&c->pool_next, 1); /* at most one per entry */
-        if (s % 64 == 0 && c->helper_live) {
+        if (s % 64 == 0 && (c->pooler_live || c->helper_live)) {
             /* keep the helper populating slots ahead of the writers,
              * whatever the background thread's priority lets it do */
             uint64_t want = s + POOL_AHEAD < c->npages ? s + POOL_AHEAD : c->npages;
             uint64_t cur = atomic_load(&c->pool_want);
             while (want > cur && !atomic_compare_exchange_weak(&c->pool_want, &cur, want)) {
             }
-            if (want > cur) wake_helper(c);
+            if (want > cur) wake_pooler(c);
         }
     }
     unsigned char *dst = c->pool + s * c->ps;
@@ -1032,6 +1043,8 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
                     c->mech != TK_CKPT_STOP && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
                     !(fl && !strcmp(fl, "0"));
         atomic_store(&c->writer_cpu, -1);
+        const char *pl = getenv("TRAPKIT_CKPT_POOLER");
+        c->pool_thread = !(pl && !strcmp(pl, "0"));
     }
     for (size_t a = 0; a < c->nareas; a++) {
         tk_region_config rc = {.addr = c->areas[a].addr,
@@ -1300,9 +1313,38 @@ static void populate_pool(struct tk_ckpt *c)
 static void lower_priority(const struct tk_ckpt *c);
 static void set_high(bool high);
 
-/* The helper thread: unprotects the ranges the background thread posts and
- * populates the pool up to its target, until told to stop and every posted
- * range is done. */
+/* The pool thread: populates the pool up to its target until told to
+ * stop.  At the program's priority (it does work the writers would do
+ * themselves otherwise, at theirs), anywhere the thread may run: at
+ * SCHED_IDLE it got too little of the other CPU while the writers' faults
+ * filled theirs (docs/design.md). */
+static void *pooler_main(void *arg)
+{
+    struct tk_ckpt *c = arg;
+    tk__block_async_signals();
+    for (;;) {
+        int word = atomic_load(&c->pool_word);
+        if (atomic_load(&c->help_stop)) break;
+        populate_pool(c);
+        tk__futex_wait(&c->pool_word, word);
+    }
+    return NULL;
+}
+
+/* Wakes whichever thread populates the pool.  [signal-safe] */
+static void wake_pooler(struct tk_ckpt *c)
+{
+    if (!c->pooler_live) {
+        wake_helper(c);
+        return;
+    }
+    atomic_fetch_add(&c->pool_word, 1);
+    tk__futex_wake(&c->pool_word, 1);
+}
+
+/* The helper thread: unprotects the ranges the background thread posts
+ * (and populates the pool where there is no pool thread), until told to
+ * stop and every posted range is done. */
 static void *helper_main(void *arg)
 {
     struct tk_ckpt *c = arg;
@@ -1315,7 +1357,7 @@ static void *helper_main(void *arg)
         int word = atomic_load(&c->help_word);
         bool stop = atomic_load(&c->help_stop);
         follow_writer(c, &fw);
-        populate_pool(c);
+        if (!c->pooler_live) populate_pool(c);
         /* adjacent ranges (the background thread posts its sweep in order)
          * are opened together */
         uint64_t h = atomic_load(&c->open_head), tail = atomic_load(&c->open_tail);
@@ -1362,9 +1404,10 @@ static void prefault_pool(struct tk_ckpt *c)
 {
     uint64_t want = atomic_load(&c->pool_next) + POOL_AHEAD;
     if (want > c->npages) want = c->npages;
-    if (!c->helper_live || want < atomic_load(&c->pool_want) + POOL_AHEAD / 4) return;
+    if (!(c->pooler_live || c->helper_live) || want < atomic_load(&c->pool_want) + POOL_AHEAD / 4)
+        return;
     atomic_store(&c->pool_want, want);
-    wake_helper(c);
+    wake_pooler(c);
 }
 
 /* ---- arming ------------------------------------------------------------- */
@@ -1696,6 +1739,11 @@ static void stop_helper(struct tk_ckpt *c)
     wake_helper(c);
     pthread_join(c->helper, NULL);
     c->helper_live = false;
+    if (c->pooler_live) {
+        wake_pooler(c);
+        pthread_join(c->pooler, NULL);
+        c->pooler_live = false;
+    }
 }
 
 /* ---- priority ------------------------------------------------------------
@@ -2272,6 +2320,10 @@ static int start(tk_ckpt *c, int fd, unsigned flags)
         /* without a helper copied pages stay protected until written, and
          * writers fault their pool slots in */
         c->helper_live = pthread_create(&c->helper, NULL, helper_main, c) == 0;
+        /* the pool thread where the helper follows the writers (else the
+         * helper populates the pool itself) */
+        c->pooler_live = c->helper_live && c->follow && c->pool_thread &&
+                         pthread_create(&c->pooler, NULL, pooler_main, c) == 0;
     }
     if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
         /* no thread: arm and copy here, at the caller's priority */
