@@ -67,7 +67,8 @@
  * there.  A thread that low may be off the CPU for long, so it holds no
  * lock a writer can wait for while it is that low: copied pages are
  * unprotected (without TK_CKPT_TRACK) by the helper, a thread that does
- * nothing else but populate the writers' pool slots ahead of them, and
+ * nothing else but populate the writers' pool slots ahead of them (where
+ * the helper follows the writers, the pool thread does that instead), and
  * tk_unprot and tk_protect hold the region's lock across their system
  * call, so the helper and the arming thread make theirs at the program's
  * priority where they may go back up to it (see lower_priority).
@@ -235,10 +236,11 @@ struct tk_ckpt {
     pthread_t thread;
     /* The helper: a thread at the program's priority that unprotects copied
      * pages (without TK_CKPT_TRACK) and populates the writers' pool slots
-     * ahead of them, the two things that take locks a writer may wait for
-     * (the region's, the address space's), so the background thread, which
-     * may run at the lowest priority, takes none.  The background thread
-     * posts the ranges and the pool's target. */
+     * ahead of them (the pool thread's, where there is one), the two things
+     * that take locks a writer may wait for (the region's, the address
+     * space's), so the background thread, which may run at the lowest
+     * priority, takes none.  The background thread posts the ranges and the
+     * pool's target. */
     atomic_bool helper_live; /* read by writers (buffer_page) */
     pthread_t helper;
     size_t open_from[OPEN_RING], open_to[OPEN_RING];
@@ -403,7 +405,6 @@ static bool zero_page(const unsigned char *p, size_t n)
     return true;
 }
 
-/* [signal-safe] */
 /* Writes n pages to the image at off, with direct I/O where the file
  * allows it (no page-cache copy, no write-back thread), else buffered.
  * The pages are the program's, read in place while write-protected
@@ -570,8 +571,8 @@ static void buffer_page(struct tk_ckpt *c, size_t idx)
     uint64_t s = pop_slot(c);
     if (s == UINT64_MAX) {
         s = atomic_fetch_add(&c->pool_next, 1); /* at most one per entry */
-        if (s % 64 == 0 && (c->pooler_live || c->helper_live)) {
-            /* keep the helper populating slots ahead of the writers,
+        if (s % 64 == 0 && c->helper_live) {    /* (no pool thread without it) */
+            /* keep the pool populated ahead of the writers,
              * whatever the background thread's priority lets it do */
             uint64_t want = s + POOL_AHEAD < c->npages ? s + POOL_AHEAD : c->npages;
             uint64_t cur = atomic_load(&c->pool_want);
@@ -1404,8 +1405,7 @@ static void prefault_pool(struct tk_ckpt *c)
 {
     uint64_t want = atomic_load(&c->pool_next) + POOL_AHEAD;
     if (want > c->npages) want = c->npages;
-    if (!(c->pooler_live || c->helper_live) || want < atomic_load(&c->pool_want) + POOL_AHEAD / 4)
-        return;
+    if (!c->helper_live || want < atomic_load(&c->pool_want) + POOL_AHEAD / 4) return;
     atomic_store(&c->pool_want, want);
     wake_pooler(c);
 }

@@ -31,6 +31,7 @@ int tk__pread_all(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
+/* [signal-safe] */
 int tk__pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
 {
     const unsigned char *p = buf;
