@@ -1120,33 +1120,25 @@ static int finish_image(struct tk_ckpt *c)
     munmap(d.buf, d.cap);
     int err = d.err;
     uint64_t dir_len = d.off - dir_off;
-    struct tk_img_header h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, TK_IMG_MAGIC, 8);
-    h.version = TK_IMG_VERSION;
-    h.page_size = (uint32_t)c->ps;
-    h.flags = (c->incremental ? TK_IMG_INCREMENTAL : 0) | (c->compress ? TK_IMG_COMPRESSED : 0);
-    h.nareas = (uint32_t)c->nareas;
-    h.lineage = c->lineage;
-    h.seq = c->seq;
-    h.parent_seq = c->incremental ? c->base_seq : 0;
-    h.npages = c->npages;
-    h.nsaved = c->nsaved;
-    h.nzero = c->nzero;
-    h.data_off = c->data_off;
-    h.data_len = dir_off - c->data_off;
-    h.dir_off = dir_off;
-    h.dir_len = dir_len;
-    h.created_ns = c->t_instant_real;
+    struct tk_img_header h = {
+        .page_size = (uint32_t)c->ps,
+        .flags = (c->incremental ? TK_IMG_INCREMENTAL : 0) | (c->compress ? TK_IMG_COMPRESSED : 0),
+        .nareas = (uint32_t)c->nareas,
+        .lineage = c->lineage,
+        .seq = c->seq,
+        .parent_seq = c->incremental ? c->base_seq : 0,
+        .npages = c->npages,
+        .nsaved = c->nsaved,
+        .nzero = c->nzero,
+        .data_off = c->data_off,
+        .dir_off = dir_off,
+        .dir_len = dir_len,
+        .created_ns = c->t_instant_real,
+        .dir_crc = d.crc,
+    };
     for (size_t a = 0; a < c->nareas; a++) h.area_len[a] = c->areas[a].len;
-    h.dir_crc = d.crc;
-    h.header_crc = tk__crc32c(0, &h, offsetof(struct tk_img_header, header_crc));
     uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-    /* an uncompressed image whose last pages were zero ends in a hole:
-     * the directory's write made the file long enough */
-    if (!err && fsync(c->fd) < 0) err = -errno;
-    if (!err) err = tk__pwrite_all(c->fd, &h, sizeof h, 0);
-    if (!err && fsync(c->fd) < 0) err = -errno;
+    if (!err) err = tk__img_write_header(c->fd, &h);
     atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
     if (!err) {
         atomic_fetch_add(&c->bytes, dir_len + sizeof h);

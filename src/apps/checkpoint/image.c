@@ -49,6 +49,24 @@ int tk__pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
     return 0;
 }
 
+/* (no padding: the CRC covers every byte before it, each set) */
+_Static_assert(sizeof(struct tk_img_header) == offsetof(struct tk_img_header, header_crc) + 4,
+               "struct tk_img_header has padding");
+
+int tk__img_write_header(int fd, struct tk_img_header *h)
+{
+    memcpy(h->magic, TK_IMG_MAGIC, 8);
+    h->version = TK_IMG_VERSION;
+    h->data_len = h->dir_off - h->data_off;
+    h->header_crc = tk__crc32c(0, h, offsetof(struct tk_img_header, header_crc));
+    /* an uncompressed image whose last pages were zero ends in a hole: the
+     * directory's write made the file long enough */
+    if (fsync(fd) < 0) return -errno;
+    int err = tk__pwrite_all(fd, h, sizeof *h, 0);
+    if (!err && fsync(fd) < 0) err = -errno;
+    return err;
+}
+
 void tk__imgw_flush(struct tk_imgw *w)
 {
     if (w->used && !w->err) w->err = tk__pwrite_all(w->fd, w->buf, w->used, w->off);

@@ -161,6 +161,13 @@ int tk__pread_all(int fd, void *buf, size_t n, uint64_t off);
  * [signal-safe] */
 int tk__pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
 
+/* Completes an image whose pages and directory are written: fills in h's
+ * magic, version, data_len (data_off to dir_off) and CRC, then syncs the
+ * file, writes the header at offset 0 and syncs again - the header last,
+ * so that a crash before it leaves an image restore refuses.  The caller
+ * fills in the rest (fields it leaves zero stay zero).  0 or -errno. */
+int tk__img_write_header(int fd, struct tk_img_header *h);
+
 /* A buffered writer of an image's parts: bytes put go to the file at off
  * in writes of cap bytes (buf is the caller's), the CRC32C of those put
  * with crc chained into crc.  After a failed write (err) the rest is

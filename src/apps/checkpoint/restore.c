@@ -347,34 +347,24 @@ int tk_ckpt_compact(const int *fds, size_t nfds, int out_fd, unsigned flags)
             err = tk__failf(o.err, "%s: writing the image failed: %s", who, strerror(-o.err));
     }
     if (!err) {
-        struct tk_img_header h;
-        memset(&h, 0, sizeof h);
-        memcpy(h.magic, TK_IMG_MAGIC, 8);
-        h.version = TK_IMG_VERSION;
-        h.page_size = (uint32_t)ps;
-        h.flags = compress ? TK_IMG_COMPRESSED : 0;
-        h.nareas = (uint32_t)nareas;
-        h.lineage = newest->lineage;
-        h.seq = newest->seq;
-        h.parent_seq = 0;
-        h.npages = npages;
-        h.nsaved = npages;
-        h.nzero = nzero;
-        h.data_off = TK_IMG_HEADER;
-        h.data_len = dir_off - TK_IMG_HEADER;
-        h.dir_off = dir_off;
-        h.dir_len = o.off - dir_off;
-        h.created_ns = newest->created_ns;
+        struct tk_img_header h = {
+            .page_size = (uint32_t)ps,
+            .flags = compress ? TK_IMG_COMPRESSED : 0,
+            .nareas = (uint32_t)nareas,
+            .lineage = newest->lineage,
+            .seq = newest->seq,
+            .npages = npages,
+            .nsaved = npages,
+            .nzero = nzero,
+            .data_off = TK_IMG_HEADER,
+            .dir_off = dir_off,
+            .dir_len = o.off - dir_off,
+            .created_ns = newest->created_ns,
+            .dir_crc = o.crc,
+        };
         for (size_t a = 0; a < nareas; a++) h.area_len[a] = areas[a].len;
-        h.dir_crc = o.crc;
-        h.header_crc = tk__crc32c(0, &h, offsetof(struct tk_img_header, header_crc));
-        /* the header last, after the rest is on disk: a crash before leaves
-         * an image restore refuses */
-        if (fsync(out_fd) < 0 || (err = tk__pwrite_all(out_fd, &h, sizeof h, 0)) != 0 ||
-            fsync(out_fd) < 0) {
-            if (!err) err = -errno;
-            err = tk__failf(err, "%s: writing the image failed: %s", who, strerror(-err));
-        }
+        err = tk__img_write_header(out_fd, &h);
+        if (err) err = tk__failf(err, "%s: writing the image failed: %s", who, strerror(-err));
     }
     if (held) munmap(held, words * 8 ?: 1);
     if (zero) munmap(zero, words * 8 ?: 1);
