@@ -506,8 +506,11 @@ def run_size(a, systems, size, loads):
 
     # every kv-server kept up across the rounds (each BGSAVE a full image:
     # --incremental no) when memory allows it, else each run starts one
-    # afresh from the seed image
-    a.resident = bool(kv) and avail >= len(kv) * mem + need
+    # afresh from the seed image.  Kept up: every server's memory at once,
+    # and one snapshot's copies at a time (a fork's, at most a whole copy
+    # of the largest)
+    resident_need = len(kv) * mem + redis_mem + max(mem, redis_mem) + (1 << 30)
+    a.resident = bool(kv) and avail >= resident_need
     log(f"  checkpoint: {size:g} GiB ({keys:,} keys), systems {', '.join(systems)}, "
         f"loads {', '.join(f'{x:g}' for x in loads)}, {a.reps} rounds; kv-server "
         + ("kept up across the rounds" if a.resident else "started afresh for each run"))
