@@ -11,10 +11,9 @@ The protocol, for each data size (1 and 4 GiB; 64 MiB with --quick):
    this 24 GiB machine), one kv-server per mechanism starts from that image
    and stays up across the rounds with --incremental no, so each of its
    BGSAVEs is a full image of the same data, as the first after a start
-   is; else each run starts a
-   kv-server afresh from the image (hard-linked: a BGSAVE writes a new file
-   and renames it), one kv-server and one redis-server at most resident at
-   a time.  redis-server stays up for the size (its BGSAVE is always
+   is; else each run starts a kv-server afresh from the image (hard-linked:
+   a BGSAVE writes a new file and renames it), one kv-server and one
+   redis-server at most resident at a time.  redis-server stays up for the size (its BGSAVE is always
    whole).  redis-server runs with rdbcompression no: its
    image raw like kv-server's (compressing these random values made its
    BGSAVE 2.5x as long here).
@@ -172,8 +171,9 @@ def anon_bytes():
     count once and each copy made counts, as in PSS.  It is a read of the
     kernel's counters (~30 us); a process's PSS (smaps_rollup) is a walk of
     its page tables under its memory-map lock - 20-40 ms of kernel time per
-    sample for a 1 GiB server here, four times 250 ms a second beside the
-    server it measured, whose writers' faults wait on the same tables.  The
+    sample for a 1 GiB server here, 45-82 ms at 4 GiB, every 250 ms, beside
+    the server it measured and under the same page tables' locks as its
+    writers' faults.  The
     machine runs nothing else meanwhile but tk-loadgen and this script,
     whose memory does not change during a snapshot."""
     with open("/proc/meminfo") as f:
