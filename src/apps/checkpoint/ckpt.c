@@ -80,7 +80,7 @@
  * writer copied and the background thread had not yet written (the slots
  * are used again as written and given back when the snapshot ends;
  * neighbours are copied only while fewer than BACKLOG pages wait), and
- * POOL_AHEAD pool pages populated ahead,
+ * POOL_AHEAD pool pages populated ahead (POOL_INSTANT while arming),
  * plus the per-page arrays, touched at the first snapshot and kept: state
  * (1 byte), CRC (4), pool slot (4, per copied page), free-slot link (4), bitmaps, and with
  * TK_CKPT_COMPRESS each page's place (8); the compression staging buffer
@@ -162,8 +162,11 @@ atomic_long tk__ckpt_takeovers; /* pages writers took from the background thread
 atomic_long tk__ckpt_reused;    /* writers' copies into a slot written before */
 #endif
 #define UNPROT_BATCH 64
-#define BATCH 64          /* pages the background thread writes with one pwritev */
-#define POOL_AHEAD 512    /* pool pages kept populated ahead of the writers' next copies */
+#define BATCH 64         /* pages the background thread writes with one pwritev */
+#define POOL_AHEAD 512   /* pool pages kept populated ahead of the writers' next copies */
+#define POPULATE_STEP 64 /* pool pages populated with one call */
+#define POOL_INSTANT                                                                               \
+    2048 /* pool pages populated while arming, for the copies right after the instant */
 #define NEIGHBOURS 16     /* a writer's fault copies and opens up to this aligned block */
 #define NEIGHBOURS_MAX 64 /* TRAPKIT_CKPT_BLOCK's largest */
 #define BACKLOG 2048      /* copies queued, not yet written, beyond which a fault takes one page */
@@ -733,15 +736,23 @@ static void take_neighbours(struct tk_ckpt *c, size_t idx, size_t *lo, size_t *h
  * instant on), where at SCHED_IDLE it runs only while the writer does not,
  * and the flushes stay local.  A program whose writers keep their CPU busy
  * would starve them there: a thread that waited for that CPU more than
- * half of the last FOLLOW_PERIOD_NS (its run delay, /proc/thread-self/
- * schedstat) goes back to every CPU it may use for the rest of the
- * snapshot.  (A writer that kept its CPU busy for a period mostly goes on
- * doing so, and a thread at SCHED_IDLE beside it runs so seldom - a tick
- * in a second or more on a slow machine - that each return there cost it
- * far more than the period before it saw it starved again.)  Not
- * with TK_CKPT_FAIR (or TRAPKIT_CKPT_COPIER=fair/nice), on one CPU, or with
- * TRAPKIT_CKPT_FOLLOW=0. */
+ * FOLLOW_STARVED_PCT% of each of the last FOLLOW_STARVED periods of
+ * FOLLOW_PERIOD_NS (its run delay, /proc/thread-self/schedstat) goes back
+ * to every CPU it may use for the rest of the snapshot.  (A writer that
+ * kept its CPU busy for a period mostly goes on doing so, and a thread at
+ * SCHED_IDLE beside it runs so seldom - a tick in a second or more on a
+ * slow machine - that each return there cost it far more than the period
+ * before it saw it starved again.)  A writer busy most of the time but not
+ * all of it - a server near its capacity while its writes fault - leaves
+ * them enough: they stay, and its faults open pages without interrupting
+ * another CPU.  (Leaving at half of one period sent them to the other CPU
+ * within the first half second of a snapshot of kv-server at 50% load,
+ * where 6-19% of its faults then took 10-30 us more; docs/design.md, "1
+ * GiB: the whole snapshot, fault by fault".)  Not with TK_CKPT_FAIR (or
+ * TRAPKIT_CKPT_COPIER=fair/nice), on one CPU, or with TRAPKIT_CKPT_FOLLOW=0. */
 #define FOLLOW_PERIOD_NS 200000000ull
+#define FOLLOW_STARVED_PCT 95 /* of a period spent waiting for the writers' CPU */
+#define FOLLOW_STARVED 3      /* periods in a row */
 
 /* Notes the calling thread's CPU as the writers'.  [signal-safe]: getcpu
  * is a read of the kernel's per-thread data (rseq or the vDSO). */
@@ -756,6 +767,7 @@ static void note_cpu(struct tk_ckpt *c)
 struct follow {
     int cpu;            /* the CPU this thread is kept on, or -1 (anywhere allowed) */
     bool hold;          /* anywhere for the rest of the snapshot: it starved */
+    unsigned starved;   /* periods in a row it starved */
     bool init, off;     /* off: its run delay cannot be read, so it does not follow */
     int stat_fd;        /* /proc/thread-self/schedstat, or -1 */
     uint64_t t0, wait0; /* the period's start and run delay then */
@@ -791,6 +803,7 @@ static void follow_writer(struct tk_ckpt *c, struct follow *f)
         f->init = true;
         f->cpu = -1;
         f->hold = false;
+        f->starved = 0;
         f->stat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
         f->t0 = now;
         f->wait0 = run_delay(f->stat_fd);
@@ -801,10 +814,11 @@ static void follow_writer(struct tk_ckpt *c, struct follow *f)
         }
     } else if (!f->hold && now - f->t0 >= FOLLOW_PERIOD_NS) {
         uint64_t w = run_delay(f->stat_fd);
-        bool starved = f->cpu >= 0 && (w - f->wait0) * 2 > now - f->t0;
+        bool starved = f->cpu >= 0 && (w - f->wait0) * 100 > (now - f->t0) * FOLLOW_STARVED_PCT;
+        f->starved = starved ? f->starved + 1 : 0;
         f->t0 = now;
         f->wait0 = w;
-        if (starved) {
+        if (f->starved >= FOLLOW_STARVED) {
             f->hold = true;
             if (sched_setaffinity(0, sizeof f->allowed, &f->allowed) == 0) f->cpu = -1;
         }
@@ -836,9 +850,13 @@ static tk_action on_write(const tk_fault *f, void *arg)
      * no call to restore it): a handler of one that wrote to an area would
      * wait for a pause that waits for this writer, and one that left by
      * siglongjmp would leave it counted inside for ever. */
-    if (f->ucontext) { /* (in the faulting thread's signal handler) */
+    bool blocked_before = tk__async_signals_blocked;
+    if (f->ucontext && !blocked_before) { /* (in the faulting thread's signal handler) */
         uint64_t mask;
         tk__defer_signals(&mask);
+        /* the region's lock, taken below to open pages, need not block
+         * them again (two system calls a fault) */
+        tk__async_signals_blocked = true;
     }
     /* Enter unless a snapshot is pausing; it waits for those inside, so no
      * page is opened after it protected its pages for good.  A snapshot
@@ -905,6 +923,7 @@ static tk_action on_write(const tk_fault *f, void *arg)
     atomic_fetch_sub(&c->inflight[e & 1], 1);
     if (t_in) atomic_fetch_add_explicit(&c->st_total, t - t_in, memory_order_relaxed);
     if (t0) note_max(&c->max_stall, now_ns(CLOCK_MONOTONIC) - t0);
+    tk__async_signals_blocked = blocked_before;
     return TK_RESUME;
 }
 
@@ -1288,19 +1307,27 @@ static bool keep_mine(struct tk_ckpt *c, size_t idx)
     return true;
 }
 
-/* Populates pool slots [pool_ready, pool_want) (helper thread).
- * MADV_POPULATE_WRITE leaves the contents alone, so a slot a writer took
- * meanwhile and is copying into is not disturbed. */
+/* Populates pool slots [pool_ready, pool_want) (helper or pool thread),
+ * POPULATE_STEP at a time: MADV_POPULATE_WRITE holds the address space's
+ * lock (shared) for the whole call, 5-13 us a page where the host has
+ * taken the memory back, and a thread of the program that wants it
+ * exclusively meanwhile - malloc growing or trimming its heap with brk -
+ * waits for it, with every page fault and protection change that comes
+ * after.  MADV_POPULATE_WRITE leaves the contents alone, so a slot a
+ * writer took meanwhile and is copying into is not disturbed. */
 static void populate_pool(struct tk_ckpt *c)
 {
     uint64_t from = atomic_load(&c->pool_ready), to = atomic_load(&c->pool_want);
-    if (from >= to) return;
-    unsigned char *p = c->pool + from * c->ps;
-    size_t n = (size_t)(to - from) * c->ps;
-    if (madvise(p, n, MADV_POPULATE_WRITE) <
-        0) /* before Linux 5.14: a write that changes nothing */
-        for (size_t o = 0; o < n; o += c->ps) __atomic_fetch_add(p + o, 0, __ATOMIC_RELAXED);
-    atomic_store(&c->pool_ready, to);
+    while (from < to) {
+        uint64_t end = to - from > POPULATE_STEP ? from + POPULATE_STEP : to;
+        unsigned char *p = c->pool + from * c->ps;
+        size_t n = (size_t)(end - from) * c->ps;
+        if (madvise(p, n, MADV_POPULATE_WRITE) <
+            0) /* before Linux 5.14: a write that changes nothing */
+            for (size_t o = 0; o < n; o += c->ps) __atomic_fetch_add(p + o, 0, __ATOMIC_RELAXED);
+        atomic_store(&c->pool_ready, end);
+        from = end;
+    }
 }
 
 static void lower_priority(const struct tk_ckpt *c);
@@ -2316,6 +2343,17 @@ static int start(tk_ckpt *c, int fd, unsigned flags)
          * helper populates the pool itself) */
         c->pooler_live = c->helper_live && c->follow && c->pool_thread &&
                          pthread_create(&c->pooler, NULL, pooler_main, c) == 0;
+        /* Right after the instant every write faults: the copies of the
+         * first milliseconds (a thousand pages or two at 50,000 writes a
+         * second, with their neighbours) would otherwise go to pool pages
+         * the pool thread has not reached, each populated in the writer's
+         * fault (13-58 us a fault where the host has taken the memory back,
+         * against 5-6).  Populated while the areas are armed, within the
+         * 16 MiB a snapshot may add beyond the pages written. */
+        if (c->helper_live) {
+            atomic_store(&c->pool_want, c->npages < POOL_INSTANT ? c->npages : POOL_INSTANT);
+            wake_pooler(c);
+        }
     }
     if (pthread_create(&c->thread, NULL, snapshot_thread, c) != 0) {
         /* no thread: arm and copy here, at the caller's priority */
