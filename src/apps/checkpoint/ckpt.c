@@ -165,8 +165,8 @@ atomic_long tk__ckpt_reused;    /* writers' copies into a slot written before */
 #define BATCH 64         /* pages the background thread writes with one pwritev */
 #define POOL_AHEAD 512   /* pool pages kept populated ahead of the writers' next copies */
 #define POPULATE_STEP 64 /* pool pages populated with one call */
-#define POOL_INSTANT                                                                               \
-    2048 /* pool pages populated while arming, for the copies right after the instant */
+/* pool pages populated while arming, for the copies right after the instant */
+#define POOL_INSTANT 2048
 #define NEIGHBOURS 16     /* a writer's fault copies and opens up to this aligned block */
 #define NEIGHBOURS_MAX 64 /* TRAPKIT_CKPT_BLOCK's largest */
 #define BACKLOG 2048      /* copies queued, not yet written, beyond which a fault takes one page */
@@ -1318,7 +1318,7 @@ static bool keep_mine(struct tk_ckpt *c, size_t idx)
 static void populate_pool(struct tk_ckpt *c)
 {
     uint64_t from = atomic_load(&c->pool_ready), to = atomic_load(&c->pool_want);
-    while (from < to) {
+    while (from < to && !atomic_load(&c->help_stop)) {
         uint64_t end = to - from > POPULATE_STEP ? from + POPULATE_STEP : to;
         unsigned char *p = c->pool + from * c->ps;
         size_t n = (size_t)(end - from) * c->ps;
