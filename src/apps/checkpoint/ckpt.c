@@ -2146,8 +2146,10 @@ static int instant(tk_ckpt *c)
     return 1;
 }
 
-/* Puts everything back after arming failed: the pages writable, the
- * snapshot not running, its error set. */
+/* Puts everything back after arming failed (or was cancelled): the pages
+ * writable, the pool populated while arming given back (the helper and
+ * the pool thread, if any, have stopped), the snapshot not running, its
+ * error set. */
 static void fail_start(struct tk_ckpt *c, int err)
 {
     if (atomic_load(&c->phase) != PHASE_PAUSED) {
@@ -2155,6 +2157,7 @@ static void fail_start(struct tk_ckpt *c, int err)
         wait_writers(c, true, atomic_load(&c->epoch));
     }
     unwind_start(c);
+    reset_queue(c);
     set_error(c, err);
     if (c->dfd != c->fd) close(c->dfd);
     c->dfd = c->fd;
