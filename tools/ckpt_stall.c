@@ -18,8 +18,13 @@
  * breakdown of the write-fault path (TK_CKPT_TIMING).
  *
  *   ckpt_stall [--mech M] [--mib N] [--rate R] [--work-us W] [--tick-us T]
- *              [--busy B] [--steady S] [--after S] [--incremental] [--async]
- *              [--watch MS] [--file PATH]
+ *              [--busy B] [--busy-duty PCT] [--steady S] [--after S]
+ *              [--incremental] [--async] [--watch MS] [--file PATH]
+ *
+ * --busy-duty sets the busy threads' share of a CPU (default: the server
+ * thread's).  --mech precopy runs a model of iterative pre-copy instead of
+ * the library (below): the same writer, the same latencies, for comparing
+ * what a snapshot costs the writer either way.
  *
  * --watch MS prints every thread's kernel stack when the server thread has
  * served nothing for MS milliseconds (run as root).
@@ -28,12 +33,17 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -146,7 +156,7 @@ static void *watch_main(void *arg)
     }
     return NULL;
 }
-static uint64_t tick_ns, work_ns;
+static uint64_t tick_ns, work_ns, busy_pct;
 
 static void *busy_main(void *arg)
 {
@@ -155,10 +165,187 @@ static void *busy_main(void *arg)
     while (!atomic_load(&stop)) {
         t += tick_ns;
         sleep_until(t);
-        uint64_t w = tick_ns * work_ns / (work_ns + 2000); /* about the server's duty */
+        /* about the server's duty, or --busy-duty percent */
+        uint64_t w = busy_pct ? tick_ns * busy_pct / 100 : tick_ns * work_ns / (work_ns + 2000);
         spin_ns(w);
     }
     return NULL;
+}
+
+/* ---- --mech precopy: a model of iterative pre-copy ----------------------
+ * Not the library: what a snapshot costs the writer when its writes are
+ * tracked by the kernel alone (userfaultfd's asynchronous write protection,
+ * UFFD_FEATURE_WP_ASYNC, Linux 6.7: a write to a protected page is
+ * resolved in the kernel, no signal, and PAGEMAP_SCAN reports it and
+ * protects it again), as virtual machines are migrated: a background
+ * thread writes every page to the image while the writer runs, then again
+ * the pages written meanwhile, round after round, until few are left; the
+ * writer then takes the instant itself between two requests (it is the
+ * only writer): it scans the pages written since the last round and
+ * copies them into memory (stop-and-copy), and the thread writes those
+ * last.  The image is the pages at their places in the file. */
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef PAGEMAP_SCAN
+#define PAGE_IS_WRITTEN (1 << 1)
+struct page_region {
+    uint64_t start, end, categories;
+};
+#define PM_SCAN_WP_MATCHING (1 << 0)
+#define PM_SCAN_CHECK_WPASYNC (1 << 1)
+struct pm_scan_arg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+        category_mask, category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+#define PC_FINAL 2048 /* pages written in a round below which the writer takes the instant */
+#define PC_BUF 4096   /* pages of memory populated ahead for the instant's copies */
+#define PC_ROUNDS 12
+#define PC_RUN 64
+
+struct precopy {
+    unsigned char *area;
+    size_t len, ps;
+    int uffd, pmfd, fd, dfd;
+    _Atomic int state; /* 1 rounds, 2 ready for the instant, 3 final copy handed over, 4 done */
+    struct page_region *vec;
+    size_t nvec;
+    unsigned char *final_buf;
+    size_t *final_idx, final_n;
+    size_t round_pages[PC_ROUNDS + 1];
+    int rounds;
+    uint64_t copied, t_start, t_end, pause_ns, thread_cpu;
+};
+
+static int pc_setup(struct precopy *p, unsigned char *area, size_t len, size_t ps, int fd,
+                    const char *path)
+{
+    p->area = area, p->len = len, p->ps = ps, p->fd = fd;
+    p->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    if (p->uffd < 0) return perror("userfaultfd"), -1;
+    struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_WP_ASYNC};
+    if (ioctl(p->uffd, UFFDIO_API, &api)) return perror("UFFDIO_API (WP_ASYNC)"), -1;
+    struct uffdio_register reg = {.range = {(uintptr_t)area, len}, .mode = UFFDIO_REGISTER_MODE_WP};
+    if (ioctl(p->uffd, UFFDIO_REGISTER, &reg)) return perror("UFFDIO_REGISTER"), -1;
+    p->pmfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (p->pmfd < 0) return perror("pagemap"), -1;
+    char fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    p->dfd = open(path ? path : fdpath, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    if (p->dfd < 0) p->dfd = fd;
+    p->nvec = 65536;
+    p->vec = malloc(p->nvec * sizeof *p->vec);
+    if (fallocate(fd, 0, 0, (off_t)len)) perror("fallocate");
+    p->final_buf = mmap(NULL, PC_BUF * ps, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    p->final_idx = malloc(PC_BUF * sizeof(size_t));
+    return p->vec ? 0 : -1;
+}
+
+/* The runs of pages written since the last scan, protected again: fills
+ * p->vec and returns how many, and the pages in *pages. */
+static size_t pc_scan(struct precopy *p, size_t *pages)
+{
+    size_t n = 0;
+    *pages = 0;
+    uintptr_t at = (uintptr_t)p->area, end = at + p->len;
+    while (at < end && n < p->nvec) {
+        struct pm_scan_arg a = {.size = sizeof a,
+                                .flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+                                .start = at,
+                                .end = end,
+                                .vec = (uintptr_t)(p->vec + n),
+                                .vec_len = p->nvec - n,
+                                .category_mask = PAGE_IS_WRITTEN,
+                                .return_mask = PAGE_IS_WRITTEN};
+        long r = ioctl(p->pmfd, PAGEMAP_SCAN, &a);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            perror("PAGEMAP_SCAN");
+            exit(1);
+        }
+        for (long k = 0; k < r; k++) *pages += (p->vec[n + k].end - p->vec[n + k].start) / p->ps;
+        n += (size_t)r;
+        at = (uintptr_t)a.walk_end;
+    }
+    return n;
+}
+
+static void pc_write(struct precopy *p, const void *src, size_t bytes, uint64_t off, bool direct)
+{
+    while (bytes) {
+        ssize_t w = pwrite(direct ? p->dfd : p->fd, src, bytes, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return perror("pwrite"), exit(1);
+        src = (const char *)src + w, bytes -= (size_t)w, off += (uint64_t)w;
+    }
+}
+
+static void *pc_main(void *arg)
+{
+    struct precopy *p = arg;
+    struct sched_param sp = {0};
+    sched_setscheduler(0, SCHED_IDLE, &sp);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    /* round 0: every page, protected first */
+    struct uffdio_writeprotect wp = {.range = {(uintptr_t)p->area, p->len},
+                                     .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+    if (ioctl(p->uffd, UFFDIO_WRITEPROTECT, &wp)) return perror("UFFDIO_WRITEPROTECT"), NULL;
+    for (size_t off = 0; off < p->len; off += PC_RUN * p->ps) {
+        size_t n = p->len - off < PC_RUN * p->ps ? p->len - off : PC_RUN * p->ps;
+        pc_write(p, p->area + off, n, off, true);
+    }
+    p->round_pages[0] = p->len / p->ps;
+    p->copied = p->len / p->ps;
+    int r = 1;
+    for (; r <= PC_ROUNDS; r++) {
+        size_t pages, n = pc_scan(p, &pages);
+        p->round_pages[r] = pages;
+        for (size_t k = 0; k < n; k++) {
+            size_t bytes = p->vec[k].end - p->vec[k].start;
+            /* long runs straight from memory, short ones through the page cache */
+            pc_write(p, (void *)(uintptr_t)p->vec[k].start, bytes,
+                     p->vec[k].start - (uintptr_t)p->area, bytes >= 16 * p->ps);
+        }
+        p->copied += pages;
+        if (pages <= PC_FINAL) break;
+    }
+    p->rounds = r;
+    atomic_store(&p->state, 2);
+    while (atomic_load(&p->state) != 3) usleep(100);
+    for (size_t k = 0; k < p->final_n; k++)
+        pc_write(p, p->final_buf + k * p->ps, p->ps, p->final_idx[k] * p->ps, false);
+    fdatasync(p->fd);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    p->thread_cpu =
+        (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000000u + (uint64_t)(c1.tv_nsec - c0.tv_nsec);
+    p->t_end = now();
+    atomic_store(&p->state, 4);
+    return NULL;
+}
+
+/* The instant, in the writer between two requests: the pages written since
+ * the last round, copied into memory. */
+static void pc_instant(struct precopy *p)
+{
+    uint64_t t0 = now();
+    size_t pages, n = pc_scan(p, &pages);
+    if (pages > PC_BUF) {
+        p->final_buf = malloc(pages * p->ps);
+        p->final_idx = malloc(pages * sizeof(size_t));
+    }
+    size_t j = 0;
+    for (size_t k = 0; k < n; k++)
+        for (uint64_t a = p->vec[k].start; a < p->vec[k].end; a += p->ps, j++) {
+            memcpy(p->final_buf + j * p->ps, (void *)(uintptr_t)a, p->ps);
+            p->final_idx[j] = (a - (uintptr_t)p->area) / p->ps;
+        }
+    p->final_n = j;
+    p->pause_ns = now() - t0;
+    atomic_store(&p->state, 3);
 }
 
 struct slow {
@@ -200,6 +387,8 @@ int main(int argc, char **argv)
             steady = atof(v);
         else if (!strcmp(a, "--after"))
             after = atof(v);
+        else if (!strcmp(a, "--busy-duty"))
+            busy_pct = (uint64_t)atoi(v);
         else if (!strcmp(a, "--watch"))
             watch_ms = atoi(v);
         else if (!strcmp(a, "--file"))
@@ -207,8 +396,9 @@ int main(int argc, char **argv)
         else
             goto usage;
     }
-    enum tk_ckpt_mech m = tk_ckpt_mech_parse(mech);
-    if (m == TK_CKPT_COUNT_) goto usage;
+    bool pre = !strcmp(mech, "precopy");
+    enum tk_ckpt_mech m = pre ? TK_CKPT_AUTO : tk_ckpt_mech_parse(mech);
+    if (m == TK_CKPT_COUNT_ || (pre && incremental)) goto usage;
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     size_t len = (size_t)(mib * 1048576) / ps * ps, npages = len / ps;
     unsigned char *area =
@@ -224,12 +414,15 @@ int main(int argc, char **argv)
                           .nareas = 1,
                           .mech = m,
                           .flags = TK_CKPT_TIMING | (incremental ? TK_CKPT_TRACK : 0)};
-    tk_ckpt *c;
-    int err = tk_ckpt_create(&cfg, &c);
+    tk_ckpt *c = NULL;
+    int err = pre ? 0 : tk_ckpt_create(&cfg, &c);
     if (err) return fprintf(stderr, "tk_ckpt_create: %s\n", tk_last_error()), 1;
     char tmp[] = "/var/tmp/ckpt-stall-XXXXXX";
     int fd = path ? open(path, O_RDWR | O_CREAT | O_TRUNC, 0600) : mkstemp(tmp);
     if (fd < 0) return perror("image"), 1;
+    static struct precopy pc;
+    pthread_t pc_thread;
+    if (pre && pc_setup(&pc, area, len, ps, fd, path ? path : tmp)) return 1;
     if (!path) unlink(tmp);
     if (incremental) { /* a full image first; the measured one is incremental */
         if (tk_ckpt_snapshot(c, fd, 0, NULL))
@@ -262,15 +455,25 @@ int main(int argc, char **argv)
         if (!started && n >= snap_at) {
             started = true;
             snap_start = n;
+            if (pre) {
+                pc.t_start = n;
+                atomic_store(&pc.state, 1);
+                pthread_create(&pc_thread, NULL, pc_main, &pc);
+                start_ns = now() - n;
+                goto serve;
+            }
             err = tk_ckpt_start(
                 c, fd, (incremental ? TK_CKPT_INCREMENTAL : 0) | (async ? TK_CKPT_ASYNC_START : 0));
             start_ns = now() - n;
             if (err) return fprintf(stderr, "tk_ckpt_start: %s\n", tk_last_error()), 1;
         }
-        if (started && snap_end == UINT64_MAX && tk_ckpt_poll(c, NULL) == 0) {
+        if (pre && started && atomic_load(&pc.state) == 2) pc_instant(&pc);
+        if (started && snap_end == UINT64_MAX &&
+            (pre ? atomic_load(&pc.state) == 4 : tk_ckpt_poll(c, NULL) == 0)) {
             snap_end = n;
             stop_at = n + (uint64_t)(after * 1e9);
         }
+    serve:
         /* every request due by now */
         for (;; k++) {
             uint64_t due = t0 + (uint64_t)((double)k * period);
@@ -304,6 +507,24 @@ int main(int argc, char **argv)
     atomic_store(&stop, true);
     for (int b = 0; b < busy; b++) pthread_join(th[b], NULL);
     if (watch_ms) pthread_join(watcher, NULL);
+    if (pre) {
+        pthread_join(pc_thread, NULL);
+        printf("precopy (model), %.0f MiB, %.0f writes/s, %.1f us of work each, a %.0f us tick, "
+               "%d busy\n",
+               mib, rate, work_us, tick_us, busy);
+        for (int p = 0; p < 3; p++) hist_print(names[p], &h[p]);
+        printf("  slowest during (latency us @ due ms after start):");
+        for (int j = 0; j < 10 && worst[j].lat; j++)
+            printf(" %.0f@%.1f", worst[j].lat / 1e3, (double)(int64_t)worst[j].due / 1e6);
+        printf("\n  stores that faulted: %" PRIu64 ", %.1f ms in all, longest %.1f us\n", faulted,
+               fault_ns / 1e6, fault_max / 1e3);
+        printf("  snapshot: %.0f ms, pause %.2f ms, %zu pages copied at the instant, %" PRIu64
+               " pages written in all; pages per round:",
+               (pc.t_end - pc.t_start) / 1e6, pc.pause_ns / 1e6, pc.final_n, pc.copied);
+        for (int r = 0; r <= pc.rounds && r <= PC_ROUNDS; r++) printf(" %zu", pc.round_pages[r]);
+        printf("\n  background thread: %.0f ms CPU\n", pc.thread_cpu / 1e6);
+        return 0;
+    }
     tk_ckpt_stats st;
     if (tk_ckpt_wait(c, &st)) return fprintf(stderr, "snapshot: %s\n", tk_last_error()), 1;
 
@@ -333,8 +554,8 @@ int main(int argc, char **argv)
     (void)sink;
     return 0;
 usage:
-    fprintf(stderr, "usage: ckpt_stall [--mech M] [--mib N] [--rate R] [--work-us W] "
-                    "[--tick-us T] [--busy B] [--steady S] [--after S] [--incremental] "
-                    "[--watch MS] [--file PATH]\n");
+    fprintf(stderr, "usage: ckpt_stall [--mech M|precopy] [--mib N] [--rate R] [--work-us W] "
+                    "[--tick-us T] [--busy B] [--busy-duty PCT] [--steady S] [--after S] "
+                    "[--incremental] [--async] [--watch MS] [--file PATH]\n");
     return 2;
 }

@@ -768,9 +768,11 @@ void persist_poll_bgsave(void)
     if (st.stall_total_ns) /* TRAPKIT_CKPT_TIMING=1: where the writers' faults spent it */
         fprintf(stderr,
                 "kv-server: %lu write faults took %.1f ms in all: %.1f waiting for the instant, "
-                "%.1f for a page another writer copied, %.1f copying, %.1f opening pages again\n",
+                "%.1f for a page another writer copied, %.1f copying, %.1f opening pages again; "
+                "the background thread used %.1f ms of CPU and spent %.1f ms writing\n",
                 (unsigned long)st.faults, st.stall_total_ns / 1e6, st.stall_pause_ns / 1e6,
-                st.stall_page_ns / 1e6, st.stall_copy_ns / 1e6, st.stall_unprot_ns / 1e6);
+                st.stall_page_ns / 1e6, st.stall_copy_ns / 1e6, st.stall_unprot_ns / 1e6,
+                st.thread_cpu_ns / 1e6, st.thread_io_ns / 1e6);
 }
 
 /* Starts a background save.  tk_ckpt_start returns at once
