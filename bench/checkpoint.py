@@ -55,7 +55,7 @@ per-interval latency timeline), checkpoint/lateness-p99 and lateness-max
 checkpoint/pages-by-writers and checkpoint/write-faults (the pages the
 program wrote that faulted: the memory goal's pages written) (params
 size_gib, offered_load).  Mechanisms:
-uffd-thread, uffd-sigbus, posix, fork, stop-the-world (kv-server) and
+uffd-thread, uffd-sigbus, posix, fork, stop-the-world, precopy (kv-server) and
 redis-fork (redis-server).
 """
 import argparse
@@ -71,7 +71,7 @@ import tempfile
 import threading
 import time
 
-MECHS = ["uffd-thread", "uffd-sigbus", "posix", "fork", "stop-the-world"]
+MECHS = ["uffd-thread", "uffd-sigbus", "posix", "fork", "stop-the-world", "precopy"]
 TRAPKIT_MECHS = ["uffd-sigbus", "uffd-thread", "posix"]
 REDIS = "redis-fork"
 VSIZE = 984

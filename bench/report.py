@@ -56,7 +56,7 @@ BENCHES = [
 ]
 
 MECH_ORDER = ["cpu", "posix", "trapkit-posix", "fast-signal", "uffd-sigbus", "uffd-thread",
-              "pagemap-scan", "soft-dirty", "pkeys", "fork", "stop-the-world", "redis-fork",
+              "pagemap-scan", "soft-dirty", "pkeys", "fork", "stop-the-world", "precopy", "redis-fork",
               "trapkit", "unprotected", "sigprocmask", "rt-sigprocmask", "aseq-sigprocmask",
               "flag", "cas", "rseq", "dyn-jump", "dyn-fault", "hyb-jump", "at-once", "libgcc",
               "llvm-libunwind", "error-code", "traditional", "append", "prepend", "perfect-tlb",

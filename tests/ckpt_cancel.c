@@ -295,7 +295,7 @@ int main(void)
     char dir[] = "/tmp/tk-ckpt-cancel-XXXXXX";
     CHECK(mkdtemp(dir));
     enum tk_ckpt_mech mechs[] = {TK_CKPT_UFFD_THREAD, TK_CKPT_UFFD_SIGBUS, TK_CKPT_POSIX,
-                                 TK_CKPT_FORK, TK_CKPT_STOP};
+                                 TK_CKPT_FORK,        TK_CKPT_STOP,        TK_CKPT_PRECOPY};
     for (size_t i = 0; i < sizeof mechs / sizeof mechs[0]; i++) run(mechs[i], dir);
     close_fds(dir);
     char cmd[128];

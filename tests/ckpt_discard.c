@@ -65,7 +65,8 @@ static int image(const char *dir, int k)
 int main(int argc, char **argv)
 {
     if (argc != 2 || tk_ckpt_mech_parse(argv[1]) == TK_CKPT_COUNT_) {
-        fprintf(stderr, "usage: ckpt_discard uffd-thread|uffd-sigbus|posix|fork|stop-the-world\n");
+        fprintf(stderr,
+                "usage: ckpt_discard uffd-thread|uffd-sigbus|posix|fork|stop-the-world|precopy\n");
         return 2;
     }
     enum tk_ckpt_mech m = tk_ckpt_mech_parse(argv[1]);

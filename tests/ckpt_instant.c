@@ -162,7 +162,7 @@ int main(void)
         unlink(path);
     }
     enum tk_ckpt_mech mechs[] = {TK_CKPT_UFFD_THREAD, TK_CKPT_UFFD_SIGBUS, TK_CKPT_POSIX,
-                                 TK_CKPT_FORK, TK_CKPT_STOP};
+                                 TK_CKPT_FORK,        TK_CKPT_STOP,        TK_CKPT_PRECOPY};
     for (size_t i = 0; i < sizeof mechs / sizeof mechs[0]; i++) run(mechs[i], fds);
     for (int i = 0; i < 3; i++) close(fds[i]);
     printf("ckpt_instant: ok\n");

@@ -137,7 +137,8 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc != 2 || tk_ckpt_mech_parse(argv[1]) == TK_CKPT_COUNT_) {
-        fprintf(stderr, "usage: ckpt_signals uffd-thread|uffd-sigbus|posix|fork|stop-the-world\n");
+        fprintf(stderr,
+                "usage: ckpt_signals uffd-thread|uffd-sigbus|posix|fork|stop-the-world|precopy\n");
         return 2;
     }
     enum tk_ckpt_mech m = tk_ckpt_mech_parse(argv[1]);

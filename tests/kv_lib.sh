@@ -46,6 +46,8 @@ kv_start() {
     local args=("$@")
     [[ " $* " == *" --dir "* ]] || args+=(--dir "$dir")
     [[ " $* " == *" --port "* ]] || args+=(--port 0)
+    # KV_MECH: the checkpoint mechanism, where the test names none
+    [[ -z ${KV_MECH:-} || " $* " == *" --mechanism "* ]] || args+=(--mechanism "$KV_MECH")
     [[ " $* " == *" --save "* || -n ${KV_DEFAULT_SAVE:-} ]] || args+=(--save "")
     ${KV_RUN_AS:-} "$server" "${args[@]}" >"$dir/$name.out" 2>"$dir/$name.err" &
     pid=$!
@@ -67,6 +69,8 @@ kv_start_fails() {
     local args=("$@") rc=0
     [[ " $* " == *" --dir "* ]] || args+=(--dir "$dir")
     [[ " $* " == *" --port "* ]] || args+=(--port 0)
+    # KV_MECH: the checkpoint mechanism, where the test names none
+    [[ -z ${KV_MECH:-} || " $* " == *" --mechanism "* ]] || args+=(--mechanism "$KV_MECH")
     timeout 60 ${KV_RUN_AS:-} "$server" "${args[@]}" >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
     if ((rc == 0 || rc == 124)) || grep -q listening "$dir/$name.out"; then
         cat "$dir/$name.out" "$dir/$name.err"

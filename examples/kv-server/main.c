@@ -7,7 +7,7 @@
  *             [--memory SIZE] [--save "SECONDS CHANGES [SECONDS CHANGES ...]"]
  *             [--client-output-buffer-limit SIZE|"CLASS HARD SOFT SECONDS ..."]
  *             [--stop-writes-on-bgsave-error yes|no]
- *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world]
+ *             [--mechanism uffd-thread|uffd-sigbus|posix|fork|stop-the-world|precopy]
  *             [--incremental yes|no] [--full-after N] [--compress yes|no]
  *             [--compact-after N] [--compact-percentage P] [--compact-min-size SIZE]
  *             [--eager-restore yes|no] [--restore-prefetch yes|no]
@@ -148,7 +148,7 @@ static int usage(const char *msg)
         "%s%s%susage: kv-server [--port N] [--bind ADDR] [--dir DIR] [--dbfilename "
         "NAME] [--memory SIZE] [--save \"SECONDS CHANGES ...\"] [--client-output-buffer-limit "
         "SIZE|\"CLASS HARD SOFT SECONDS ...\"] [--stop-writes-on-bgsave-error yes|no] [--mechanism "
-        "uffd-thread|uffd-sigbus|posix|fork|stop-the-world] [--incremental "
+        "uffd-thread|uffd-sigbus|posix|fork|stop-the-world|precopy] [--incremental "
         "yes|no] [--full-after N] [--compress yes|no] [--compact-after N] "
         "[--compact-percentage P] [--compact-min-size SIZE] [--eager-restore yes|no] "
         "[--restore-prefetch yes|no]\n",
@@ -287,6 +287,9 @@ int main(int argc, char **argv)
             return usage(msg);
         }
     }
+    if (persist.compress && server.mech == TK_CKPT_PRECOPY)
+        return usage("--compress yes does not go with --mechanism precopy (its images are not "
+                     "compressed)");
     /* as redis-server, which cannot chdir there: a mistyped --dir would
      * otherwise start an empty store beside the data */
     struct stat dst;

@@ -761,10 +761,10 @@ void persist_poll_bgsave(void)
     }
     fprintf(stderr,
             "kv-server: background save done: %s image of %lu pages, %lu bytes, in %.1f ms (pause "
-            "%.2f ms, %lu copied by writers, longest writer stall %.2f ms)\n",
+            "%.2f ms after %u rounds, %lu copied by writers, longest writer stall %.2f ms)\n",
             st.incremental ? "an incremental" : "a full", (unsigned long)st.pages_saved,
             (unsigned long)st.image_bytes, st.duration_ns / 1e6, st.pause_ns / 1e6,
-            (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
+            (unsigned)st.protect_rounds, (unsigned long)st.pages_by_writers, st.max_stall_ns / 1e6);
     if (st.stall_total_ns) /* TRAPKIT_CKPT_TIMING=1: where the writers' faults spent it */
         fprintf(stderr,
                 "kv-server: %lu write faults took %.1f ms in all: %.1f waiting for the instant, "

@@ -38,9 +38,21 @@
  *                 parent, but the fork itself and the copied pages)
  *   stop-the-world  the areas stay protected until every page is copied:
  *                 writers wait for the whole snapshot
+ *   precopy       the kernel tracks writes (userfaultfd's asynchronous
+ *                 write protection and PAGEMAP_SCAN, Linux 6.7): the
+ *                 background thread writes the snapshot's pages while the
+ *                 program runs, then again those written meanwhile, round
+ *                 after round, until few are left; only those are
+ *                 write-protected (mprotect) at the instant and copied
+ *                 before they are written.  A write between snapshots or
+ *                 during the rounds costs a fault the kernel resolves
+ *                 itself (no signal); the image costs more disk writes.
+ *                 The instant collects the pages written until a collection
+ *                 finds none; where writers never stop it protects the
+ *                 whole areas.  Not with TK_CKPT_COMPRESS.
  *
  * The areas must be page-aligned private anonymous memory the caller owns
- * (userfaultfd mechanisms) or any page-aligned private memory (posix,
+ * (userfaultfd mechanisms and precopy) or any page-aligned private memory (posix,
  * fork, stop-the-world).  The checkpointer makes a trapkit region of each;
  * do not make regions of them yourself.  Threads of the program may read
  * and write the areas at any time, except during tk_ckpt_restore().
@@ -78,10 +90,12 @@ enum tk_ckpt_mech {
     TK_CKPT_POSIX,
     TK_CKPT_FORK,
     TK_CKPT_STOP,
+    TK_CKPT_PRECOPY, /* see below */
     TK_CKPT_COUNT_
 };
 
-/* "uffd-thread", "uffd-sigbus", "posix", "fork", "stop-the-world", "auto". */
+/* "uffd-thread", "uffd-sigbus", "posix", "fork", "stop-the-world", "precopy",
+ * "auto". */
 const char *tk_ckpt_mech_name(enum tk_ckpt_mech m);
 /* TK_CKPT_COUNT_ if the name is none of them. */
 enum tk_ckpt_mech tk_ckpt_mech_parse(const char *name);
@@ -279,7 +293,7 @@ typedef struct tk_ckpt_image_info {
     size_t nareas;
     uint64_t area_len[16];
     uint64_t created_ns; /* CLOCK_REALTIME at the snapshot instant */
-    uint64_t file_bytes; /* the file's size */
+    uint64_t file_bytes; /* the file's size (on disk, where it is sparse: precopy's) */
     uint64_t data_bytes; /* the pages' data in it */
 } tk_ckpt_image_info;
 

@@ -85,6 +85,10 @@
  * (1 byte), CRC (4), pool slot (4, per copied page), free-slot link (4), bitmaps, and with
  * TK_CKPT_COMPRESS each page's place (8); the compression staging buffer
  * (1 MiB); fork's is the copy-on-write copies.
+ *
+ * precopy works otherwise: nothing is protected while it copies, the
+ * kernel tracks the writes, and the instant copies the few pages written
+ * last; see "precopy" below.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -167,15 +171,19 @@ atomic_long tk__ckpt_reused;    /* writers' copies into a slot written before */
 #define POPULATE_STEP 64 /* pool pages populated with one call */
 /* pool pages populated while arming, for the copies right after the instant */
 #define POOL_INSTANT 2048
-#define NEIGHBOURS 16     /* a writer's fault copies and opens up to this aligned block */
-#define NEIGHBOURS_MAX 64 /* TRAPKIT_CKPT_BLOCK's largest */
-#define BACKLOG 2048      /* copies queued, not yet written, beyond which a fault takes one page */
-#define DIRECT_RUN 8      /* writers' copies in a run this long are written directly */
-#define OPEN_RING 1024    /* ranges of copied pages waiting for the helper thread */
-#define ARM_CHUNK 512     /* pages armed at a time (one protection, one scan) */
-#define ARM_ROUNDS 8      /* rounds of re-arming reopened pages at most */
-#define ARM_FINAL 32      /* reopened pages few enough to protect in the pause */
-#define STAGE (1u << 20)  /* the compressed data's staging buffer */
+#define NEIGHBOURS 16      /* a writer's fault copies and opens up to this aligned block */
+#define NEIGHBOURS_MAX 64  /* TRAPKIT_CKPT_BLOCK's largest */
+#define BACKLOG 2048       /* copies queued, not yet written, beyond which a fault takes one page */
+#define DIRECT_RUN 8       /* writers' copies in a run this long are written directly */
+#define OPEN_RING 1024     /* ranges of copied pages waiting for the helper thread */
+#define ARM_CHUNK 512      /* pages armed at a time (one protection, one scan) */
+#define ARM_ROUNDS 8       /* rounds of re-arming reopened pages at most */
+#define ARM_FINAL 32       /* reopened pages few enough to protect in the pause */
+#define STAGE (1u << 20)   /* the compressed data's staging buffer */
+#define PRECOPY_FINAL 2048 /* pages written in a round few enough to copy at the instant */
+#define PRECOPY_ROUNDS 16  /* rounds at most before the instant */
+#define PRECOPY_CUTS 8     /* collections at the instant before protecting the areas */
+#define PRECOPY_RUN 256    /* pages a round writes with one call at most */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
@@ -269,6 +277,11 @@ struct tk_ckpt {
     /* the running (or last) snapshot */
     int fd, dfd; /* the image; dfd: the same file opened for direct I/O, or fd */
     bool incremental, compress;
+    /* precopy: the image's pages at their indices (entries, as compressed
+     * images have); the pages each collection found written; those copied
+     * at the instant (into pool slots); one area's tk_dirty bitmap */
+    bool precopy, located;
+    uint64_t *written, *final, *abits;
     bool async_arm;                        /* TK_CKPT_ASYNC_START: the background thread arms */
     atomic_bool caller_instant;            /* TK_CKPT_CALLER_INSTANT: tk_ckpt_instant cuts */
     atomic_int cut;                        /* CUT_*, with caller_instant */
@@ -289,8 +302,8 @@ struct tk_ckpt {
     _Atomic uint64_t st_total, st_pause, st_page, st_copy, st_unprot;
 };
 
-static const char *const mech_names[TK_CKPT_COUNT_] = {"auto",  "uffd-thread", "uffd-sigbus",
-                                                       "posix", "fork",        "stop-the-world"};
+static const char *const mech_names[TK_CKPT_COUNT_] = {
+    "auto", "uffd-thread", "uffd-sigbus", "posix", "fork", "stop-the-world", "precopy"};
 
 const char *tk_ckpt_mech_name(enum tk_ckpt_mech m)
 {
@@ -944,6 +957,9 @@ static void release(struct tk_ckpt *c)
     if (c->saved) munmap(c->saved, c->words * 8);
     if (c->zero) munmap(c->zero, c->words * 8);
     if (c->prefix) munmap(c->prefix, c->words * 8);
+    if (c->written) munmap(c->written, c->words * 8);
+    if (c->final) munmap(c->final, c->words * 8);
+    if (c->abits) munmap(c->abits, c->words * 8);
     if (c->loc) munmap(c->loc, c->npages * 8);
     if (c->stage) munmap(c->stage, STAGE);
     if (c->pool) munmap(c->pool, c->npages * c->ps);
@@ -1052,6 +1068,29 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     if (c->mech == TK_CKPT_UFFD_THREAD) rm = TK_MECH_UFFD_THREAD;
     if (c->mech == TK_CKPT_UFFD_SIGBUS) rm = TK_MECH_UFFD_SIGBUS;
     if (c->mech == TK_CKPT_POSIX) rm = TK_MECH_POSIX;
+    unsigned rflags = 0;
+    if (c->mech == TK_CKPT_PRECOPY) {
+        /* the kernel tracks the writes (tk_dirty); mprotect holds the
+         * areas only where an instant must stop writers that never pause */
+        const tk_probe_info *p = tk__probe();
+        if (!p || !p->pagemap_scan) {
+            release(c);
+            return tk__fail(-EOPNOTSUPP,
+                            "tk_ckpt_create: precopy needs userfaultfd's asynchronous write "
+                            "protection and PAGEMAP_SCAN (Linux 6.7), which this system lacks");
+        }
+        rm = TK_MECH_PAGEMAP_SCAN;
+        rflags = TK_REGION_DIRTY;
+        c->precopy = true;
+        c->block = 1;
+        c->written = map_zero(c->words * 8);
+        c->final = map_zero(c->words * 8);
+        c->abits = map_zero(c->words * 8);
+        if (!c->written || !c->final || !c->abits) {
+            release(c);
+            return tk__fail(-ENOMEM, "tk_ckpt_create: out of memory for the page tables");
+        }
+    }
     if (c->mech == TK_CKPT_AUTO) {
         const tk_probe_info *p = tk__probe();
         c->mech = p && p->uffd_access != TK_UFFD_NONE ? TK_CKPT_UFFD_THREAD : TK_CKPT_POSIX;
@@ -1059,8 +1098,9 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
     }
     {
         const char *fl = getenv("TRAPKIT_CKPT_FOLLOW");
+        /* (precopy: writers do not fault, nothing to follow) */
         c->follow = c->copier == COPIER_IDLE && c->mech != TK_CKPT_FORK &&
-                    c->mech != TK_CKPT_STOP && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+                    c->mech != TK_CKPT_STOP && !c->precopy && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
                     !(fl && !strcmp(fl, "0"));
         atomic_store(&c->writer_cpu, -1);
         const char *pl = getenv("TRAPKIT_CKPT_POOLER");
@@ -1071,7 +1111,8 @@ int tk_ckpt_create(const tk_ckpt_config *cfg, tk_ckpt **out)
                                .len = c->areas[a].len,
                                .handler = on_write,
                                .arg = c,
-                               .mech = rm};
+                               .mech = rm,
+                               .flags = rflags};
         int err = tk_region_create(&rc, &c->regions[a]);
         if (err && c->mech == TK_CKPT_UFFD_THREAD && rm == TK_MECH_UFFD_THREAD &&
             cfg->mech == TK_CKPT_AUTO) {
@@ -1116,7 +1157,7 @@ static void report(struct tk_ckpt *c)
  * Returns 0 or an error. */
 static int finish_image(struct tk_ckpt *c)
 {
-    uint64_t dir_off = c->compress ? c->append : c->data_off + c->ndata * c->ps;
+    uint64_t dir_off = c->compress || c->located ? c->append : c->data_off + c->ndata * c->ps;
     struct tk_imgw d = {.fd = c->fd, .cap = 65536, .off = dir_off};
     d.buf = map_zero(d.cap);
     if (!d.buf) return -ENOMEM;
@@ -1126,7 +1167,7 @@ static int finish_image(struct tk_ckpt *c)
     for (size_t w = 0; w < c->words; w++) {
         for (uint64_t bits = c->saved[w] & ~c->zero[w]; bits; bits &= bits - 1) {
             size_t i = w * 64 + (size_t)__builtin_ctzll(bits);
-            if (c->compress) {
+            if (c->compress || c->located) {
                 struct tk_img_entry e = {c->loc[i] >> 20, (uint32_t)(c->loc[i] & 0xfffff),
                                          c->crc[i]};
                 tk__imgw_put(&d, &e, sizeof e, true);
@@ -1141,7 +1182,11 @@ static int finish_image(struct tk_ckpt *c)
     uint64_t dir_len = d.off - dir_off;
     struct tk_img_header h = {
         .page_size = (uint32_t)c->ps,
-        .flags = (c->incremental ? TK_IMG_INCREMENTAL : 0) | (c->compress ? TK_IMG_COMPRESSED : 0),
+        /* (a located image's entries are a compressed one's, each page
+         * stored as is) */
+        .flags = (c->incremental ? TK_IMG_INCREMENTAL : 0) |
+                 (c->compress || c->located ? TK_IMG_COMPRESSED : 0) |
+                 (c->located ? TK_IMG_LOCATED : 0),
         .nareas = (uint32_t)c->nareas,
         .lineage = c->lineage,
         .seq = c->seq,
@@ -1161,8 +1206,15 @@ static int finish_image(struct tk_ckpt *c)
     atomic_fetch_add(&c->thread_io, now_ns(CLOCK_MONOTONIC) - t0);
     if (!err) {
         atomic_fetch_add(&c->bytes, dir_len + sizeof h);
-        atomic_store(&c->image_bytes, dir_off + dir_len);
-        atomic_store(&c->data_bytes, dir_off - c->data_off);
+        /* (precopy: the data at the pages' indices, a sparse file, and
+         * what the rounds staged after them) */
+        uint64_t data = c->located ? c->ndata * c->ps : dir_off - c->data_off;
+        uint64_t file = dir_off + dir_len;
+        struct stat sb;
+        if (c->located && fstat(c->fd, &sb) == 0 && (uint64_t)sb.st_blocks * 512 < file)
+            file = (uint64_t)sb.st_blocks * 512;
+        atomic_store(&c->image_bytes, file);
+        atomic_store(&c->data_bytes, data);
     }
     return err;
 }
@@ -1608,10 +1660,15 @@ static void wait_writers(struct tk_ckpt *c, bool both, uint64_t e)
     }
 }
 
+static int precopy_rounds(struct tk_ckpt *c);
+static int precopy_cut(struct tk_ckpt *c);
+
 /* Arms the areas while the program runs: the first pass chunk by chunk,
- * then rounds over the pages reopened, until few enough are. */
+ * then rounds over the pages reopened, until few enough are (precopy: its
+ * rounds instead). */
 static int arm(struct tk_ckpt *c, struct follow *fw)
 {
+    if (c->precopy) return precopy_rounds(c);
     /* handlers that entered before: they may open pages as the last
      * snapshot left them (CLEAN to DIRTY) */
     uint64_t e = atomic_fetch_add(&c->epoch, 1);
@@ -1724,11 +1781,279 @@ static void copy_pages(struct tk_ckpt *c, bool child, struct follow *fw)
     if (release) post_release(c, batch_from, c->npages);
 }
 
+static void precopy_copy(struct tk_ckpt *c);
+
 static void copy_all(struct tk_ckpt *c, bool child)
 {
+    if (c->precopy) {
+        precopy_copy(c);
+        return;
+    }
     struct follow fw = {.init = false};
     copy_pages(c, child, &fw);
     follow_end(&fw);
+}
+
+/* ---- precopy ------------------------------------------------------------
+ * The kernel tracks the writes: the areas are regions of the pagemap-scan
+ * mechanism (userfaultfd's asynchronous write protection: a write to a
+ * protected page is resolved in the kernel, no signal; tk_dirty reports
+ * the pages written since its last call and protects them again, page by
+ * page, atomically).  A snapshot's background thread writes its pages to
+ * their places in the image (data_off + index * page size: the image's
+ * entries locate each page, as a compressed image's do) while the program
+ * runs, then collects the pages written meanwhile and writes them again
+ * (staged, after the pages' places: see precopy_write), round after round,
+ * until a round finds few enough (PRECOPY_FINAL) or PRECOPY_ROUNDS have
+ * passed.  The instant then copies the pages written
+ * since into pool slots, with the writers that fault paused: it collects
+ * again until a collection finds nothing written, so that no write lies
+ * between the image's pages (a writer that keeps writing pages nobody
+ * protected would keep it going: after PRECOPY_CUTS collections the areas
+ * are protected whole, which stops every writer, and one last collection
+ * ends it).  The background thread then writes those copies.  Each page of
+ * the image is the content of its last copy, which no write followed
+ * before the instant (a later write would have put it in a later
+ * collection); a copy racing a write is torn, its CRC of whatever was read
+ * after, and the write brings it back in the next collection.  Between
+ * snapshots the kernel keeps tracking, so an incremental snapshot's pages
+ * are the first collection's. */
+
+/* The pages written since the last collection, protected again, into
+ * c->written; their number, or a negative errno. */
+static long collect(struct tk_ckpt *c)
+{
+    memset(c->written, 0, c->words * 8);
+    long total = 0;
+    for (size_t a = 0; a < c->nareas; a++) {
+        size_t n = c->first[a + 1] - c->first[a];
+        long r = tk_dirty(c->regions[a], c->abits, n);
+        if (r < 0) return r;
+        total += r;
+        for (size_t w = 0; w < (n + 63) / 64; w++)
+            for (uint64_t bits = c->abits[w]; bits; bits &= bits - 1) {
+                size_t i = w * 64 + (size_t)__builtin_ctzll(bits);
+                if (i < n) c->written[(c->first[a] + i) / 64] |= 1ull << ((c->first[a] + i) % 64);
+            }
+    }
+    return total;
+}
+
+static uint64_t located_at(const struct tk_ckpt *c, size_t idx)
+{
+    return c->data_off + (uint64_t)idx * c->ps;
+}
+
+/* Page idx copied into the staging buffer, which is written at the end of
+ * the image when full: a scattered page costs a memcpy, not a write of its
+ * own (~4 us through the page cache, ~90 us direct); its entry then points
+ * there, and its copy at its index, if any, is left unused. */
+static void precopy_stage(struct tk_ckpt *c, size_t idx, const unsigned char *src)
+{
+    if (c->staged + c->ps > STAGE) flush_stage(c);
+    unsigned char *dst = c->stage + c->staged;
+    TK_TSAN_IGNORE_BEGIN(); /* (a write may race it: see precopy_write) */
+    memcpy(dst, src, c->ps);
+    TK_TSAN_IGNORE_END();
+    c->crc[idx] = tk__crc32c((uint32_t)idx, dst, c->ps);
+    c->loc[idx] = (c->append + c->staged) << 20 | c->ps;
+    c->staged += c->ps;
+    set_bit(c->saved, idx);
+    clear_bit(c->zero, idx);
+}
+
+/* Writes the pages marked in `set`.  The first round (`first`): runs of
+ * consecutive pages straight from memory to their places, each with its
+ * CRC read after, pages scattered (runs shorter than DIRECT_RUN) staged,
+ * and the pages never populated held as zero, not read.  The rounds after
+ * it, whose pages are scattered as the program writes them, stage every
+ * page: direct writes of short runs wait for the disk each (~0.3 ms), and
+ * a round slower than the writes never ends.  A page written meanwhile is
+ * collected again.  0 or a negative errno. */
+static int precopy_write(struct tk_ckpt *c, const uint64_t *set, bool first)
+{
+    if (!first) {
+        for (size_t i = tk__bitmap_next(set, c->npages, 0); i < c->npages;
+             i = tk__bitmap_next(set, c->npages, i + 1)) {
+            if ((i & 4095) == 0 && atomic_load(&c->cancel)) return -ECANCELED;
+            precopy_stage(c, i, page_addr(c, i));
+        }
+        return atomic_load(&c->error);
+    }
+    bool scan = first;
+    struct iovec iov[PRECOPY_RUN];
+    for (size_t a = 0; a < c->nareas; a++)
+        for (size_t base = c->first[a]; base < c->first[a + 1]; base += ARM_CHUNK) {
+            if (atomic_load(&c->cancel)) return -ECANCELED;
+            size_t end = base + ARM_CHUNK < c->first[a + 1] ? base + ARM_CHUNK : c->first[a + 1];
+            uint64_t data[ARM_CHUNK / 64];
+            bool known = scan && scan_data(c, base, end, data) == 0;
+            for (size_t i = base; i < end;) {
+                if (!test_bit(set, i)) {
+                    i++;
+                    continue;
+                }
+                if (known && !(data[(i - base) / 64] >> ((i - base) % 64) & 1)) {
+                    set_bit(c->saved, i); /* zero: no data */
+                    set_bit(c->zero, i);
+                    c->loc[i] = 0;
+                    i++;
+                    continue;
+                }
+                size_t j = i;
+                int n = 0;
+                while (j < end && n < PRECOPY_RUN && test_bit(set, j) &&
+                       !(known && !(data[(j - base) / 64] >> ((j - base) % 64) & 1))) {
+                    iov[n++] = (struct iovec){page_addr(c, j), c->ps};
+                    j++;
+                }
+                if (n < DIRECT_RUN) {
+                    for (size_t k = i; k < j; k++) precopy_stage(c, k, page_addr(c, k));
+                    if (atomic_load(&c->error)) return atomic_load(&c->error);
+                    i = j;
+                    continue;
+                }
+                int err = write_pages(c, iov, n, located_at(c, i));
+                if (err) return err;
+                for (size_t k = i; k < j; k++) {
+                    c->crc[k] = crc_in_place(c, k);
+                    c->loc[k] = located_at(c, k) << 20 | c->ps;
+                    set_bit(c->saved, k);
+                    clear_bit(c->zero, k);
+                }
+                atomic_fetch_add(&c->bytes, (uint64_t)n * c->ps);
+                i = j;
+            }
+        }
+    return 0;
+}
+
+/* Pool slots populated for the instant's copies: the pages written in the
+ * last round, and POOL_INSTANT more (the instant copies into them with the
+ * writers that fault paused; a page the host has taken back costs 5-13 us
+ * to populate). */
+static int precopy_ready(struct tk_ckpt *c, long last, int err)
+{
+    uint64_t want = (uint64_t)last + POOL_INSTANT;
+    if (want > c->npages) want = c->npages;
+    if (!err && want > atomic_load(&c->pool_want)) {
+        atomic_store(&c->pool_want, want);
+        wake_pooler(c);
+    }
+    return err;
+}
+
+/* The rounds, before the instant (in place of arming). */
+static int precopy_rounds(struct tk_ckpt *c)
+{
+    /* handlers that entered before (a page the last snapshot's instant
+     * protected, being opened) */
+    uint64_t e = atomic_fetch_add(&c->epoch, 1);
+    wait_writers(c, false, e);
+    /* the background thread's rounds take what the program leaves */
+    if (c->async_arm) lower_priority(c);
+    long n = collect(c); /* written since the last instant */
+    if (n < 0) return (int)n;
+    if (!c->incremental) {
+        memset(c->written, 0xff, c->words * 8);
+        if (c->npages % 64) c->written[c->words - 1] = (1ull << (c->npages % 64)) - 1;
+    }
+    for (unsigned r = 0;; r++) {
+        atomic_store(&c->rounds, r + 1);
+        int err = precopy_write(c, c->written, r == 0);
+        if (err) return err;
+        if (c->async_arm) report(c); /* (the background thread's, not tk_ckpt_start's) */
+        if (r + 1 >= PRECOPY_ROUNDS) return precopy_ready(c, n, 0); /* the instant takes the rest */
+        n = collect(c);
+        if (n < 0) return (int)n;
+        if (n <= PRECOPY_FINAL) return precopy_ready(c, n, precopy_write(c, c->written, false));
+    }
+}
+
+/* Page idx into its pool slot (its own from an earlier collection of this
+ * instant, else a fresh one), for the background thread to write. */
+static void precopy_take(struct tk_ckpt *c, size_t idx)
+{
+    if (!test_bit(c->final, idx)) {
+        uint64_t s = atomic_fetch_add(&c->pool_next, 1);
+        c->slot_of[idx] = (uint32_t)s;
+        set_bit(c->final, idx);
+    }
+    /* another thread of the program may be writing it: then the copy is
+     * torn, and the next collection has the page again */
+    TK_TSAN_IGNORE_BEGIN();
+    memcpy(c->pool + (size_t)c->slot_of[idx] * c->ps, page_addr(c, idx), c->ps);
+    TK_TSAN_IGNORE_END();
+    set_bit(c->saved, idx);
+    clear_bit(c->zero, idx);
+    c->loc[idx] = located_at(c, idx) << 20 | c->ps;
+}
+
+/* The instant (in place of the last re-arming, writers that fault
+ * paused). */
+static int precopy_cut(struct tk_ckpt *c)
+{
+    bool whole = false;
+    int err = 0;
+    set_high(true); /* writers may wait for it (see lower_priority) */
+    for (unsigned k = 0;; k++) {
+        long n = collect(c);
+        if (n < 0) {
+            err = (int)n;
+            break;
+        }
+        for (size_t w = 0; w < c->words; w++)
+            for (uint64_t bits = c->written[w]; bits; bits &= bits - 1)
+                precopy_take(c, w * 64 + (size_t)__builtin_ctzll(bits));
+        if (n == 0 || whole) break;
+        if (k + 1 >= PRECOPY_CUTS) {
+            /* writers that do not stop: every one faults, and waits */
+            for (size_t a = 0; a < c->nareas && !err; a++)
+                err = tk_protect(c->regions[a], c->areas[a].addr, c->areas[a].len, TK_PROT_READ);
+            whole = true;
+            if (err) break;
+        }
+    }
+    if (whole)
+        for (size_t a = 0; a < c->nareas; a++)
+            tk_unprot(c->regions[a], c->areas[a].addr, c->areas[a].len);
+    set_high(false);
+    return err;
+}
+
+/* After the instant: the copies taken at it, to their places. */
+static void precopy_copy(struct tk_ckpt *c)
+{
+    struct iovec iov[BATCH];
+    uint64_t copies = 0; /* the rounds wrote the others */
+    for (size_t w = 0; w < c->words; w++) copies += (uint64_t)__builtin_popcountll(c->final[w]);
+    atomic_store(&c->done, c->ndata > copies ? c->ndata - copies : 0);
+    atomic_store(&c->by_thread, c->ndata);
+    report(c);
+    for (size_t i = tk__bitmap_next(c->final, c->npages, 0); i < c->npages;) {
+        if (atomic_load(&c->cancel)) return; /* tk_ckpt_cancel: end_snapshot unwinds */
+        size_t a = area_of_index(c, i), j = i;
+        int n = 0;
+        while (j < c->first[a + 1] && n < BATCH && test_bit(c->final, j)) {
+            unsigned char *src = c->pool + (size_t)c->slot_of[j] * c->ps;
+            c->crc[j] = tk__crc32c((uint32_t)j, src, c->ps);
+            iov[n++] = (struct iovec){src, c->ps};
+            j++;
+        }
+        if (n < DIRECT_RUN) {
+            for (int k = 0; k < n; k++)
+                precopy_stage(c, i + (size_t)k, (const unsigned char *)iov[k].iov_base);
+        } else if (!atomic_load(&c->error)) {
+            int err = write_pages(c, iov, n, located_at(c, i));
+            if (err) set_error(c, err);
+        }
+        atomic_fetch_add(&c->bytes, (uint64_t)n * c->ps);
+        atomic_fetch_add(&c->done, (uint64_t)n);
+        i = tk__bitmap_next(c->final, c->npages, j);
+    }
+    if (atomic_load(&c->cancel)) return;
+    flush_stage(c);
+    if (!atomic_load(&c->error) && fdatasync(c->fd) != 0) set_error(c, -errno);
 }
 
 static void reset_queue(struct tk_ckpt *c)
@@ -2056,7 +2381,7 @@ static int pause_and_cut(struct tk_ckpt *c, int err)
     uint64_t t_pause = now_ns(CLOCK_MONOTONIC);
     set_phase(c, PHASE_PAUSED);
     wait_writers(c, true, atomic_load(&c->epoch));
-    if (!err) err = rearm(c);
+    if (!err) err = c->precopy ? precopy_cut(c) : rearm(c);
     if (err) return err;
     atomic_store(&c->t_instant_real, now_ns(CLOCK_REALTIME));
     atomic_store(&c->t_instant_mono, now_ns(CLOCK_MONOTONIC));
@@ -2192,6 +2517,9 @@ static int start(tk_ckpt *c, int fd, unsigned flags)
     if ((flags & TK_CKPT_INCREMENTAL) && !c->track)
         return tk__fail(-EINVAL, "tk_ckpt_start: incremental snapshots need a checkpointer made "
                                  "with TK_CKPT_TRACK");
+    if ((flags & TK_CKPT_COMPRESS) && c->mech == TK_CKPT_PRECOPY)
+        return tk__fail(-EINVAL, "tk_ckpt_start: precopy images are not compressed "
+                                 "(TK_CKPT_COMPRESS)");
     int bad = tk__img_check_output(fd, "tk_ckpt_start");
     if (bad) return bad;
     pthread_mutex_lock(&c->lock);
@@ -2214,7 +2542,7 @@ static int start(tk_ckpt *c, int fd, unsigned flags)
     atomic_store(&c->caller_instant, c->async_arm && (flags & TK_CKPT_CALLER_INSTANT));
     atomic_store(&c->cut, CUT_ARMING);
     c->cut_err = 0;
-    if (c->compress && !c->stage) {
+    if ((c->compress || c->mech == TK_CKPT_PRECOPY) && !c->stage) {
         c->stage = map_zero(STAGE);
         if (!c->stage) {
             pthread_mutex_unlock(&c->lock);
@@ -2258,6 +2586,9 @@ static int start(tk_ckpt *c, int fd, unsigned flags)
     atomic_store(&c->reopened, 0);
     memset(c->saved, 0, c->words * 8);
     memset(c->zero, 0, c->words * 8);
+    c->located = c->precopy;
+    if (c->located) c->append = c->data_off + c->npages * c->ps; /* staged pages go after */
+    if (c->precopy) memset(c->final, 0, c->words * 8);
     c->t_start = now_ns(CLOCK_MONOTONIC);
     int err = 0;
 
@@ -2517,6 +2848,9 @@ int tk_ckpt_discard(tk_ckpt *c, void *addr, size_t len)
     for (size_t i = first; i < first + n; i++) atomic_store(&c->state[i], ST_DIRTY);
     int err = c->regions[a] ? tk_unprot(c->regions[a], addr, len) : 0;
     if (!err && madvise(addr, len, MADV_DONTNEED) != 0) err = -errno;
+    /* precopy: the kernel saw no write; the next snapshot holds them
+     * (zero) */
+    if (!err && c->precopy) err = tk_dirty_mark(c->regions[a], addr, len);
     pthread_mutex_unlock(&c->lock);
     if (err) return tk__failf(err, "tk_ckpt_discard: %s", strerror(-err));
     return 0;

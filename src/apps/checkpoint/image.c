@@ -178,14 +178,16 @@ int tk__img_open(int fd, struct tk_img *img, bool dir_too, const char **msg)
     img->ndata = h.nsaved - (img->nzero <= h.nsaved ? img->nzero : 0);
     uint64_t entry = compressed ? sizeof(struct tk_img_entry) : 4;
     uint64_t bitmaps = (h.version >= 2 ? 2 : 1) * words * 8;
-    bool sane = h.nareas >= 1 && h.nareas <= TK_IMG_MAX_AREAS && h.page_size >= 512 &&
-                !(h.page_size & (h.page_size - 1)) && h.npages < (1ull << 40) &&
-                h.nsaved <= h.npages && img->nzero <= h.nsaved && h.data_off >= TK_IMG_HEADER &&
-                h.dir_off >= h.data_off && h.dir_len == bitmaps + img->ndata * entry &&
-                (h.flags &
-                 ~(uint32_t)(TK_IMG_INCREMENTAL | (h.version >= 2 ? TK_IMG_COMPRESSED : 0))) == 0 &&
-                (compressed || h.dir_off == h.data_off + img->ndata * h.page_size) &&
-                (h.version < 2 || h.data_len == h.dir_off - h.data_off);
+    bool sane =
+        h.nareas >= 1 && h.nareas <= TK_IMG_MAX_AREAS && h.page_size >= 512 &&
+        !(h.page_size & (h.page_size - 1)) && h.npages < (1ull << 40) && h.nsaved <= h.npages &&
+        img->nzero <= h.nsaved && h.data_off >= TK_IMG_HEADER && h.dir_off >= h.data_off &&
+        h.dir_len == bitmaps + img->ndata * entry &&
+        (h.flags & ~(uint32_t)(TK_IMG_INCREMENTAL |
+                               (h.version >= 2 ? TK_IMG_COMPRESSED | TK_IMG_LOCATED : 0))) == 0 &&
+        (!(h.flags & TK_IMG_LOCATED) || (h.flags & TK_IMG_COMPRESSED)) &&
+        (compressed || h.dir_off == h.data_off + img->ndata * h.page_size) &&
+        (h.version < 2 || h.data_len == h.dir_off - h.data_off);
     if (!sane) {
         *msg = "the header's layout fields are inconsistent";
         return -EINVAL;

@@ -8,7 +8,11 @@
  *                      left a hole of the file); compressed (TK_IMG_COMPRESSED),
  *                      each data page's LZ4 block (or the page itself when
  *                      LZ4 does not make it smaller) anywhere, as the
- *                      directory says
+ *                      directory says; located (TK_IMG_LOCATED, always with
+ *                      TK_IMG_COMPRESSED: the entries say where each page
+ *                      is, stored as is, at 4096 + its index x the page
+ *                      size; the file sparse where no page was written:
+ *                      precopy writes them before it knows which are in)
  *   [dir_off, +len)    directory: the bitmap of the pages the image holds
  *                      (one bit per page of the areas, 64-bit words); the
  *                      bitmap of those that are zero (not populated at the
@@ -43,6 +47,7 @@
 #define TK_IMG_MAX_AREAS 16u
 #define TK_IMG_INCREMENTAL 0x1u
 #define TK_IMG_COMPRESSED 0x2u /* version 2 */
+#define TK_IMG_LOCATED 0x4u    /* version 2, with TK_IMG_COMPRESSED */
 
 /* Version 1's header; version 2's begins the same. */
 struct tk_img_header_v1 {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "apps/checkpoint/chain.h"
@@ -28,7 +29,7 @@ int tk_ckpt_info(int fd, tk_ckpt_image_info *info)
         info->version = img.version;
         info->page_size = (uint32_t)img.ps;
         info->incremental = (img.flags & TK_IMG_INCREMENTAL) != 0;
-        info->compressed = (img.flags & TK_IMG_COMPRESSED) != 0;
+        info->compressed = (img.flags & (TK_IMG_COMPRESSED | TK_IMG_LOCATED)) == TK_IMG_COMPRESSED;
         info->lineage = img.lineage;
         info->seq = img.seq;
         info->parent_seq = img.parent_seq;
@@ -40,6 +41,11 @@ int tk_ckpt_info(int fd, tk_ckpt_image_info *info)
         info->created_ns = img.created_ns;
         info->file_bytes = img.file_size;
         info->data_bytes = img.dir_off - img.data_off;
+        /* a sparse file (precopy's pages at their indices): what it holds */
+        struct stat sb;
+        if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_blocks * 512 < info->file_bytes)
+            info->file_bytes = (uint64_t)sb.st_blocks * 512;
+        if (info->data_bytes > info->file_bytes) info->data_bytes = info->file_bytes;
     }
     tk__img_close(&img);
     return 0;
